@@ -1,0 +1,15 @@
+module github.com/marlowe-follower/follower
+
+go 1.26.8
+
+require (
+	github.com/btcsuite/btcd/btcutil v1.2.0
+	github.com/spf13/cobra v1.10.2
+	golang.org/x/crypto v0.55.0
+)
+
+require (
+	github.com/inconshreveable/mousetrap v1.1.0 // indirect
+	github.com/spf13/pflag v1.0.9 // indirect
+	golang.org/x/sys v0.47.0 // indirect
+)
