@@ -318,3 +318,39 @@ func TestJSONRejects(t *testing.T) {
 		t.Error("empty input accepted")
 	}
 }
+
+// TestDeepContract: a contract of 500 nested Pays is 15.5 KB, so it fits in a
+// transaction, and CBOR nesting of more than 1,000 levels. It must decode (a
+// fixed limit of 256 levels, as in plutigo's data package, refuses it).
+func TestDeepContract(t *testing.T) {
+	var ct Contract = closeContract
+	for i := 0; i < 500; i++ {
+		ct = &Pay{
+			From:  Party{Role: []byte("a")},
+			To:    Payee{Kind: PayeeParty, Party: Party{Role: []byte("b")}},
+			Token: Token{Currency: []byte{}, Name: []byte{}},
+			Value: &Constant{N: big.NewInt(1)},
+			Then:  ct,
+		}
+	}
+	raw := pd.Encode(ContractToData(ct))
+	if len(raw) > 16384 {
+		t.Fatalf("%d bytes: the test contract no longer fits in a transaction", len(raw))
+	}
+	d, err := pd.Decode(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := ContractFromData(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(back, ct) {
+		t.Fatal("deep contract changed")
+	}
+	js, err := ContractJSON(back)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkContract(t, "deep contract", js)
+}

@@ -33,6 +33,8 @@ type DecodeOptions struct {
 }
 
 // Decode decodes exactly one Plutus Data value that spans the whole input.
+// Byte strings of the result that were one piece in the input share its
+// memory: do not change the input while the result is in use.
 func Decode(b []byte) (Data, error) {
 	return DecodeOptions{}.Decode(b)
 }
@@ -93,6 +95,57 @@ type reader struct {
 	buf      []byte
 	pos      int
 	maxDepth int
+
+	// Nodes are carved out of slabs and indefinite-length items are gathered
+	// on a shared stack, so that decoding allocates a few large blocks rather
+	// than one small block per node.
+	constrs  []Constr
+	integers []Integer
+	byteStrs []Bytes
+	lists    []List
+	stack    []Data
+}
+
+const slabSize = 64
+
+func (r *reader) newConstr(index uint64, fields []Data) *Constr {
+	if len(r.constrs) == 0 {
+		r.constrs = make([]Constr, slabSize)
+	}
+	c := &r.constrs[0]
+	r.constrs = r.constrs[1:]
+	c.Index, c.Fields = index, fields
+	return c
+}
+
+func (r *reader) newSmall(v int64) *Integer {
+	if len(r.integers) == 0 {
+		r.integers = make([]Integer, slabSize)
+	}
+	i := &r.integers[0]
+	r.integers = r.integers[1:]
+	i.small = v
+	return i
+}
+
+func (r *reader) newBytes(b []byte) *Bytes {
+	if len(r.byteStrs) == 0 {
+		r.byteStrs = make([]Bytes, slabSize)
+	}
+	x := &r.byteStrs[0]
+	r.byteStrs = r.byteStrs[1:]
+	x.B = b
+	return x
+}
+
+func (r *reader) newList(items []Data) *List {
+	if len(r.lists) == 0 {
+		r.lists = make([]List, slabSize)
+	}
+	l := &r.lists[0]
+	r.lists = r.lists[1:]
+	l.Items = items
+	return l
 }
 
 func (r *reader) fail(off int, format string, args ...any) error {
@@ -176,12 +229,12 @@ func (r *reader) data(depth int) (Data, error) {
 	switch major {
 	case majorUint:
 		if arg <= 1<<63-1 {
-			return &Integer{small: int64(arg)}, nil
+			return r.newSmall(int64(arg)), nil
 		}
 		return &Integer{big: new(big.Int).SetUint64(arg)}, nil
 	case majorNegint:
 		if arg <= 1<<63-1 {
-			return &Integer{small: -1 - int64(arg)}, nil
+			return r.newSmall(-1 - int64(arg)), nil
 		}
 		v := new(big.Int).SetUint64(arg)
 		v.Neg(v).Sub(v, bigOne)
@@ -191,13 +244,13 @@ func (r *reader) data(depth int) (Data, error) {
 		if err != nil {
 			return nil, err
 		}
-		return &Bytes{B: b}, nil
+		return r.newBytes(b), nil
 	case majorArray:
 		items, err := r.items(arg, indef, depth)
 		if err != nil {
 			return nil, err
 		}
-		return &List{Items: items}, nil
+		return r.newList(items), nil
 	case majorMap:
 		return r.mapItems(arg, indef, depth)
 	case majorTag:
@@ -263,20 +316,26 @@ func (r *reader) items(arg uint64, indef bool, depth int) ([]Data, error) {
 		}
 		return items, nil
 	}
-	items := []Data{}
+	// Gather the items on the shared stack, then copy them out at their
+	// final size. Nested lists push above this one's items and pop back.
+	mark := len(r.stack)
 	for {
 		brk, err := r.atBreak()
 		if err != nil {
 			return nil, err
 		}
 		if brk {
+			items := make([]Data, len(r.stack)-mark)
+			copy(items, r.stack[mark:])
+			clear(r.stack[mark:])
+			r.stack = r.stack[:mark]
 			return items, nil
 		}
 		d, err := r.data(depth + 1)
 		if err != nil {
 			return nil, err
 		}
-		items = append(items, d)
+		r.stack = append(r.stack, d)
 	}
 }
 
@@ -381,7 +440,7 @@ func (r *reader) constrFields(index uint64, depth int) (Data, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Constr{Index: index, Fields: fields}, nil
+	return r.newConstr(index, fields), nil
 }
 
 // skip passes over any well-formed CBOR item.
