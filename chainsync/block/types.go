@@ -78,7 +78,7 @@ type Tx struct {
 	// transaction fails phase-2 validation; its index is len(Outputs).
 	CollateralReturn *TxOut
 	Fee              uint64
-	Mint             []Asset // quantities may be negative (burns)
+	Mint             []MintAsset
 
 	// ValidityStart is the first slot in which the transaction is valid
 	// (body key 8) and TTL the first slot in which it is no longer valid
@@ -117,8 +117,16 @@ type Value struct {
 	Assets   []Asset
 }
 
-// Asset is a quantity of one native asset.
+// Asset is a quantity of one native asset held by an output.
 type Asset struct {
+	Policy   chain.Hash28
+	Name     []byte
+	Quantity uint64
+}
+
+// MintAsset is a quantity of one native asset minted (positive) or burned
+// (negative) by a transaction.
+type MintAsset struct {
 	Policy   chain.Hash28
 	Name     []byte
 	Quantity int64
