@@ -143,7 +143,9 @@ type TxOutRef struct {
 }
 
 // String returns "TXID#INDEX".
-func (r TxOutRef) String() string { return r.TxID.String() + "#" + strconv.FormatUint(uint64(r.Index), 10) }
+func (r TxOutRef) String() string {
+	return r.TxID.String() + "#" + strconv.FormatUint(uint64(r.Index), 10)
+}
 
 // MarshalText writes "TXID#INDEX".
 func (r TxOutRef) MarshalText() ([]byte, error) { return []byte(r.String()), nil }

@@ -1,0 +1,130 @@
+package block
+
+import (
+	"testing"
+
+	"github.com/blinklabs-io/gouroboros/ledger"
+)
+
+// benchBlocks are the blocks the benchmarks run on: the two eras whose
+// transactions the follower decodes most, and Byron, which is a third of
+// mainnet's blocks by count.
+var benchBlocks = []struct {
+	name string
+	typ  Type
+}{
+	{"conway", TypeConway},
+	{"babbage", TypeBabbage},
+	{"byron", TypeByron},
+}
+
+// BenchmarkDecodeHeader compares DecodeHeader with the baseline,
+// gouroboros' ledger.NewBlockFromCbor, which decodes the whole block (and
+// checks the body hash) to give the same header fields.
+//
+//	go test -run '^$' -bench 'BenchmarkDecode' -benchmem ./chainsync/block/
+func BenchmarkDecodeHeader(b *testing.B) {
+	for _, bb := range benchBlocks {
+		raw := mainnet(b, bb.name)
+		b.Run(bb.name+"/ours", func(b *testing.B) {
+			b.SetBytes(int64(len(raw)))
+			b.ReportAllocs()
+			for b.Loop() {
+				h, err := DecodeHeader(bb.typ, raw, Options{})
+				if err != nil || h.Header.Slot == 0 {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run(bb.name+"/gouroboros", func(b *testing.B) {
+			b.SetBytes(int64(len(raw)))
+			b.ReportAllocs()
+			for b.Loop() {
+				g, err := ledger.NewBlockFromCbor(uint(bb.typ), raw)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if g.Hash().String() == "" || g.SlotNumber() == 0 {
+					b.Fatal("no header")
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkDecodeBlock compares DecodeBlock (header and every transaction,
+// with ids) with the baseline: gouroboros' ledger.NewBlockFromCbor alone,
+// and followed by Transactions() and each transaction's Hash(), which is
+// what getting the same data out of it takes.
+func BenchmarkDecodeBlock(b *testing.B) {
+	for _, bb := range benchBlocks[:2] {
+		raw := mainnet(b, bb.name)
+		b.Run(bb.name+"/ours", func(b *testing.B) {
+			b.SetBytes(int64(len(raw)))
+			b.ReportAllocs()
+			for b.Loop() {
+				blk, err := DecodeBlock(bb.typ, raw, Options{})
+				if err != nil || len(blk.Txs) == 0 {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run(bb.name+"/ours-copy", func(b *testing.B) {
+			b.SetBytes(int64(len(raw)))
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := DecodeBlock(bb.typ, raw, Options{Copy: true}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run(bb.name+"/gouroboros", func(b *testing.B) {
+			b.SetBytes(int64(len(raw)))
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := ledger.NewBlockFromCbor(uint(bb.typ), raw); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run(bb.name+"/gouroboros-txs", func(b *testing.B) {
+			b.SetBytes(int64(len(raw)))
+			b.ReportAllocs()
+			for b.Loop() {
+				g, err := ledger.NewBlockFromCbor(uint(bb.typ), raw)
+				if err != nil {
+					b.Fatal(err)
+				}
+				for _, tx := range g.Transactions() {
+					_ = tx.Hash()
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkBuildConwayBlock measures building a full block of random
+// transactions, as the devnet generator does.
+func BenchmarkBuildConwayBlock(b *testing.B) {
+	g := newGen(6)
+	var specs []Tx
+	var size BodySize
+	for {
+		tx := g.tx()
+		next, err := size.Plus(&tx)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if next.Total() > MaxBlockBodySize {
+			break
+		}
+		specs, size = append(specs, tx), next
+	}
+	b.ReportMetric(float64(len(specs)), "txs/block")
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, _, err := BuildConwayBlock(HeaderSpec{Slot: 1, BlockNo: 1}, specs); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

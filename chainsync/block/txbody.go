@@ -1,0 +1,485 @@
+package block
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/marlowe-follower/follower/chainsync/chain"
+)
+
+// Transaction body keys read by the decoder. Other keys are skipped.
+const (
+	keyInputs           = 0
+	keyOutputs          = 1
+	keyFee              = 2
+	keyTTL              = 3
+	keyAuxDataHash      = 7
+	keyValidityStart    = 8
+	keyMint             = 9
+	keyCollateral       = 13
+	keyCollateralReturn = 16
+	keyReferenceInputs  = 18
+)
+
+// bodyKeyNames names the body keys in error messages.
+var bodyKeyNames = map[uint64]string{
+	keyInputs:           "inputs",
+	keyOutputs:          "outputs",
+	keyFee:              "fee",
+	keyTTL:              "ttl",
+	keyValidityStart:    "validity_start",
+	keyMint:             "mint",
+	keyCollateral:       "collateral",
+	keyCollateralReturn: "collateral_return",
+	keyReferenceInputs:  "reference_inputs",
+}
+
+// maxAssetName is the longest asset name the ledger allows.
+const maxAssetName = 32
+
+// keySet tracks the map keys below 64 already read, to refuse duplicates.
+type keySet uint64
+
+// add records key and reports whether it was new. Keys of 64 and above are
+// not tracked: the decoder never reads them.
+func (s *keySet) add(key uint64) bool {
+	if key >= 64 {
+		return true
+	}
+	if *s&(1<<key) != 0 {
+		return false
+	}
+	*s |= 1 << key
+	return true
+}
+
+func (s keySet) has(key uint64) bool { return s&(1<<key) != 0 }
+
+// mapKey reads a map key that must be an unsigned integer and must not
+// repeat.
+func (d *decoder) mapKey(seen *keySet) (uint64, error) {
+	r := &d.r
+	at := r.pos
+	key, err := r.uint()
+	if err != nil {
+		return 0, err
+	}
+	if !seen.add(key) {
+		return 0, r.errAt(at, ErrMalformed, "key %d appears twice", key)
+	}
+	return key, nil
+}
+
+// txBody reads a transaction body map.
+func (d *decoder) txBody(tx *Tx) error {
+	r := &d.r
+	start := r.pos
+	l, err := r.mapHead(2)
+	if err != nil {
+		return err
+	}
+	var seen keySet
+	for {
+		more, err := r.more(&l)
+		if err != nil {
+			return err
+		}
+		if !more {
+			break
+		}
+		key, err := d.mapKey(&seen)
+		if err != nil {
+			return err
+		}
+		switch key {
+		case keyInputs:
+			tx.Inputs, err = d.inputs()
+		case keyOutputs:
+			tx.Outputs, err = d.outputs()
+		case keyFee:
+			tx.Fee, err = r.uint()
+		case keyTTL:
+			var v uint64
+			if v, err = r.uint(); err == nil {
+				tx.TTL = d.numbers.one(v)
+			}
+		case keyValidityStart:
+			var v uint64
+			if v, err = r.uint(); err == nil {
+				tx.ValidityStart = d.numbers.one(v)
+			}
+		case keyMint:
+			tx.Mint, err = d.mint()
+		case keyCollateral:
+			tx.Collateral, err = d.inputs()
+		case keyCollateralReturn:
+			o := d.outs.take(1)[:1]
+			if err = d.output(&o[0]); err == nil {
+				tx.CollateralReturn = &o[0]
+			}
+		case keyReferenceInputs:
+			tx.ReferenceInputs, err = d.inputs()
+		default:
+			err = r.skip()
+		}
+		if err != nil {
+			if name, ok := bodyKeyNames[key]; ok {
+				return inField(err, name)
+			}
+			return inField(err, "key "+itoa(key))
+		}
+	}
+	for _, k := range [...]uint64{keyInputs, keyOutputs, keyFee} {
+		if !seen.has(k) {
+			return r.errAt(start, ErrMalformed, "no %s (key %d)", bodyKeyNames[k], k)
+		}
+	}
+	return nil
+}
+
+// itoa formats a map key for an error message.
+func itoa(v uint64) string {
+	var b [20]byte
+	i := len(b)
+	for {
+		i--
+		b[i] = byte('0' + v%10)
+		v /= 10
+		if v == 0 {
+			return string(b[i:])
+		}
+	}
+}
+
+// inputs reads a set of transaction inputs, with or without tag 258, in
+// wire order.
+func (d *decoder) inputs() ([]chain.TxOutRef, error) {
+	r := &d.r
+	if err := r.skipTag(tagSet); err != nil {
+		return nil, err
+	}
+	l, err := r.array(minInput)
+	if err != nil {
+		return nil, err
+	}
+	var out []chain.TxOutRef
+	if !l.indef {
+		out = d.refs.take(l.n)
+	}
+	for i := 0; ; i++ {
+		more, err := r.more(&l)
+		if err != nil {
+			return nil, err
+		}
+		if !more {
+			return out, nil
+		}
+		ref, err := d.input()
+		if err != nil {
+			return nil, inFieldIndex(err, "", i)
+		}
+		out = append(out, ref)
+	}
+}
+
+// input reads [transaction_id, index].
+func (d *decoder) input() (chain.TxOutRef, error) {
+	r := &d.r
+	var ref chain.TxOutRef
+	indef, err := r.fixedArray(2, "input")
+	if err != nil {
+		return ref, err
+	}
+	if ref.TxID, err = r.hash32(); err != nil {
+		return ref, err
+	}
+	if ref.Index, err = r.uint32(); err != nil {
+		return ref, err
+	}
+	return ref, r.closeFixed(indef, "input")
+}
+
+// outputs reads [* transaction_output].
+func (d *decoder) outputs() ([]TxOut, error) {
+	r := &d.r
+	l, err := r.array(minOutput)
+	if err != nil {
+		return nil, err
+	}
+	var out []TxOut
+	if !l.indef {
+		out = d.outs.take(l.n)
+	}
+	for i := 0; ; i++ {
+		more, err := r.more(&l)
+		if err != nil {
+			return nil, err
+		}
+		if !more {
+			return out, nil
+		}
+		out = append(out, TxOut{})
+		if err := d.output(&out[i]); err != nil {
+			return nil, inFieldIndex(err, "", i)
+		}
+	}
+}
+
+// output reads an output in either form:
+//
+//	[address, value, ? datum_hash]                                 ; legacy
+//	{0: address, 1: value, ? 2: datum_option, ? 3: script_ref}     ; Babbage
+func (d *decoder) output(o *TxOut) error {
+	r := &d.r
+	start := r.pos
+	major, err := r.peekMajor()
+	if err != nil {
+		return err
+	}
+	switch major {
+	case majorArray:
+		l, err := r.array(1)
+		if err != nil {
+			return err
+		}
+		n := 0
+		for ; ; n++ {
+			more, err := r.more(&l)
+			if err != nil {
+				return err
+			}
+			if !more {
+				break
+			}
+			switch n {
+			case 0:
+				if o.Address, err = r.bytes(); err != nil {
+					return inField(err, "address")
+				}
+			case 1:
+				if err := d.value(&o.Value); err != nil {
+					return inField(err, "value")
+				}
+			case 2:
+				h, err := r.hash32()
+				if err != nil {
+					return inField(err, "datum_hash")
+				}
+				o.DatumHash = d.hashes.one(h)
+			default:
+				return r.errAt(start, ErrMalformed, "legacy output with more than 3 entries")
+			}
+		}
+		if n < 2 {
+			return r.errAt(start, ErrMalformed, "legacy output with %d entries", n)
+		}
+		return nil
+	case majorMap:
+		l, err := r.mapHead(2)
+		if err != nil {
+			return err
+		}
+		var seen keySet
+		for {
+			more, err := r.more(&l)
+			if err != nil {
+				return err
+			}
+			if !more {
+				break
+			}
+			key, err := d.mapKey(&seen)
+			if err != nil {
+				return err
+			}
+			switch key {
+			case 0:
+				if o.Address, err = r.bytes(); err != nil {
+					return inField(err, "address")
+				}
+			case 1:
+				if err := d.value(&o.Value); err != nil {
+					return inField(err, "value")
+				}
+			case 2:
+				if err := d.datumOption(o); err != nil {
+					return inField(err, "datum_option")
+				}
+			case 3:
+				if err := r.tag(tagEncodedCBOR); err != nil {
+					return inField(err, "script_ref")
+				}
+				if _, err := r.bytes(); err != nil {
+					return inField(err, "script_ref")
+				}
+				o.HasScriptRef = true
+			default:
+				if err := r.skip(); err != nil {
+					return inField(err, "key "+itoa(key))
+				}
+			}
+		}
+		if !seen.has(0) || !seen.has(1) {
+			return r.errAt(start, ErrMalformed, "output without address (key 0) or value (key 1)")
+		}
+		return nil
+	}
+	return r.errAt(start, ErrMalformed, "output: want array or map, got %s", majorNames[major])
+}
+
+// datumOption reads [0, datum_hash] or [1, #6.24(bytes .cbor plutus_data)].
+func (d *decoder) datumOption(o *TxOut) error {
+	r := &d.r
+	indef, err := r.fixedArray(2, "datum option")
+	if err != nil {
+		return err
+	}
+	at := r.pos
+	kind, err := r.uint()
+	if err != nil {
+		return err
+	}
+	switch kind {
+	case 0:
+		h, err := r.hash32()
+		if err != nil {
+			return err
+		}
+		o.DatumHash = d.hashes.one(h)
+	case 1:
+		if err := r.tag(tagEncodedCBOR); err != nil {
+			return err
+		}
+		at := r.pos
+		b, err := r.bytes()
+		if err != nil {
+			return err
+		}
+		if err := checkItem(b); err != nil {
+			return r.errAt(at, ErrMalformed, "inline datum is not one CBOR item: %v", err)
+		}
+		o.InlineDatum = b
+	default:
+		return r.errAt(at, ErrMalformed, "datum option %d", kind)
+	}
+	return r.closeFixed(indef, "datum option")
+}
+
+// checkItem checks that b is exactly one well-formed CBOR item. Its error
+// gives the offset within b.
+func checkItem(b []byte) error {
+	sub := reader{buf: b}
+	err := sub.skip()
+	if err == nil && sub.pos != len(b) {
+		err = sub.errAt(sub.pos, ErrMalformed, "%d bytes after the item", len(b)-sub.pos)
+	}
+	var de *DecodeError
+	if errors.As(err, &de) {
+		return fmt.Errorf("at byte %d: %w: %s", de.Offset, de.Err, de.Reason)
+	}
+	return err
+}
+
+// value reads coin or [coin, multiasset<uint>]. Like the ledger, it drops
+// assets with quantity zero.
+func (d *decoder) value(v *Value) error {
+	r := &d.r
+	major, err := r.peekMajor()
+	if err != nil {
+		return err
+	}
+	if major == majorUint {
+		v.Lovelace, err = r.uint()
+		return err
+	}
+	indef, err := r.fixedArray(2, "value")
+	if err != nil {
+		return err
+	}
+	if v.Lovelace, err = r.uint(); err != nil {
+		return err
+	}
+	if d.assetBuf == nil {
+		d.assetBuf = make([]Asset, 0, 64)
+	}
+	buf := d.assetBuf[:0]
+	err = d.multiAsset(func(policy chain.Hash28, name []byte) error {
+		q, err := r.uint()
+		if q != 0 {
+			buf = append(buf, Asset{Policy: policy, Name: name, Quantity: q})
+		}
+		return err
+	})
+	d.assetBuf = buf
+	if err != nil {
+		return inField(err, "assets")
+	}
+	v.Assets = append(d.assets.take(len(buf)), buf...)
+	return r.closeFixed(indef, "value")
+}
+
+// mint reads multiasset<int64>, dropping quantities of zero as the ledger
+// does.
+func (d *decoder) mint() ([]MintAsset, error) {
+	r := &d.r
+	if d.mintBuf == nil {
+		d.mintBuf = make([]MintAsset, 0, 16)
+	}
+	buf := d.mintBuf[:0]
+	err := d.multiAsset(func(policy chain.Hash28, name []byte) error {
+		q, err := r.int64()
+		if q != 0 {
+			buf = append(buf, MintAsset{Policy: policy, Name: name, Quantity: q})
+		}
+		return err
+	})
+	d.mintBuf = buf
+	if err != nil {
+		return nil, err
+	}
+	return append(d.mints.take(len(buf)), buf...), nil
+}
+
+// multiAsset reads {* policy_id => {* asset_name => quantity}}, calling
+// quantity to read each quantity.
+func (d *decoder) multiAsset(quantity func(chain.Hash28, []byte) error) error {
+	r := &d.r
+	pl, err := r.mapHead(minPolicy)
+	if err != nil {
+		return err
+	}
+	for {
+		more, err := r.more(&pl)
+		if err != nil || !more {
+			return err
+		}
+		policy, err := r.hash28()
+		if err != nil {
+			return err
+		}
+		nl, err := r.mapHead(minAsset)
+		if err != nil {
+			return err
+		}
+		for {
+			more, err := r.more(&nl)
+			if err != nil {
+				return err
+			}
+			if !more {
+				break
+			}
+			at := r.pos
+			name, err := r.bytes()
+			if err != nil {
+				return err
+			}
+			if len(name) > maxAssetName {
+				return r.errAt(at, ErrMalformed, "asset name of %d bytes", len(name))
+			}
+			if err := quantity(policy, name); err != nil {
+				return err
+			}
+		}
+	}
+}

@@ -1,0 +1,444 @@
+package devnet
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"math/big"
+	"math/rand/v2"
+	"slices"
+
+	"github.com/marlowe-follower/follower/chainsync/block"
+	"github.com/marlowe-follower/follower/chainsync/chain"
+	"github.com/marlowe-follower/follower/contracts/marlowe"
+)
+
+// Devnet network constants. The slot configuration turns validity intervals
+// in slots into POSIX time: slot s starts at ZeroTime + s*SlotLength ms.
+const (
+	NetworkMagic     = 42
+	ZeroTimeMillis   = 1672531200000 // 2023-01-01T00:00:00Z
+	SlotLengthMillis = 1000
+	// MaxBlockBodySize is mainnet's limit on a block body.
+	MaxBlockBodySize = 90112
+)
+
+// GeneratorConfig describes the chain a Generator makes. The same config and
+// seed always give the same chain.
+type GeneratorConfig struct {
+	Seed int64
+	// MarloweShare is the fraction of blocks with Marlowe activity (0..1).
+	MarloweShare float64
+	// MeanBlockSize is the mean size of a block body in bytes; sizes vary
+	// around it up to MaxBlockBodySize.
+	MeanBlockSize int
+	// RollbackEvery is the mean number of blocks between rollbacks; 0 for none.
+	RollbackEvery int
+	// MaxRollbackDepth is the deepest rollback, in blocks.
+	MaxRollbackDepth int
+	// MaxActive bounds the contracts in progress at once.
+	MaxActive int
+	// MeanSlotGap is the mean number of slots between blocks.
+	MeanSlotGap int
+}
+
+// DefaultGeneratorConfig returns a mainnet-like configuration with 10%
+// Marlowe blocks and occasional shallow rollbacks.
+func DefaultGeneratorConfig() GeneratorConfig {
+	return GeneratorConfig{
+		Seed: 1, MarloweShare: 0.1, MeanBlockSize: 7700, RollbackEvery: 50, MaxRollbackDepth: 3,
+		MaxActive: 24, MeanSlotGap: 20,
+	}
+}
+
+func (c *GeneratorConfig) validate() error {
+	switch {
+	case c.MarloweShare < 0 || c.MarloweShare > 1:
+		return fmt.Errorf("marlowe share %v: want 0..1", c.MarloweShare)
+	case c.MeanBlockSize < 0 || c.MeanBlockSize > MaxBlockBodySize:
+		return fmt.Errorf("mean block size %d: want 0..%d", c.MeanBlockSize, MaxBlockBodySize)
+	case c.RollbackEvery < 0 || c.MaxRollbackDepth < 0:
+		return errors.New("rollback settings must not be negative")
+	case c.RollbackEvery > 0 && c.MaxRollbackDepth == 0:
+		return errors.New("rollbacks need a maximum depth of at least 1")
+	}
+	if c.MaxActive <= 0 {
+		c.MaxActive = 24
+	}
+	if c.MeanSlotGap <= 0 {
+		c.MeanSlotGap = 20
+	}
+	return nil
+}
+
+// Op is one change of the generated chain: a new block, or a rollback.
+type Op struct {
+	Block    *StoredBlock // set for a new block
+	Rollback *chain.Point // set for a rollback to this point
+}
+
+// genContract is a contract in progress. It is never changed once a
+// snapshot holds it: a step makes a new one.
+type genContract struct {
+	lc            *Lifecycle
+	step          int
+	id            chain.TxOutRef
+	utxo          chain.TxOutRef
+	version       *marlowe.ScriptVersion
+	address       []byte
+	rolesCurrency []byte
+	merkleize     bool
+	datum         marlowe.Contract // the contract in the datum (merkleized at the top when merkleize)
+	conts         map[[32]byte]marlowe.Contract
+	state         marlowe.State
+}
+
+// genPayout is a role payout not yet withdrawn.
+type genPayout struct {
+	ref      chain.TxOutRef
+	contract chain.TxOutRef
+	value    block.Value
+	due      uint64 // block number from which it is withdrawn
+}
+
+// genState is everything the next block depends on, kept per block so a
+// rollback returns to it.
+type genState struct {
+	tip       chain.BlockHeader
+	contracts []*genContract
+	payouts   []genPayout
+	created   int
+}
+
+func (s *genState) clone() *genState {
+	c := *s
+	c.contracts = slices.Clone(s.contracts)
+	c.payouts = slices.Clone(s.payouts)
+	return &c
+}
+
+// Generator makes a deterministic Conway-era chain with Marlowe contract
+// lifecycles (from the reference traces) on all five script versions,
+// filler transactions, and rollbacks.
+type Generator struct {
+	cfg        GeneratorConfig
+	rng        *rand.Rand
+	lifecycles []Lifecycle
+	st         *genState
+	// snaps[i] is the state after the block numbered snapBase+i.
+	snaps    []*genState
+	snapBase uint64
+	// activity[i] is the activity of the block numbered i+1 on the current chain.
+	activity [][]Activity
+	blocks   uint64 // blocks made, forks included
+}
+
+// NewGenerator returns a generator at the origin.
+func NewGenerator(cfg GeneratorConfig) (*Generator, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	lcs, err := Lifecycles()
+	if err != nil {
+		return nil, err
+	}
+	g := &Generator{
+		cfg:        cfg,
+		rng:        rand.New(rand.NewPCG(uint64(cfg.Seed), 0x6d61726c6f7765)),
+		lifecycles: lcs,
+		st:         &genState{},
+	}
+	g.snaps = []*genState{g.st}
+	return g, nil
+}
+
+// Tip returns the header of the newest block (zero at the origin).
+func (g *Generator) Tip() chain.BlockHeader { return g.st.tip }
+
+// Activity returns the Marlowe activity on the current chain, oldest first.
+func (g *Generator) Activity() []Activity {
+	var out []Activity
+	for _, a := range g.activity {
+		out = append(out, a...)
+	}
+	return out
+}
+
+// Next returns the next change of the chain.
+func (g *Generator) Next() (Op, error) {
+	if g.cfg.RollbackEvery > 0 && g.st.tip.BlockNo > 1 && g.rng.IntN(g.cfg.RollbackEvery) == 0 {
+		depth := 1 + g.rng.IntN(g.cfg.MaxRollbackDepth)
+		return g.rollback(depth), nil
+	}
+	b, err := g.nextBlock()
+	if err != nil {
+		return Op{}, err
+	}
+	return Op{Block: b}, nil
+}
+
+func (g *Generator) rollback(depth int) Op {
+	tipNo := g.st.tip.BlockNo
+	avail := tipNo - g.snapBase // snapshots we can return to
+	d := min(uint64(depth), avail)
+	target := tipNo - d
+	g.st = g.snaps[target-g.snapBase]
+	g.snaps = g.snaps[:target-g.snapBase+1]
+	g.activity = g.activity[:target]
+	p := g.st.tip.Point()
+	if target == 0 {
+		p = chain.Origin
+	}
+	return Op{Rollback: &p}
+}
+
+func (g *Generator) nextBlock() (*StoredBlock, error) {
+	st := g.st.clone()
+	prev := st.tip
+	slot := prev.Slot + 1 + uint64(g.rng.IntN(2*g.cfg.MeanSlotGap))
+	blockNo := prev.BlockNo + 1
+	bb := &blockBuild{g: g, st: st, blockNo: blockNo, slot: slot}
+	if g.rng.Float64() < g.cfg.MarloweShare {
+		n := 1 + g.rng.IntN(3)
+		for range n {
+			if err := bb.marloweTx(); err != nil {
+				return nil, err
+			}
+		}
+	}
+	target := g.blockSize()
+	if err := bb.fill(target); err != nil {
+		return nil, err
+	}
+	raw, hdr, err := buildConwayBlock(slot, blockNo, prev.Hash, bb.txs)
+	if err != nil {
+		return nil, fmt.Errorf("devnet: block %d: %w", blockNo, err)
+	}
+	for i := range bb.acts {
+		bb.acts[i].Slot, bb.acts[i].BlockNo = hdr.Slot, hdr.BlockNo
+	}
+	st.tip = hdr
+	g.st = st
+	g.snaps = append(g.snaps, st)
+	if keep := g.cfg.MaxRollbackDepth + 1; len(g.snaps) > keep {
+		drop := len(g.snaps) - keep
+		g.snaps = slices.Delete(g.snaps, 0, drop)
+		g.snapBase += uint64(drop)
+	}
+	g.activity = append(g.activity, bb.acts)
+	g.blocks++
+	return &StoredBlock{Type: block.TypeConway, Header: hdr, Raw: raw}, nil
+}
+
+// blockSize draws a body size: exponential around the mean, within limits.
+func (g *Generator) blockSize() int {
+	if g.cfg.MeanBlockSize == 0 {
+		return 0
+	}
+	u := g.rng.Float64()
+	size := -float64(g.cfg.MeanBlockSize) * math.Log(1-u)
+	return int(min(max(size, 300), MaxBlockBodySize-4096))
+}
+
+// blockBuild collects the transactions of one block.
+type blockBuild struct {
+	g       *Generator
+	st      *genState
+	blockNo uint64
+	slot    uint64
+	txs     []block.Tx
+	acts    []Activity
+	size    int
+}
+
+func (bb *blockBuild) rng() *rand.Rand { return bb.g.rng }
+
+func (bb *blockBuild) add(tx block.Tx) chain.Hash32 {
+	tx.Index = len(bb.txs)
+	id, size := txIDAndSize(&tx)
+	tx.ID = id
+	bb.txs = append(bb.txs, tx)
+	bb.size += size
+	return id
+}
+
+func (bb *blockBuild) randomHash32() chain.Hash32 {
+	var h chain.Hash32
+	for i := range h {
+		h[i] = byte(bb.rng().Uint32())
+	}
+	return h
+}
+
+func (bb *blockBuild) randomBytes(n int) []byte {
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = byte(bb.rng().Uint32())
+	}
+	return b
+}
+
+// walletInput is an input from a wallet: a fresh reference.
+func (bb *blockBuild) walletInput() chain.TxOutRef {
+	return chain.TxOutRef{TxID: bb.randomHash32(), Index: uint32(bb.rng().IntN(4))}
+}
+
+// walletAddress is a testnet enterprise key address.
+func (bb *blockBuild) walletAddress() []byte {
+	return append([]byte{0x60}, bb.randomBytes(28)...)
+}
+
+// marloweTx adds one piece of Marlowe activity.
+func (bb *blockBuild) marloweTx() error {
+	st := bb.st
+	r := bb.rng().IntN(100)
+	switch {
+	case r < 3:
+		return bb.malformed()
+	case r < 8 && len(st.contracts) > 0:
+		return bb.step(bb.rng().IntN(len(st.contracts)), false)
+	case r < 30 && bb.duePayouts() > 0:
+		return bb.withdraw()
+	case r < 70 && len(st.contracts) > 0:
+		return bb.step(bb.rng().IntN(len(st.contracts)), true)
+	case len(st.contracts) < bb.g.cfg.MaxActive:
+		return bb.create()
+	case len(st.contracts) > 0:
+		return bb.step(bb.rng().IntN(len(st.contracts)), true)
+	}
+	return nil
+}
+
+func (bb *blockBuild) duePayouts() int {
+	n := 0
+	for _, p := range bb.st.payouts {
+		if p.due <= bb.blockNo {
+			n++
+		}
+	}
+	return n
+}
+
+// scriptAddress makes a testnet address paying to a script, with a random
+// stake part (none, key, script or pointer).
+func (bb *blockBuild) scriptAddress(script chain.Hash28, withStake bool) []byte {
+	if !withStake {
+		return append([]byte{0x70}, script[:]...)
+	}
+	switch bb.rng().IntN(4) {
+	case 0:
+		return append([]byte{0x70}, script[:]...)
+	case 1:
+		a := append([]byte{0x10}, script[:]...)
+		return append(a, bb.randomBytes(28)...)
+	case 2:
+		a := append([]byte{0x30}, script[:]...)
+		return append(a, bb.randomBytes(28)...)
+	}
+	a := append([]byte{0x50}, script[:]...)
+	pa := marlowe.PartyAddress{Address: marlowe.Address{
+		Payment: marlowe.Credential{Kind: marlowe.ScriptCredential, Hash: script[:]},
+		Staking: &marlowe.StakingCredential{Pointer: &marlowe.StakePointer{
+			Slot: big.NewInt(int64(bb.rng().IntN(1 << 24))), TxIndex: big.NewInt(int64(bb.rng().IntN(64))), CertIndex: big.NewInt(int64(bb.rng().IntN(4))),
+		}},
+	}}
+	raw, err := pa.Bytes()
+	if err != nil {
+		return a
+	}
+	return raw
+}
+
+// datumOutput sets an output's datum inline or by hash (the datum then goes
+// in the witness set).
+func (bb *blockBuild) datumOutput(out *block.TxOut, tx *block.Tx, datum []byte, inline bool) {
+	if inline {
+		out.InlineDatum = datum
+		return
+	}
+	h := chain.Hash32(marlowe.DatumHash(datum))
+	out.DatumHash = &h
+	if tx.Datums == nil {
+		tx.Datums = map[chain.Hash32][]byte{}
+	}
+	tx.Datums[h] = datum
+}
+
+// adaValue is the lovelace held in ada accounts, at least 2 ada.
+func adaValue(st *marlowe.State) block.Value {
+	total := new(big.Int)
+	for _, a := range st.Accounts {
+		if len(a.Token.Currency) == 0 {
+			total.Add(total, a.Amount)
+		}
+	}
+	v := uint64(2_000_000)
+	if total.IsUint64() && total.Uint64() > v {
+		v = total.Uint64()
+	}
+	return block.Value{Lovelace: v}
+}
+
+// paymentValue is the value of a payment: ada, or a native token where the
+// currency is a real 28-byte policy (with 2 ada beside it), else 2 ada.
+func paymentValue(t marlowe.Token, amount *big.Int) block.Value {
+	q := uint64(1)
+	if amount.IsUint64() && amount.Sign() > 0 {
+		q = amount.Uint64()
+	}
+	if len(t.Currency) == 0 {
+		return block.Value{Lovelace: max(q, 1_000_000)}
+	}
+	if len(t.Currency) == 28 {
+		return block.Value{Lovelace: 2_000_000, Assets: []block.Asset{{Policy: chain.Hash28(t.Currency), Name: t.Name, Quantity: q}}}
+	}
+	return block.Value{Lovelace: 2_000_000}
+}
+
+// roleNames collects the role names a contract and state mention.
+func roleNames(c marlowe.Contract, st marlowe.State) [][]byte {
+	seen := map[string]bool{}
+	var out [][]byte
+	add := func(p marlowe.Party) {
+		if p.Address == nil && !seen[string(p.Role)] {
+			seen[string(p.Role)] = true
+			out = append(out, p.Role)
+		}
+	}
+	for _, a := range st.Accounts {
+		add(a.Party)
+	}
+	js, err := marlowe.ContractJSON(c)
+	if err == nil {
+		var walk func(v any)
+		walk = func(v any) {
+			switch x := v.(type) {
+			case map[string]any:
+				if r, ok := x["role_token"].(string); ok {
+					if name, err := marlowe.NameFromText(r); err == nil {
+						add(marlowe.Party{Role: name})
+					}
+				}
+				for _, e := range x {
+					walk(e)
+				}
+			case []any:
+				for _, e := range x {
+					walk(e)
+				}
+			}
+		}
+		var v any
+		if json.Unmarshal(js, &v) == nil {
+			walk(v)
+		}
+	}
+	return out
+}
+
+// chainTip is the generator's tip as a node reports it.
+func chainTip(g *Generator) chain.Tip {
+	h := g.Tip()
+	return chain.Tip{Point: h.Point(), BlockNo: h.BlockNo}
+}

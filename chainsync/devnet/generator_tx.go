@@ -1,0 +1,378 @@
+package devnet
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/marlowe-follower/follower/chainsync/block"
+	"github.com/marlowe-follower/follower/chainsync/chain"
+	"github.com/marlowe-follower/follower/contracts/marlowe"
+	pd "github.com/marlowe-follower/follower/contracts/plutusdata"
+)
+
+// create starts the next lifecycle: a transaction paying the contract's
+// first datum to a semantics validator, minting its role tokens, sometimes
+// with Marlowe tags in metadata.
+func (bb *blockBuild) create() error {
+	g, st := bb.g, bb.st
+	lc := &g.lifecycles[st.created%len(g.lifecycles)]
+	st.created++
+	version := &marlowe.ScriptVersions[bb.rng().IntN(len(marlowe.ScriptVersions))]
+	gc := &genContract{
+		lc:        lc,
+		version:   version,
+		address:   bb.scriptAddress(version.Semantics, true),
+		merkleize: bb.rng().IntN(3) == 0,
+		state:     lc.State,
+	}
+	roles := roleNames(lc.Contract, lc.State)
+	if len(roles) > 0 {
+		gc.rolesCurrency = bb.randomBytes(28)
+	}
+	gc.datum, gc.conts = lc.Contract, nil
+	if gc.merkleize {
+		gc.datum, gc.conts = merkleizeTop(lc.Contract)
+	}
+	md := marlowe.MarloweData{Params: marlowe.MarloweParams{RolesCurrency: gc.rolesCurrency}, State: gc.state, Contract: gc.datum}
+	datum := pd.Encode(md.ToData())
+
+	tx := block.Tx{Inputs: []chain.TxOutRef{bb.walletInput()}, Fee: 200_000 + uint64(bb.rng().IntN(100_000))}
+	wallet := block.TxOut{Address: bb.walletAddress(), Value: block.Value{Lovelace: 5_000_000}}
+	if gc.rolesCurrency != nil {
+		policy := chain.Hash28(gc.rolesCurrency)
+		for _, r := range roles {
+			tx.Mint = append(tx.Mint, block.MintAsset{Policy: policy, Name: r, Quantity: 1})
+			wallet.Value.Assets = append(wallet.Value.Assets, block.Asset{Policy: policy, Name: r, Quantity: 1})
+		}
+	}
+	contractOut := block.TxOut{Address: gc.address, Value: adaValue(&gc.state)}
+	bb.datumOutput(&contractOut, &tx, datum, bb.rng().IntN(4) != 0)
+	ix := bb.rng().IntN(2)
+	if ix == 0 {
+		tx.Outputs = []block.TxOut{contractOut, wallet}
+	} else {
+		tx.Outputs = []block.TxOut{wallet, contractOut}
+	}
+	act := Activity{Kind: ActivityCreate, Version: version.Name}
+	if bb.rng().IntN(2) == 0 {
+		tags := map[string]string{"devnet": "", lc.Name: ""}
+		tx.Metadata = []block.Metadatum{{Label: 1564, Value: marloweTagsCBOR(tags)}}
+		act.Tags = tags
+	}
+	tx.IsValid = true
+	id := bb.add(tx)
+	ref := chain.TxOutRef{TxID: id, Index: uint32(ix)}
+	gc.id, gc.utxo = ref, ref
+	act.TxID, act.Contract = id, &ref
+	bb.acts = append(bb.acts, act)
+	if len(lc.Steps) > 0 {
+		st.contracts = append(st.contracts, gc)
+	}
+	return nil
+}
+
+// step applies the next transaction of a contract's lifecycle. With valid
+// false the transaction fails phase-2 validation: it only consumes its
+// collateral and the contract does not move.
+func (bb *blockBuild) step(i int, valid bool) error {
+	st := bb.st
+	gc := st.contracts[i]
+	s := &gc.lc.Steps[gc.step]
+	inputs := slices.Clone(s.Input.Inputs)
+	var witness [][]byte
+	if w, ok := gc.datum.(*marlowe.When); ok && len(inputs) > 0 && len(gc.conts) > 0 &&
+		s.Input.Interval.From.Cmp(w.Timeout) < 0 {
+		var match []int
+		for ci := range w.Cases {
+			if shapeMatch(w.Cases[ci].Action, inputs[0].Content) {
+				match = append(match, ci)
+			}
+		}
+		if len(match) == 1 && w.Cases[match[0]].Merkleized() {
+			h := w.Cases[match[0]].MerkleizedThen
+			inputs[0] = marlowe.Input{Content: inputs[0].Content, ContinuationHash: h}
+			witness = append(witness, pd.Encode(marlowe.ContractToData(gc.conts[[32]byte(h)])))
+		}
+	}
+	redeemer := pd.Encode(marlowe.Redeemer(inputs).ToData())
+
+	tx := block.Tx{
+		Inputs:     []chain.TxOutRef{gc.utxo, bb.walletInput()},
+		Collateral: []chain.TxOutRef{bb.walletInput()},
+		Fee:        400_000 + uint64(bb.rng().IntN(300_000)),
+		IsValid:    valid,
+	}
+	if !valid {
+		tx.CollateralReturn = &block.TxOut{Address: bb.walletAddress(), Value: block.Value{Lovelace: 3_000_000}}
+	}
+	start, ttl := intervalSlots(s.Input.Interval)
+	tx.ValidityStart, tx.TTL = &start, &ttl
+	for _, w := range witness {
+		if tx.Datums == nil {
+			tx.Datums = map[chain.Hash32][]byte{}
+		}
+		tx.Datums[chain.Hash32(marlowe.DatumHash(w))] = w
+	}
+	sorted := slices.Clone(tx.Inputs)
+	slices.SortFunc(sorted, chain.TxOutRef.Compare)
+	pos, _ := slices.BinarySearchFunc(sorted, gc.utxo, chain.TxOutRef.Compare)
+	tx.Redeemers = []block.Redeemer{{Tag: block.RedeemerSpend, Index: uint32(pos), Data: redeemer, Mem: 8_000_000, Steps: 3_000_000_000}}
+
+	next := &genContract{}
+	*next = *gc
+	next.step++
+	next.state = s.State
+	_, closed := s.Contract.(*marlowe.Close)
+	contIx := -1
+	if !closed {
+		next.datum, next.conts = s.Contract, nil
+		if next.merkleize {
+			next.datum, next.conts = merkleizeTop(s.Contract)
+		}
+		md := marlowe.MarloweData{Params: marlowe.MarloweParams{RolesCurrency: gc.rolesCurrency}, State: next.state, Contract: next.datum}
+		out := block.TxOut{Address: gc.address, Value: adaValue(&next.state)}
+		bb.datumOutput(&out, &tx, pd.Encode(md.ToData()), bb.rng().IntN(4) != 0)
+		contIx = len(tx.Outputs)
+		tx.Outputs = append(tx.Outputs, out)
+	}
+	var payoutIxs []int
+	var payoutValues []block.Value
+	for _, p := range s.Payments {
+		if p.To.Kind != marlowe.PayeeParty {
+			continue
+		}
+		value := paymentValue(p.Token, p.Amount)
+		if p.To.Party.Address != nil {
+			addr, err := p.To.Party.Address.Bytes()
+			if err != nil {
+				return fmt.Errorf("devnet: lifecycle %s: address payout: %w", gc.lc.Name, err)
+			}
+			tx.Outputs = append(tx.Outputs, block.TxOut{Address: addr, Value: value})
+			continue
+		}
+		datum := pd.Encode((&marlowe.PayoutDatum{RolesCurrency: gc.rolesCurrency, Role: p.To.Party.Role}).ToData())
+		out := block.TxOut{Address: bb.scriptAddress(gc.version.Payout, false), Value: value}
+		bb.datumOutput(&out, &tx, datum, bb.rng().IntN(2) == 0)
+		payoutIxs = append(payoutIxs, len(tx.Outputs))
+		payoutValues = append(payoutValues, value)
+		tx.Outputs = append(tx.Outputs, out)
+	}
+	tx.Outputs = append(tx.Outputs, block.TxOut{Address: bb.walletAddress(), Value: block.Value{Lovelace: 1_500_000}})
+	id := bb.add(tx)
+
+	id0 := gc.id
+	act := Activity{TxID: id, Contract: &id0}
+	if !valid {
+		act.Kind = ActivityInvalid
+		bb.acts = append(bb.acts, act)
+		return nil
+	}
+	// The follower reads the inputs from the redeemer, where a merkleized
+	// input carries only its continuation's hash.
+	js, err := marlowe.Redeemer(inputs).MarshalJSON()
+	if err != nil {
+		return err
+	}
+	act.Kind, act.Version, act.Inputs = ActivityApply, gc.version.Name, js
+	if closed {
+		act.Closed = true
+	} else {
+		ref := chain.TxOutRef{TxID: id, Index: uint32(contIx)}
+		act.Output = &ref
+		next.utxo = ref
+	}
+	for k, ix := range payoutIxs {
+		ref := chain.TxOutRef{TxID: id, Index: uint32(ix)}
+		act.Payouts = append(act.Payouts, ref)
+		st.payouts = append(st.payouts, genPayout{ref: ref, contract: gc.id, value: payoutValues[k], due: bb.blockNo + 1 + uint64(bb.rng().IntN(20))})
+	}
+	bb.acts = append(bb.acts, act)
+	if closed || next.step >= len(next.lc.Steps) {
+		st.contracts = slices.Delete(st.contracts, i, i+1)
+	} else {
+		st.contracts[i] = next
+	}
+	return nil
+}
+
+// intervalSlots turns a semantic interval [from, to] in POSIX ms into the
+// validity interval of a transaction: the first valid slot and the first
+// slot no longer valid.
+func intervalSlots(iv marlowe.TimeInterval) (start, ttl uint64) {
+	slotOf := func(ms int64) uint64 {
+		if ms <= ZeroTimeMillis {
+			return 0
+		}
+		return uint64((ms - ZeroTimeMillis) / SlotLengthMillis)
+	}
+	from, to := int64(0), int64(0)
+	if iv.From.IsInt64() {
+		from = iv.From.Int64()
+	}
+	if iv.To.IsInt64() {
+		to = iv.To.Int64()
+	}
+	start = slotOf(from)
+	ttl = max(slotOf(to)+1, start+1)
+	return start, ttl
+}
+
+// withdraw spends the due payouts of one contract.
+func (bb *blockBuild) withdraw() error {
+	st := bb.st
+	var first *genPayout
+	for i := range st.payouts {
+		if st.payouts[i].due <= bb.blockNo {
+			first = &st.payouts[i]
+			break
+		}
+	}
+	if first == nil {
+		return nil
+	}
+	contract := first.contract
+	var spent []chain.TxOutRef
+	total := block.Value{Lovelace: 1_000_000}
+	kept := st.payouts[:0:0]
+	for _, p := range st.payouts {
+		if p.contract == contract && p.due <= bb.blockNo && len(spent) < 3 {
+			spent = append(spent, p.ref)
+			total = addValue(total, p.value)
+			continue
+		}
+		kept = append(kept, p)
+	}
+	st.payouts = kept
+	tx := block.Tx{Inputs: append(slices.Clone(spent), bb.walletInput()), Collateral: []chain.TxOutRef{bb.walletInput()}, Fee: 300_000, IsValid: true}
+	sorted := slices.Clone(tx.Inputs)
+	slices.SortFunc(sorted, chain.TxOutRef.Compare)
+	unit := pd.Encode(pd.NewConstr(0))
+	for _, ref := range spent {
+		pos, _ := slices.BinarySearchFunc(sorted, ref, chain.TxOutRef.Compare)
+		tx.Redeemers = append(tx.Redeemers, block.Redeemer{Tag: block.RedeemerSpend, Index: uint32(pos), Data: unit, Mem: 1_000_000, Steps: 400_000_000})
+	}
+	tx.Outputs = []block.TxOut{{Address: bb.walletAddress(), Value: total}}
+	id := bb.add(tx)
+	slices.SortFunc(spent, chain.TxOutRef.Compare)
+	bb.acts = append(bb.acts, Activity{TxID: id, Kind: ActivityWithdraw, Spent: spent})
+	return nil
+}
+
+// malformed pays to a semantics validator with a datum that is not
+// MarloweData, or with a datum hash whose datum is missing.
+func (bb *blockBuild) malformed() error {
+	version := &marlowe.ScriptVersions[bb.rng().IntN(len(marlowe.ScriptVersions))]
+	tx := block.Tx{Inputs: []chain.TxOutRef{bb.walletInput()}, Fee: 180_000, IsValid: true}
+	out := block.TxOut{Address: bb.scriptAddress(version.Semantics, true), Value: block.Value{Lovelace: 3_000_000}}
+	if bb.rng().IntN(2) == 0 {
+		out.InlineDatum = pd.Encode(pd.NewConstr(0, pd.NewInt(int64(bb.rng().IntN(1000)))))
+	} else {
+		h := bb.randomHash32()
+		out.DatumHash = &h
+	}
+	tx.Outputs = []block.TxOut{out, {Address: bb.walletAddress(), Value: block.Value{Lovelace: 1_000_000}}}
+	id := bb.add(tx)
+	bb.acts = append(bb.acts, Activity{TxID: id, Kind: ActivityRejected, Rejected: []chain.TxOutRef{{TxID: id, Index: 0}}})
+	return nil
+}
+
+// fill adds ordinary transactions until the block body reaches target bytes.
+func (bb *blockBuild) fill(target int) error {
+	for bb.size < target {
+		tx := block.Tx{Fee: 170_000 + uint64(bb.rng().IntN(100_000)), IsValid: true}
+		for range 1 + bb.rng().IntN(3) {
+			tx.Inputs = append(tx.Inputs, bb.walletInput())
+		}
+		for range 1 + bb.rng().IntN(3) {
+			tx.Outputs = append(tx.Outputs, block.TxOut{Address: bb.walletAddress(), Value: block.Value{Lovelace: 1_000_000 + uint64(bb.rng().IntN(1_000_000_000))}})
+		}
+		// Pad with a metadata message so transactions reach realistic sizes.
+		if room := target - bb.size; room > 400 {
+			n := min(bb.rng().IntN(4000), room-300)
+			if n > 0 {
+				tx.Metadata = []block.Metadatum{{Label: 674, Value: fillerMetadata(bb.randomBytes(n))}}
+			}
+		}
+		bb.add(tx)
+	}
+	return nil
+}
+
+// fillerMetadata is a metadatum {"msg": [bytes chunks of 64]}.
+func fillerMetadata(b []byte) []byte {
+	out := []byte{0xa1, 0x63, 'm', 's', 'g'}
+	chunks := (len(b) + 63) / 64
+	out = appendCBORHead(out, 4, uint64(chunks))
+	for len(b) > 0 {
+		n := min(len(b), 64)
+		out = appendCBORHead(out, 2, uint64(n))
+		out = append(out, b[:n]...)
+		b = b[n:]
+	}
+	return out
+}
+
+// marloweTagsCBOR writes Marlowe tags metadata, version 2:
+// [2, [[tag] | [tag, payload] ...]] with tags of at most 64 characters.
+func marloweTagsCBOR(tags map[string]string) []byte {
+	keys := make([]string, 0, len(tags))
+	for k := range tags {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	out := []byte{0x82, 0x02}
+	out = appendCBORHead(out, 4, uint64(len(keys)))
+	for _, k := range keys {
+		out = append(out, 0x81)
+		out = appendCBORText(out, k)
+	}
+	return out
+}
+
+func appendCBORText(dst []byte, s string) []byte {
+	if len(s) <= 64 {
+		dst = appendCBORHead(dst, 3, uint64(len(s)))
+		return append(dst, s...)
+	}
+	chunks := (len(s) + 63) / 64
+	dst = appendCBORHead(dst, 4, uint64(chunks))
+	for len(s) > 0 {
+		n := min(len(s), 64)
+		dst = appendCBORHead(dst, 3, uint64(n))
+		dst = append(dst, s[:n]...)
+		s = s[n:]
+	}
+	return dst
+}
+
+func appendCBORHead(dst []byte, major byte, n uint64) []byte {
+	m := major << 5
+	switch {
+	case n < 24:
+		return append(dst, m|byte(n))
+	case n <= 0xff:
+		return append(dst, m|24, byte(n))
+	case n <= 0xffff:
+		return append(dst, m|25, byte(n>>8), byte(n))
+	}
+	return append(dst, m|26, byte(n>>24), byte(n>>16), byte(n>>8), byte(n))
+}
+
+// addValue sums two values, merging quantities of the same asset.
+func addValue(a, b block.Value) block.Value {
+	out := block.Value{Lovelace: a.Lovelace + b.Lovelace, Assets: slices.Clone(a.Assets)}
+	for _, x := range b.Assets {
+		merged := false
+		for i := range out.Assets {
+			if out.Assets[i].Policy == x.Policy && string(out.Assets[i].Name) == string(x.Name) {
+				out.Assets[i].Quantity += x.Quantity
+				merged = true
+				break
+			}
+		}
+		if !merged {
+			out.Assets = append(out.Assets, x)
+		}
+	}
+	return out
+}

@@ -1,0 +1,114 @@
+package chainsync
+
+import (
+	"sync"
+	"time"
+
+	"github.com/marlowe-follower/follower/chainsync/chain"
+	"github.com/marlowe-follower/follower/chainsync/classify"
+)
+
+// Progress is the follower's position and counters, safe to read from any
+// goroutine (the status endpoint, metrics, progress logs).
+type Progress struct {
+	mu sync.Mutex
+	s  ProgressSnapshot
+}
+
+// ProgressSnapshot is a copy of the progress at one moment.
+type ProgressSnapshot struct {
+	Connected bool
+	LastError string
+	Attempts  uint64
+	Point     chain.BlockHeader // the newest block delivered downstream
+	Tip       chain.Tip         // the node's tip, from the newest message
+	TipSeenAt time.Time
+
+	Blocks         uint64 // blocks rolled forward
+	Bytes          uint64 // raw bytes of those blocks
+	Decoded        uint64 // blocks whose transactions were decoded
+	MarloweTxs     uint64
+	DecodeFailures uint64
+	Rollbacks      uint64
+	LastRollback   uint64 // depth of the newest rollback in blocks
+}
+
+// Snapshot returns the current progress.
+func (p *Progress) Snapshot() ProgressSnapshot {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.s
+}
+
+// Fraction returns how far the follower is: our slot over the tip's slot,
+// 0..1 (1 when there is no tip yet to compare with and nothing to do).
+func (s ProgressSnapshot) Fraction() float64 {
+	if s.Tip.Point.Slot == 0 {
+		return 0
+	}
+	return min(float64(s.Point.Slot)/float64(s.Tip.Point.Slot), 1)
+}
+
+// BlocksBehind is how many blocks the follower is behind the node's tip.
+func (s ProgressSnapshot) BlocksBehind() uint64 {
+	if s.Tip.BlockNo <= s.Point.BlockNo {
+		return 0
+	}
+	return s.Tip.BlockNo - s.Point.BlockNo
+}
+
+func (p *Progress) setConnected(up bool, lastErr string) {
+	p.mu.Lock()
+	p.s.Connected = up
+	if lastErr != "" {
+		p.s.LastError = lastErr
+	}
+	p.mu.Unlock()
+}
+
+func (p *Progress) attempt() {
+	p.mu.Lock()
+	p.s.Attempts++
+	p.mu.Unlock()
+}
+
+func (p *Progress) setTip(t chain.Tip) {
+	p.mu.Lock()
+	p.s.Tip, p.s.TipSeenAt = t, time.Now()
+	p.mu.Unlock()
+}
+
+func (p *Progress) setPoint(h chain.BlockHeader) {
+	p.mu.Lock()
+	p.s.Point = h
+	p.mu.Unlock()
+}
+
+type classifyStatsDelta struct{ failures uint64 }
+
+func (p *Progress) count(d classifyStatsDelta) {
+	p.mu.Lock()
+	p.s.DecodeFailures += d.failures
+	p.mu.Unlock()
+}
+
+func (p *Progress) forward(ev *classify.RollForward, size int) {
+	p.mu.Lock()
+	p.s.Point = ev.Header
+	p.s.Blocks++
+	p.s.Bytes += uint64(size)
+	if ev.Decoded {
+		p.s.Decoded++
+	}
+	p.s.MarloweTxs += uint64(len(ev.Txs))
+	p.s.DecodeFailures += uint64(len(ev.Failures))
+	p.mu.Unlock()
+}
+
+func (p *Progress) rolledBack(to chain.Point, depth uint64) {
+	p.mu.Lock()
+	p.s.Point = chain.BlockHeader{Slot: to.Slot, Hash: to.Hash, BlockNo: p.s.Point.BlockNo - min(depth, p.s.Point.BlockNo)}
+	p.s.Rollbacks++
+	p.s.LastRollback = depth
+	p.mu.Unlock()
+}

@@ -1,0 +1,502 @@
+package marlowe
+
+import (
+	"errors"
+	"fmt"
+	"math/big"
+)
+
+// The core JSON of the semantics' results, as the ToJSON instances of
+// marlowe-cardano's Semantics.hs write it (keys in alphabetical order, as
+// aeson does). The readers follow the package's rule that an object must
+// have exactly the keys of one constructor.
+
+func (w *jsonWriter) payment(p *Payment) {
+	w.raw(`{"amount":`)
+	w.int(p.Amount)
+	w.raw(`,"payment_from":`)
+	w.party(p.From)
+	w.raw(`,"to":`)
+	w.payee(p.To)
+	w.raw(`,"token":`)
+	w.token(p.Token)
+	w.raw("}")
+}
+
+func (w *jsonWriter) warning(tw TransactionWarning) {
+	switch x := tw.(type) {
+	case *TransactionNonPositiveDeposit:
+		w.raw(`{"asked_to_deposit":`)
+		w.int(x.Amount)
+		w.raw(`,"in_account":`)
+		w.party(x.Account)
+		w.raw(`,"of_token":`)
+		w.token(x.Token)
+		w.raw(`,"party":`)
+		w.party(x.Party)
+		w.raw("}")
+	case *TransactionNonPositivePay:
+		w.raw(`{"account":`)
+		w.party(x.Account)
+		w.raw(`,"asked_to_pay":`)
+		w.int(x.Amount)
+		w.raw(`,"of_token":`)
+		w.token(x.Token)
+		w.raw(`,"to_payee":`)
+		w.payee(x.Payee)
+		w.raw("}")
+	case *TransactionPartialPay:
+		w.raw(`{"account":`)
+		w.party(x.Account)
+		w.raw(`,"asked_to_pay":`)
+		w.int(x.Expected)
+		w.raw(`,"but_only_paid":`)
+		w.int(x.Paid)
+		w.raw(`,"of_token":`)
+		w.token(x.Token)
+		w.raw(`,"to_payee":`)
+		w.payee(x.Payee)
+		w.raw("}")
+	case *TransactionShadowing:
+		w.raw(`{"had_value":`)
+		w.int(x.OldValue)
+		w.raw(`,"is_now_assigned":`)
+		w.int(x.NewValue)
+		w.raw(`,"value_id":`)
+		w.name(x.Name.Name)
+		w.raw("}")
+	case *TransactionAssertionFailed:
+		w.raw(`"assertion_failed"`)
+	default:
+		w.fail(fmt.Errorf("transaction warning %T", tw))
+		w.raw("null")
+	}
+}
+
+func (w *jsonWriter) interval(iv TimeInterval) {
+	w.raw(`{"from":`)
+	w.int(iv.From)
+	w.raw(`,"to":`)
+	w.int(iv.To)
+	w.raw("}")
+}
+
+func (w *jsonWriter) intervalError(ie *IntervalError) {
+	switch ie.Kind {
+	case InvalidInterval:
+		w.raw(`{"invalidInterval":`)
+		w.interval(ie.Interval)
+		w.raw("}")
+	case IntervalInPastError:
+		w.raw(`{"intervalInPastError":{"from":`)
+		w.int(ie.Interval.From)
+		w.raw(`,"minTime":`)
+		w.int(ie.MinTime)
+		w.raw(`,"to":`)
+		w.int(ie.Interval.To)
+		w.raw("}}")
+	default:
+		w.fail(fmt.Errorf("interval error kind %d", ie.Kind))
+		w.raw("null")
+	}
+}
+
+func (w *jsonWriter) transactionError(te *TransactionError) {
+	switch te.Kind {
+	case TEIntervalError:
+		if te.IntervalError == nil {
+			w.fail(fmt.Errorf("TEIntervalError without its interval error"))
+			w.raw("null")
+			return
+		}
+		w.raw(`{"context":`)
+		w.intervalError(te.IntervalError)
+		w.raw(`,"error":"TEIntervalError"}`)
+	case TEAmbiguousTimeIntervalError, TEApplyNoMatchError, TEUselessTransaction, TEHashMismatch:
+		w.raw(`"`)
+		w.raw(te.Kind.String())
+		w.raw(`"`)
+	default:
+		w.fail(fmt.Errorf("transaction error kind %d", te.Kind))
+		w.raw("null")
+	}
+}
+
+func (w *jsonWriter) output(o *TransactionOutput) {
+	w.raw(`{"contract":`)
+	w.contract(o.Contract)
+	w.raw(`,"payments":[`)
+	for i := range o.Payments {
+		if i > 0 {
+			w.raw(",")
+		}
+		w.payment(&o.Payments[i])
+	}
+	w.raw(`],"state":`)
+	w.state(&o.State)
+	w.raw(`,"warnings":[`)
+	for i, tw := range o.Warnings {
+		if i > 0 {
+			w.raw(",")
+		}
+		w.warning(tw)
+	}
+	w.raw("]}")
+}
+
+// MarshalJSON returns {"amount":n,"payment_from":Party,"to":Payee,"token":Token}.
+func (p Payment) MarshalJSON() ([]byte, error) {
+	w := newWriter()
+	w.payment(&p)
+	return w.done()
+}
+
+// TransactionWarningJSON returns the core JSON of a warning; each warning
+// type's MarshalJSON returns the same.
+func TransactionWarningJSON(tw TransactionWarning) ([]byte, error) {
+	w := newWriter()
+	w.warning(tw)
+	return w.done()
+}
+
+// MarshalJSON returns
+// {"asked_to_deposit":n,"in_account":Party,"of_token":Token,"party":Party}.
+func (x *TransactionNonPositiveDeposit) MarshalJSON() ([]byte, error) {
+	return TransactionWarningJSON(x)
+}
+
+// MarshalJSON returns
+// {"account":Party,"asked_to_pay":n,"of_token":Token,"to_payee":Payee}.
+func (x *TransactionNonPositivePay) MarshalJSON() ([]byte, error) {
+	return TransactionWarningJSON(x)
+}
+
+// MarshalJSON returns {"account":Party,"asked_to_pay":expected,
+// "but_only_paid":paid,"of_token":Token,"to_payee":Payee}.
+func (x *TransactionPartialPay) MarshalJSON() ([]byte, error) {
+	return TransactionWarningJSON(x)
+}
+
+// MarshalJSON returns {"had_value":old,"is_now_assigned":new,"value_id":"name"}.
+func (x *TransactionShadowing) MarshalJSON() ([]byte, error) {
+	return TransactionWarningJSON(x)
+}
+
+// MarshalJSON returns "assertion_failed".
+func (x *TransactionAssertionFailed) MarshalJSON() ([]byte, error) {
+	return TransactionWarningJSON(x)
+}
+
+// MarshalJSON returns {"invalidInterval":{"from":a,"to":b}} or
+// {"intervalInPastError":{"from":a,"minTime":m,"to":b}}.
+func (e *IntervalError) MarshalJSON() ([]byte, error) {
+	w := newWriter()
+	w.intervalError(e)
+	return w.done()
+}
+
+// MarshalJSON returns the name of the error kind as a JSON string, or
+// {"context":IntervalError,"error":"TEIntervalError"}. Input and Detail are
+// not part of the JSON.
+func (e *TransactionError) MarshalJSON() ([]byte, error) {
+	w := newWriter()
+	w.transactionError(e)
+	return w.done()
+}
+
+// MarshalJSON returns
+// {"contract":Contract,"payments":[..],"state":State,"warnings":[..]}.
+func (o TransactionOutput) MarshalJSON() ([]byte, error) {
+	w := newWriter()
+	w.output(&o)
+	return w.done()
+}
+
+// TransactionResultJSON returns the JSON of the reference's TransactionOutput
+// for a result of ComputeTransaction: the output when err is nil, or
+// {"transaction_error":TransactionError} when err is a *TransactionError.
+// Any other error is returned as it is.
+func TransactionResultJSON(out *TransactionOutput, err error) ([]byte, error) {
+	if err != nil {
+		var te *TransactionError
+		if !errors.As(err, &te) {
+			return nil, err
+		}
+		w := newWriter()
+		w.raw(`{"transaction_error":`)
+		w.transactionError(te)
+		w.raw("}")
+		return w.done()
+	}
+	if out == nil {
+		return nil, fmt.Errorf("marlowe: no transaction output")
+	}
+	return out.MarshalJSON()
+}
+
+func paymentFromJSON(v any) (Payment, error) {
+	m, sig, err := object(v, "Payment")
+	if err != nil {
+		return Payment{}, err
+	}
+	if sig != "amount,payment_from,to,token" {
+		return Payment{}, unknownKeys("Payment", sig)
+	}
+	p := Payment{}
+	if p.Amount, err = jsonInt(m["amount"]); err != nil {
+		return Payment{}, at("amount", err)
+	}
+	if p.From, err = partyFromJSON(m["payment_from"]); err != nil {
+		return Payment{}, at("payment_from", err)
+	}
+	if p.To, err = payeeFromJSON(m["to"]); err != nil {
+		return Payment{}, at("to", err)
+	}
+	if p.Token, err = tokenFromJSON(m["token"]); err != nil {
+		return Payment{}, at("token", err)
+	}
+	return p, nil
+}
+
+// payFields reads the keys that TransactionNonPositivePay and
+// TransactionPartialPay share.
+func payFields(m map[string]any) (acc Party, payee Payee, tok Token, err error) {
+	if acc, err = partyFromJSON(m["account"]); err != nil {
+		return acc, payee, tok, at("account", err)
+	}
+	if tok, err = tokenFromJSON(m["of_token"]); err != nil {
+		return acc, payee, tok, at("of_token", err)
+	}
+	if payee, err = payeeFromJSON(m["to_payee"]); err != nil {
+		return acc, payee, tok, at("to_payee", err)
+	}
+	return acc, payee, tok, nil
+}
+
+func warningFromJSON(v any) (TransactionWarning, error) {
+	if s, ok := v.(string); ok {
+		if s == "assertion_failed" {
+			return &TransactionAssertionFailed{}, nil
+		}
+		return nil, shapeError("TransactionWarning: unknown warning %q", s)
+	}
+	m, sig, err := object(v, "TransactionWarning")
+	if err != nil {
+		return nil, err
+	}
+	switch sig {
+	case "asked_to_deposit,in_account,of_token,party":
+		x := &TransactionNonPositiveDeposit{}
+		if x.Amount, err = jsonInt(m["asked_to_deposit"]); err != nil {
+			return nil, at("asked_to_deposit", err)
+		}
+		if x.Account, err = partyFromJSON(m["in_account"]); err != nil {
+			return nil, at("in_account", err)
+		}
+		if x.Token, err = tokenFromJSON(m["of_token"]); err != nil {
+			return nil, at("of_token", err)
+		}
+		if x.Party, err = partyFromJSON(m["party"]); err != nil {
+			return nil, at("party", err)
+		}
+		return x, nil
+	case "account,asked_to_pay,of_token,to_payee":
+		x := &TransactionNonPositivePay{}
+		if x.Account, x.Payee, x.Token, err = payFields(m); err != nil {
+			return nil, err
+		}
+		if x.Amount, err = jsonInt(m["asked_to_pay"]); err != nil {
+			return nil, at("asked_to_pay", err)
+		}
+		return x, nil
+	case "account,asked_to_pay,but_only_paid,of_token,to_payee":
+		x := &TransactionPartialPay{}
+		if x.Account, x.Payee, x.Token, err = payFields(m); err != nil {
+			return nil, err
+		}
+		if x.Expected, err = jsonInt(m["asked_to_pay"]); err != nil {
+			return nil, at("asked_to_pay", err)
+		}
+		if x.Paid, err = jsonInt(m["but_only_paid"]); err != nil {
+			return nil, at("but_only_paid", err)
+		}
+		return x, nil
+	case "had_value,is_now_assigned,value_id":
+		x := &TransactionShadowing{}
+		if x.OldValue, err = jsonInt(m["had_value"]); err != nil {
+			return nil, at("had_value", err)
+		}
+		if x.NewValue, err = jsonInt(m["is_now_assigned"]); err != nil {
+			return nil, at("is_now_assigned", err)
+		}
+		if x.Name.Name, err = jsonName(m["value_id"]); err != nil {
+			return nil, at("value_id", err)
+		}
+		return x, nil
+	}
+	return nil, unknownKeys("TransactionWarning", sig)
+}
+
+// intervalFromJSON reads {"from":a,"to":b}, plus "minTime" when withMinTime.
+func intervalFromJSON(v any, withMinTime bool) (iv TimeInterval, minTime *big.Int, err error) {
+	want := "from,to"
+	if withMinTime {
+		want = "from,minTime,to"
+	}
+	m, sig, err := object(v, "interval")
+	if err == nil && sig != want {
+		err = unknownKeys("interval", sig)
+	}
+	if err != nil {
+		return iv, nil, err
+	}
+	if iv.From, err = jsonInt(m["from"]); err != nil {
+		return iv, nil, at("from", err)
+	}
+	if iv.To, err = jsonInt(m["to"]); err != nil {
+		return iv, nil, at("to", err)
+	}
+	if withMinTime {
+		if minTime, err = jsonInt(m["minTime"]); err != nil {
+			return iv, nil, at("minTime", err)
+		}
+	}
+	return iv, minTime, nil
+}
+
+func intervalErrorFromJSON(v any) (*IntervalError, error) {
+	m, sig, err := object(v, "IntervalError")
+	if err != nil {
+		return nil, err
+	}
+	switch sig {
+	case "invalidInterval":
+		iv, _, err := intervalFromJSON(m[sig], false)
+		if err != nil {
+			return nil, at(sig, err)
+		}
+		return &IntervalError{Kind: InvalidInterval, Interval: iv}, nil
+	case "intervalInPastError":
+		iv, minTime, err := intervalFromJSON(m[sig], true)
+		if err != nil {
+			return nil, at(sig, err)
+		}
+		return &IntervalError{Kind: IntervalInPastError, MinTime: minTime, Interval: iv}, nil
+	}
+	return nil, unknownKeys("IntervalError", sig)
+}
+
+func transactionErrorFromJSON(v any) (*TransactionError, error) {
+	if s, ok := v.(string); ok {
+		for _, k := range []TransactionErrorKind{TEAmbiguousTimeIntervalError, TEApplyNoMatchError, TEUselessTransaction, TEHashMismatch} {
+			if s == k.String() {
+				return &TransactionError{Kind: k, Input: -1}, nil
+			}
+		}
+		return nil, shapeError("TransactionError: unknown error %q", s)
+	}
+	m, sig, err := object(v, "TransactionError")
+	if err != nil {
+		return nil, err
+	}
+	if sig != "context,error" {
+		return nil, unknownKeys("TransactionError", sig)
+	}
+	name, err := jsonString(m["error"])
+	if err != nil {
+		return nil, at("error", err)
+	}
+	if name != "TEIntervalError" {
+		return nil, at("error", shapeError("TransactionError: unknown error %q with a context", name))
+	}
+	ie, err := intervalErrorFromJSON(m["context"])
+	if err != nil {
+		return nil, at("context", err)
+	}
+	return &TransactionError{Kind: TEIntervalError, IntervalError: ie, Input: -1}, nil
+}
+
+// transactionResult is what the reference's TransactionOutput JSON holds:
+// an output or an error.
+type transactionResult struct {
+	out *TransactionOutput
+	err *TransactionError
+}
+
+func transactionResultFromJSON(v any) (transactionResult, error) {
+	m, sig, err := object(v, "TransactionOutput")
+	if err != nil {
+		return transactionResult{}, err
+	}
+	switch sig {
+	case "transaction_error":
+		te, err := transactionErrorFromJSON(m[sig])
+		if err != nil {
+			return transactionResult{}, at(sig, err)
+		}
+		return transactionResult{err: te}, nil
+	case "contract,payments,state,warnings":
+	default:
+		return transactionResult{}, unknownKeys("TransactionOutput", sig)
+	}
+	o := &TransactionOutput{}
+	if o.Contract, err = contractFromJSON(m["contract"]); err != nil {
+		return transactionResult{}, at("contract", err)
+	}
+	payments, err := jsonArray(m["payments"])
+	if err != nil {
+		return transactionResult{}, at("payments", err)
+	}
+	o.Payments = make([]Payment, len(payments))
+	for i, pv := range payments {
+		if o.Payments[i], err = paymentFromJSON(pv); err != nil {
+			return transactionResult{}, at("payments", atIndex(i, err))
+		}
+	}
+	st, err := stateFromJSON(m["state"])
+	if err != nil {
+		return transactionResult{}, at("state", err)
+	}
+	o.State = *st
+	warnings, err := jsonArray(m["warnings"])
+	if err != nil {
+		return transactionResult{}, at("warnings", err)
+	}
+	o.Warnings = make([]TransactionWarning, len(warnings))
+	for i, wv := range warnings {
+		if o.Warnings[i], err = warningFromJSON(wv); err != nil {
+			return transactionResult{}, at("warnings", atIndex(i, err))
+		}
+	}
+	return transactionResult{out: o}, nil
+}
+
+// ParsePaymentJSON reads a payment from core JSON.
+func ParsePaymentJSON(text []byte) (Payment, error) { return parse(text, paymentFromJSON) }
+
+// ParseTransactionWarningJSON reads a transaction warning from core JSON.
+func ParseTransactionWarningJSON(text []byte) (TransactionWarning, error) {
+	return parse(text, warningFromJSON)
+}
+
+// ParseIntervalErrorJSON reads an interval error from core JSON.
+func ParseIntervalErrorJSON(text []byte) (*IntervalError, error) {
+	return parse(text, intervalErrorFromJSON)
+}
+
+// ParseTransactionErrorJSON reads a transaction error from core JSON. Its
+// Input is -1 and its Detail empty, as the JSON does not hold them.
+func ParseTransactionErrorJSON(text []byte) (*TransactionError, error) {
+	return parse(text, transactionErrorFromJSON)
+}
+
+// ParseTransactionOutputJSON reads the reference's TransactionOutput JSON:
+// either an output, returned in out, or {"transaction_error":..}, returned
+// in txErr. Exactly one of them is set when err is nil.
+func ParseTransactionOutputJSON(text []byte) (out *TransactionOutput, txErr *TransactionError, err error) {
+	r, err := parse(text, transactionResultFromJSON)
+	if err != nil {
+		return nil, nil, err
+	}
+	return r.out, r.err, nil
+}
