@@ -236,14 +236,20 @@ func (f *Follower) connect(gen uint64) {
 		send(&connectFailed{gen: gen, err: err})
 		return
 	}
-	// Report the first error of the connection, and keep draining.
+	// Report the first error of the connection and keep draining. The
+	// library closes the channel when the connection ends, sometimes
+	// without an error (a peer closing while every protocol is idle):
+	// that is a loss too.
 	go func() {
-		first := true
+		reported := false
 		for err := range errs {
-			if first && err != nil {
-				first = false
+			if !reported && err != nil {
+				reported = true
 				send(&connectionLost{gen: gen, err: err})
 			}
+		}
+		if !reported {
+			send(&connectionLost{gen: gen, err: errors.New("the node closed the connection")})
 		}
 	}()
 	fail := func(err error) {
@@ -261,7 +267,13 @@ func (f *Follower) connect(gen uint64) {
 		return
 	}
 	f.activeGen.Store(gen)
-	if err := conn.ChainSync().Client.Sync(points); err != nil {
+	err = conn.ChainSync().Client.Sync(points)
+	if errors.Is(err, gchainsync.ErrIntersectNotFound) && f.startsAtTip() {
+		// gouroboros v0.194.0 can hand Sync the answer of the tip query
+		// just before it on the same connection; asking again gets Sync's own.
+		err = conn.ChainSync().Client.Sync(points)
+	}
+	if err != nil {
 		f.activeGen.CompareAndSwap(gen, 0)
 		if errors.Is(err, gchainsync.ErrIntersectNotFound) {
 			err = fmt.Errorf("%w: none of %d stored points (newest %s) is on it", ErrNoIntersection, len(points), describe(points))
@@ -270,6 +282,14 @@ func (f *Follower) connect(gen uint64) {
 		return
 	}
 	send(&connectedMsg{gen: gen, conn: conn, cancel: cancel})
+}
+
+// startsAtTip reports whether the next connection starts at the node's tip.
+func (f *Follower) startsAtTip() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	_, ok := f.crumbs.Tip()
+	return !ok && f.cfg.Start.Kind == StartTip
 }
 
 func describe(points []pcommon.Point) string {

@@ -319,6 +319,16 @@ func encodeAux(md []Metadatum) ([]byte, error) {
 	return e.buf, nil
 }
 
+// TxID returns the id BuildConwayBlock gives tx: the hash of the body it
+// encodes. It is much cheaper than building a block to learn it.
+func TxID(tx *Tx) (chain.Hash32, error) {
+	et, err := encodeTx(tx)
+	if err != nil {
+		return chain.Hash32{}, err
+	}
+	return blake2b.Sum256(et.body), nil
+}
+
 // TxBodySize returns the size of the transaction body BuildConwayBlock
 // would encode for tx: the bytes its id is the hash of.
 func TxBodySize(tx *Tx) (int, error) {

@@ -271,6 +271,9 @@ func checkBuilt(t *testing.T, h HeaderSpec, specs []Tx, raw []byte, b *Block) {
 		if body := gtxs[i].(*conway.ConwayTransaction).Body.Cbor(); n != len(body) {
 			t.Errorf("tx %d: TxBodySize %d, body has %d bytes", i, n, len(body))
 		}
+		if id, err := TxID(&specs[i]); err != nil || id != got.ID {
+			t.Errorf("tx %d: TxID %s %v, built %s", i, id, err, got.ID)
+		}
 		want := canonicalTx(specs[i])
 		got = canonicalTx(got)
 		want.ID, want.Index = got.ID, got.Index

@@ -20,7 +20,7 @@ var (
 	ErrTruncated = errors.New("unexpected end of input")
 	// ErrMalformed means the input is not well-formed CBOR, or a well-formed
 	// item does not have the shape the ledger gives that field.
-	ErrMalformed = errors.New("malformed block")
+	ErrMalformed = errors.New("malformed")
 	// ErrTooDeep means more than MaxDepth indefinite-length containers are
 	// open at once.
 	ErrTooDeep = errors.New("nesting too deep")
@@ -103,7 +103,7 @@ func (r *reader) errAt(off int, kind error, format string, args ...any) error {
 }
 
 func (r *reader) truncated(off int) error {
-	return r.errAt(off, ErrTruncated, "%d bytes of input, item needs more", len(r.buf))
+	return r.errAt(off, ErrTruncated, "the item does not end before the input does (byte %d)", len(r.buf))
 }
 
 func (r *reader) remaining() int { return len(r.buf) - r.pos }

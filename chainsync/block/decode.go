@@ -19,11 +19,14 @@ import (
 // keep raw unchanged while the result is in use, or detach what you keep with
 // Tx.Clone or Block.Clone.
 //
-// Unknown keys in transaction bodies, outputs, witness sets and auxiliary
-// data are skipped. Anything else that is not what the ledger would accept
-// for the fields read here is a *DecodeError naming the transaction and field.
+// As in the ledger, assets and minted quantities of zero are dropped, and a
+// redeemer key (tag, index) that appears twice keeps its first position and
+// its last value. Unknown keys in transaction bodies, outputs, witness sets
+// and auxiliary data are skipped. Anything else that is not what the ledger
+// would accept for the fields read here is a *DecodeError naming the
+// transaction and field.
 func DecodeBlock(t Type, raw []byte, opts Options) (*Block, error) {
-	if opts.Copy {
+	if opts.Copy && t.HasPlutus() {
 		raw = bytes.Clone(raw)
 	}
 	d := decoder{r: reader{buf: raw}}

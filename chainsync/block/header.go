@@ -22,7 +22,8 @@ type Options struct {
 
 	// Copy makes DecodeBlock decode from its own copy of the input, so that
 	// the result shares no memory with the caller's buffer and the buffer can
-	// be reused. It costs one allocation of the block's size. Without it the
+	// be reused. It costs one allocation of the block's size (for blocks whose
+	// transactions are decoded; headers never alias). Without it the
 	// byte slices of the result (addresses, asset names, datums, redeemer
 	// data, metadata values) alias the input.
 	Copy bool
@@ -96,16 +97,18 @@ func decodeHeader(r *reader, t Type, opts Options) (Block, list, error) {
 	hdr := r.buf[hstart:r.pos]
 	hr := reader{buf: r.buf[:r.pos], pos: hstart}
 	b := Block{Type: t}
-	switch t {
-	case TypeByronEBB, TypeByron:
+	if t == TypeByronEBB || t == TypeByron {
 		err = byronHeader(&hr, t, opts.byronEpochLength(), &b)
-		b.Header.Hash = byronHash(t, hdr)
-	default:
+	} else {
 		err = shelleyHeader(&hr, &b)
-		b.Header.Hash = blake2b.Sum256(hdr)
 	}
 	if err != nil {
 		return Block{}, l, inField(err, "header")
+	}
+	if t == TypeByronEBB || t == TypeByron {
+		b.Header.Hash = byronHash(t, hdr)
+	} else {
+		b.Header.Hash = blake2b.Sum256(hdr)
 	}
 	return b, l, nil
 }

@@ -80,6 +80,8 @@ func TestCraftedForms(t *testing.T) {
 			func(tx *Tx) bool { return reflect.DeepEqual(tx.Redeemers, []Redeemer{spend}) }},
 		{"map redeemers", craft1(craftBody(), mp(u(5), mp(arr(u(0), u(1)), arr(datum, arr(u(10), u(20))))), mp()),
 			func(tx *Tx) bool { return reflect.DeepEqual(tx.Redeemers, []Redeemer{spend}) }},
+		{"repeated redeemer key", craft1(craftBody(), mp(u(5), cat(cb{0xa2}, arr(u(0), u(1)), arr(u(5), arr(u(1), u(2))), arr(u(0), u(1)), arr(datum, arr(u(10), u(20))))), mp()),
+			func(tx *Tx) bool { return reflect.DeepEqual(tx.Redeemers, []Redeemer{spend}) }},
 		{"indefinite redeemers", craft1(craftBody(), mp(u(5), indef(indef(u(0), u(1), datum, indef(u(10), u(20))))), mp()),
 			func(tx *Tx) bool { return reflect.DeepEqual(tx.Redeemers, []Redeemer{spend}) }},
 		{"datums with tag 258", craft1(craftBody(), mp(u(4), tg(258, arr(datum))), mp()),

@@ -77,7 +77,7 @@ func (d *decoder) plutusData(tx *Tx) error {
 	}
 }
 
-// redeemers reads the redeemers in either form:
+// redeemers reads the redeemers, in wire order, in either form:
 //
 //	[* [tag, index, data, [mem, steps]]]          ; Alonzo, Babbage, Conway
 //	{* [tag, index] => [data, [mem, steps]]}       ; Conway
@@ -121,8 +121,21 @@ func (d *decoder) redeemers(tx *Tx) error {
 		if err != nil {
 			return inFieldIndex(err, "", i)
 		}
-		out = append(out, rd)
+		out = addRedeemer(out, rd)
 	}
+}
+
+// addRedeemer appends rd, or, when an earlier redeemer has the same tag and
+// index, replaces that one's data and units: the ledger reads redeemers into
+// a map, and a repeated key keeps its last value.
+func addRedeemer(out []Redeemer, rd Redeemer) []Redeemer {
+	for i := range out {
+		if out[i].Tag == rd.Tag && out[i].Index == rd.Index {
+			out[i] = rd
+			return out
+		}
+	}
+	return append(out, rd)
 }
 
 // redeemerEntry reads [tag, index, data, ex_units].

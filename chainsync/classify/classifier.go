@@ -210,9 +210,8 @@ func spendRedeemer(tx *block.Tx, sorted int) []byte {
 func (c *Classifier) classifyTx(tx *block.Tx, changes *UTxOChanges) (MarloweTx, bool) {
 	mt := MarloweTx{ID: tx.ID, Index: tx.Index, IsValid: tx.IsValid, ValidityStart: tx.ValidityStart, TTL: tx.TTL}
 
-	sorted := slices.Clone(tx.Inputs)
-	slices.SortFunc(sorted, chain.TxOutRef.Compare)
-	for _, in := range tx.Inputs {
+	sorted := tx.SortedInputs() // the ledger's order, duplicates removed
+	for _, in := range sorted {
 		u, ok := c.utxos.Get(in)
 		if !ok {
 			continue

@@ -9,7 +9,7 @@ import (
 
 // txIDAndSize computes a transaction's id and its size in a block body.
 func txIDAndSize(tx *block.Tx) (chain.Hash32, int) {
-	_, b, err := block.BuildConwayBlock(block.HeaderSpec{Slot: 1, BlockNo: 1}, []block.Tx{*tx})
+	id, err := block.TxID(tx)
 	if err != nil {
 		panic(fmt.Sprintf("devnet: generated an unbuildable transaction: %v", err))
 	}
@@ -17,7 +17,7 @@ func txIDAndSize(tx *block.Tx) (chain.Hash32, int) {
 	if err != nil {
 		panic(fmt.Sprintf("devnet: generated an unbuildable transaction: %v", err))
 	}
-	return b.Txs[0].ID, size
+	return id, size
 }
 
 // buildConwayBlock builds a block of txs on top of prev.
