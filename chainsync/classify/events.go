@@ -60,9 +60,9 @@ func (*Undecodable) isEvent()  {}
 // DecodeFailure reports a block or transaction that could not be decoded or
 // understood. TxIndex is -1 for the block as a whole.
 type DecodeFailure struct {
-	TxIndex int
-	TxID    chain.Hash32 // zero when unknown
-	Reason  string
+	TxIndex int          `json:"txIndex"`
+	TxID    chain.Hash32 `json:"txId"` // zero when unknown
+	Reason  string       `json:"reason"`
 }
 
 // MarloweTx is a transaction that creates, applies inputs to, or withdraws

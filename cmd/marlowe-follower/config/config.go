@@ -1,0 +1,78 @@
+// Package config is marlowe-follower's configuration: one struct whose field
+// tags say where each setting comes from. Settings are layered, highest
+// first: command-line flags, environment variables (MARLOWE_RT_*), a YAML
+// file, then the defaults below. Validation names the setting that is wrong.
+package config
+
+import (
+	"time"
+)
+
+// Defaults.
+const (
+	DefaultNetworkMagic   = 764824073 // mainnet
+	DefaultQueryPort      = 3780
+	DefaultStreamingPort  = 3781
+	DefaultDataDir        = "./marlowe-follower-data"
+	DefaultLogLevel       = "info"
+	DefaultLogFormat      = "json"
+	DefaultStart          = "origin"
+	DefaultMinBackoff     = 200 * time.Millisecond
+	DefaultMaxBackoff     = 30 * time.Second
+	DefaultProgressPeriod = 10 * time.Second
+	DefaultReadyDistance  = 10
+	DefaultShutdownGrace  = 15 * time.Second
+)
+
+// Config is every setting of marlowe-follower. Each field's tags give its
+// YAML key (yaml), environment variable (env), flag (flag), default
+// (default) and description (doc); secret fields are redacted when shown.
+type Config struct {
+	Node      Node      `yaml:"node"`
+	Store     Store     `yaml:"store"`
+	Query     Query     `yaml:"query"`
+	Streaming Streaming `yaml:"streaming"`
+	Log       Log       `yaml:"log"`
+	Progress  Progress  `yaml:"progress"`
+}
+
+// Node is where the chain comes from.
+type Node struct {
+	Socket       string        `yaml:"socket" env:"MARLOWE_RT_NODE_SOCKET" flag:"node-socket" doc:"path of the cardano-node's local (node-to-client) socket"`
+	NetworkMagic uint32        `yaml:"networkMagic" env:"MARLOWE_RT_NETWORK_MAGIC" flag:"network-magic" default:"764824073" doc:"network magic: mainnet 764824073, preprod 1, preview 2, devnet 42"`
+	Start        string        `yaml:"start" env:"MARLOWE_RT_START" flag:"from" default:"origin" doc:"where to start when nothing is stored yet: origin, tip or SLOT.HASH"`
+	MinBackoff   time.Duration `yaml:"minBackoff" env:"MARLOWE_RT_MIN_BACKOFF" flag:"min-backoff" default:"200ms" doc:"first wait before reconnecting to the node; it doubles after each failure"`
+	MaxBackoff   time.Duration `yaml:"maxBackoff" env:"MARLOWE_RT_MAX_BACKOFF" flag:"max-backoff" default:"30s" doc:"longest wait between reconnection attempts"`
+}
+
+// Store is where history is kept.
+type Store struct {
+	DatabaseURL string `yaml:"databaseURL" env:"MARLOWE_RT_DATABASE_URL" flag:"database-url" secret:"true" doc:"PostgreSQL connection URL; empty keeps history in an embedded SQLite file in the data directory"`
+	DataDir     string `yaml:"dataDir" env:"MARLOWE_RT_DATA_DIR" flag:"data-dir" default:"./marlowe-follower-data" doc:"directory of the embedded store"`
+}
+
+// Query is the HTTP query API.
+type Query struct {
+	Port          int    `yaml:"port" env:"MARLOWE_RT_QUERY_PORT" flag:"query-port" default:"3780" doc:"TCP port of the HTTP query API (0 disables it)"`
+	Host          string `yaml:"host" env:"MARLOWE_RT_QUERY_HOST" flag:"query-host" default:"0.0.0.0" doc:"address the query API listens on"`
+	ReadyDistance uint64 `yaml:"readyDistance" env:"MARLOWE_RT_READY_DISTANCE" flag:"ready-distance" default:"10" doc:"readiness: at most this many blocks behind the node's tip"`
+}
+
+// Streaming is the WebSocket streaming API.
+type Streaming struct {
+	Port  int    `yaml:"port" env:"MARLOWE_RT_STREAMING_PORT" flag:"streaming-port" default:"3781" doc:"TCP port of the WebSocket streaming API (0 disables it)"`
+	Host  string `yaml:"host" env:"MARLOWE_RT_STREAMING_HOST" flag:"streaming-host" default:"0.0.0.0" doc:"address the streaming API listens on"`
+	Token string `yaml:"token" env:"MARLOWE_RT_STREAMING_TOKEN" flag:"streaming-token" secret:"true" doc:"bearer token clients must present; empty allows anyone"`
+}
+
+// Log is logging.
+type Log struct {
+	Level  string `yaml:"level" env:"MARLOWE_RT_LOG_LEVEL" flag:"log-level" default:"info" doc:"debug, info, warn or error; per component as component=level, comma separated (for example info,chainsync=debug)"`
+	Format string `yaml:"format" env:"MARLOWE_RT_LOG_FORMAT" flag:"log-format" default:"json" doc:"json (production) or console (development)"`
+}
+
+// Progress is how sync progress is shown.
+type Progress struct {
+	Period time.Duration `yaml:"period" env:"MARLOWE_RT_PROGRESS_PERIOD" flag:"progress-period" default:"10s" doc:"how often a progress line is logged while behind the tip"`
+	Bar    string        `yaml:"bar" env:"MARLOWE_RT_PROGRESS_BAR" flag:"progress-bar" default:"auto" doc:"progress bar on the terminal: auto (when stderr is a terminal), always or never"`
+}

@@ -1,0 +1,295 @@
+package config
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"reflect"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+	"go.yaml.in/yaml/v3"
+)
+
+// Setting describes one configuration field.
+type Setting struct {
+	Path    string // dotted YAML path, e.g. "node.socket"
+	Env     string
+	Flag    string
+	Default string
+	Doc     string
+	Secret  bool
+	Type    string // string, uint32, int, uint64, duration
+	index   []int
+}
+
+// Settings lists every setting in declaration order.
+func Settings() []Setting {
+	var out []Setting
+	t := reflect.TypeOf(Config{})
+	for i := range t.NumField() {
+		sec := t.Field(i)
+		for j := range sec.Type.NumField() {
+			f := sec.Type.Field(j)
+			out = append(out, Setting{
+				Path:    sec.Tag.Get("yaml") + "." + f.Tag.Get("yaml"),
+				Env:     f.Tag.Get("env"),
+				Flag:    f.Tag.Get("flag"),
+				Default: f.Tag.Get("default"),
+				Doc:     f.Tag.Get("doc"),
+				Secret:  f.Tag.Get("secret") == "true",
+				Type:    typeName(f.Type),
+				index:   []int{i, j},
+			})
+		}
+	}
+	return out
+}
+
+func typeName(t reflect.Type) string {
+	if t == reflect.TypeOf(time.Duration(0)) {
+		return "duration"
+	}
+	return t.Kind().String()
+}
+
+// Section returns the YAML section of a setting ("node" for "node.socket").
+func (s Setting) Section() string { return s.Path[:strings.IndexByte(s.Path, '.')] }
+
+// RegisterFlags adds the flags of the settings in the given sections (all
+// when none are given) to fs.
+func RegisterFlags(fs *pflag.FlagSet, sections ...string) {
+	for _, s := range Settings() {
+		if len(sections) > 0 && !contains(sections, s.Section()) {
+			continue
+		}
+		usage := s.Doc
+		if s.Env != "" {
+			usage += " (" + s.Env + ")"
+		}
+		fs.String(s.Flag, s.Default, usage)
+	}
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// Source says where a setting's value came from.
+type Source string
+
+// Sources of values.
+const (
+	FromDefault Source = "default"
+	FromFile    Source = "file"
+	FromEnv     Source = "env"
+	FromFlag    Source = "flag"
+)
+
+// Loaded is a configuration with where each setting came from.
+type Loaded struct {
+	Config  Config
+	Sources map[string]Source // by setting path
+}
+
+// Load builds the configuration: defaults, then the YAML file (when path is
+// not empty), then environment variables (looked up with env), then the
+// flags of fs that were set on the command line.
+func Load(fs *pflag.FlagSet, path string, env func(string) (string, bool)) (*Loaded, error) {
+	l := &Loaded{Sources: map[string]Source{}}
+	v := reflect.ValueOf(&l.Config).Elem()
+	settings := Settings()
+	for _, s := range settings {
+		if err := set(v, s, s.Default); err != nil {
+			return nil, fmt.Errorf("default of %s: %w", s.Path, err)
+		}
+		l.Sources[s.Path] = FromDefault
+	}
+	if path != "" {
+		if err := l.loadFile(path, settings); err != nil {
+			return nil, err
+		}
+	}
+	if env == nil {
+		env = os.LookupEnv
+	}
+	for _, s := range settings {
+		if s.Env == "" {
+			continue
+		}
+		if val, ok := env(s.Env); ok {
+			if err := set(v, s, val); err != nil {
+				return nil, fmt.Errorf("%s: %w", s.Env, err)
+			}
+			l.Sources[s.Path] = FromEnv
+		}
+	}
+	if fs != nil {
+		for _, s := range settings {
+			f := fs.Lookup(s.Flag)
+			if f == nil || !f.Changed {
+				continue
+			}
+			if err := set(v, s, f.Value.String()); err != nil {
+				return nil, fmt.Errorf("--%s: %w", s.Flag, err)
+			}
+			l.Sources[s.Path] = FromFlag
+		}
+	}
+	if err := l.Config.Validate(); err != nil {
+		return nil, err
+	}
+	return l, nil
+}
+
+// loadFile reads a YAML file whose keys must all be known settings.
+func (l *Loaded) loadFile(path string, settings []Setting) error {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("config file: %w", err)
+	}
+	var doc map[string]map[string]yaml.Node
+	dec := yaml.NewDecoder(bytes.NewReader(raw))
+	if err := dec.Decode(&doc); err != nil && !errors.Is(err, io.EOF) {
+		return fmt.Errorf("config file %s: %w", path, err)
+	}
+	v := reflect.ValueOf(&l.Config).Elem()
+	for section, keys := range doc {
+		for key, node := range keys {
+			p := section + "." + key
+			s, ok := find(settings, p)
+			if !ok {
+				return fmt.Errorf("config file %s: unknown setting %s", path, p)
+			}
+			if node.Kind != yaml.ScalarNode {
+				return fmt.Errorf("config file %s: %s must be a single value", path, p)
+			}
+			if err := set(v, s, node.Value); err != nil {
+				return fmt.Errorf("config file %s: %s: %w", path, p, err)
+			}
+			l.Sources[p] = FromFile
+		}
+	}
+	return nil
+}
+
+func find(settings []Setting, path string) (Setting, bool) {
+	for _, s := range settings {
+		if s.Path == path {
+			return s, true
+		}
+	}
+	return Setting{}, false
+}
+
+// set parses text into the setting's field.
+func set(root reflect.Value, s Setting, text string) error {
+	f := root.FieldByIndex(s.index)
+	text = strings.TrimSpace(text)
+	switch s.Type {
+	case "string":
+		f.SetString(text)
+	case "duration":
+		if text == "" {
+			f.SetInt(0)
+			return nil
+		}
+		d, err := time.ParseDuration(text)
+		if err != nil {
+			return fmt.Errorf("%q is not a duration (like 500ms, 10s, 2m)", text)
+		}
+		if d < 0 {
+			return fmt.Errorf("%q must not be negative", text)
+		}
+		f.SetInt(int64(d))
+	case "int":
+		n, err := strconv.ParseInt(text, 10, 64)
+		if err != nil {
+			return fmt.Errorf("%q is not a whole number", text)
+		}
+		f.SetInt(n)
+	case "uint32", "uint64":
+		bits := 64
+		if s.Type == "uint32" {
+			bits = 32
+		}
+		n, err := strconv.ParseUint(text, 10, bits)
+		if err != nil {
+			return fmt.Errorf("%q is not a non-negative whole number below 2^%d", text, bits)
+		}
+		f.SetUint(n)
+	default:
+		return fmt.Errorf("unsupported setting type %s", s.Type)
+	}
+	return nil
+}
+
+// Validate checks the values and names the setting that is wrong.
+func (c *Config) Validate() error {
+	var errs []error
+	port := func(name string, p int) {
+		if p < 0 || p > 65535 {
+			errs = append(errs, fmt.Errorf("%s: port %d is outside 0..65535", name, p))
+		}
+	}
+	port("query.port (MARLOWE_RT_QUERY_PORT)", c.Query.Port)
+	port("streaming.port (MARLOWE_RT_STREAMING_PORT)", c.Streaming.Port)
+	if c.Query.Port != 0 && c.Query.Port == c.Streaming.Port && c.Query.Host == c.Streaming.Host {
+		errs = append(errs, fmt.Errorf("query.port and streaming.port are both %d", c.Query.Port))
+	}
+	if c.Node.NetworkMagic == 0 {
+		errs = append(errs, errors.New("node.networkMagic (MARLOWE_RT_NETWORK_MAGIC) must not be 0"))
+	}
+	if c.Node.MaxBackoff < c.Node.MinBackoff {
+		errs = append(errs, fmt.Errorf("node.maxBackoff %s is below node.minBackoff %s", c.Node.MaxBackoff, c.Node.MinBackoff))
+	}
+	if c.Node.MinBackoff <= 0 {
+		errs = append(errs, errors.New("node.minBackoff must be positive"))
+	}
+	switch c.Log.Format {
+	case "json", "console":
+	default:
+		errs = append(errs, fmt.Errorf("log.format (MARLOWE_RT_LOG_FORMAT): %q is neither json nor console", c.Log.Format))
+	}
+	if _, err := ParseLevels(c.Log.Level); err != nil {
+		errs = append(errs, fmt.Errorf("log.level (MARLOWE_RT_LOG_LEVEL): %w", err))
+	}
+	switch c.Progress.Bar {
+	case "auto", "always", "never":
+	default:
+		errs = append(errs, fmt.Errorf("progress.bar (MARLOWE_RT_PROGRESS_BAR): %q is not auto, always or never", c.Progress.Bar))
+	}
+	return errors.Join(errs...)
+}
+
+// Redacted returns the configuration as YAML with secrets replaced.
+func (l *Loaded) Redacted() ([]byte, error) {
+	out := map[string]map[string]any{}
+	v := reflect.ValueOf(l.Config)
+	for _, s := range Settings() {
+		sec := s.Section()
+		if out[sec] == nil {
+			out[sec] = map[string]any{}
+		}
+		key := s.Path[len(sec)+1:]
+		f := v.FieldByIndex(s.index)
+		var val any = f.Interface()
+		if d, ok := val.(time.Duration); ok {
+			val = d.String()
+		}
+		if s.Secret && f.String() != "" {
+			val = "<redacted>"
+		}
+		out[sec][key] = val
+	}
+	return yaml.Marshal(out)
+}

@@ -1,0 +1,120 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/spf13/cobra"
+	"go.uber.org/zap"
+
+	"github.com/marlowe-follower/follower/actors"
+	"github.com/marlowe-follower/follower/chainsync"
+	"github.com/marlowe-follower/follower/chainsync/classify"
+	"github.com/marlowe-follower/follower/cmd/marlowe-follower/config"
+)
+
+func newFollowCommand() *cobra.Command {
+	var all bool
+	cmd := &cobra.Command{
+		Use:   "follow --node-socket PATH --network-magic N [--from origin|tip|SLOT.HASH]",
+		Short: "Follow a node and print classified Marlowe events as JSON lines (nothing is stored)",
+		Long: "Follow a node's chain and print its Marlowe activity as JSON lines on stdout: one line per block\n" +
+			"with Marlowe transactions, per rollback and per block that cannot be decoded. Progress goes to the log\n" +
+			"on stderr. Nothing is stored: contracts created before the start point are not known.",
+		Args: exactArgs(0),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			l, err := loadConfig(cmd)
+			if err != nil {
+				return err
+			}
+			cfg := l.Config
+			if cfg.Node.Socket == "" {
+				return usageErrorf("--node-socket (MARLOWE_RT_NODE_SOCKET) is required")
+			}
+			start, err := chainsync.ParseStart(cfg.Node.Start)
+			if err != nil {
+				return usageError{fmt.Errorf("--from: %w", err)}
+			}
+			log, err := newLogger(l)
+			if err != nil {
+				return usageError{err}
+			}
+			defer func() { _ = log.Sync() }()
+			ctx, stop := signalContext(cmd.Context(), cmd.ErrOrStderr())
+			defer stop()
+
+			out := bufio.NewWriter(cmd.OutOrStdout())
+			var mu sync.Mutex
+			sink := chainsync.SinkFunc(func(_ context.Context, ev classify.Event) error {
+				if rf, ok := ev.(*classify.RollForward); ok && !all && len(rf.Txs) == 0 && len(rf.Failures) == 0 {
+					return nil
+				}
+				js, err := chainsync.MarshalEvent(ev)
+				if err != nil {
+					return err
+				}
+				mu.Lock()
+				defer mu.Unlock()
+				out.Write(js)
+				out.WriteByte('\n')
+				return out.Flush()
+			})
+			f, err := chainsync.NewFollower(chainsync.Config{
+				SocketPath: cfg.Node.Socket, NetworkMagic: cfg.Node.NetworkMagic, Start: start,
+				MinBackoff: cfg.Node.MinBackoff, MaxBackoff: cfg.Node.MaxBackoff,
+			}, log, nil, classify.New(classify.Options{}), sink, nil)
+			if err != nil {
+				return usageError{err}
+			}
+			system := actors.NewSystem(log)
+			defer system.Shutdown()
+			pid := system.Root.Spawn(f.Props())
+			go reportProgress(ctx, log, f.Progress(), cfg.Progress.Period)
+			<-ctx.Done()
+			return system.Root.PoisonFuture(pid).Wait()
+		},
+	}
+	config.RegisterFlags(cmd.Flags(), "node", "log", "progress")
+	cmd.Flags().BoolVar(&all, "all", false, "print every block, not only those with Marlowe activity")
+	return cmd
+}
+
+// reportProgress logs the follower's position periodically while it is
+// behind the node's tip.
+func reportProgress(ctx context.Context, log *zap.Logger, p *chainsync.Progress, period time.Duration) {
+	if period <= 0 {
+		return
+	}
+	log = log.Named("progress")
+	tick := time.NewTicker(period)
+	defer tick.Stop()
+	last := p.Snapshot()
+	lastAt := time.Now()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case now := <-tick.C:
+			s := p.Snapshot()
+			rate := float64(s.Blocks-last.Blocks) / now.Sub(lastAt).Seconds()
+			last, lastAt = s, now
+			behind := s.BlocksBehind()
+			if behind == 0 && s.Connected {
+				continue
+			}
+			fields := []zap.Field{
+				zap.Uint64("slot", s.Point.Slot), zap.Uint64("tipSlot", s.Tip.Point.Slot),
+				zap.String("percent", fmt.Sprintf("%.2f", 100*s.Fraction())), zap.Float64("blocksPerSecond", rate),
+				zap.Uint64("blocksBehind", behind), zap.Uint64("marloweTxs", s.MarloweTxs), zap.Bool("connected", s.Connected),
+			}
+			if rate > 0 {
+				fields = append(fields, zap.Duration("eta", time.Duration(float64(behind)/rate*float64(time.Second)).Round(time.Second)))
+			}
+			log.Info("syncing", fields...)
+		}
+	}
+}
+
