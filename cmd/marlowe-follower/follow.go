@@ -117,4 +117,3 @@ func reportProgress(ctx context.Context, log *zap.Logger, p *chainsync.Progress,
 		}
 	}
 }
-
