@@ -15,17 +15,21 @@ import (
 // transaction id among its inputs, so a block without a match cannot change
 // Marlowe state: only its point needs to go on.
 //
-// The search looks at every byte position once. A counting filter over the
+// The search looks at every byte position once. A bit set over a hash of the
 // first four bytes of each pattern rejects almost every position with one
-// table lookup; the few candidates are checked exactly against the patterns.
+// lookup in a table small enough to stay in the CPU's first-level cache;
+// the few candidates are checked exactly against the patterns. A counting
+// table beside it, touched only when patterns come and go, says when a bit
+// may be cleared.
 type Prefilter struct {
-	counts  []uint8 // counting filter over 4-byte windows, saturating
+	bits    []uint64 // bit set over 4-byte windows: the scan reads only this
+	counts  []uint8  // patterns per bit, saturating
 	scripts map[chain.Hash28]struct{}
 	txids   map[chain.Hash32]struct{}
 }
 
 const (
-	filterBits = 22
+	filterBits = 18 // 2^18 bits: 32 KiB
 	filterSize = 1 << filterBits
 )
 
@@ -33,6 +37,7 @@ const (
 // transaction ids.
 func NewPrefilter() *Prefilter {
 	p := &Prefilter{
+		bits:    make([]uint64, filterSize/64),
 		counts:  make([]uint8, filterSize),
 		scripts: make(map[chain.Hash28]struct{}),
 		txids:   make(map[chain.Hash32]struct{}),
@@ -55,6 +60,11 @@ func (p *Prefilter) bump(prefix []byte, delta int) {
 		p.counts[i] = c + 1
 	case c > 0:
 		p.counts[i] = c - 1
+	}
+	if p.counts[i] > 0 {
+		p.bits[i>>6] |= 1 << (i & 63)
+	} else {
+		p.bits[i>>6] &^= 1 << (i & 63)
 	}
 }
 
@@ -90,9 +100,10 @@ func (p *Prefilter) Match(raw []byte) bool {
 	if n < 28 {
 		return false
 	}
-	counts := p.counts
+	bits := p.bits
 	for i := 0; i+28 <= n; i++ {
-		if counts[windowSlot(binary.LittleEndian.Uint32(raw[i:]))] == 0 {
+		h := windowSlot(binary.LittleEndian.Uint32(raw[i:]))
+		if bits[h>>6]&(1<<(h&63)) == 0 {
 			continue
 		}
 		if _, ok := p.scripts[chain.Hash28(raw[i:i+28])]; ok {
