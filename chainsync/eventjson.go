@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"strconv"
 
-	"github.com/btcsuite/btcd/btcutil/bech32"
-
 	"github.com/marlowe-follower/follower/chainsync/block"
 	"github.com/marlowe-follower/follower/chainsync/chain"
 	"github.com/marlowe-follower/follower/chainsync/classify"
@@ -84,20 +82,8 @@ func toValueJSON(v block.Value) valueJSON {
 	return out
 }
 
-// AddressText shows a Shelley address in bech32 ("addr" on mainnet,
-// "addr_test" elsewhere), any other address in hex.
-func AddressText(raw []byte) string {
-	if len(raw) > 0 && raw[0]>>4 <= 7 {
-		hrp := "addr_test"
-		if raw[0]&0x0f == 1 {
-			hrp = "addr"
-		}
-		if s, err := bech32.EncodeFromBase256(hrp, raw); err == nil {
-			return s
-		}
-	}
-	return hex.EncodeToString(raw)
-}
+// AddressText shows an address; see chain.AddressText.
+func AddressText(raw []byte) string { return chain.AddressText(raw) }
 
 // MarshalEvent returns the JSON of an event.
 func MarshalEvent(ev classify.Event) ([]byte, error) {

@@ -361,25 +361,30 @@ func (c *Classifier) creation(tx *block.Tx, out *block.TxOut, ref chain.TxOutRef
 	}
 	co := c.contractOutput(out, ref, v, raw, md, ref)
 	mt.Creates = append(mt.Creates, co)
-	c.track(TrackedUTxO{Ref: ref, Kind: KindContract, ContractID: ref, Version: v.Name, Address: co.Address}, changes)
+	c.track(TrackedUTxO{Ref: ref, Kind: KindContract, ContractID: ref, Version: v.Name, Address: co.Address, Datum: co.Datum}, changes)
 }
 
 func (c *Classifier) continuation(tx *block.Tx, out *block.TxOut, ref chain.TxOutRef, v *marlowe.ScriptVersion, in *ContractInput, mt *MarloweTx, changes *UTxOChanges) {
 	id := in.UTxO.ContractID
 	// The contract stays followed at its new output whatever its datum holds,
 	// so that a later step is still recognised.
-	c.track(TrackedUTxO{Ref: ref, Kind: KindContract, ContractID: id, Version: v.Name, Address: bytes.Clone(out.Address)}, changes)
+	tracked := TrackedUTxO{Ref: ref, Kind: KindContract, ContractID: id, Version: v.Name, Address: bytes.Clone(out.Address)}
 	raw, why := resolveDatum(tx, out)
 	if raw == nil {
+		c.track(tracked, changes)
 		mt.Rejected = append(mt.Rejected, RejectedOutput{Ref: ref, Version: v.Name, Role: marlowe.RoleSemantics, ContractID: id, Reason: why})
 		return
 	}
 	md, err := decodeMarloweDatum(raw)
 	if err != nil {
+		c.track(tracked, changes)
 		mt.Rejected = append(mt.Rejected, RejectedOutput{Ref: ref, Version: v.Name, Role: marlowe.RoleSemantics, ContractID: id, Reason: err.Error()})
 		return
 	}
-	mt.Continuations = append(mt.Continuations, c.contractOutput(out, ref, v, raw, md, id))
+	co := c.contractOutput(out, ref, v, raw, md, id)
+	tracked.Datum = co.Datum
+	c.track(tracked, changes)
+	mt.Continuations = append(mt.Continuations, co)
 }
 
 func (c *Classifier) contractOutput(out *block.TxOut, ref chain.TxOutRef, v *marlowe.ScriptVersion, raw []byte, md *marlowe.MarloweData, id chain.TxOutRef) ContractOutput {

@@ -39,6 +39,10 @@ type TrackedUTxO struct {
 	// RolesCurrency and Role name the role token that may withdraw a payout.
 	RolesCurrency []byte
 	Role          []byte
+	// Datum is the raw CBOR of a contract output's datum (MarloweData), kept
+	// so that the step that spends it can be evaluated; nil for payouts and
+	// for contract outputs whose datum is missing or undecodable.
+	Datum []byte
 }
 
 // UTxOChanges are the changes one block made to the tracked set.

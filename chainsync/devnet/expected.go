@@ -23,19 +23,23 @@ const (
 // Activity is one piece of Marlowe activity the generator put on chain, in a
 // form the follower's classification can be compared with.
 type Activity struct {
-	Slot     uint64            `json:"slot"`
-	BlockNo  uint64            `json:"blockNo"`
-	TxID     chain.Hash32      `json:"txId"`
-	Kind     string            `json:"kind"`
-	Contract *chain.TxOutRef   `json:"contractId,omitempty"`
-	Version  string            `json:"version,omitempty"`
-	Inputs   json.RawMessage   `json:"inputs,omitempty"`   // the redeemer's inputs, core JSON
-	Output   *chain.TxOutRef   `json:"output,omitempty"`   // the contract's new output; nil when it closed
-	Closed   bool              `json:"closed,omitempty"`   // the contract closed
-	Payouts  []chain.TxOutRef  `json:"payouts,omitempty"`  // role payouts made
-	Spent    []chain.TxOutRef  `json:"spent,omitempty"`    // payouts withdrawn
-	Rejected []chain.TxOutRef  `json:"rejected,omitempty"` // outputs that cannot be followed
-	Tags     map[string]string `json:"tags,omitempty"`
+	Slot     uint64           `json:"slot"`
+	BlockNo  uint64           `json:"blockNo"`
+	TxID     chain.Hash32     `json:"txId"`
+	Kind     string           `json:"kind"`
+	Contract *chain.TxOutRef  `json:"contractId,omitempty"`
+	Version  string           `json:"version,omitempty"`
+	Inputs   json.RawMessage  `json:"inputs,omitempty"`  // the redeemer's inputs, core JSON
+	Output   *chain.TxOutRef  `json:"output,omitempty"`  // the contract's new output; nil when it closed
+	Closed   bool             `json:"closed,omitempty"`  // the contract closed
+	Payouts  []chain.TxOutRef `json:"payouts,omitempty"` // role payouts made
+	// AddressPayouts are the outputs paying address parties; the classifier
+	// does not see them (they are ordinary outputs), the history processor
+	// finds them with the Marlowe semantics.
+	AddressPayouts []chain.TxOutRef  `json:"addressPayouts,omitempty"`
+	Spent          []chain.TxOutRef  `json:"spent,omitempty"`    // payouts withdrawn
+	Rejected       []chain.TxOutRef  `json:"rejected,omitempty"` // outputs that cannot be followed
+	Tags           map[string]string `json:"tags,omitempty"`
 }
 
 // WriteActivity writes activities as JSON lines.

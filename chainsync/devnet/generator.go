@@ -15,11 +15,16 @@ import (
 )
 
 // Devnet network constants. The slot configuration turns validity intervals
-// in slots into POSIX time: slot s starts at ZeroTime + s*SlotLength ms.
+// in slots into POSIX time: slot s starts at ZeroTime + s*SlotLength ms. The
+// devnet's slots last one millisecond, so that the validity intervals of the
+// reference traces (arbitrary milliseconds, some before 1970) are exact on
+// chain; blocks come every 20,000 slots (20 s) on average, like mainnet's.
+// Slot 0 is a little before the Unix epoch, so that the traces' earliest
+// times have a slot.
 const (
 	NetworkMagic     = 42
-	ZeroTimeMillis   = 1672531200000 // 2023-01-01T00:00:00Z
-	SlotLengthMillis = 1000
+	ZeroTimeMillis   = -1_000_000_000 // 1969-12-20
+	SlotLengthMillis = 1
 	// MaxBlockBodySize is mainnet's limit on a block body.
 	MaxBlockBodySize = 90112
 )
@@ -48,7 +53,7 @@ type GeneratorConfig struct {
 func DefaultGeneratorConfig() GeneratorConfig {
 	return GeneratorConfig{
 		Seed: 1, MarloweShare: 0.1, MeanBlockSize: 7700, RollbackEvery: 50, MaxRollbackDepth: 3,
-		MaxActive: 24, MeanSlotGap: 20,
+		MaxActive: 24, MeanSlotGap: 20000,
 	}
 }
 
@@ -67,7 +72,7 @@ func (c *GeneratorConfig) validate() error {
 		c.MaxActive = 24
 	}
 	if c.MeanSlotGap <= 0 {
-		c.MeanSlotGap = 20
+		c.MeanSlotGap = 20000
 	}
 	return nil
 }

@@ -135,7 +135,7 @@ func (bb *blockBuild) step(i int, valid bool) error {
 		contIx = len(tx.Outputs)
 		tx.Outputs = append(tx.Outputs, out)
 	}
-	var payoutIxs []int
+	var payoutIxs, addressIxs []int
 	var payoutValues []block.Value
 	for _, p := range s.Payments {
 		if p.To.Kind != marlowe.PayeeParty {
@@ -147,6 +147,7 @@ func (bb *blockBuild) step(i int, valid bool) error {
 			if err != nil {
 				return fmt.Errorf("devnet: lifecycle %s: address payout: %w", gc.lc.Name, err)
 			}
+			addressIxs = append(addressIxs, len(tx.Outputs))
 			tx.Outputs = append(tx.Outputs, block.TxOut{Address: addr, Value: value})
 			continue
 		}
@@ -186,6 +187,9 @@ func (bb *blockBuild) step(i int, valid bool) error {
 		act.Payouts = append(act.Payouts, ref)
 		st.payouts = append(st.payouts, genPayout{ref: ref, contract: gc.id, value: payoutValues[k], due: bb.blockNo + 1 + uint64(bb.rng().IntN(20))})
 	}
+	for _, ix := range addressIxs {
+		act.AddressPayouts = append(act.AddressPayouts, chain.TxOutRef{TxID: id, Index: uint32(ix)})
+	}
 	bb.acts = append(bb.acts, act)
 	if closed || next.step >= len(next.lc.Steps) {
 		st.contracts = slices.Delete(st.contracts, i, i+1)
@@ -197,7 +201,7 @@ func (bb *blockBuild) step(i int, valid bool) error {
 
 // intervalSlots turns a semantic interval [from, to] in POSIX ms into the
 // validity interval of a transaction: the first valid slot and the first
-// slot no longer valid.
+// slot no longer valid. With the devnet's 1 ms slots this is exact.
 func intervalSlots(iv marlowe.TimeInterval) (start, ttl uint64) {
 	slotOf := func(ms int64) uint64 {
 		if ms <= ZeroTimeMillis {

@@ -1,0 +1,60 @@
+package history
+
+import (
+	"bytes"
+	"slices"
+)
+
+// Matches reports whether a record passes the filter, given the index entry
+// of its contract (nil when the record has no contract). It is the in-memory
+// twin of the backends' SQL: both must agree (the conformance suite and the
+// store's tests check it).
+func (f *Filter) Matches(r *Record, idx *ContractIndex) bool {
+	if len(f.Kinds) > 0 && !slices.Contains(f.Kinds, r.Kind) {
+		return false
+	}
+	if r.Kind == KindRolledBack {
+		return true
+	}
+	if len(f.Contracts) > 0 && (r.Contract == nil || !slices.Contains(f.Contracts, *r.Contract)) {
+		return false
+	}
+	needIndex := len(f.RolesCurrency) > 0 || len(f.Tags) > 0 || len(f.PartyAddress) > 0 || len(f.PartyRole) > 0
+	if !needIndex {
+		return true
+	}
+	if idx == nil {
+		return false
+	}
+	if len(f.RolesCurrency) > 0 && !slices.ContainsFunc(f.RolesCurrency, func(c []byte) bool { return bytes.Equal(c, idx.RolesCurrency) }) {
+		return false
+	}
+	if len(f.Tags) > 0 && !slices.ContainsFunc(f.Tags, func(t string) bool { return slices.Contains(idx.Tags, t) }) {
+		return false
+	}
+	if len(f.PartyAddress) > 0 || len(f.PartyRole) > 0 {
+		for _, p := range idx.Parties {
+			if p.Address != "" && slices.Contains(f.PartyAddress, p.Address) {
+				return true
+			}
+			if p.Address == "" && slices.ContainsFunc(f.PartyRole, func(rr RoleRef) bool {
+				return bytes.Equal(rr.Currency, p.RoleCurrency) && bytes.Equal(rr.Name, p.Role)
+			}) {
+				return true
+			}
+		}
+		return false
+	}
+	return true
+}
+
+// mergeParties adds parties not yet in idx.
+func (idx *ContractIndex) mergeParties(ps []Party) {
+	for _, p := range ps {
+		if !slices.ContainsFunc(idx.Parties, func(q Party) bool {
+			return q.Address == p.Address && bytes.Equal(q.RoleCurrency, p.RoleCurrency) && bytes.Equal(q.Role, p.Role)
+		}) {
+			idx.Parties = append(idx.Parties, p)
+		}
+	}
+}

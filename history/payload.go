@@ -1,0 +1,124 @@
+package history
+
+import (
+	"encoding/hex"
+	"encoding/json"
+	"strconv"
+
+	"github.com/marlowe-follower/follower/chainsync/block"
+	"github.com/marlowe-follower/follower/chainsync/chain"
+	"github.com/marlowe-follower/follower/contracts/marlowe"
+)
+
+// Assets is a value as records show it: lovelace and native tokens by
+// policy id (hex) and token name (text, escaped like Marlowe names), with
+// quantities as exact integers.
+type Assets struct {
+	Lovelace uint64                            `json:"lovelace"`
+	Tokens   map[string]map[string]json.Number `json:"tokens"`
+}
+
+// AssetsOf converts a ledger value.
+func AssetsOf(v block.Value) Assets {
+	a := Assets{Lovelace: v.Lovelace, Tokens: map[string]map[string]json.Number{}}
+	for _, t := range v.Assets {
+		p := t.Policy.String()
+		if a.Tokens[p] == nil {
+			a.Tokens[p] = map[string]json.Number{}
+		}
+		a.Tokens[p][marlowe.NameText(t.Name)] = json.Number(strconv.FormatUint(t.Quantity, 10))
+	}
+	return a
+}
+
+// ContractCreated is the payload of a contract_created record.
+type ContractCreated struct {
+	ContractID    chain.TxOutRef             `json:"contractId"`
+	Version       string                     `json:"version"`
+	RolesCurrency string                     `json:"rolesCurrency"`
+	Address       string                     `json:"address"`
+	Assets        Assets                     `json:"assets"`
+	Datum         json.RawMessage            `json:"datum"` // MarloweData in core JSON
+	Tags          map[string]json.RawMessage `json:"tags"`  // tag -> its payload, or null
+	Metadata      map[string]json.RawMessage `json:"metadata,omitempty"`
+	// MintedRoles are the role tokens minted in the creating transaction
+	// under the roles currency.
+	MintedRoles []string `json:"mintedRoles,omitempty"`
+}
+
+// Interval is a step's validity interval: in slots as on chain
+// (invalidBefore inclusive, invalidHereafter exclusive) and as the Marlowe
+// semantics see it, POSIX milliseconds inclusive on both ends.
+type Interval struct {
+	InvalidBefore    *uint64 `json:"invalidBefore"`
+	InvalidHereafter *uint64 `json:"invalidHereafter"`
+	FromMillis       *int64  `json:"from"`
+	ToMillis         *int64  `json:"to"`
+}
+
+// ContractOutput is a contract's output after a step.
+type ContractOutput struct {
+	Ref     chain.TxOutRef  `json:"utxo"`
+	Address string          `json:"address"`
+	Assets  Assets          `json:"assets"`
+	Datum   json.RawMessage `json:"datum"` // MarloweData in core JSON
+}
+
+// Payout is money a step paid out of a contract: to a role (an output to
+// the payout validator, withdrawn later by the role token's holder) or
+// straight to an address.
+type Payout struct {
+	Ref     *chain.TxOutRef `json:"payoutId,omitempty"` // the output, when found on chain
+	Role    *string         `json:"role,omitempty"`
+	Address *string         `json:"address,omitempty"`
+	Assets  Assets          `json:"assets"`
+}
+
+// InputsApplied is the payload of an inputs_applied record.
+type InputsApplied struct {
+	ContractID chain.TxOutRef `json:"contractId"`
+	Version    string         `json:"version"`
+	Input      chain.TxOutRef `json:"input"` // the contract output spent
+	// Inputs are the Marlowe inputs in core JSON; merkleized ones carry
+	// their resolved continuation.
+	Inputs   json.RawMessage `json:"inputs"`
+	Interval Interval        `json:"interval"`
+	// Output is the contract's new output; nil when the step closed it.
+	Output   *ContractOutput            `json:"output"`
+	Closed   bool                       `json:"closed"`
+	Payouts  []Payout                   `json:"payouts"`
+	Tags     map[string]json.RawMessage `json:"tags,omitempty"`
+	Metadata map[string]json.RawMessage `json:"metadata,omitempty"`
+}
+
+// WithdrawnPayout is one payout withdrawn (its assets are in the
+// inputs_applied record that made it).
+type WithdrawnPayout struct {
+	Ref  chain.TxOutRef `json:"payoutId"`
+	Role string         `json:"role"`
+}
+
+// PayoutWithdrawn is the payload of a payout_withdrawn record: the payouts of
+// one contract a transaction withdrew.
+type PayoutWithdrawn struct {
+	ContractID chain.TxOutRef    `json:"contractId"`
+	Payouts    []WithdrawnPayout `json:"payouts"`
+}
+
+// ApplyInputsRejected is the payload of an apply_inputs_rejected record: a
+// step of the contract that could not be understood. The contract stays
+// followed.
+type ApplyInputsRejected struct {
+	ContractID chain.TxOutRef `json:"contractId"`
+	Input      chain.TxOutRef `json:"input"`
+	Reason     string         `json:"reason"`
+}
+
+// RolledBack is the payload of a rolled_back record: every record of a
+// block after To is rolled back by it.
+type RolledBack struct {
+	To chain.Point `json:"to"`
+}
+
+// hexString is the lowercase hex of b.
+func hexString(b []byte) string { return hex.EncodeToString(b) }

@@ -1,0 +1,390 @@
+package history
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math/big"
+	"strings"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"go.uber.org/zap"
+
+	"github.com/marlowe-follower/follower/chainsync/chain"
+	"github.com/marlowe-follower/follower/chainsync/classify"
+	"github.com/marlowe-follower/follower/contracts/marlowe"
+	pd "github.com/marlowe-follower/follower/contracts/plutusdata"
+)
+
+// ChainEvent carries a Marlowe chain event from the follower to the
+// processor. Release returns the event's credit; the store calls it once
+// the event is committed.
+type ChainEvent struct {
+	Event   classify.Event
+	Release func()
+}
+
+// Step is the processor's output for one chain event and the store's input:
+// the records of a block (without seqs yet), or a rollback.
+type Step struct {
+	Forward  *ForwardStep
+	Rollback *RollbackStep
+	Release  func()
+}
+
+// ForwardStep is a block rolled forward.
+type ForwardStep struct {
+	Header  chain.BlockHeader
+	Tip     chain.Tip
+	Records []Record // Seq not yet assigned
+	// Contracts are the index entries of contracts created by the block;
+	// CreatedSeq holds the index of the creating record in Records until
+	// the store assigns seqs.
+	Contracts []ContractIndex
+	// PartyAdditions' Seq likewise holds a record index.
+	PartyAdditions []PartyAddition
+	UTxO           classify.UTxOChanges
+}
+
+// RollbackStep is a rollback to a point.
+type RollbackStep struct {
+	To     chain.Point
+	Tip    chain.Tip
+	Undone []classify.UTxOChanges
+}
+
+// ProcessorStats count what the processor saw besides records.
+type ProcessorStats struct {
+	RejectedOutputs   uint64 // outputs to Marlowe validators that cannot be followed
+	DecodeFailures    uint64 // blocks or transactions that could not be decoded
+	UndecodableBlocks uint64
+}
+
+// Processor turns Marlowe chain events into history records. As an actor it
+// receives *ChainEvent and sends *Step to the store.
+type Processor struct {
+	slots SlotConfig
+	log   *zap.Logger
+	store *actor.PID
+	stats ProcessorStats
+}
+
+// NewProcessor returns a processor for a network's slot configuration that
+// sends its steps to store.
+func NewProcessor(slots SlotConfig, logger *zap.Logger, store *actor.PID) *Processor {
+	return &Processor{slots: slots, log: logger.Named("history.processor"), store: store}
+}
+
+// Props returns the actor's props.
+func (p *Processor) Props() *actor.Props {
+	return actor.PropsFromProducer(func() actor.Actor { return p })
+}
+
+// Receive handles the actor's messages.
+func (p *Processor) Receive(ctx actor.Context) {
+	if ev, ok := ctx.Message().(*ChainEvent); ok {
+		if st := p.Process(ev.Event); st != nil {
+			st.Release = ev.Release
+			ctx.Send(p.store, st)
+		} else if ev.Release != nil {
+			ev.Release()
+		}
+	}
+}
+
+// Process converts one chain event; nil for an event with nothing to store.
+func (p *Processor) Process(ev classify.Event) *Step {
+	switch e := ev.(type) {
+	case *classify.RollForward:
+		return &Step{Forward: p.forward(e)}
+	case *classify.RollBackward:
+		return &Step{Rollback: &RollbackStep{To: e.Point, Tip: e.Tip, Undone: e.Undone}}
+	case *classify.Undecodable:
+		p.stats.UndecodableBlocks++
+		p.log.Error("a block could not be decoded: it is skipped", zap.Stringer("type", e.Type), zap.Int("bytes", e.Size), zap.String("reason", e.Reason))
+	}
+	return nil
+}
+
+// Stats returns the counters (only safe from the actor's goroutine or in tests).
+func (p *Processor) Stats() ProcessorStats { return p.stats }
+
+func (p *Processor) forward(e *classify.RollForward) *ForwardStep {
+	fs := &ForwardStep{Header: e.Header, Tip: e.Tip, UTxO: e.Changes}
+	for _, f := range e.Failures {
+		p.stats.DecodeFailures++
+		p.log.Error("undecodable block content", zap.Uint64("slot", e.Header.Slot), zap.Stringer("block", e.Header.Hash),
+			zap.Int("tx", f.TxIndex), zap.String("reason", f.Reason))
+	}
+	for i := range e.Txs {
+		tx := &e.Txs[i]
+		if !tx.IsValid {
+			continue // only its collateral was consumed
+		}
+		p.transaction(fs, tx)
+	}
+	return fs
+}
+
+func (p *Processor) add(fs *ForwardStep, tx *classify.MarloweTx, kind Kind, contract chain.TxOutRef, payload any) int {
+	js, err := json.Marshal(payload)
+	if err != nil {
+		// Payloads are built from values that always marshal; a failure is a bug.
+		panic(fmt.Sprintf("history: marshalling a %s payload: %v", kind, err))
+	}
+	id := contract
+	fs.Records = append(fs.Records, Record{Kind: kind, Block: fs.Header, TxID: tx.ID, TxIndex: tx.Index, Contract: &id, Payload: js})
+	return len(fs.Records) - 1
+}
+
+// transaction adds the records of one valid transaction: steps of contracts
+// (in input order), withdrawals, then creations (in output order).
+func (p *Processor) transaction(fs *ForwardStep, tx *classify.MarloweTx) {
+	tags, tagErr := p.tags(tx)
+	metadata := MetadataJSON(tx.Metadata)
+	for _, ci := range tx.ContractInputs {
+		p.step(fs, tx, &ci, tags, metadata)
+	}
+	p.withdrawals(fs, tx)
+	for _, r := range tx.Rejected {
+		if r.ContractID == (chain.TxOutRef{}) {
+			p.stats.RejectedOutputs++
+			p.log.Warn("an output to a Marlowe validator cannot be followed", zap.Stringer("output", r.Ref),
+				zap.String("version", r.Version), zap.String("reason", r.Reason))
+		}
+	}
+	for _, c := range tx.Creates {
+		if tagErr != nil {
+			p.log.Warn("unreadable Marlowe tags", zap.Stringer("tx", tx.ID), zap.Error(tagErr))
+		}
+		p.create(fs, tx, &c, tags, metadata)
+	}
+}
+
+func (p *Processor) tags(tx *classify.MarloweTx) (map[string]json.RawMessage, error) {
+	if tx.MarloweMetadata == nil {
+		return map[string]json.RawMessage{}, nil
+	}
+	tags, err := ParseMarloweTags(tx.MarloweMetadata)
+	if err != nil {
+		return map[string]json.RawMessage{}, err
+	}
+	return tags, nil
+}
+
+func (p *Processor) create(fs *ForwardStep, tx *classify.MarloweTx, c *classify.ContractOutput, tags, metadata map[string]json.RawMessage) {
+	datum, err := c.Data.MarshalJSON()
+	if err != nil {
+		// The datum decodes but cannot be shown in core JSON (an address
+		// party whose hash is not 28 bytes): the contract cannot be served.
+		p.stats.RejectedOutputs++
+		p.log.Warn("a contract's datum cannot be shown", zap.Stringer("contract", c.Ref), zap.Error(err))
+		return
+	}
+	payload := ContractCreated{
+		ContractID: c.Ref, Version: c.Version, RolesCurrency: hexString(c.Data.Params.RolesCurrency),
+		Address: chain.AddressText(c.Address), Assets: AssetsOf(c.Value), Datum: datum, Tags: tags, Metadata: metadata,
+	}
+	for _, m := range tx.Mint {
+		if m.Quantity > 0 && bytes.Equal(m.Policy[:], c.Data.Params.RolesCurrency) {
+			payload.MintedRoles = append(payload.MintedRoles, marlowe.NameText(m.Name))
+		}
+	}
+	ix := p.add(fs, tx, KindContractCreated, c.Ref, payload)
+	tagNames := make([]string, 0, len(tags))
+	for t := range tags {
+		tagNames = append(tagNames, t)
+	}
+	fs.Contracts = append(fs.Contracts, ContractIndex{
+		ID: c.Ref, Version: c.Version, RolesCurrency: c.Data.Params.RolesCurrency, Tags: tagNames,
+		Parties:    PartiesOf(c.Data.Params.RolesCurrency, c.Data.Contract, &c.Data.State),
+		CreatedSeq: int64(ix), Block: fs.Header,
+	})
+}
+
+// step records one contract input: inputs applied, or the reason the step
+// cannot be understood.
+func (p *Processor) step(fs *ForwardStep, tx *classify.MarloweTx, ci *classify.ContractInput, tags, metadata map[string]json.RawMessage) {
+	id := ci.UTxO.ContractID
+	reject := func(reason string) {
+		p.add(fs, tx, KindApplyInputsRejected, id, ApplyInputsRejected{ContractID: id, Input: ci.UTxO.Ref, Reason: reason})
+	}
+	var reasons []string
+	if len(tx.ContractInputs) > 1 {
+		reasons = append(reasons, fmt.Sprintf("the transaction spends %d contract outputs", len(tx.ContractInputs)))
+	}
+	if ci.RedeemerError != "" {
+		reasons = append(reasons, "redeemer: "+ci.RedeemerError)
+	}
+	for _, r := range tx.Rejected {
+		if r.ContractID == id {
+			reasons = append(reasons, fmt.Sprintf("output %s: %s", r.Ref, r.Reason))
+		}
+	}
+	if len(reasons) > 0 {
+		reject(strings.Join(reasons, "; "))
+		return
+	}
+	inputs := make(marlowe.Redeemer, len(ci.Inputs))
+	copy(inputs, ci.Inputs)
+	var continuations []marlowe.Contract
+	for i := range inputs {
+		if !inputs[i].Merkleized() {
+			continue
+		}
+		var h chain.Hash32
+		copy(h[:], inputs[i].ContinuationHash)
+		raw, ok := tx.Datums[h]
+		if !ok || len(inputs[i].ContinuationHash) != 32 {
+			reject(fmt.Sprintf("input %d: merkleized continuation %x is not among the transaction's datums", i, inputs[i].ContinuationHash))
+			return
+		}
+		d, err := pd.Decode(raw)
+		var cont marlowe.Contract
+		if err == nil {
+			cont, err = marlowe.ContractFromData(d)
+		}
+		if err != nil {
+			reject(fmt.Sprintf("input %d: merkleized continuation: %v", i, err))
+			return
+		}
+		inputs[i].Continuation = cont
+		continuations = append(continuations, cont)
+	}
+	inputsJSON, err := inputs.MarshalJSON()
+	if err != nil {
+		reject("inputs cannot be shown: " + err.Error())
+		return
+	}
+	payload := InputsApplied{
+		ContractID: id, Version: ci.UTxO.Version, Input: ci.UTxO.Ref, Inputs: inputsJSON,
+		Interval: p.slots.SemanticInterval(tx.ValidityStart, tx.TTL), Closed: true, Payouts: []Payout{},
+		Tags: nonEmpty(tags), Metadata: metadata,
+	}
+	var newParties []Party
+	for _, c := range tx.Continuations {
+		if c.ContractID != id {
+			continue
+		}
+		datum, err := c.Data.MarshalJSON()
+		if err != nil {
+			reject("the new datum cannot be shown: " + err.Error())
+			return
+		}
+		payload.Output = &ContractOutput{Ref: c.Ref, Address: chain.AddressText(c.Address), Assets: AssetsOf(c.Value), Datum: datum}
+		payload.Closed = false
+		newParties = append(newParties, PartiesOf(c.Data.Params.RolesCurrency, c.Data.Contract, &c.Data.State)...)
+	}
+	for _, po := range tx.Payouts {
+		if po.ContractID != id {
+			continue
+		}
+		ref, role := po.Ref, marlowe.NameText(po.Payout.Role)
+		payload.Payouts = append(payload.Payouts, Payout{Ref: &ref, Role: &role, Assets: AssetsOf(po.Value)})
+	}
+	payload.Payouts = append(payload.Payouts, p.addressPayouts(tx, ci, inputs)...)
+	ix := p.add(fs, tx, KindInputsApplied, id, payload)
+	if datum := p.inputDatum(ci); datum != nil {
+		for _, c := range continuations {
+			newParties = append(newParties, PartiesOf(datum.Params.RolesCurrency, c, nil)...)
+		}
+	}
+	if len(newParties) > 0 {
+		fs.PartyAdditions = append(fs.PartyAdditions, PartyAddition{Contract: id, Seq: int64(ix), Parties: newParties})
+	}
+}
+
+func nonEmpty(m map[string]json.RawMessage) map[string]json.RawMessage {
+	if len(m) == 0 {
+		return nil
+	}
+	return m
+}
+
+func (p *Processor) inputDatum(ci *classify.ContractInput) *marlowe.MarloweData {
+	if ci.UTxO.Datum == nil {
+		return nil
+	}
+	d, err := pd.Decode(ci.UTxO.Datum)
+	if err != nil {
+		return nil
+	}
+	md, err := marlowe.MarloweDataFromData(d)
+	if err != nil {
+		return nil
+	}
+	return md
+}
+
+// addressPayouts finds the payments of a step to address parties. They are
+// ordinary outputs, so they are computed with the Marlowe semantics from the
+// spent datum and the inputs, then matched to the transaction's outputs.
+func (p *Processor) addressPayouts(tx *classify.MarloweTx, ci *classify.ContractInput, inputs marlowe.Redeemer) []Payout {
+	md := p.inputDatum(ci)
+	iv := p.slots.SemanticInterval(tx.ValidityStart, tx.TTL)
+	if md == nil || iv.FromMillis == nil || iv.ToMillis == nil {
+		return nil
+	}
+	out, err := marlowe.ComputeTransaction(marlowe.TransactionInput{
+		Interval: marlowe.TimeInterval{From: big.NewInt(*iv.FromMillis), To: big.NewInt(*iv.ToMillis)},
+		Inputs:   inputs,
+	}, md.State, md.Contract)
+	if err != nil {
+		p.log.Warn("the semantics do not accept a step the chain accepted; its address payouts are not shown",
+			zap.Stringer("tx", tx.ID), zap.Stringer("contract", ci.UTxO.ContractID), zap.Error(err))
+		return nil
+	}
+	var payouts []Payout
+	used := map[int]bool{}
+	for _, pay := range out.Payments {
+		if pay.To.Kind != marlowe.PayeeParty || pay.To.Party.Address == nil {
+			continue
+		}
+		addrText, err := pay.To.Party.Address.Bech32()
+		if err != nil {
+			continue
+		}
+		raw, _ := pay.To.Party.Address.Bytes()
+		po := Payout{Address: &addrText, Assets: paymentAssets(pay.Token, pay.Amount)}
+		for i, o := range tx.Outputs {
+			if !used[i] && bytes.Equal(o.Address, raw) {
+				used[i] = true
+				ref := chain.TxOutRef{TxID: tx.ID, Index: uint32(i)}
+				po.Ref = &ref
+				break
+			}
+		}
+		payouts = append(payouts, po)
+	}
+	return payouts
+}
+
+// paymentAssets shows a payment of amount of token.
+func paymentAssets(t marlowe.Token, amount *big.Int) Assets {
+	a := Assets{Tokens: map[string]map[string]json.Number{}}
+	if len(t.Currency) == 0 {
+		if amount.IsUint64() {
+			a.Lovelace = amount.Uint64()
+		}
+		return a
+	}
+	a.Tokens[hexString(t.Currency)] = map[string]json.Number{marlowe.NameText(t.Name): json.Number(amount.String())}
+	return a
+}
+
+// withdrawals records the payouts a transaction withdrew, one record per
+// contract in the order of first appearance.
+func (p *Processor) withdrawals(fs *ForwardStep, tx *classify.MarloweTx) {
+	var order []chain.TxOutRef
+	byContract := map[chain.TxOutRef][]WithdrawnPayout{}
+	for _, pi := range tx.PayoutInputs {
+		id := pi.UTxO.ContractID
+		if _, ok := byContract[id]; !ok {
+			order = append(order, id)
+		}
+		byContract[id] = append(byContract[id], WithdrawnPayout{Ref: pi.UTxO.Ref, Role: marlowe.NameText(pi.UTxO.Role)})
+	}
+	for _, id := range order {
+		p.add(fs, tx, KindPayoutWithdrawn, id, PayoutWithdrawn{ContractID: id, Payouts: byContract[id]})
+	}
+}

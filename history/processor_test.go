@@ -1,0 +1,219 @@
+package history
+
+import (
+	"encoding/json"
+	"slices"
+	"testing"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
+
+	"github.com/marlowe-follower/follower/chainsync/chain"
+	"github.com/marlowe-follower/follower/chainsync/classify"
+	"github.com/marlowe-follower/follower/chainsync/devnet"
+	"github.com/marlowe-follower/follower/contracts/marlowe"
+)
+
+// devnetSlots is the devnet's slot configuration.
+var devnetSlots = SlotConfig{ZeroSlot: 0, ZeroTimeMillis: devnet.ZeroTimeMillis, SlotLengthMillis: devnet.SlotLengthMillis}
+
+// generatedRecords follows a generated chain (without rollbacks) through the
+// classifier and the processor.
+func generatedRecords(t *testing.T, cfg devnet.GeneratorConfig, blocks uint64) ([]Record, []devnet.Activity, *observer.ObservedLogs) {
+	t.Helper()
+	core, logs := observer.New(zap.WarnLevel)
+	g, err := devnet.NewGenerator(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := classify.New(classify.Options{})
+	p := NewProcessor(devnetSlots, zap.New(core), nil)
+	var records []Record
+	for g.Tip().BlockNo < blocks {
+		op, err := g.Next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		ev, err := c.RollForward(op.Block.Type, op.Block.Raw, chain.Tip{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		st := p.Process(ev)
+		records = append(records, st.Forward.Records...)
+	}
+	return records, g.Activity(), logs
+}
+
+func TestProcessorRecordsGeneratedActivity(t *testing.T) {
+	cfg := devnet.DefaultGeneratorConfig()
+	cfg.MarloweShare, cfg.MeanBlockSize, cfg.RollbackEvery = 0.6, 2000, 0
+	records, acts, logs := generatedRecords(t, cfg, 1200)
+
+	byTx := map[chain.Hash32][]Record{}
+	for _, r := range records {
+		byTx[r.TxID] = append(byTx[r.TxID], r)
+	}
+	counts := map[Kind]int{}
+	addressPayouts, semanticsChecked := 0, 0
+	for _, a := range acts {
+		rs := byTx[a.TxID]
+		switch a.Kind {
+		case devnet.ActivityCreate:
+			r := findKind(rs, KindContractCreated)
+			if r == nil || *r.Contract != *a.Contract {
+				t.Fatalf("create %s: no contract_created record", a.TxID)
+			}
+			var p ContractCreated
+			mustUnmarshal(t, r.Payload, &p)
+			if p.Version != a.Version || p.ContractID != *a.Contract {
+				t.Fatalf("create %s: payload %+v", a.TxID, p)
+			}
+			if len(a.Tags) != len(p.Tags) {
+				t.Fatalf("create %s: tags %v, want %v", a.TxID, p.Tags, a.Tags)
+			}
+			for tag := range a.Tags {
+				if _, ok := p.Tags[tag]; !ok {
+					t.Fatalf("create %s: tag %q missing", a.TxID, tag)
+				}
+			}
+			if _, err := marlowe.ParseMarloweDataJSON(p.Datum); err != nil {
+				t.Fatalf("create %s: datum: %v", a.TxID, err)
+			}
+		case devnet.ActivityApply:
+			r := findKind(rs, KindInputsApplied)
+			if r == nil {
+				t.Fatalf("apply %s: no inputs_applied record (%d records)", a.TxID, len(rs))
+			}
+			var p InputsApplied
+			mustUnmarshal(t, r.Payload, &p)
+			if p.Closed != a.Closed || (a.Output != nil && (p.Output == nil || p.Output.Ref != *a.Output)) {
+				t.Fatalf("apply %s: output %+v closed %v, want %v %v", a.TxID, p.Output, p.Closed, a.Output, a.Closed)
+			}
+			var roles, addrs []chain.TxOutRef
+			for _, po := range p.Payouts {
+				switch {
+				case po.Role != nil:
+					roles = append(roles, *po.Ref)
+				case po.Address != nil && po.Ref != nil:
+					addrs = append(addrs, *po.Ref)
+				}
+			}
+			if !slices.Equal(roles, a.Payouts) {
+				t.Fatalf("apply %s: role payouts %v, want %v", a.TxID, roles, a.Payouts)
+			}
+			semanticsChecked++
+			addressPayouts += len(addrs)
+			if len(addrs) > 0 && !slices.Equal(addrs, a.AddressPayouts) {
+				t.Fatalf("apply %s: address payouts %v, want %v", a.TxID, addrs, a.AddressPayouts)
+			}
+			if p.Interval.FromMillis == nil || p.Interval.ToMillis == nil || *p.Interval.FromMillis > *p.Interval.ToMillis {
+				t.Fatalf("apply %s: interval %+v", a.TxID, p.Interval)
+			}
+			// Merkleized inputs carry their continuation.
+			in, err := marlowe.ParseRedeemerJSON(p.Inputs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, i := range in {
+				if i.Merkleized() && i.Continuation == nil {
+					t.Fatalf("apply %s: merkleized input without its continuation", a.TxID)
+				}
+			}
+		case devnet.ActivityWithdraw:
+			r := findKind(rs, KindPayoutWithdrawn)
+			if r == nil {
+				t.Fatalf("withdraw %s: no payout_withdrawn record", a.TxID)
+			}
+			var p PayoutWithdrawn
+			mustUnmarshal(t, r.Payload, &p)
+			var got []chain.TxOutRef
+			for _, w := range p.Payouts {
+				got = append(got, w.Ref)
+			}
+			slices.SortFunc(got, chain.TxOutRef.Compare)
+			if !slices.Equal(got, a.Spent) {
+				t.Fatalf("withdraw %s: %v, want %v", a.TxID, got, a.Spent)
+			}
+		case devnet.ActivityInvalid, devnet.ActivityRejected:
+			if len(rs) != 0 {
+				t.Fatalf("%s %s: %d records", a.Kind, a.TxID, len(rs))
+			}
+		}
+		counts[Kind(a.Kind)]++
+	}
+	// Every record belongs to some activity, in transaction order.
+	for i := 1; i < len(records); i++ {
+		a, b := records[i-1], records[i]
+		if b.Block.BlockNo < a.Block.BlockNo || (b.Block.BlockNo == a.Block.BlockNo && b.TxIndex < a.TxIndex) {
+			t.Fatal("records out of chain order")
+		}
+	}
+	rejected := logs.FilterMessageSnippet("semantics do not accept").Len()
+	t.Logf("activities %v; %d steps, %d address payouts found, semantics refused %d steps", counts, semanticsChecked, addressPayouts, rejected)
+	if addressPayouts == 0 {
+		t.Fatal("no address payouts found: the semantics never ran")
+	}
+	if rejected > 0 {
+		t.Fatalf("the semantics refused %d of %d steps", rejected, semanticsChecked)
+	}
+}
+
+func findKind(rs []Record, k Kind) *Record {
+	for i := range rs {
+		if rs[i].Kind == k {
+			return &rs[i]
+		}
+	}
+	return nil
+}
+
+func mustUnmarshal(t *testing.T, js json.RawMessage, v any) {
+	t.Helper()
+	if err := json.Unmarshal(js, v); err != nil {
+		t.Fatalf("%v: %s", err, js)
+	}
+}
+
+func TestParseMarloweTags(t *testing.T) {
+	tags, err := ParseMarloweTags(mustHex(t, "8202828161618261621807"))
+	if err != nil || string(tags["a"]) != "null" || string(tags["b"]) != "7" {
+		t.Fatalf("v2: %v %v", tags, err)
+	}
+	tags, err = ParseMarloweTags(mustHex(t, "82018261618261626178"))
+	if err != nil || string(tags["a"]) != "null" || string(tags["b"]) != `"x"` {
+		t.Fatalf("v1: %v %v", tags, err)
+	}
+	tags, err = ParseMarloweTags(mustHex(t, "8202818182626162626263"))
+	if err != nil || tags["abbc"] == nil {
+		t.Fatalf("chunked: %v %v", tags, err)
+	}
+	for _, bad := range []string{"8203818161", "01", "82028161", "8202"} {
+		if _, err := ParseMarloweTags(mustHex(t, bad)); err == nil {
+			t.Errorf("%s accepted", bad)
+		}
+	}
+}
+
+func TestMetadatumJSON(t *testing.T) {
+	// {"msg": ["hi", h'00ff'], 5: -3}
+	js := MetadatumJSON(mustHex(t, "a2636d7367826268694200ff0522"))
+	var v map[string]any
+	if err := json.Unmarshal(js, &v); err != nil {
+		t.Fatal(err)
+	}
+	if v["5"].(float64) != -3 || v["msg"].([]any)[1] != "0x00ff" {
+		t.Fatalf("%s", js)
+	}
+	if got := string(MetadatumJSON([]byte{0xff})); got != `{"cbor":"ff"}` {
+		t.Fatal(got)
+	}
+}
+
+func mustHex(t *testing.T, s string) []byte {
+	t.Helper()
+	b, err := marlowe.ParseHexInput([]byte(s))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}

@@ -1,0 +1,72 @@
+// Package history keeps the one ordered, rollback-aware log of Marlowe
+// activity. The Processor actor turns Marlowe chain events into records; the
+// Store actor, the single writer, gives each record its sequence number,
+// commits it together with the chain checkpoint and the Marlowe UTxO
+// changes, and pushes committed records to live subscribers. Reads (queries,
+// subscription catch-up) go straight to the storage backend, concurrently.
+package history
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/marlowe-follower/follower/chainsync/chain"
+)
+
+// Kind is the kind of a history record.
+type Kind string
+
+// Record kinds.
+const (
+	KindContractCreated     Kind = "contract_created"
+	KindInputsApplied       Kind = "inputs_applied"
+	KindPayoutWithdrawn     Kind = "payout_withdrawn"
+	KindApplyInputsRejected Kind = "apply_inputs_rejected"
+	KindRolledBack          Kind = "rolled_back"
+)
+
+// Kinds lists every kind.
+var Kinds = []Kind{KindContractCreated, KindInputsApplied, KindPayoutWithdrawn, KindApplyInputsRejected, KindRolledBack}
+
+// ParseKind checks a kind name.
+func ParseKind(s string) (Kind, error) {
+	for _, k := range Kinds {
+		if string(k) == s {
+			return k, nil
+		}
+	}
+	return "", fmt.Errorf("unknown record kind %q", s)
+}
+
+// Record is one entry of the history log.
+type Record struct {
+	// Seq is the record's position in the log: strictly increasing, no gaps.
+	Seq   int64             `json:"seq"`
+	Kind  Kind              `json:"kind"`
+	Block chain.BlockHeader `json:"block"`
+	// TxID and TxIndex place the record in its block (zero for RolledBack).
+	TxID    chain.Hash32 `json:"txId"`
+	TxIndex int          `json:"txIndex"`
+	// Contract is the contract the record is about; nil for RolledBack.
+	Contract *chain.TxOutRef `json:"contractId,omitempty"`
+	// Payload holds the kind's details as JSON (Marlowe values in core JSON).
+	Payload json.RawMessage `json:"payload"`
+	// RolledBackBy is the seq of the RolledBack record that undid this one.
+	RolledBackBy *int64 `json:"rolledBackBy,omitempty"`
+}
+
+// Current reports whether the record was not rolled back as of seq s:
+// the state of the log after its first s records.
+func (r *Record) Current(s int64) bool { return r.RolledBackBy == nil || *r.RolledBackBy > s }
+
+// Sentinel errors of the storage layer.
+var (
+	ErrNotFound        = errors.New("not found")
+	ErrSchemaTooNew    = errors.New("the database schema is newer than this binary")
+	ErrWrongNetwork    = errors.New("the database was filled from another network")
+	ErrSeqMismatch     = errors.New("records do not continue the log")
+	ErrBackendClosed   = errors.New("storage backend closed")
+	ErrNoIntersection  = errors.New("no stored point is on the node's chain")
+	ErrRollbackTooDeep = errors.New("rollback deeper than the stored history")
+)

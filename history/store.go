@@ -1,0 +1,429 @@
+package history
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"go.uber.org/zap"
+
+	"github.com/marlowe-follower/follower/chainsync"
+	"github.com/marlowe-follower/follower/chainsync/chain"
+	"github.com/marlowe-follower/follower/chainsync/classify"
+)
+
+// StoreConfig tunes the store's batching.
+type StoreConfig struct {
+	// BatchBlocks and BatchRecords: a batch is committed once it holds this
+	// many blocks or records.
+	BatchBlocks  int
+	BatchRecords int
+	// BatchDelay: pending blocks are committed at least this often.
+	BatchDelay time.Duration
+	// NearTip: within this many blocks of the node's tip every block is
+	// committed as soon as it arrives.
+	NearTip uint64
+	// LiveQueue is how many batches a live subscriber may have queued before
+	// it is sent back to catch up from the backend.
+	LiveQueue int
+	// RollbackDepth is how many blocks of UTxO changes are kept; it must be
+	// the classifier's (classify.DefaultRollbackDepth).
+	RollbackDepth uint64
+	// RetryDelay is the wait after a failed commit before the next attempt.
+	RetryDelay time.Duration
+}
+
+// DefaultStoreConfig returns the defaults.
+func DefaultStoreConfig() StoreConfig {
+	return StoreConfig{
+		BatchBlocks: 1000, BatchRecords: 10000, BatchDelay: time.Second, NearTip: 5,
+		LiveQueue: 64, RollbackDepth: classify.DefaultRollbackDepth, RetryDelay: 2 * time.Second,
+	}
+}
+
+// InFlight is how many chain events the follower may hand over before the
+// store commits: twice a batch, so a full batch can commit while the next fills.
+func (c StoreConfig) InFlight() int { return 2 * c.BatchBlocks }
+
+// StoreStats are the store's counters, readable from any goroutine.
+type StoreStats struct {
+	Head             atomic.Int64  // newest committed seq
+	Commits          atomic.Uint64 // successful commits
+	CommitFailures   atomic.Uint64
+	RecordsCommitted atomic.Uint64
+	BlocksCommitted  atomic.Uint64
+	Rollbacks        atomic.Uint64
+	CommitNanos      atomic.Uint64 // total time spent committing
+	LiveSubscribers  atomic.Int64
+	LiveDropped      atomic.Uint64 // subscribers sent back to catch up
+}
+
+// Store is the history store: the single writer of the log. It is an actor;
+// Handle gives the rest of the program its read side and subscriptions.
+type Store struct {
+	cfg     StoreConfig
+	log     *zap.Logger
+	backend Backend
+	stats   *StoreStats
+
+	head    int64 // newest committed seq
+	next    int64 // seq of the next record
+	pending *batch
+	crumbs  *chain.Breadcrumbs
+	changed []chain.BlockHeader // blocks whose UTxO changes are kept, oldest first
+	horizon chain.BlockHeader
+	recent  []RecordRef // records of blocks after the horizon, for rollbacks
+	tip     chain.Tip
+
+	contracts map[chain.TxOutRef]*ContractIndex // index cache for live filters
+	subs      map[uint64]*liveSub
+
+	checkpoint *Checkpoint // as loaded at start, for the follower
+	system     *actor.ActorSystem
+	self       *actor.PID
+	flushArmed bool
+	failing    bool
+	done       chan struct{} // closed when the store stops
+}
+
+type batch struct {
+	params   CommitParams
+	releases []func()
+	blocks   int
+	firstAt  time.Time
+	horizon  bool // Checkpoint.Horizon changed
+}
+
+// NewStore loads the committed state from the backend. Spawn it with Props.
+func NewStore(ctx context.Context, backend Backend, cfg StoreConfig, logger *zap.Logger) (*Store, error) {
+	cp, err := backend.CheckpointGet(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("history store: loading the checkpoint: %w", err)
+	}
+	recent, err := backend.RecordRecent(ctx, cp.Horizon.Slot)
+	if err != nil {
+		return nil, fmt.Errorf("history store: loading recent records: %w", err)
+	}
+	s := &Store{
+		cfg: cfg, log: logger.Named("history.store"), backend: backend, stats: &StoreStats{},
+		head: cp.Head, next: cp.Head + 1, crumbs: chain.NewBreadcrumbs(cp.Breadcrumbs),
+		horizon: cp.Horizon, recent: recent, tip: cp.Tip,
+		contracts: map[chain.TxOutRef]*ContractIndex{}, subs: map[uint64]*liveSub{},
+		checkpoint: cp, done: make(chan struct{}),
+	}
+	for _, ch := range cp.Recent {
+		s.changed = append(s.changed, ch.Block)
+	}
+	s.stats.Head.Store(cp.Head)
+	s.pending = &batch{}
+	return s, nil
+}
+
+// Props returns the actor's props.
+func (s *Store) Props() *actor.Props {
+	return actor.PropsFromProducer(func() actor.Actor { return s })
+}
+
+// Stats returns the counters.
+func (s *Store) Stats() *StoreStats { return s.stats }
+
+// Restore implements chainsync.Checkpoints: the follower resumes from what
+// the store committed last.
+func (s *Store) Restore(context.Context) (*chainsync.Restored, error) {
+	cp := s.checkpoint
+	if len(cp.Breadcrumbs) == 0 {
+		return nil, nil
+	}
+	return &chainsync.Restored{Breadcrumbs: cp.Breadcrumbs, UTxOs: cp.UTxOs, Recent: cp.Recent, Horizon: cp.Horizon}, nil
+}
+
+// Messages of the store.
+type (
+	flushDue struct{}
+	// goLiveRequest asks to receive committed records live from cursor on.
+	goLiveRequest struct {
+		sub    *liveSub
+		cursor int64
+	}
+	goLiveResponse struct {
+		accepted bool
+		head     int64
+	}
+	unsubscribe struct{ id uint64 }
+)
+
+// Receive handles the actor's messages.
+func (s *Store) Receive(ctx actor.Context) {
+	switch msg := ctx.Message().(type) {
+	case *actor.Started:
+		s.system, s.self = ctx.ActorSystem(), ctx.Self()
+	case *Step:
+		s.step(msg)
+	case *flushDue:
+		s.flushArmed = false
+		if s.pending.blocks > 0 || len(s.pending.params.Records) > 0 {
+			s.commit()
+		}
+	case *goLiveRequest:
+		if msg.cursor != s.head {
+			ctx.Respond(&goLiveResponse{head: s.head})
+			return
+		}
+		s.subs[msg.sub.id] = msg.sub
+		s.stats.LiveSubscribers.Store(int64(len(s.subs)))
+		ctx.Respond(&goLiveResponse{accepted: true, head: s.head})
+	case *unsubscribe:
+		delete(s.subs, msg.id)
+		s.stats.LiveSubscribers.Store(int64(len(s.subs)))
+	case *actor.Stopping:
+		if s.pending.blocks > 0 || len(s.pending.params.Records) > 0 {
+			s.commit()
+		}
+		for id, sub := range s.subs {
+			sub.drop()
+			delete(s.subs, id)
+		}
+		close(s.done)
+	}
+}
+
+// step adds a processed chain event to the pending batch.
+func (s *Store) step(st *Step) {
+	b := s.pending
+	if b.blocks == 0 && len(b.params.Records) == 0 {
+		b.firstAt = time.Now()
+	}
+	if st.Release != nil {
+		b.releases = append(b.releases, st.Release)
+	}
+	switch {
+	case st.Forward != nil:
+		s.forward(st.Forward)
+	case st.Rollback != nil:
+		s.rollback(st.Rollback)
+	}
+	b.blocks++
+	nearTip := s.tip.BlockNo <= s.lastBlockNo()+s.cfg.NearTip
+	if nearTip || b.blocks >= s.cfg.BatchBlocks || len(b.params.Records) >= s.cfg.BatchRecords || s.failing {
+		if !s.failing {
+			s.commit()
+		}
+		return
+	}
+	s.armFlush(s.cfg.BatchDelay)
+}
+
+func (s *Store) lastBlockNo() uint64 {
+	h, _ := s.crumbs.Tip()
+	return h.BlockNo
+}
+
+func (s *Store) armFlush(d time.Duration) {
+	if s.flushArmed {
+		return
+	}
+	s.flushArmed = true
+	system, self := s.system, s.self
+	time.AfterFunc(d, func() { system.Root.Send(self, &flushDue{}) })
+}
+
+func (s *Store) forward(f *ForwardStep) {
+	b := &s.pending.params
+	first := s.next
+	for i := range f.Records {
+		r := f.Records[i]
+		r.Seq = s.next
+		s.next++
+		b.Records = append(b.Records, r)
+		s.recent = append(s.recent, RecordRef{Seq: r.Seq, Slot: r.Block.Slot, Kind: r.Kind, Contract: r.Contract})
+	}
+	for _, c := range f.Contracts {
+		c.CreatedSeq = first + c.CreatedSeq
+		b.Contracts = append(b.Contracts, c)
+		cc := c
+		s.contracts[c.ID] = &cc
+	}
+	for _, pa := range f.PartyAdditions {
+		pa.Seq = first + pa.Seq
+		b.PartyAdditions = append(b.PartyAdditions, pa)
+		if idx, ok := s.contracts[pa.Contract]; ok {
+			idx.mergeParties(pa.Parties)
+		}
+	}
+	s.crumbs.Add(f.Header)
+	s.tip = f.Tip
+	if !f.UTxO.Empty() {
+		changes := f.UTxO
+		b.Checkpoint.UTxO = append(b.Checkpoint.UTxO, UTxOStep{Forward: &changes})
+		s.changed = append(s.changed, f.Header)
+	}
+	// Forget UTxO changes deeper than the rollback depth, as the classifier does.
+	if f.Header.BlockNo >= s.cfg.RollbackDepth {
+		oldest := f.Header.BlockNo - s.cfg.RollbackDepth
+		for len(s.changed) > 0 && s.changed[0].BlockNo < oldest {
+			s.horizon = s.changed[0]
+			s.changed = s.changed[1:]
+			s.pending.horizon = true
+		}
+		if s.pending.horizon {
+			b.Checkpoint.Horizon = s.horizon
+			n := 0
+			for n < len(s.recent) && s.recent[n].Slot <= s.horizon.Slot {
+				n++
+			}
+			s.recent = s.recent[n:]
+		}
+	}
+}
+
+func (s *Store) rollback(r *RollbackStep) {
+	b := &s.pending.params
+	s.stats.Rollbacks.Add(1)
+	affected := false
+	for i := range s.recent {
+		ref := &s.recent[i]
+		if ref.Slot > r.To.Slot && ref.RolledBackBy == nil && ref.Kind != KindRolledBack {
+			affected = true
+			break
+		}
+	}
+	if affected {
+		marker := s.next
+		s.next++
+		hdr := chain.BlockHeader{Slot: r.To.Slot, Hash: r.To.Hash}
+		for _, h := range s.crumbs.Headers() {
+			if h.Point() == r.To {
+				hdr.BlockNo = h.BlockNo
+				break
+			}
+		}
+		payload, _ := json.Marshal(RolledBack{To: r.To})
+		b.Records = append(b.Records, Record{Seq: marker, Kind: KindRolledBack, Block: hdr, Payload: payload})
+		b.Marks = append(b.Marks, RollbackMark{MarkerSeq: marker, To: r.To})
+		for i := range s.recent {
+			ref := &s.recent[i]
+			if ref.Slot > r.To.Slot && ref.RolledBackBy == nil && ref.Kind != KindRolledBack {
+				m := marker
+				ref.RolledBackBy = &m
+			}
+		}
+		s.recent = append(s.recent, RecordRef{Seq: marker, Slot: r.To.Slot, Kind: KindRolledBack})
+	}
+	s.crumbs.RollBack(r.To)
+	s.tip = r.Tip
+	to := r.To
+	b.Checkpoint.UTxO = append(b.Checkpoint.UTxO, UTxOStep{Rollback: &to})
+	for len(s.changed) > 0 && s.changed[len(s.changed)-1].Slot > r.To.Slot {
+		s.changed = s.changed[:len(s.changed)-1]
+	}
+}
+
+// commit writes the pending batch. On failure the batch stays pending (its
+// credits unreleased, so the follower stops) and is retried.
+func (s *Store) commit() {
+	b := s.pending
+	b.params.Checkpoint.Breadcrumbs = s.crumbs.Headers()
+	b.params.Checkpoint.Tip = s.tip
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	err := s.backend.Commit(ctx, &b.params)
+	cancel()
+	if err != nil {
+		s.stats.CommitFailures.Add(1)
+		if !s.failing {
+			s.log.Error("commit failed; retrying (following pauses meanwhile)", zap.Error(err),
+				zap.Int("records", len(b.params.Records)), zap.Int("blocks", b.blocks))
+		}
+		s.failing = true
+		s.armFlush(s.cfg.RetryDelay)
+		return
+	}
+	if s.failing {
+		s.log.Info("commit succeeded again")
+		s.failing = false
+	}
+	elapsed := time.Since(start)
+	s.stats.Commits.Add(1)
+	s.stats.CommitNanos.Add(uint64(elapsed))
+	s.stats.RecordsCommitted.Add(uint64(len(b.params.Records)))
+	s.stats.BlocksCommitted.Add(uint64(b.blocks))
+	if n := len(b.params.Records); n > 0 {
+		s.head = b.params.Records[n-1].Seq
+		s.stats.Head.Store(s.head)
+	}
+	for _, release := range b.releases {
+		release()
+	}
+	s.fanOut(b.params.Records)
+	s.pending = &batch{}
+}
+
+// fanOut pushes committed records to live subscribers. A subscriber whose
+// queue is full is dropped back to catch-up: the store never waits for one.
+func (s *Store) fanOut(records []Record) {
+	if len(records) == 0 || len(s.subs) == 0 {
+		return
+	}
+	for id, sub := range s.subs {
+		var out []Record
+		for i := range records {
+			if sub.filter.Matches(&records[i], s.indexOf(records[i].Contract)) {
+				out = append(out, records[i])
+			}
+		}
+		if len(out) == 0 {
+			continue
+		}
+		select {
+		case sub.ch <- liveBatch{records: out, head: s.head}:
+		default:
+			s.stats.LiveDropped.Add(1)
+			sub.drop()
+			delete(s.subs, id)
+		}
+	}
+	s.stats.LiveSubscribers.Store(int64(len(s.subs)))
+}
+
+// indexOf returns a contract's index entry for filtering, from the cache or
+// the backend.
+func (s *Store) indexOf(id *chain.TxOutRef) *ContractIndex {
+	if id == nil {
+		return nil
+	}
+	if idx, ok := s.contracts[*id]; ok {
+		return idx
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	idx, err := s.backend.ContractGet(ctx, *id)
+	if err != nil {
+		if !errors.Is(err, ErrNotFound) {
+			s.log.Warn("loading a contract index entry", zap.Stringer("contract", *id), zap.Error(err))
+		}
+		return nil
+	}
+	s.contracts[*id] = idx
+	return idx
+}
+
+// liveSub is a subscription that receives committed records from the store.
+type liveSub struct {
+	id       uint64
+	filter   Filter
+	ch       chan liveBatch
+	dropped  chan struct{}
+	dropOnce sync.Once
+}
+
+type liveBatch struct {
+	records []Record
+	head    int64
+}
+
+func (l *liveSub) drop() { l.dropOnce.Do(func() { close(l.dropped) }) }

@@ -1,0 +1,268 @@
+package history
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/marlowe-follower/follower/chainsync/classify"
+)
+
+// Cursor is a subscription's position. In snapshot phase (Snapshot > 0) it
+// walks the records current as of seq Snapshot, Seq being the last one
+// delivered; afterwards it is the seq up to which the log was delivered.
+type Cursor struct {
+	Snapshot int64
+	Seq      int64
+}
+
+// String returns the cursor's text: "SEQ" or "SNAPSHOT:SEQ".
+func (c Cursor) String() string {
+	if c.Snapshot > 0 {
+		return strconv.FormatInt(c.Snapshot, 10) + ":" + strconv.FormatInt(c.Seq, 10)
+	}
+	return strconv.FormatInt(c.Seq, 10)
+}
+
+// ErrBadCursor is wrapped by ParseCursor errors.
+var ErrBadCursor = errors.New("bad cursor")
+
+// ParseCursor reads a cursor's text.
+func ParseCursor(s string) (Cursor, error) {
+	snap, seq, two := strings.Cut(s, ":")
+	if !two {
+		seq, snap = snap, ""
+	}
+	var c Cursor
+	var err error
+	if c.Seq, err = strconv.ParseInt(seq, 10, 64); err != nil || c.Seq < 0 {
+		return Cursor{}, fmt.Errorf("%w %q", ErrBadCursor, s)
+	}
+	if two {
+		if c.Snapshot, err = strconv.ParseInt(snap, 10, 64); err != nil || c.Snapshot <= 0 || c.Seq > c.Snapshot {
+			return Cursor{}, fmt.Errorf("%w %q", ErrBadCursor, s)
+		}
+	}
+	return c, nil
+}
+
+// FromKind says where a subscription starts.
+type FromKind uint8
+
+// Starting points.
+const (
+	// FromOrigin: the current matching records (a snapshot as of the head at
+	// subscription time), then every later record.
+	FromOrigin FromKind = iota
+	// FromTip: only records committed after the subscription.
+	FromTip
+	// FromCursor: every record after the cursor, rolled-back ones and
+	// markers included.
+	FromCursor
+)
+
+// From is a subscription's starting point.
+type From struct {
+	Kind   FromKind
+	Cursor Cursor
+}
+
+// Batch is what a subscription delivers at a time.
+type Batch struct {
+	Records []Record
+	// Cursor is the position after the batch: resuming from it continues
+	// exactly after these records.
+	Cursor Cursor
+	// Live reports whether the records came straight from a commit.
+	Live bool
+}
+
+// Handle is the read side of the history store: subscriptions and reads
+// for the rest of the program. Reads go to the backend concurrently; only
+// going live talks to the store actor.
+type Handle struct {
+	store   *Store
+	system  *actor.ActorSystem
+	pid     *actor.PID
+	backend Backend
+	nextID  atomic.Uint64
+	// PageSize is how many records a catch-up read asks for.
+	PageSize int
+}
+
+// NewHandle returns the handle of a spawned store.
+func NewHandle(store *Store, system *actor.ActorSystem, pid *actor.PID) *Handle {
+	return &Handle{store: store, system: system, pid: pid, backend: store.backend, PageSize: 1000}
+}
+
+// Backend returns the storage backend, for reads.
+func (h *Handle) Backend() Backend { return h.backend }
+
+// Head returns the newest committed seq.
+func (h *Handle) Head() int64 { return h.store.stats.Head.Load() }
+
+// Stats returns the store's counters.
+func (h *Handle) Stats() *StoreStats { return h.store.stats }
+
+// ErrStoreStopped is returned by a subscription once the store has stopped.
+var ErrStoreStopped = errors.New("history store stopped")
+
+// Subscribe starts a subscription. It reads nothing until Next is called.
+func (h *Handle) Subscribe(filter Filter, from From) *Subscription {
+	s := &Subscription{h: h, filter: filter}
+	switch from.Kind {
+	case FromOrigin:
+		head := h.Head()
+		if head > 0 {
+			s.cursor = Cursor{Snapshot: head}
+		}
+	case FromTip:
+		s.cursor = Cursor{Seq: h.Head()}
+	case FromCursor:
+		s.cursor = from.Cursor
+	}
+	return s
+}
+
+// Subscription delivers matching records in seq order: it catches up from
+// the backend, then receives committed records live from the store, and goes
+// back to catching up whenever it falls behind. It is used by one goroutine.
+type Subscription struct {
+	h      *Handle
+	filter Filter
+	cursor Cursor
+	live   *liveSub
+}
+
+// Cursor returns the position after the last delivered batch.
+func (s *Subscription) Cursor() Cursor { return s.cursor }
+
+// Next returns the next batch of records, waiting while there is none.
+func (s *Subscription) Next(ctx context.Context) (Batch, error) {
+	for {
+		if err := ctx.Err(); err != nil {
+			return Batch{}, err
+		}
+		if s.live != nil {
+			select {
+			case lb := <-s.live.ch:
+				s.cursor = Cursor{Seq: lb.records[len(lb.records)-1].Seq}
+				return Batch{Records: lb.records, Cursor: s.cursor, Live: true}, nil
+			case <-s.live.dropped:
+				// Fell behind (or the store stopped): catch up from the cursor.
+				s.live = nil
+				select {
+				case <-s.h.store.done:
+					return Batch{}, ErrStoreStopped
+				default:
+				}
+				continue
+			case <-ctx.Done():
+				return Batch{}, ctx.Err()
+			}
+		}
+		b, err := s.catchUp(ctx)
+		if err != nil || len(b.Records) > 0 {
+			return b, err
+		}
+		if err := s.goLive(ctx); err != nil {
+			return Batch{}, err
+		}
+	}
+}
+
+// catchUp reads one page from the backend. An empty batch means the cursor
+// has reached the committed head.
+func (s *Subscription) catchUp(ctx context.Context) (Batch, error) {
+	head := s.h.Head()
+	p := &RecordListParams{Filter: s.filter, After: s.cursor.Seq, Limit: s.h.PageSize}
+	if s.cursor.Snapshot > 0 {
+		p.Mode, p.Snapshot = ModeSnapshot, s.cursor.Snapshot
+	} else {
+		if s.cursor.Seq >= head {
+			return Batch{}, nil
+		}
+		p.UpTo = head
+	}
+	recs, err := s.h.backend.RecordList(ctx, p)
+	if err != nil {
+		return Batch{}, err
+	}
+	switch {
+	case len(recs) == p.Limit:
+		s.cursor.Seq = recs[len(recs)-1].Seq
+	case s.cursor.Snapshot > 0:
+		// The snapshot is complete: continue with the log after it.
+		s.cursor = Cursor{Seq: s.cursor.Snapshot}
+	default:
+		s.cursor.Seq = head
+	}
+	return Batch{Records: recs, Cursor: s.cursor}, nil
+}
+
+// goLive asks the store to deliver records committed after the cursor. It
+// is refused when the store has committed more since: then catch up again.
+func (s *Subscription) goLive(ctx context.Context) error {
+	if s.cursor.Snapshot > 0 {
+		return nil
+	}
+	sub := &liveSub{id: s.h.nextID.Add(1), filter: s.filter,
+		ch: make(chan liveBatch, s.h.store.cfg.LiveQueue), dropped: make(chan struct{})}
+	fut := s.h.system.Root.RequestFuture(s.h.pid, &goLiveRequest{sub: sub, cursor: s.cursor.Seq}, 10*time.Second)
+	res, err := fut.Result()
+	if err != nil {
+		select {
+		case <-s.h.store.done:
+			return ErrStoreStopped
+		default:
+		}
+		return fmt.Errorf("going live: %w", err)
+	}
+	if r, ok := res.(*goLiveResponse); ok && r.accepted {
+		s.live = sub
+	}
+	return ctx.Err()
+}
+
+// Close ends the subscription.
+func (s *Subscription) Close() {
+	if s.live != nil {
+		s.h.system.Root.Send(s.h.pid, &unsubscribe{id: s.live.id})
+		s.live = nil
+	}
+}
+
+// Credits is what the pipeline sink needs from actors.Credits.
+type Credits interface {
+	Acquire(ctx context.Context) error
+	Release(n int)
+}
+
+// PipelineSink hands the follower's events to the processor actor. Each
+// event takes a credit, returned when the store has committed it, so the
+// events in flight between the node's socket and the database are bounded.
+type PipelineSink struct {
+	Root      *actor.RootContext
+	Processor *actor.PID
+	Credits   Credits
+}
+
+// Deliver implements chainsync.Sink.
+func (p *PipelineSink) Deliver(ctx context.Context, ev classify.Event) error {
+	if err := p.Credits.Acquire(ctx); err != nil {
+		return err
+	}
+	var once atomic.Bool
+	p.Root.Send(p.Processor, &ChainEvent{Event: ev, Release: func() {
+		if once.CompareAndSwap(false, true) {
+			p.Credits.Release(1)
+		}
+	}})
+	return nil
+}
