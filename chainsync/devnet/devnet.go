@@ -31,6 +31,10 @@ type RunConfig struct {
 	// Replay, when set, serves the blocks of this file (hex, one per line)
 	// instead of generating.
 	Replay string
+	// Journal serves every client the whole history of the chain, forks
+	// included, whatever its timing (see Journal), instead of the current
+	// chain as a node does. Runs are then reproducible.
+	Journal bool
 	Logger *zap.Logger
 }
 
@@ -38,9 +42,10 @@ type RunConfig struct {
 type Devnet struct {
 	cfg   RunConfig
 	log   *zap.Logger
-	store *ChainStore
-	node  *Node
-	gen   *Generator
+	store   *ChainStore
+	journal *Journal
+	node    *Node
+	gen     *Generator
 
 	mu       sync.Mutex
 	genDone  chan struct{}
@@ -77,6 +82,9 @@ func Start(ctx context.Context, cfg RunConfig) (*Devnet, error) {
 			return nil, err
 		}
 		d.gen, d.store = gen, NewChainStore()
+		if cfg.Journal {
+			d.journal = NewJournal()
+		}
 		if cfg.Pregenerate {
 			if cfg.Blocks == 0 {
 				return nil, errors.New("devnet: pregenerating needs a number of blocks")
@@ -91,7 +99,7 @@ func Start(ctx context.Context, cfg RunConfig) (*Devnet, error) {
 				zap.Duration("took", time.Since(start)))
 		}
 	}
-	node, err := New(Config{SocketPath: cfg.SocketPath, NetworkMagic: cfg.NetworkMagic, Store: d.store, Logger: log.Named("devnet")})
+	node, err := New(d.nodeConfig())
 	if err != nil {
 		return nil, err
 	}
@@ -106,6 +114,14 @@ func Start(ctx context.Context, cfg RunConfig) (*Devnet, error) {
 		go d.produce(runCtx)
 	}
 	return d, nil
+}
+
+func (d *Devnet) nodeConfig() Config {
+	cfg := Config{SocketPath: d.cfg.SocketPath, NetworkMagic: d.cfg.NetworkMagic, Store: d.store, Logger: d.log}
+	if d.journal != nil {
+		cfg.Source = d.journal
+	}
+	return cfg
 }
 
 // headerOf decodes a replayed block's header with the block package.
@@ -124,10 +140,22 @@ func (d *Devnet) step() error {
 	defer d.mu.Unlock()
 	if op.Rollback != nil {
 		d.rolls++
-		return d.store.RollBack(*op.Rollback)
+		if err := d.store.RollBack(*op.Rollback); err != nil {
+			return err
+		}
+		if d.journal != nil {
+			d.journal.RollBack(*op.Rollback, d.store.Tip())
+		}
+		return nil
 	}
 	d.produced++
-	return d.store.Append(*op.Block)
+	if err := d.store.Append(*op.Block); err != nil {
+		return err
+	}
+	if d.journal != nil {
+		d.journal.Append(*op.Block)
+	}
+	return nil
 }
 
 func (d *Devnet) produce(ctx context.Context) {
@@ -198,7 +226,7 @@ func (d *Devnet) Restart(ctx context.Context) error {
 	if err := d.node.Close(); err != nil {
 		return err
 	}
-	node, err := New(Config{SocketPath: d.cfg.SocketPath, NetworkMagic: d.cfg.NetworkMagic, Store: d.store, Logger: d.log})
+	node, err := New(d.nodeConfig())
 	if err != nil {
 		return err
 	}

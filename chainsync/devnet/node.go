@@ -40,6 +40,9 @@ type Config struct {
 	NetworkMagic uint32
 	// Store is the chain to serve.
 	Store *ChainStore
+	// Source, when set, is served instead of Store (a Journal); Store may
+	// then be nil.
+	Source Source
 	// Logger receives connection events; nil means no logging.
 	Logger *zap.Logger
 }
@@ -103,8 +106,11 @@ func New(cfg Config) (*Node, error) {
 		return nil, errors.New("devnet node: no socket path")
 	case cfg.NetworkMagic == 0:
 		return nil, errors.New("devnet node: network magic 0")
-	case cfg.Store == nil:
+	case cfg.Store == nil && cfg.Source == nil:
 		return nil, errors.New("devnet node: no chain store")
+	}
+	if cfg.Source == nil {
+		cfg.Source = cfg.Store
 	}
 	log := cfg.Logger
 	if log == nil {
@@ -156,7 +162,7 @@ func (n *Node) Start(ctx context.Context) error {
 		case <-n.closing:
 		}
 	}()
-	tip := n.cfg.Store.Tip()
+	tip := n.cfg.Source.Tip()
 	n.log.Info("devnet node listening", zap.Uint32("magic", n.cfg.NetworkMagic),
 		zap.Stringer("tip", tip.Point), zap.Uint64("tipBlockNo", tip.BlockNo))
 	return nil
@@ -297,7 +303,7 @@ func (n *Node) acceptLoop(ln net.Listener) {
 		default:
 		}
 		n.nextID++
-		c := &clientConn{n: n, id: n.nextID, nc: nc, cur: n.cfg.Store.NewCursor(), since: time.Now()}
+		c := &clientConn{n: n, id: n.nextID, nc: nc, cur: n.cfg.Source.NewReader(), since: time.Now()}
 		c.log = n.log.With(zap.Uint64("conn", c.id))
 		n.conns[c] = struct{}{}
 		n.wg.Add(1)
@@ -319,7 +325,7 @@ type clientConn struct {
 	n     *Node
 	id    uint64
 	nc    net.Conn
-	cur   *Cursor
+	cur   Reader
 	log   *zap.Logger
 	since time.Time
 
