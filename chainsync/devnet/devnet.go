@@ -35,13 +35,13 @@ type RunConfig struct {
 	// included, whatever its timing (see Journal), instead of the current
 	// chain as a node does. Runs are then reproducible.
 	Journal bool
-	Logger *zap.Logger
+	Logger  *zap.Logger
 }
 
 // Devnet is a running devnet node with its chain.
 type Devnet struct {
-	cfg   RunConfig
-	log   *zap.Logger
+	cfg     RunConfig
+	log     *zap.Logger
 	store   *ChainStore
 	journal *Journal
 	node    *Node
