@@ -36,6 +36,9 @@ type StoreConfig struct {
 	RollbackDepth uint64
 	// RetryDelay is the wait after a failed commit before the next attempt.
 	RetryDelay time.Duration
+	// ObserveCommit, when set, is told how long each successful commit took
+	// (for a latency histogram).
+	ObserveCommit func(time.Duration)
 }
 
 // DefaultStoreConfig returns the defaults.
@@ -97,6 +100,9 @@ type batch struct {
 	blocks   int
 	firstAt  time.Time
 	horizon  bool // Checkpoint.Horizon changed
+	// endsInRollback is when the batch's last step was a rollback (zero
+	// otherwise); see step.
+	endsInRollback time.Time
 }
 
 // NewStore loads the committed state from the backend. Spawn it with Props.
@@ -166,6 +172,10 @@ func (s *Store) Receive(ctx actor.Context) {
 		s.step(msg)
 	case *flushDue:
 		s.flushArmed = false
+		if wait := s.rollbackWait(); wait > 0 && !s.failing {
+			s.armFlush(wait)
+			return
+		}
 		if s.pending.blocks > 0 || len(s.pending.params.Records) > 0 {
 			s.commit()
 		}
@@ -204,10 +214,22 @@ func (s *Store) step(st *Step) {
 	switch {
 	case st.Forward != nil:
 		s.forward(st.Forward)
+		b.endsInRollback = time.Time{}
 	case st.Rollback != nil:
 		s.rollback(st.Rollback)
+		b.endsInRollback = time.Now()
 	}
 	b.blocks++
+	// A batch does not end with a rollback while the block that follows it
+	// may still come (for BatchDelay): the checkpoint then never sits at a
+	// point the chain went back to, which is the same point as before the
+	// blocks it dropped. Restarting from such a checkpoint is exact either
+	// way with a real node; with the devnet's journal it keeps the replay
+	// identical too. Markers become durable at most BatchDelay later.
+	if wait := s.rollbackWait(); wait > 0 && !s.failing {
+		s.armFlush(wait)
+		return
+	}
 	nearTip := s.tip.BlockNo <= s.lastBlockNo()+s.cfg.NearTip
 	if nearTip || b.blocks >= s.cfg.BatchBlocks || len(b.params.Records) >= s.cfg.BatchRecords || s.failing {
 		if !s.failing {
@@ -216,6 +238,16 @@ func (s *Store) step(st *Step) {
 		return
 	}
 	s.armFlush(s.cfg.BatchDelay)
+}
+
+// rollbackWait is how much longer a batch that ends with a rollback waits
+// for the next block; 0 when it need not wait.
+func (s *Store) rollbackWait() time.Duration {
+	at := s.pending.endsInRollback
+	if at.IsZero() {
+		return 0
+	}
+	return max(s.cfg.BatchDelay-time.Since(at), 0)
 }
 
 func (s *Store) lastBlockNo() uint64 {
@@ -348,6 +380,9 @@ func (s *Store) commit() {
 		s.failing = false
 	}
 	elapsed := time.Since(start)
+	if s.cfg.ObserveCommit != nil {
+		s.cfg.ObserveCommit(elapsed)
+	}
 	s.stats.Commits.Add(1)
 	s.stats.CommitNanos.Add(uint64(elapsed))
 	s.stats.RecordsCommitted.Add(uint64(len(b.params.Records)))

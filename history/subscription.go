@@ -143,6 +143,10 @@ type Subscription struct {
 // Cursor returns the position after the last delivered batch.
 func (s *Subscription) Cursor() Cursor { return s.cursor }
 
+// Live reports whether the subscription has caught up and receives
+// committed records straight from the store.
+func (s *Subscription) Live() bool { return s.live != nil }
+
 // Next returns the next batch of records, waiting while there is none.
 func (s *Subscription) Next(ctx context.Context) (Batch, error) {
 	for {

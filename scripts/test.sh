@@ -9,11 +9,44 @@ FUZZTIME="${FUZZTIME:-5s}"
 
 step() { printf '\n== %s\n' "$*"; }
 
+# PostgreSQL: the storage tests run against a real server. Install it where
+# it is missing (Debian), start it where it is down, and make sure the test
+# database and a password login exist (a password is ignored under the trust
+# authentication some machines use).
+ensure_postgres() {
+	if [ -n "${MARLOWE_TEST_SKIP_POSTGRES:-}" ]; then
+		echo "MARLOWE_TEST_SKIP_POSTGRES is set: PostgreSQL tests are skipped"
+		return
+	fi
+	local sudo=""
+	[ "$(id -u)" -ne 0 ] && sudo="sudo"
+	if ! ls /etc/postgresql/*/main >/dev/null 2>&1; then
+		echo "installing PostgreSQL"
+		$sudo env DEBIAN_FRONTEND=noninteractive apt-get update -qq
+		$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null
+	fi
+	if ! pg_isready -q -h 127.0.0.1 -p 5432; then
+		echo "starting PostgreSQL"
+		$sudo pg_ctlcluster --skip-systemctl-redirect "$(ls /etc/postgresql | sort -V | tail -n 1)" main start
+		for _ in $(seq 1 30); do pg_isready -q -h 127.0.0.1 -p 5432 && break; sleep 1; done
+	fi
+	local as_postgres=(su postgres -c)
+	[ "$(id -u)" -ne 0 ] && as_postgres=(sudo -u postgres sh -c)
+	"${as_postgres[@]}" "psql -q -c \"ALTER USER postgres PASSWORD 'postgres'\"" >/dev/null
+	"${as_postgres[@]}" "psql -tAc \"SELECT 1 FROM pg_database WHERE datname = 'test'\"" | grep -q 1 ||
+		"${as_postgres[@]}" "createdb test"
+	export MARLOWE_TEST_DATABASE_URL="${MARLOWE_TEST_DATABASE_URL:-postgres://postgres:postgres@127.0.0.1:5432/test?sslmode=disable}"
+	pg_isready -h 127.0.0.1 -p 5432
+}
+
+step "PostgreSQL"
+ensure_postgres
+
 step "go vet"
 go vet ./...
 
 step "gofmt"
-unformatted=$(find . -name '*.go' -not -path './.git/*' -print0 | xargs -0 gofmt -l)
+unformatted=$(find . -name '*.go' -not -path './.git/*' -not -path '*/testdata/*' -print0 | xargs -0 gofmt -l)
 if [ -n "$unformatted" ]; then
 	echo "gofmt would change:"
 	echo "$unformatted"
@@ -22,6 +55,9 @@ fi
 
 step "go test -race"
 go test -race -count=1 -timeout 15m ./...
+
+step "deploy/ validation (a separate module: Kubernetes, compose, Dockerfile, systemd)"
+(cd deploy/validate && go vet ./... && go test -count=1 ./...)
 
 if [ "$FUZZTIME" != "0" ]; then
 	step "fuzz targets (${FUZZTIME} each)"

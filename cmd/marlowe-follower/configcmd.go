@@ -10,12 +10,16 @@ import (
 )
 
 func newConfigCommand() *cobra.Command {
-	var sources bool
+	var sources, reference bool
 	cmd := &cobra.Command{
 		Use:   "config",
 		Short: "Print the effective configuration (secrets redacted)",
 		Args:  exactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if reference {
+				fmt.Fprint(cmd.OutOrStdout(), config.Reference())
+				return nil
+			}
 			l, err := loadConfig(cmd)
 			if err != nil {
 				return err
@@ -41,5 +45,6 @@ func newConfigCommand() *cobra.Command {
 	}
 	config.RegisterFlags(cmd.Flags())
 	cmd.Flags().BoolVar(&sources, "sources", false, "also show where each setting comes from")
+	cmd.Flags().BoolVar(&reference, "reference", false, "print the reference of every setting as Markdown")
 	return cmd
 }

@@ -21,6 +21,7 @@ func newDevnetCommand() *cobra.Command {
 		replay    string
 		activity  string
 		pregen    bool
+		journal   bool
 		logFormat string
 		logLevel  string
 	)
@@ -45,7 +46,7 @@ func newDevnetCommand() *cobra.Command {
 			defer stop()
 			dn, err := devnet.Start(ctx, devnet.RunConfig{
 				SocketPath: socket, Generator: gen, Blocks: blocks, BlockRate: rate,
-				Pregenerate: pregen, Replay: replay, Logger: log,
+				Pregenerate: pregen, Replay: replay, Journal: journal, Logger: log,
 			})
 			if err != nil {
 				return err
@@ -95,6 +96,7 @@ func newDevnetCommand() *cobra.Command {
 	f.IntVar(&gen.MeanBlockSize, "block-size", def.MeanBlockSize, "mean block body size in bytes (sizes vary up to 90,112)")
 	f.IntVar(&gen.RollbackEvery, "rollback-every", def.RollbackEvery, "mean blocks between rollbacks (0: none)")
 	f.IntVar(&gen.MaxRollbackDepth, "rollback-depth", def.MaxRollbackDepth, "deepest rollback in blocks")
+	f.BoolVar(&journal, "journal", false, "serve every client the chain's whole history, forks included, whatever its timing (reproducible runs)")
 	f.StringVar(&replay, "replay", "", "serve the blocks of this file (hex, one block per line, optionally TYPE:HEX) instead of generating")
 	f.StringVar(&activity, "activity", "", "write the generated Marlowe activity (the expected result) to this file as JSON lines")
 	f.StringVar(&logLevel, "log-level", config.DefaultLogLevel, "log level")

@@ -5,15 +5,14 @@ import (
 	"context"
 	"fmt"
 	"sync"
-	"time"
 
 	"github.com/spf13/cobra"
-	"go.uber.org/zap"
 
 	"github.com/marlowe-follower/follower/actors"
 	"github.com/marlowe-follower/follower/chainsync"
 	"github.com/marlowe-follower/follower/chainsync/classify"
 	"github.com/marlowe-follower/follower/cmd/marlowe-follower/config"
+	"github.com/marlowe-follower/follower/cmd/marlowe-follower/service"
 )
 
 func newFollowCommand() *cobra.Command {
@@ -72,7 +71,7 @@ func newFollowCommand() *cobra.Command {
 			system := actors.NewSystem(log)
 			defer system.Shutdown()
 			pid := system.Root.Spawn(f.Props())
-			go reportProgress(ctx, log, f.Progress(), cfg.Progress.Period)
+			go service.ReportProgress(ctx, log, f.Progress(), cfg.Progress.Period)
 			<-ctx.Done()
 			return system.Root.PoisonFuture(pid).Wait()
 		},
@@ -80,40 +79,4 @@ func newFollowCommand() *cobra.Command {
 	config.RegisterFlags(cmd.Flags(), "node", "log", "progress")
 	cmd.Flags().BoolVar(&all, "all", false, "print every block, not only those with Marlowe activity")
 	return cmd
-}
-
-// reportProgress logs the follower's position periodically while it is
-// behind the node's tip.
-func reportProgress(ctx context.Context, log *zap.Logger, p *chainsync.Progress, period time.Duration) {
-	if period <= 0 {
-		return
-	}
-	log = log.Named("progress")
-	tick := time.NewTicker(period)
-	defer tick.Stop()
-	last := p.Snapshot()
-	lastAt := time.Now()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case now := <-tick.C:
-			s := p.Snapshot()
-			rate := float64(s.Blocks-last.Blocks) / now.Sub(lastAt).Seconds()
-			last, lastAt = s, now
-			behind := s.BlocksBehind()
-			if behind == 0 && s.Connected {
-				continue
-			}
-			fields := []zap.Field{
-				zap.Uint64("slot", s.Point.Slot), zap.Uint64("tipSlot", s.Tip.Point.Slot),
-				zap.String("percent", fmt.Sprintf("%.2f", 100*s.Fraction())), zap.Float64("blocksPerSecond", rate),
-				zap.Uint64("blocksBehind", behind), zap.Uint64("marloweTxs", s.MarloweTxs), zap.Bool("connected", s.Connected),
-			}
-			if rate > 0 {
-				fields = append(fields, zap.Duration("eta", time.Duration(float64(behind)/rate*float64(time.Second)).Round(time.Second)))
-			}
-			log.Info("syncing", fields...)
-		}
-	}
 }

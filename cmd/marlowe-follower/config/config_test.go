@@ -115,3 +115,12 @@ func TestRedactedAndLevels(t *testing.T) {
 		t.Fatalf("levels %+v", lv)
 	}
 }
+
+// TestReferenceIsCurrent keeps docs/configuration.md equal to Reference().
+func TestReferenceIsCurrent(t *testing.T) {
+	want := Reference()
+	got, err := os.ReadFile(filepath.Join("..", "..", "..", "docs", "configuration.md"))
+	if err != nil || string(got) != want {
+		t.Fatalf("docs/configuration.md is out of date: run `go run ./cmd/marlowe-follower config --reference > docs/configuration.md`")
+	}
+}

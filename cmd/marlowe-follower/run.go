@@ -1,0 +1,124 @@
+package main
+
+import (
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+
+	"github.com/spf13/cobra"
+	"go.uber.org/zap"
+
+	"github.com/marlowe-follower/follower/chainsync/devnet"
+	"github.com/marlowe-follower/follower/cmd/marlowe-follower/config"
+	"github.com/marlowe-follower/follower/cmd/marlowe-follower/service"
+)
+
+func newRunCommand() *cobra.Command {
+	var (
+		useDevnet   bool
+		devnetRate  float64
+		devnetSeed  int64
+		devnetShare float64
+		journal     bool
+	)
+	cmd := &cobra.Command{
+		Use:   "run [--devnet]",
+		Short: "Run the service: follow the node, store the Marlowe history, serve queries and streams",
+		Long: "Run the service: follow the node, store the Marlowe history, serve queries and streams.\n\n" +
+			"With --devnet it starts the built-in devnet node in the same process and keeps the history in an\n" +
+			"embedded store in a temporary directory (unless --data-dir is given): one command, nothing to set up.",
+		Args: exactArgs(0),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			l, err := loadConfig(cmd)
+			if err != nil {
+				return err
+			}
+			cfg := l.Config
+			log, err := newLogger(l)
+			if err != nil {
+				return usageError{err}
+			}
+			defer func() { _ = log.Sync() }()
+			ctx, stop := signalContext(cmd.Context(), cmd.ErrOrStderr())
+			defer stop()
+
+			if useDevnet {
+				tmp, err := os.MkdirTemp("", "marlowe-follower-devnet-")
+				if err != nil {
+					return err
+				}
+				defer os.RemoveAll(tmp)
+				if l.Sources["store.dataDir"] == config.FromDefault && cfg.Store.DatabaseURL == "" {
+					cfg.Store.DataDir = filepath.Join(tmp, "data")
+				}
+				cfg.Node.Socket = filepath.Join(tmp, "node.socket")
+				cfg.Node.NetworkMagic = devnet.NetworkMagic
+				gen := devnet.DefaultGeneratorConfig()
+				gen.Seed, gen.MarloweShare = devnetSeed, devnetShare
+				dn, err := devnet.Start(ctx, devnet.RunConfig{
+					SocketPath: cfg.Node.Socket, Generator: gen, BlockRate: devnetRate, Journal: journal, Logger: log,
+				})
+				if err != nil {
+					return fmt.Errorf("devnet: %w", err)
+				}
+				defer dn.Close()
+			} else if cfg.Node.Socket == "" {
+				return usageErrorf("node.socket (MARLOWE_RT_NODE_SOCKET, --node-socket) is required; or try --devnet")
+			}
+
+			svc, err := service.Start(ctx, &cfg, log, service.Options{Version: version})
+			if err != nil {
+				return err
+			}
+			go service.ReportProgress(ctx, log, svc.Progress(), cfg.Progress.Period)
+			printEndpoints(cmd, &cfg, svc, useDevnet)
+			<-ctx.Done()
+			log.Info("shutting down")
+			if err := svc.Stop(config.DefaultShutdownGrace); err != nil {
+				log.Error("shutdown", zap.Error(err))
+				return err
+			}
+			log.Info("stopped")
+			return nil
+		},
+	}
+	config.RegisterFlags(cmd.Flags())
+	f := cmd.Flags()
+	f.BoolVar(&useDevnet, "devnet", false, "run the built-in devnet node in the same process (network magic 42) with an embedded store")
+	f.Float64Var(&devnetRate, "devnet-block-rate", 2, "with --devnet: blocks per second")
+	f.Int64Var(&devnetSeed, "devnet-seed", 1, "with --devnet: seed of the generated chain")
+	f.Float64Var(&devnetShare, "devnet-marlowe-share", 0.3, "with --devnet: fraction of blocks with Marlowe activity")
+	f.BoolVar(&journal, "devnet-journal", false, "with --devnet: serve the chain's whole history, forks included (reproducible runs)")
+	return cmd
+}
+
+// printEndpoints says where to point clients.
+func printEndpoints(cmd *cobra.Command, cfg *config.Config, svc *service.Service, devnetMode bool) {
+	w := cmd.ErrOrStderr()
+	fmt.Fprintln(w, "marlowe-follower is running.")
+	if addr := svc.QueryAddr(); addr != "" {
+		base := "http://" + localAddr(addr)
+		fmt.Fprintf(w, "  query API:     curl %s/contracts\n", base)
+		fmt.Fprintf(w, "                 curl %s/status\n", base)
+		fmt.Fprintf(w, "  browser:       %s/openapi.json (the API description), %s/metrics\n", base, base)
+	}
+	if devnetMode {
+		fmt.Fprintf(w, "  devnet node:   %s (network magic %d)\n", cfg.Node.Socket, devnet.NetworkMagic)
+	}
+	if cfg.Store.DatabaseURL == "" {
+		fmt.Fprintf(w, "  history store: %s\n", filepath.Join(cfg.Store.DataDir, "history.sqlite"))
+	} else {
+		fmt.Fprintln(w, "  history store: PostgreSQL")
+	}
+	fmt.Fprintln(w, "Stop it with Ctrl-C.")
+}
+
+// localAddr turns a listening address into one to connect to.
+func localAddr(addr string) string {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil || host == "" || host == "0.0.0.0" || host == "::" {
+		return net.JoinHostPort("127.0.0.1", port)
+	}
+	return addr
+}

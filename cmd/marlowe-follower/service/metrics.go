@@ -1,0 +1,94 @@
+package service
+
+import (
+	"net/http"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/marlowe-follower/follower/chainsync"
+	"github.com/marlowe-follower/follower/history"
+)
+
+// Metrics is the process's Prometheus registry with the follower's and the
+// store's metrics. Components with their own metrics (query latency,
+// streaming) register on Registry too.
+type Metrics struct {
+	Registry      *prometheus.Registry
+	CommitSeconds prometheus.Histogram
+}
+
+// NewMetrics registers the Go runtime and process collectors and the commit
+// latency histogram.
+func NewMetrics() *Metrics {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	m := &Metrics{
+		Registry: reg,
+		CommitSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "marlowe_store_commit_seconds", Help: "Time to commit one batch of history records.",
+			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16),
+		}),
+	}
+	reg.MustRegister(m.CommitSeconds)
+	return m
+}
+
+// Handler serves the metrics.
+func (m *Metrics) Handler() http.Handler {
+	return promhttp.HandlerFor(m.Registry, promhttp.HandlerOpts{Registry: m.Registry})
+}
+
+// RegisterFollower exposes the follower's progress. The values are read when
+// scraped: nothing is added to the follower's hot path.
+func (m *Metrics) RegisterFollower(p *chainsync.Progress) {
+	gauge := func(name, help string, f func(chainsync.ProgressSnapshot) float64) {
+		m.Registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help},
+			func() float64 { return f(p.Snapshot()) }))
+	}
+	counter := func(name, help string, f func(chainsync.ProgressSnapshot) float64) {
+		m.Registry.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help},
+			func() float64 { return f(p.Snapshot()) }))
+	}
+	gauge("marlowe_chain_slot", "Slot of the newest block followed.", func(s chainsync.ProgressSnapshot) float64 { return float64(s.Point.Slot) })
+	gauge("marlowe_chain_block_number", "Number of the newest block followed.", func(s chainsync.ProgressSnapshot) float64 { return float64(s.Point.BlockNo) })
+	gauge("marlowe_node_tip_slot", "Slot of the node's tip.", func(s chainsync.ProgressSnapshot) float64 { return float64(s.Tip.Point.Slot) })
+	gauge("marlowe_node_tip_block_number", "Number of the node's tip block.", func(s chainsync.ProgressSnapshot) float64 { return float64(s.Tip.BlockNo) })
+	gauge("marlowe_sync_progress_ratio", "Followed slot over the node's tip slot.", func(s chainsync.ProgressSnapshot) float64 { return s.Fraction() })
+	gauge("marlowe_sync_blocks_behind", "Blocks between the followed point and the node's tip.", func(s chainsync.ProgressSnapshot) float64 { return float64(s.BlocksBehind()) })
+	gauge("marlowe_node_connected", "1 while connected to the node.", func(s chainsync.ProgressSnapshot) float64 {
+		if s.Connected {
+			return 1
+		}
+		return 0
+	})
+	gauge("marlowe_rollback_last_depth_blocks", "Depth of the newest rollback, in blocks.", func(s chainsync.ProgressSnapshot) float64 { return float64(s.LastRollback) })
+	counter("marlowe_blocks_total", "Blocks rolled forward (use rate() for blocks per second).", func(s chainsync.ProgressSnapshot) float64 { return float64(s.Blocks) })
+	counter("marlowe_block_bytes_total", "Raw bytes of the blocks rolled forward.", func(s chainsync.ProgressSnapshot) float64 { return float64(s.Bytes) })
+	counter("marlowe_blocks_decoded_total", "Blocks whose transactions were decoded (the prefilter matched).", func(s chainsync.ProgressSnapshot) float64 { return float64(s.Decoded) })
+	counter("marlowe_transactions_total", "Marlowe transactions found.", func(s chainsync.ProgressSnapshot) float64 { return float64(s.MarloweTxs) })
+	counter("marlowe_decode_failures_total", "Blocks or transactions that could not be decoded.", func(s chainsync.ProgressSnapshot) float64 { return float64(s.DecodeFailures) })
+	counter("marlowe_rollbacks_total", "Rollbacks received from the node.", func(s chainsync.ProgressSnapshot) float64 { return float64(s.Rollbacks) })
+	counter("marlowe_node_connection_attempts_total", "Attempts to connect to the node.", func(s chainsync.ProgressSnapshot) float64 { return float64(s.Attempts) })
+}
+
+// RegisterStore exposes the history store's counters.
+func (m *Metrics) RegisterStore(st *history.StoreStats) {
+	m.Registry.MustRegister(
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "marlowe_history_head_seq", Help: "Seq of the newest committed record."},
+			func() float64 { return float64(st.Head.Load()) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "marlowe_history_records_committed_total", Help: "History records committed."},
+			func() float64 { return float64(st.RecordsCommitted.Load()) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "marlowe_history_blocks_committed_total", Help: "Blocks committed (their checkpoint)."},
+			func() float64 { return float64(st.BlocksCommitted.Load()) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "marlowe_history_commits_total", Help: "Successful commits."},
+			func() float64 { return float64(st.Commits.Load()) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "marlowe_history_commit_failures_total", Help: "Failed commits (retried)."},
+			func() float64 { return float64(st.CommitFailures.Load()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "marlowe_history_live_subscribers", Help: "Subscriptions receiving records live."},
+			func() float64 { return float64(st.LiveSubscribers.Load()) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "marlowe_history_live_dropped_total", Help: "Live subscriptions sent back to catch up because they fell behind."},
+			func() float64 { return float64(st.LiveDropped.Load()) }),
+	)
+}

@@ -1,0 +1,304 @@
+// Package service assembles the running marlowe-follower: the storage
+// backend, the actor pipeline (follower -> processor -> history store) and
+// the servers, and takes them down in order.
+package service
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"go.uber.org/zap"
+
+	"github.com/marlowe-follower/follower/actors"
+	"github.com/marlowe-follower/follower/chainsync"
+	"github.com/marlowe-follower/follower/chainsync/classify"
+	"github.com/marlowe-follower/follower/chainsync/devnet"
+	"github.com/marlowe-follower/follower/cmd/marlowe-follower/config"
+	"github.com/marlowe-follower/follower/contracts"
+	"github.com/marlowe-follower/follower/contracts/contractstore"
+	"github.com/marlowe-follower/follower/contracts/contractstore/pgcontracts"
+	"github.com/marlowe-follower/follower/contracts/contractstore/sqlitecontracts"
+	"github.com/marlowe-follower/follower/history"
+	"github.com/marlowe-follower/follower/history/pgstore"
+	"github.com/marlowe-follower/follower/history/sqlitestore"
+	"github.com/marlowe-follower/follower/query"
+)
+
+// OpenBackend opens the configured store: PostgreSQL when a database URL is
+// set, else the embedded SQLite file in the data directory.
+func OpenBackend(ctx context.Context, cfg *config.Config) (history.Backend, string, error) {
+	if cfg.Store.DatabaseURL != "" {
+		b, err := pgstore.Open(ctx, cfg.Store.DatabaseURL, pgstore.Options{})
+		if err != nil {
+			return nil, "", fmt.Errorf("store.databaseURL: %w", err)
+		}
+		return b, "postgresql", nil
+	}
+	if err := os.MkdirAll(cfg.Store.DataDir, 0o750); err != nil {
+		return nil, "", fmt.Errorf("store.dataDir %s: %w", cfg.Store.DataDir, err)
+	}
+	b, err := sqlitestore.Open(ctx, cfg.Store.DataDir, sqlitestore.Options{})
+	if err != nil {
+		return nil, "", fmt.Errorf("store.dataDir %s: %w", cfg.Store.DataDir, err)
+	}
+	return b, "sqlite " + filepath.Join(cfg.Store.DataDir, "history.sqlite"), nil
+}
+
+// Migrator is what both history backends offer for schema migrations.
+type Migrator interface {
+	SchemaVersion(ctx context.Context) (stored, latest int, err error)
+	Migrate(ctx context.Context) (from, to int, err error)
+}
+
+// OpenContractStore opens the contract projection's store beside the history.
+func OpenContractStore(ctx context.Context, cfg *config.Config) (contractstore.Backend, error) {
+	var (
+		b   contractstore.Backend
+		err error
+	)
+	if cfg.Store.DatabaseURL != "" {
+		b, err = pgcontracts.Open(ctx, cfg.Store.DatabaseURL, pgcontracts.Options{})
+	} else {
+		b, err = sqlitecontracts.Open(ctx, cfg.Store.DataDir, sqlitecontracts.Options{})
+	}
+	if err != nil {
+		return nil, fmt.Errorf("contract store: %w", err)
+	}
+	if err := b.Init(ctx); err != nil {
+		_ = b.Close()
+		return nil, fmt.Errorf("contract store: %w", err)
+	}
+	return b, nil
+}
+
+// NetworkName names a network magic.
+func NetworkName(magic uint32) string {
+	switch magic {
+	case chainsync.MagicMainnet:
+		return "mainnet"
+	case chainsync.MagicPreprod:
+		return "preprod"
+	case chainsync.MagicPreview:
+		return "preview"
+	case devnet.NetworkMagic:
+		return "devnet"
+	}
+	return fmt.Sprint(magic)
+}
+
+// SlotConfig returns the slot configuration of the configured network.
+func SlotConfig(magic uint32) (history.SlotConfig, error) {
+	if magic == devnet.NetworkMagic {
+		return history.SlotConfig{ZeroSlot: 0, ZeroTimeMillis: devnet.ZeroTimeMillis, SlotLengthMillis: devnet.SlotLengthMillis}, nil
+	}
+	sc, err := history.SlotConfigFor(magic)
+	if err != nil {
+		return sc, fmt.Errorf("node.networkMagic: %w (mainnet 764824073, preprod 1, preview 2, devnet 42)", err)
+	}
+	return sc, nil
+}
+
+// Service is a running marlowe-follower.
+type Service struct {
+	cfg      *config.Config
+	log      *zap.Logger
+	backend  history.Backend
+	system   *actor.ActorSystem
+	store    *history.Store
+	handle   *history.Handle
+	follower *chainsync.Follower
+	pids     struct{ follower, processor, store, projection *actor.PID }
+	progress *chainsync.Progress
+	metrics  *Metrics
+
+	contractStore contractstore.Backend
+	projection    *contracts.Store
+	query         *query.Server
+}
+
+// Options tune a service beyond its configuration.
+type Options struct {
+	// StoreConfig overrides the history store's batching (zero: defaults).
+	StoreConfig *history.StoreConfig
+	// Version is the binary's version, shown by /status.
+	Version string
+	// Handlers are mounted on the query port beside the API (streaming's
+	// server-sent events and streams).
+	Handlers map[string]http.Handler
+}
+
+// Start opens the store and starts the pipeline. Stop it with Stop.
+func Start(ctx context.Context, cfg *config.Config, log *zap.Logger, opts Options) (*Service, error) {
+	start, err := chainsync.ParseStart(cfg.Node.Start)
+	if err != nil {
+		return nil, fmt.Errorf("node.start: %w", err)
+	}
+	slots, err := SlotConfig(cfg.Node.NetworkMagic)
+	if err != nil {
+		return nil, err
+	}
+	backend, where, err := OpenBackend(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	if err := backend.Init(ctx, &history.InitParams{NetworkMagic: cfg.Node.NetworkMagic}); err != nil {
+		_ = backend.Close()
+		return nil, err
+	}
+	storeCfg := history.DefaultStoreConfig()
+	if opts.StoreConfig != nil {
+		storeCfg = *opts.StoreConfig
+	}
+	metrics := NewMetrics()
+	storeCfg.ObserveCommit = func(d time.Duration) { metrics.CommitSeconds.Observe(d.Seconds()) }
+	store, err := history.NewStore(ctx, backend, storeCfg, log)
+	if err != nil {
+		_ = backend.Close()
+		return nil, err
+	}
+	s := &Service{cfg: cfg, log: log, backend: backend, store: store, progress: &chainsync.Progress{}, metrics: metrics}
+	metrics.RegisterFollower(s.progress)
+	metrics.RegisterStore(store.Stats())
+	s.system = actors.NewSystem(log)
+	s.pids.store = s.system.Root.Spawn(store.Props())
+	s.handle = history.NewHandle(store, s.system, s.pids.store)
+	processor := history.NewProcessor(slots, log, s.pids.store)
+	s.pids.processor = s.system.Root.Spawn(processor.Props())
+	sink := &history.PipelineSink{Root: s.system.Root, Processor: s.pids.processor, Credits: actors.NewCredits(storeCfg.InFlight())}
+	s.follower, err = chainsync.NewFollower(chainsync.Config{
+		SocketPath: cfg.Node.Socket, NetworkMagic: cfg.Node.NetworkMagic, Start: start,
+		MinBackoff: cfg.Node.MinBackoff, MaxBackoff: cfg.Node.MaxBackoff, InFlight: storeCfg.InFlight(),
+	}, log, store, classify.New(classify.Options{}), sink, s.progress)
+	if err != nil {
+		s.stopActors()
+		_ = backend.Close()
+		return nil, err
+	}
+	s.pids.follower = s.system.Root.Spawn(s.follower.Props())
+	if err := s.startQuery(ctx, opts); err != nil {
+		_ = s.Stop(config.DefaultShutdownGrace)
+		return nil, err
+	}
+	log.Info("following", zap.String("socket", cfg.Node.Socket), zap.Uint32("networkMagic", cfg.Node.NetworkMagic),
+		zap.String("store", where), zap.Int64("head", store.Stats().Head.Load()))
+	return s, nil
+}
+
+// startQuery starts the contract projection and, unless its port is 0, the
+// query API.
+func (s *Service) startQuery(ctx context.Context, opts Options) error {
+	cb, err := OpenContractStore(ctx, s.cfg)
+	if err != nil {
+		return err
+	}
+	s.contractStore = cb
+	cache := query.NewContractCache(query.DefaultCacheBytes)
+	proj, err := contracts.NewStore(ctx, contracts.Config{History: s.handle, Backend: cb, Logger: s.log, OnCommit: cache.Invalidate})
+	if err != nil {
+		return err
+	}
+	s.projection = proj
+	s.pids.projection = s.system.Root.Spawn(proj.Props())
+	if s.cfg.Query.Port == 0 {
+		return nil
+	}
+	magic := s.cfg.Node.NetworkMagic
+	srv, err := query.New(query.Config{
+		Addr:      net.JoinHostPort(s.cfg.Query.Host, strconv.Itoa(s.cfg.Query.Port)),
+		Contracts: cb, History: s.backend, Projection: proj, Cache: cache,
+		Status: func() query.Status {
+			p := s.progress.Snapshot()
+			return query.Status{
+				Network: NetworkName(magic), NetworkMagic: magic, Version: opts.Version, Connected: p.Connected,
+				NodeTip: p.Tip, Follower: p.Point, SyncProgress: p.Fraction(), BlocksBehind: p.BlocksBehind(),
+				HistorySeq: s.store.Stats().Head.Load(), ProjectionError: proj.LastError(),
+			}
+		},
+		Metrics: s.metrics.Handler(), Registerer: s.metrics.Registry, ReadyMaxBehind: s.cfg.Query.ReadyDistance,
+		Handlers: opts.Handlers, Logger: s.log,
+	})
+	if err != nil {
+		return fmt.Errorf("query.port: %w", err)
+	}
+	if err := srv.Start(); err != nil {
+		return fmt.Errorf("query.port %d: %w", s.cfg.Query.Port, err)
+	}
+	s.query = srv
+	return nil
+}
+
+// QueryAddr returns the query API's address, or "" when it is off.
+func (s *Service) QueryAddr() string {
+	if s.query == nil {
+		return ""
+	}
+	return s.query.Addr()
+}
+
+// Projection returns the contract projection.
+func (s *Service) Projection() *contracts.Store { return s.projection }
+
+// ContractStore returns the contract projection's store.
+func (s *Service) ContractStore() contractstore.Backend { return s.contractStore }
+
+// Metrics returns the process's metrics.
+func (s *Service) Metrics() *Metrics { return s.metrics }
+
+// Handle returns the history store's read side.
+func (s *Service) Handle() *history.Handle { return s.handle }
+
+// Progress returns the follower's progress.
+func (s *Service) Progress() *chainsync.Progress { return s.progress }
+
+// Backend returns the storage backend.
+func (s *Service) Backend() history.Backend { return s.backend }
+
+// Stop takes the pipeline down in order, committing what was received:
+// the follower stops reading, the processor and the store drain their
+// mailboxes (the store commits its last batch), then the store closes.
+func (s *Service) Stop(timeout time.Duration) error {
+	done := make(chan struct{})
+	go func() {
+		s.stopActors()
+		close(done)
+	}()
+	var err error
+	select {
+	case <-done:
+	case <-time.After(timeout):
+		err = errors.New("shutdown took too long; stopping anyway")
+	}
+	if s.contractStore != nil {
+		if cerr := s.contractStore.Close(); cerr != nil && err == nil {
+			err = cerr
+		}
+	}
+	if cerr := s.backend.Close(); cerr != nil && err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// stopActors stops accepting queries, then the projection, then the
+// pipeline from the node's end so that everything received is committed.
+func (s *Service) stopActors() {
+	if s.query != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		_ = s.query.Shutdown(ctx)
+		cancel()
+	}
+	for _, pid := range []*actor.PID{s.pids.projection, s.pids.follower, s.pids.processor, s.pids.store} {
+		if pid != nil {
+			_ = s.system.Root.PoisonFuture(pid).Wait()
+		}
+	}
+	s.system.Shutdown()
+}

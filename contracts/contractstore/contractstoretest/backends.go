@@ -1,0 +1,98 @@
+package contractstoretest
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/marlowe-follower/follower/contracts/contractstore"
+	"github.com/marlowe-follower/follower/contracts/contractstore/pgcontracts"
+	"github.com/marlowe-follower/follower/contracts/contractstore/sqlitecontracts"
+)
+
+// DefaultPostgresURL is the test database when MARLOWE_TEST_DATABASE_URL
+// is not set.
+const DefaultPostgresURL = "postgres://postgres:postgres@127.0.0.1:5432/test?sslmode=disable"
+
+// PostgresURL returns the test database's URL. A test that needs it fails
+// when the server does not answer, unless MARLOWE_TEST_SKIP_POSTGRES=1,
+// which skips it.
+func PostgresURL(t testing.TB) string {
+	t.Helper()
+	if os.Getenv("MARLOWE_TEST_SKIP_POSTGRES") == "1" {
+		t.Skip("MARLOWE_TEST_SKIP_POSTGRES=1: PostgreSQL tests are skipped")
+	}
+	url := os.Getenv("MARLOWE_TEST_DATABASE_URL")
+	if url == "" {
+		url = DefaultPostgresURL
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatalf("PostgreSQL at MARLOWE_TEST_DATABASE_URL (%s) does not answer: %v "+
+			"(set MARLOWE_TEST_SKIP_POSTGRES=1 to skip these tests)", url, err)
+	}
+	_ = conn.Close(ctx)
+	return url
+}
+
+// NewSchema returns the name of a fresh schema for one test and drops it
+// (with everything in it) when the test ends.
+func NewSchema(t testing.TB, url string) string {
+	t.Helper()
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	schema := "cvtest_" + hex.EncodeToString(b[:])
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		conn, err := pgx.Connect(ctx, url)
+		if err != nil {
+			t.Errorf("dropping schema %s: %v", schema, err)
+			return
+		}
+		defer conn.Close(ctx)
+		if _, err := conn.Exec(ctx, `DROP SCHEMA IF EXISTS `+pgx.Identifier{schema}.Sanitize()+` CASCADE`); err != nil {
+			t.Errorf("dropping schema %s: %v", schema, err)
+		}
+	})
+	return schema
+}
+
+// OpenPostgres opens and initialises a PostgreSQL contract store in schema.
+func OpenPostgres(t testing.TB, url, schema string) contractstore.Backend {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	b, err := pgcontracts.Open(ctx, url, pgcontracts.Options{Schema: schema})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Init(ctx); err != nil {
+		b.Close()
+		t.Fatal(err)
+	}
+	return b
+}
+
+// OpenSQLite opens and initialises an SQLite contract store in dir.
+func OpenSQLite(t testing.TB, dir string) contractstore.Backend {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	b, err := sqlitecontracts.Open(ctx, dir, sqlitecontracts.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Init(ctx); err != nil {
+		b.Close()
+		t.Fatal(err)
+	}
+	return b
+}

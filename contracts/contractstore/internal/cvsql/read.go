@@ -1,0 +1,329 @@
+package cvsql
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/marlowe-follower/follower/chainsync/chain"
+	"github.com/marlowe-follower/follower/contracts/contractstore"
+)
+
+// queryOne runs a statement expected to return at most one row and scans
+// it; found is false for none.
+func queryOne(ctx context.Context, q Querier, sql string, args []any, dest ...any) (found bool, err error) {
+	rows, err := q.Query(ctx, sql, args...)
+	if err != nil {
+		return false, err
+	}
+	defer rows.Close()
+	if !rows.Next() {
+		return false, rows.Err()
+	}
+	if err := rows.Scan(dest...); err != nil {
+		return false, err
+	}
+	return true, rows.Err()
+}
+
+// each runs a statement and calls fn after scanning each row into dest.
+func each(ctx context.Context, q Querier, sql string, args []any, dest []any, fn func() error) error {
+	rows, err := q.Query(ctx, sql, args...)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		if err := rows.Scan(dest...); err != nil {
+			return err
+		}
+		if err := fn(); err != nil {
+			return err
+		}
+	}
+	return rows.Err()
+}
+
+// errNoHead reports a store whose cursor row is missing (Init not run).
+var errNoHead = fmt.Errorf("the cursor row is missing: the contract store was not initialised")
+
+// HeadGet reads the cursor row.
+func HeadGet(ctx context.Context, q Querier) (contractstore.Head, error) {
+	var h headScan
+	found, err := queryOne(ctx, q, `SELECT `+HeadCols+` FROM cv_head k WHERE k.id = 1`, nil, h.dest()...)
+	if err != nil {
+		return contractstore.Head{}, err
+	}
+	if !found {
+		return contractstore.Head{}, errNoHead
+	}
+	return h.head()
+}
+
+// position reads the cursor row's position.
+func position(ctx context.Context, q Querier) (contractstore.Position, error) {
+	h, err := HeadGet(ctx, q)
+	return h.Position, err
+}
+
+// ContractsAfterSlot lists the contracts last changed in a block after slot.
+func ContractsAfterSlot(ctx context.Context, q Querier, slot uint64) ([]contractstore.ContractRef, error) {
+	var out []contractstore.ContractRef
+	var id []byte
+	var status string
+	err := each(ctx, q, `SELECT contract_id, status FROM cv_contracts WHERE last_slot > ? ORDER BY created_seq`,
+		[]any{int64(slot)}, []any{&id, &status}, func() error {
+			ref, err := RefFrom(id)
+			out = append(out, contractstore.ContractRef{ID: ref, Open: status == string(contractstore.StatusOpen)})
+			return err
+		})
+	return out, err
+}
+
+// ContractGet reads one contract and the cursor in one statement.
+func ContractGet(ctx context.Context, q Querier, id chain.TxOutRef) (*contractstore.Contract, contractstore.Position, error) {
+	var h headScan
+	var c contractScan
+	found, err := queryOne(ctx, q, `SELECT `+HeadCols+`, `+contractCols+`, c.body FROM cv_head k
+		LEFT JOIN cv_contracts c ON c.contract_id = ? WHERE k.id = 1`, []any{RefBytes(id)},
+		append(h.dest(), c.dest(true)...)...)
+	if err != nil {
+		return nil, contractstore.Position{}, err
+	}
+	if !found {
+		return nil, contractstore.Position{}, errNoHead
+	}
+	head, err := h.head()
+	if err != nil {
+		return nil, head.Position, err
+	}
+	out, err := c.contract()
+	if err == nil && out == nil {
+		err = contractstore.ErrNotFound
+	}
+	return out, head.Position, err
+}
+
+// where collects the conditions and arguments of a statement.
+type where struct {
+	conds []string
+	args  []any
+}
+
+func (w *where) add(cond string, args ...any) {
+	w.conds = append(w.conds, cond)
+	w.args = append(w.args, args...)
+}
+
+// String returns the WHERE clause ("" for no condition).
+func (w *where) String() string {
+	if len(w.conds) == 0 {
+		return ""
+	}
+	return " WHERE " + strings.Join(w.conds, " AND ")
+}
+
+// contractListQuery builds the statement of a contract page: limit+1 rows.
+func contractListQuery(p *contractstore.ContractListParams) (sql string, args []any, limit int) {
+	f := &p.Filter
+	var w where
+	order := "c.created_seq"
+	if p.Descending {
+		order += " DESC"
+		if p.After > 0 {
+			w.add("c.created_seq < ?", p.After)
+		}
+	} else if p.After > 0 {
+		w.add("c.created_seq > ?", p.After)
+	}
+	if f.Status != "" {
+		w.add("c.status = ?", string(f.Status))
+	}
+	if len(f.RolesCurrency) > 0 {
+		args := make([]any, len(f.RolesCurrency))
+		for i, rc := range f.RolesCurrency {
+			args[i] = NonNil(rc)
+		}
+		w.add("c.roles_currency IN ("+marks(len(args), 1)+")", args...)
+	}
+	if len(f.Tags) > 0 {
+		args := make([]any, len(f.Tags))
+		for i, t := range f.Tags {
+			args[i] = []byte(t)
+		}
+		w.add("c.contract_id IN (SELECT t.contract_id FROM cv_contract_tags t WHERE t.tag IN ("+marks(len(args), 1)+"))", args...)
+	}
+	if len(f.PartyAddress) > 0 || len(f.PartyRole) > 0 {
+		var alts []string
+		var args []any
+		if len(f.PartyAddress) > 0 {
+			alts = append(alts, "c.contract_id IN (SELECT pa.contract_id FROM cv_contract_parties pa WHERE pa.address IN ("+
+				marks(len(f.PartyAddress), 1)+"))")
+			for _, a := range f.PartyAddress {
+				args = append(args, a)
+			}
+		}
+		if len(f.PartyRole) > 0 {
+			roles := make([]string, len(f.PartyRole))
+			for i, r := range f.PartyRole {
+				roles[i] = "(pr.role_currency = ? AND pr.role_name = ?)"
+				args = append(args, NonNil(r.Currency), NonNil(r.Name))
+			}
+			alts = append(alts, "c.contract_id IN (SELECT pr.contract_id FROM cv_contract_parties pr WHERE "+
+				strings.Join(roles, " OR ")+")")
+		}
+		w.add("("+strings.Join(alts, " OR ")+")", args...)
+	}
+	limit = clampLimit(p.Limit)
+	return `SELECT ` + contractCols + ` FROM cv_contracts c` + w.String() + ` ORDER BY ` + order + ` LIMIT ?`,
+		append(w.args, limit+1), limit
+}
+
+// finishContractPage trims the page and sets its total when cheap.
+func finishContractPage(page *contractstore.ContractPage, head contractstore.Head, p *contractstore.ContractListParams, limit int) {
+	if len(page.Contracts) > limit {
+		page.Contracts, page.More = page.Contracts[:limit], true
+	}
+	f := &p.Filter
+	if len(f.RolesCurrency) == 0 && len(f.Tags) == 0 && len(f.PartyAddress) == 0 && len(f.PartyRole) == 0 {
+		total := head.Contracts
+		switch f.Status {
+		case contractstore.StatusOpen:
+			total = head.OpenContracts
+		case contractstore.StatusClosed:
+			total = head.Contracts - head.OpenContracts
+		}
+		page.Total = &total
+	}
+}
+
+// ContractList reads a page of contract headers; q must be a read
+// transaction (the cursor and the page are read in one snapshot).
+func ContractList(ctx context.Context, q Querier, p *contractstore.ContractListParams) (*contractstore.ContractPage, error) {
+	head, err := HeadGet(ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	page := &contractstore.ContractPage{At: head.Position}
+	sql, args, limit := contractListQuery(p)
+	var c contractScan
+	err = each(ctx, q, sql, args, c.dest(false), func() error {
+		ct, err := c.contract()
+		if err == nil {
+			page.Contracts = append(page.Contracts, *ct)
+		}
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	finishContractPage(page, head, p, limit)
+	return page, nil
+}
+
+// ContractListLateral reads a page of contract headers and the cursor in
+// one statement (a LATERAL join, which PostgreSQL has and SQLite has not):
+// one snapshot without a transaction.
+func ContractListLateral(ctx context.Context, q Querier, p *contractstore.ContractListParams) (*contractstore.ContractPage, error) {
+	inner, args, limit := contractListQuery(p)
+	order := "c.created_seq"
+	if p.Descending {
+		order += " DESC"
+	}
+	var h headScan
+	var c contractScan
+	page := &contractstore.ContractPage{}
+	var head contractstore.Head
+	rows := 0
+	err := each(ctx, q, `SELECT `+HeadCols+`, c.* FROM cv_head k LEFT JOIN LATERAL (`+inner+`) c ON true WHERE k.id = 1 ORDER BY `+order,
+		args, append(h.dest(), c.dest(false)...), func() error {
+			var err error
+			if rows == 0 {
+				if head, err = h.head(); err != nil {
+					return err
+				}
+			}
+			rows++
+			ct, err := c.contract()
+			if err == nil && ct != nil {
+				page.Contracts = append(page.Contracts, *ct)
+			}
+			return err
+		})
+	if err != nil {
+		return nil, err
+	}
+	if rows == 0 {
+		return nil, errNoHead
+	}
+	page.At = head.Position
+	finishContractPage(page, head, p, limit)
+	return page, nil
+}
+
+func clampLimit(n int) int {
+	if n <= 0 || n > contractstore.MaxLimit {
+		return contractstore.MaxLimit
+	}
+	return n
+}
+
+// TransactionList reads a page of a contract's steps; q must be a read transaction.
+func TransactionList(ctx context.Context, q Querier, p *contractstore.TransactionListParams) (*contractstore.TransactionPage, error) {
+	at, err := position(ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	page := &contractstore.TransactionPage{At: at}
+	limit := clampLimit(p.Limit)
+	var t txScan
+	err = each(ctx, q, `SELECT `+txCols+` FROM cv_transactions t WHERE t.contract_id = ? AND t.seq > ? ORDER BY t.seq LIMIT ?`,
+		[]any{RefBytes(p.Contract), p.After, limit + 1}, t.dest(false), func() error {
+			tx, err := t.transaction()
+			if err == nil {
+				page.Transactions = append(page.Transactions, *tx)
+			}
+			return err
+		})
+	if err != nil {
+		return nil, err
+	}
+	if len(page.Transactions) > limit {
+		page.Transactions, page.More = page.Transactions[:limit], true
+	}
+	if len(page.Transactions) == 0 {
+		var one int
+		found, err := queryOne(ctx, q, `SELECT 1 FROM cv_contracts WHERE contract_id = ?`, []any{RefBytes(p.Contract)}, &one)
+		if err != nil {
+			return nil, err
+		}
+		if !found {
+			return page, contractstore.ErrNotFound
+		}
+	}
+	return page, nil
+}
+
+// TransactionGet reads one step and the cursor in one statement.
+func TransactionGet(ctx context.Context, q Querier, contract chain.TxOutRef, tx chain.Hash32) (*contractstore.Transaction, contractstore.Position, error) {
+	var h headScan
+	var t txScan
+	found, err := queryOne(ctx, q, `SELECT `+HeadCols+`, `+txCols+`, t.payload FROM cv_head k
+		LEFT JOIN cv_transactions t ON t.contract_id = ? AND t.tx_id = ? WHERE k.id = 1`,
+		[]any{RefBytes(contract), append([]byte(nil), tx[:]...)}, append(h.dest(), t.dest(true)...)...)
+	if err != nil {
+		return nil, contractstore.Position{}, err
+	}
+	if !found {
+		return nil, contractstore.Position{}, errNoHead
+	}
+	head, err := h.head()
+	if err != nil {
+		return nil, head.Position, err
+	}
+	out, err := t.transaction()
+	if err == nil && out == nil {
+		err = contractstore.ErrNotFound
+	}
+	return out, head.Position, err
+}

@@ -1,0 +1,216 @@
+package cvsql
+
+import (
+	"context"
+	"strings"
+
+	"github.com/marlowe-follower/follower/chainsync/chain"
+	"github.com/marlowe-follower/follower/contracts/contractstore"
+)
+
+// PayoutList reads a page of payouts; q must be a read transaction.
+func PayoutList(ctx context.Context, q Querier, p *contractstore.PayoutListParams) (*contractstore.PayoutPage, error) {
+	at, err := position(ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	page := &contractstore.PayoutPage{At: at}
+	var w where
+	if p.After != nil {
+		w.add("(p.seq, p.payout_id) > (?, ?)", p.After.Seq, RefBytes(p.After.ID))
+	}
+	if len(p.Contracts) > 0 {
+		w.add("p.contract_id IN ("+marks(len(p.Contracts), 1)+")", refArgs(p.Contracts)...)
+	}
+	if len(p.Roles) > 0 {
+		alts := make([]string, len(p.Roles))
+		var args []any
+		for i, r := range p.Roles {
+			alts[i] = "(p.roles_currency = ? AND p.role = ?)"
+			args = append(args, NonNil(r.Currency), NonNil(r.Name))
+		}
+		w.add("("+strings.Join(alts, " OR ")+")", args...)
+	}
+	if p.Status != "" {
+		w.add("p.status = ?", string(p.Status))
+	}
+	limit := clampLimit(p.Limit)
+	var s payoutScan
+	err = each(ctx, q, `SELECT `+payoutCols+` FROM cv_payouts p`+w.String()+` ORDER BY p.seq, p.payout_id LIMIT ?`,
+		append(w.args, limit+1), s.dest(), func() error {
+			po, err := s.payout()
+			if err == nil {
+				page.Payouts = append(page.Payouts, *po)
+			}
+			return err
+		})
+	if err != nil {
+		return nil, err
+	}
+	if len(page.Payouts) > limit {
+		page.Payouts, page.More = page.Payouts[:limit], true
+	}
+	return page, nil
+}
+
+// PayoutGet reads one payout and the cursor in one statement.
+func PayoutGet(ctx context.Context, q Querier, id chain.TxOutRef) (*contractstore.Payout, contractstore.Position, error) {
+	var h headScan
+	var s payoutScan
+	found, err := queryOne(ctx, q, `SELECT `+HeadCols+`, `+payoutCols+` FROM cv_head k
+		LEFT JOIN cv_payouts p ON p.payout_id = ? WHERE k.id = 1`, []any{RefBytes(id)}, append(h.dest(), s.dest()...)...)
+	if err != nil {
+		return nil, contractstore.Position{}, err
+	}
+	if !found {
+		return nil, contractstore.Position{}, errNoHead
+	}
+	head, err := h.head()
+	if err != nil {
+		return nil, head.Position, err
+	}
+	out, err := s.payout()
+	if err == nil && out == nil {
+		err = contractstore.ErrNotFound
+	}
+	return out, head.Position, err
+}
+
+// withdrawalRow is a cv_withdrawals row as lists read it.
+type withdrawalRow struct {
+	tx    chain.Hash32
+	seq   int64
+	block chain.BlockHeader
+}
+
+// WithdrawalList reads a page of withdrawals, one per transaction; q must
+// be a read transaction.
+func WithdrawalList(ctx context.Context, q Querier, p *contractstore.WithdrawalListParams) (*contractstore.WithdrawalPage, error) {
+	at, err := position(ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	page := &contractstore.WithdrawalPage{At: at}
+	limit := clampLimit(p.Limit)
+	var w where
+	w.add("w.seq > ?", p.After)
+	if len(p.Contracts) > 0 {
+		w.add("w.contract_id IN ("+marks(len(p.Contracts), 1)+")", refArgs(p.Contracts)...)
+	}
+	rows, err := withdrawalRows(ctx, q, w, limit+1)
+	if err != nil {
+		return nil, err
+	}
+	// Group the rows (one per contract) by transaction; a transaction's
+	// rows have consecutive seqs.
+	var groups [][]withdrawalRow
+	for _, r := range rows {
+		if n := len(groups); n > 0 && groups[n-1][0].tx == r.tx {
+			groups[n-1] = append(groups[n-1], r)
+		} else {
+			groups = append(groups, []withdrawalRow{r})
+		}
+	}
+	if len(rows) > limit {
+		page.More = true
+		if len(groups) > 1 {
+			// The last group may be cut short: the next page starts with it.
+			groups = groups[:len(groups)-1]
+		} else {
+			last := groups[0][len(groups[0])-1]
+			more := where{conds: slicesClone(w.conds[1:]), args: slicesClone(w.args[1:])}
+			more.add("w.tx_id = ?", append([]byte(nil), last.tx[:]...))
+			more.add("w.seq > ?", last.seq)
+			rest, err := withdrawalRows(ctx, q, more, 0)
+			if err != nil {
+				return nil, err
+			}
+			groups[0] = append(groups[0], rest...)
+		}
+	}
+	if len(groups) == 0 {
+		return page, nil
+	}
+	txArgs := make([]any, len(groups))
+	byTx := make(map[chain.Hash32]int, len(groups))
+	for i, g := range groups {
+		txArgs[i] = append([]byte(nil), g[0].tx[:]...)
+		byTx[g[0].tx] = i
+		page.Withdrawals = append(page.Withdrawals, contractstore.Withdrawal{TxID: g[0].tx, Seq: g[0].seq,
+			LastSeq: g[len(g)-1].seq, Block: g[0].block})
+	}
+	var pw where
+	pw.add("p.withdrawal_tx IN ("+marks(len(txArgs), 1)+")", txArgs...)
+	if len(p.Contracts) > 0 {
+		pw.add("p.contract_id IN ("+marks(len(p.Contracts), 1)+")", refArgs(p.Contracts)...)
+	}
+	var s payoutScan
+	err = each(ctx, q, `SELECT `+payoutCols+` FROM cv_payouts p`+pw.String()+` ORDER BY p.withdrawal_seq, p.payout_id`,
+		pw.args, s.dest(), func() error {
+			po, err := s.payout()
+			if err == nil {
+				i := byTx[po.Withdrawal.TxID]
+				page.Withdrawals[i].Payouts = append(page.Withdrawals[i].Payouts, *po)
+			}
+			return err
+		})
+	if err != nil {
+		return nil, err
+	}
+	return page, nil
+}
+
+func slicesClone[T any](s []T) []T { return append([]T(nil), s...) }
+
+// withdrawalRows reads cv_withdrawals rows in seq order; limit 0 reads all.
+func withdrawalRows(ctx context.Context, q Querier, w where, limit int) ([]withdrawalRow, error) {
+	sql := `SELECT w.tx_id, w.seq, w.slot, w.block_no, w.block_hash FROM cv_withdrawals w` + w.String() + ` ORDER BY w.seq`
+	args := w.args
+	if limit > 0 {
+		sql += ` LIMIT ?`
+		args = append(slicesClone(args), limit)
+	}
+	var out []withdrawalRow
+	var tx []byte
+	var seq int64
+	var b blockScan
+	err := each(ctx, q, sql, args, append([]any{&tx, &seq}, b.dest()...), func() error {
+		h, err := HashFrom(tx)
+		if err != nil {
+			return err
+		}
+		bh, err := b.header()
+		out = append(out, withdrawalRow{tx: h, seq: seq, block: bh})
+		return err
+	})
+	return out, err
+}
+
+// WithdrawalGet reads the withdrawal of a transaction; q must be a read
+// transaction.
+func WithdrawalGet(ctx context.Context, q Querier, tx chain.Hash32) (*contractstore.Withdrawal, contractstore.Position, error) {
+	at, err := position(ctx, q)
+	if err != nil {
+		return nil, at, err
+	}
+	var w where
+	w.add("w.tx_id = ?", append([]byte(nil), tx[:]...))
+	rows, err := withdrawalRows(ctx, q, w, 0)
+	if err != nil {
+		return nil, at, err
+	}
+	if len(rows) == 0 {
+		return nil, at, contractstore.ErrNotFound
+	}
+	out := &contractstore.Withdrawal{TxID: tx, Seq: rows[0].seq, LastSeq: rows[len(rows)-1].seq, Block: rows[0].block}
+	var s payoutScan
+	err = each(ctx, q, `SELECT `+payoutCols+` FROM cv_payouts p WHERE p.withdrawal_tx = ? ORDER BY p.withdrawal_seq, p.payout_id`,
+		[]any{append([]byte(nil), tx[:]...)}, s.dest(), func() error {
+			po, err := s.payout()
+			if err == nil {
+				out.Payouts = append(out.Payouts, *po)
+			}
+			return err
+		})
+	return out, at, err
+}

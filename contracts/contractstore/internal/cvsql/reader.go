@@ -1,0 +1,117 @@
+package cvsql
+
+import (
+	"context"
+
+	"github.com/marlowe-follower/follower/chainsync/chain"
+	"github.com/marlowe-follower/follower/contracts/contractstore"
+)
+
+// Reader is the read half of contractstore.Backend on top of a backend's
+// two ways to run statements; a backend embeds it.
+type Reader struct {
+	// One runs a single-statement read (on the pool).
+	One func(ctx context.Context, op string, fn func(Querier) error) error
+	// Tx runs reads in one read transaction: one snapshot.
+	Tx func(ctx context.Context, op string, fn func(Querier) error) error
+	// Lateral: the database has LATERAL joins (PostgreSQL), so a contract
+	// page and the cursor are read in one statement.
+	Lateral bool
+}
+
+// HeadGet reads the committed cursor and counters.
+func (s *Reader) HeadGet(ctx context.Context) (h contractstore.Head, err error) {
+	err = s.One(ctx, "head", func(q Querier) error {
+		h, err = HeadGet(ctx, q)
+		return err
+	})
+	return h, err
+}
+
+// ContractsAfterSlot lists the contracts last changed after slot.
+func (s *Reader) ContractsAfterSlot(ctx context.Context, slot uint64) (out []contractstore.ContractRef, err error) {
+	err = s.One(ctx, "contracts after slot", func(q Querier) error {
+		out, err = ContractsAfterSlot(ctx, q, slot)
+		return err
+	})
+	return out, err
+}
+
+// ContractGet reads one contract (one statement).
+func (s *Reader) ContractGet(ctx context.Context, id chain.TxOutRef) (c *contractstore.Contract, at contractstore.Position, err error) {
+	err = s.One(ctx, "contract get", func(q Querier) error {
+		c, at, err = ContractGet(ctx, q, id)
+		return err
+	})
+	return c, at, err
+}
+
+// ContractList reads a page of contracts (in one statement with Lateral).
+func (s *Reader) ContractList(ctx context.Context, p *contractstore.ContractListParams) (page *contractstore.ContractPage, err error) {
+	if s.Lateral {
+		err = s.One(ctx, "contract list", func(q Querier) error {
+			page, err = ContractListLateral(ctx, q, p)
+			return err
+		})
+		return page, err
+	}
+	err = s.Tx(ctx, "contract list", func(q Querier) error {
+		page, err = ContractList(ctx, q, p)
+		return err
+	})
+	return page, err
+}
+
+// TransactionList reads a page of a contract's steps.
+func (s *Reader) TransactionList(ctx context.Context, p *contractstore.TransactionListParams) (page *contractstore.TransactionPage, err error) {
+	err = s.Tx(ctx, "transaction list", func(q Querier) error {
+		page, err = TransactionList(ctx, q, p)
+		return err
+	})
+	return page, err
+}
+
+// TransactionGet reads one step (one statement).
+func (s *Reader) TransactionGet(ctx context.Context, contract chain.TxOutRef, tx chain.Hash32) (t *contractstore.Transaction, at contractstore.Position, err error) {
+	err = s.One(ctx, "transaction get", func(q Querier) error {
+		t, at, err = TransactionGet(ctx, q, contract, tx)
+		return err
+	})
+	return t, at, err
+}
+
+// PayoutList reads a page of payouts.
+func (s *Reader) PayoutList(ctx context.Context, p *contractstore.PayoutListParams) (page *contractstore.PayoutPage, err error) {
+	err = s.Tx(ctx, "payout list", func(q Querier) error {
+		page, err = PayoutList(ctx, q, p)
+		return err
+	})
+	return page, err
+}
+
+// PayoutGet reads one payout (one statement).
+func (s *Reader) PayoutGet(ctx context.Context, id chain.TxOutRef) (p *contractstore.Payout, at contractstore.Position, err error) {
+	err = s.One(ctx, "payout get", func(q Querier) error {
+		p, at, err = PayoutGet(ctx, q, id)
+		return err
+	})
+	return p, at, err
+}
+
+// WithdrawalList reads a page of withdrawals.
+func (s *Reader) WithdrawalList(ctx context.Context, p *contractstore.WithdrawalListParams) (page *contractstore.WithdrawalPage, err error) {
+	err = s.Tx(ctx, "withdrawal list", func(q Querier) error {
+		page, err = WithdrawalList(ctx, q, p)
+		return err
+	})
+	return page, err
+}
+
+// WithdrawalGet reads one withdrawal.
+func (s *Reader) WithdrawalGet(ctx context.Context, tx chain.Hash32) (w *contractstore.Withdrawal, at contractstore.Position, err error) {
+	err = s.Tx(ctx, "withdrawal get", func(q Querier) error {
+		w, at, err = WithdrawalGet(ctx, q, tx)
+		return err
+	})
+	return w, at, err
+}

@@ -1,0 +1,47 @@
+package pgcontracts_test
+
+import (
+	"context"
+	"testing"
+
+	"go.uber.org/goleak"
+
+	"github.com/marlowe-follower/follower/contracts/contractstore"
+	"github.com/marlowe-follower/follower/contracts/contractstore/contractstoretest"
+	"github.com/marlowe-follower/follower/contracts/contractstore/pgcontracts"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+func TestConformance(t *testing.T) {
+	url := contractstoretest.PostgresURL(t)
+	contractstoretest.Run(t, func(t *testing.T) contractstore.Backend {
+		return contractstoretest.OpenPostgres(t, url, contractstoretest.NewSchema(t, url))
+	})
+}
+
+func TestSchemaVersionAndConcurrentInit(t *testing.T) {
+	url := contractstoretest.PostgresURL(t)
+	schema := contractstoretest.NewSchema(t, url)
+	ctx := context.Background()
+	s, err := pgcontracts.Open(ctx, url, pgcontracts.Options{Schema: schema})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if stored, latest, err := s.SchemaVersion(ctx); err != nil || stored != 0 || latest < 1 {
+		t.Fatalf("before Init: %d %d %v", stored, latest, err)
+	}
+	errs := make(chan error, 3)
+	for range 3 {
+		go func() { errs <- s.Init(ctx) }()
+	}
+	for range 3 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if stored, latest, err := s.SchemaVersion(ctx); err != nil || stored != latest {
+		t.Fatalf("after Init: %d %d %v", stored, latest, err)
+	}
+}

@@ -1,0 +1,49 @@
+package sqlitecontracts_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"go.uber.org/goleak"
+
+	"github.com/marlowe-follower/follower/contracts/contractstore"
+	"github.com/marlowe-follower/follower/contracts/contractstore/contractstoretest"
+	"github.com/marlowe-follower/follower/contracts/contractstore/sqlitecontracts"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+func TestConformance(t *testing.T) {
+	contractstoretest.Run(t, func(t *testing.T) contractstore.Backend {
+		return contractstoretest.OpenSQLite(t, t.TempDir())
+	})
+}
+
+func TestOwnFileAndSchemaVersion(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	s, err := sqlitecontracts.Open(ctx, dir, sqlitecontracts.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if stored, latest, err := s.SchemaVersion(ctx); err != nil || stored != 0 || latest < 1 {
+		t.Fatalf("before Init: %d %d %v", stored, latest, err)
+	}
+	if err := s.Init(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if stored, latest, err := s.SchemaVersion(ctx); err != nil || stored != latest {
+		t.Fatalf("after Init: %d %d %v", stored, latest, err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, sqlitecontracts.FileName)); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	if _, err := s.HeadGet(ctx); !errors.Is(err, contractstore.ErrClosed) {
+		t.Fatalf("a read after Close: %v", err)
+	}
+}

@@ -1,0 +1,246 @@
+// Package projectiontest runs the history pipeline and the contract
+// projection in-process for tests and benchmarks: a devnet generator's
+// chain (blocks and rollbacks) goes through the classifier and the history
+// processor into a real history store actor on a real backend, and a
+// contracts.Store follows it into a real contract store. No node, no
+// socket: the chain advances exactly as far as a test asks.
+package projectiontest
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest"
+
+	"github.com/marlowe-follower/follower/actors"
+	"github.com/marlowe-follower/follower/chainsync/chain"
+	"github.com/marlowe-follower/follower/chainsync/classify"
+	"github.com/marlowe-follower/follower/chainsync/devnet"
+	"github.com/marlowe-follower/follower/contracts"
+	"github.com/marlowe-follower/follower/contracts/contractstore"
+	"github.com/marlowe-follower/follower/contracts/contractstore/contractstoretest"
+	"github.com/marlowe-follower/follower/history"
+	"github.com/marlowe-follower/follower/history/pgstore"
+	"github.com/marlowe-follower/follower/history/sqlitestore"
+)
+
+// Backend names.
+const (
+	SQLite   = "sqlite"
+	Postgres = "postgres"
+)
+
+// Backends lists both, for tests that run against each.
+var Backends = []string{SQLite, Postgres}
+
+// Options configure a pipeline.
+type Options struct {
+	Backend   string // SQLite or Postgres
+	Generator devnet.GeneratorConfig
+	// Batch lets the history store batch commits (as when syncing far from
+	// the tip); otherwise every block is committed at once.
+	Batch bool
+	// Quiet drops the logs (benchmarks).
+	Quiet bool
+	// OnCommit is the projection's contracts.Config.OnCommit.
+	OnCommit func(seq int64, changed []chain.TxOutRef)
+}
+
+// DefaultGenerator is a small, Marlowe-dense chain with frequent shallow
+// rollbacks.
+func DefaultGenerator(seed int64) devnet.GeneratorConfig {
+	g := devnet.DefaultGeneratorConfig()
+	g.Seed, g.MarloweShare, g.MeanBlockSize, g.RollbackEvery, g.MaxRollbackDepth = seed, 0.8, 400, 12, 4
+	return g
+}
+
+// Pipeline is a running history pipeline with its projection.
+type Pipeline struct {
+	tb         testing.TB
+	log        *zap.Logger
+	System     *actor.ActorSystem
+	History    history.Backend
+	Store      *history.Store
+	Handle     *history.Handle
+	Contracts  contractstore.Backend
+	Projection *contracts.Store
+
+	storePID, projectionPID *actor.PID
+	gen                     *devnet.Generator
+	cls                     *classify.Classifier
+	proc                    *history.Processor
+	steps                   uint64
+	rollbacks               int
+	tipFar                  bool
+	onCommit                func(int64, []chain.TxOutRef)
+	tip                     atomic.Pointer[chain.BlockHeader] // the generator's, for other goroutines
+}
+
+// Start opens the backends (a temporary directory, or a fresh PostgreSQL
+// schema holding both the history and the projection) and starts the
+// history store and the projection. It stops them when the test ends.
+func Start(tb testing.TB, opts Options) *Pipeline {
+	tb.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	log := zap.NewNop()
+	if !opts.Quiet {
+		log = zaptest.NewLogger(tb, zaptest.Level(zap.WarnLevel))
+	}
+	p := &Pipeline{tb: tb, log: log, tipFar: opts.Batch, onCommit: opts.OnCommit}
+	switch opts.Backend {
+	case Postgres:
+		url := contractstoretest.PostgresURL(tb)
+		schema := contractstoretest.NewSchema(tb, url)
+		hb, err := pgstore.Open(ctx, url, pgstore.Options{Schema: schema})
+		if err != nil {
+			tb.Fatal(err)
+		}
+		p.History = hb
+		p.Contracts = contractstoretest.OpenPostgres(tb, url, schema)
+	default:
+		dir := tb.TempDir()
+		hb, err := sqlitestore.Open(ctx, dir, sqlitestore.Options{})
+		if err != nil {
+			tb.Fatal(err)
+		}
+		p.History = hb
+		p.Contracts = contractstoretest.OpenSQLite(tb, dir)
+	}
+	if err := p.History.Init(ctx, &history.InitParams{NetworkMagic: devnet.NetworkMagic}); err != nil {
+		tb.Fatal(err)
+	}
+	cfg := history.DefaultStoreConfig()
+	cfg.BatchBlocks, cfg.BatchDelay = 40, 5*time.Millisecond
+	store, err := history.NewStore(ctx, p.History, cfg, log)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	p.Store = store
+	p.System = actors.NewSystem(log)
+	p.storePID = p.System.Root.Spawn(store.Props())
+	p.Handle = history.NewHandle(store, p.System, p.storePID)
+	p.Handle.PageSize = 200
+	if p.gen, err = devnet.NewGenerator(opts.Generator); err != nil {
+		tb.Fatal(err)
+	}
+	p.cls = classify.New(classify.Options{})
+	p.proc = history.NewProcessor(history.SlotConfig{ZeroTimeMillis: devnet.ZeroTimeMillis, SlotLengthMillis: devnet.SlotLengthMillis}, log, nil)
+	p.StartProjection()
+	tb.Cleanup(p.Close)
+	return p
+}
+
+// StartProjection starts a projection from its stored cursor.
+func (p *Pipeline) StartProjection() {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	proj, err := contracts.NewStore(ctx, contracts.Config{History: p.Handle, Backend: p.Contracts, Logger: p.log,
+		RetryDelay: 20 * time.Millisecond, OnCommit: p.onCommit})
+	if err != nil {
+		p.tb.Fatal(err)
+	}
+	p.Projection = proj
+	p.projectionPID = p.System.Root.Spawn(proj.Props())
+}
+
+// StopProjection stops the projection (its last commit completes).
+func (p *Pipeline) StopProjection() {
+	if p.projectionPID != nil {
+		_ = p.System.Root.PoisonFuture(p.projectionPID).Wait()
+		p.projectionPID = nil
+	}
+}
+
+// Advance applies the generator's next n changes (blocks or rollbacks).
+func (p *Pipeline) Advance(n int) {
+	p.tb.Helper()
+	for range n {
+		op, err := p.gen.Next()
+		if err != nil {
+			p.tb.Fatal(err)
+		}
+		tip := chain.Tip{}
+		if p.tipFar {
+			tip.BlockNo = 1 << 40
+		}
+		var ev classify.Event
+		if op.Rollback != nil {
+			p.rollbacks++
+			rb, err := p.cls.RollBackward(*op.Rollback, tip)
+			if err != nil {
+				p.tb.Fatal(err)
+			}
+			ev = rb
+		} else {
+			rf, err := p.cls.RollForward(op.Block.Type, op.Block.Raw, tip)
+			if err != nil {
+				p.tb.Fatal(err)
+			}
+			ev = rf
+		}
+		if st := p.proc.Process(ev); st != nil {
+			p.System.Root.Send(p.storePID, st)
+			p.steps++
+		}
+		tipHeader := p.gen.Tip()
+		p.tip.Store(&tipHeader)
+	}
+}
+
+// Rollbacks returns how many rollbacks the chain had so far.
+func (p *Pipeline) Rollbacks() int { return p.rollbacks }
+
+// Tip returns the generator's newest block; any goroutine may ask.
+func (p *Pipeline) Tip() chain.BlockHeader {
+	if t := p.tip.Load(); t != nil {
+		return *t
+	}
+	return chain.BlockHeader{}
+}
+
+// Activity returns the Marlowe activity on the current chain.
+func (p *Pipeline) Activity() []devnet.Activity { return p.gen.Activity() }
+
+// SyncHistory waits until the history store has committed every change.
+func (p *Pipeline) SyncHistory() {
+	p.tb.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for p.Store.Stats().BlocksCommitted.Load() < p.steps {
+		if time.Now().After(deadline) {
+			p.tb.Fatalf("the history store committed %d of %d blocks", p.Store.Stats().BlocksCommitted.Load(), p.steps)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+// Sync waits until the history store has committed every change and the
+// projection has applied them; it returns the head seq.
+func (p *Pipeline) Sync() int64 {
+	p.tb.Helper()
+	p.SyncHistory()
+	head := p.Handle.Head()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := p.Projection.WaitFor(ctx, head); err != nil {
+		p.tb.Fatalf("the projection applied seq %d of %d: %v (last error %q)", p.Projection.Applied().Seq, head, err,
+			p.Projection.LastError())
+	}
+	return head
+}
+
+// Close stops the actors and closes the backends.
+func (p *Pipeline) Close() {
+	p.StopProjection()
+	if p.storePID != nil {
+		_ = p.System.Root.PoisonFuture(p.storePID).Wait()
+		p.storePID = nil
+		p.System.Shutdown()
+	}
+	_ = p.Contracts.Close()
+	_ = p.History.Close()
+}

@@ -1,0 +1,326 @@
+// Package contracts holds the Marlowe language (contracts/marlowe and
+// contracts/plutusdata) and the contract projection: Store folds the
+// history log into per-contract aggregates (contracts/contractstore).
+package contracts
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"go.uber.org/zap"
+
+	"github.com/marlowe-follower/follower/chainsync/chain"
+	"github.com/marlowe-follower/follower/contracts/contractstore"
+	"github.com/marlowe-follower/follower/history"
+)
+
+// Defaults of Config.
+const (
+	DefaultRetryDelay    = time.Second
+	DefaultMaxRetryDelay = 30 * time.Second
+	DefaultRebuildPage   = 1000
+)
+
+// Config is what a Store needs.
+type Config struct {
+	// History is the history store's read side: the projection subscribes
+	// to it and reads contracts' records from its backend when rebuilding.
+	History *history.Handle
+	// Backend stores the projection.
+	Backend contractstore.Backend
+	Logger  *zap.Logger
+	// RetryDelay is the first wait after a failure (a commit or a read)
+	// before the projection resumes from its stored cursor; it doubles up
+	// to MaxRetryDelay while failures go on. Defaults: DefaultRetryDelay,
+	// DefaultMaxRetryDelay.
+	RetryDelay    time.Duration
+	MaxRetryDelay time.Duration
+	// RebuildPage is how many records a rebuild reads at a time
+	// (DefaultRebuildPage).
+	RebuildPage int
+	// OnCommit, when set, is called after each commit with its seq and the
+	// contracts it changed, before Applied moves to that seq: a cache of
+	// contract reads (query.ContractCache) drops what changed there, so it
+	// never serves a contract older than the position an answer reports.
+	OnCommit func(seq int64, changed []chain.TxOutRef)
+}
+
+// Stats are the projection's counters, readable from any goroutine.
+type Stats struct {
+	Commits          atomic.Uint64
+	Records          atomic.Uint64 // history records applied (markers included)
+	Rollbacks        atomic.Uint64 // RolledBack markers applied
+	RebuiltContracts atomic.Uint64 // contracts rebuilt by those
+	Failures         atomic.Uint64 // failed runs (each resumed from the stored cursor)
+	CommitNanos      atomic.Uint64 // total time spent committing
+}
+
+// Store is the contract projection. It subscribes to the history log from
+// its own stored cursor (invariant 7: projections are subscribers), folds
+// each batch of records into contract aggregates, and commits the changed
+// rows together with the new cursor in one transaction, so a restart
+// resumes exactly where the last commit ended. A RolledBack record rebuilds
+// the contracts it changes from their records current as of that seq.
+//
+// It runs as a small actor that owns one goroutine, the pump. The history
+// subscription is a blocking pull (Subscription.Next), which must not run
+// inside an actor's Receive: it would hold the mailbox and could not be
+// stopped. So the pump pulls, folds and commits on its own goroutine, the
+// single writer of the projection, while the actor supervises it in one
+// place: it starts the pump, restarts it from the stored cursor after a
+// failure (with backoff), and on Stopping cancels it and waits for it, so
+// that the service stops it with PoisonFuture like the other stages.
+// Reads never go through the actor: queries read the backend concurrently,
+// and Applied and WaitFor read an atomic position and a channel.
+type Store struct {
+	cfg   Config
+	log   *zap.Logger
+	stats Stats
+
+	mu      sync.Mutex
+	applied contractstore.Position
+	changed chan struct{} // closed and replaced whenever applied moves
+
+	// Owned by the actor.
+	system   *actor.ActorSystem
+	self     *actor.PID
+	cancel   context.CancelFunc
+	done     chan struct{}
+	delay    atomic.Int64 // the next retry delay, reset by a successful commit
+	stopping bool
+	lastErr  atomic.Pointer[string]
+}
+
+// NewStore reads the projection's cursor and checks it against the history
+// log. Spawn the store with Props.
+func NewStore(ctx context.Context, cfg Config) (*Store, error) {
+	if cfg.History == nil || cfg.Backend == nil {
+		return nil, errors.New("contracts: a history handle and a backend are required")
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = zap.NewNop()
+	}
+	if cfg.RetryDelay <= 0 {
+		cfg.RetryDelay = DefaultRetryDelay
+	}
+	if cfg.MaxRetryDelay < cfg.RetryDelay {
+		cfg.MaxRetryDelay = max(DefaultMaxRetryDelay, cfg.RetryDelay)
+	}
+	if cfg.RebuildPage <= 0 {
+		cfg.RebuildPage = DefaultRebuildPage
+	}
+	head, err := cfg.Backend.HeadGet(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("contracts: reading the projection's cursor: %w", err)
+	}
+	if h := cfg.History.Head(); head.Seq > h {
+		return nil, fmt.Errorf("contracts: the contract store has applied seq %d but the history log ends at %d: "+
+			"it was filled from another history; delete it to rebuild it", head.Seq, h)
+	}
+	s := &Store{cfg: cfg, log: cfg.Logger.Named("contracts"), applied: head.Position, changed: make(chan struct{})}
+	s.delay.Store(int64(cfg.RetryDelay))
+	return s, nil
+}
+
+// Props returns the actor's props.
+func (s *Store) Props() *actor.Props {
+	return actor.PropsFromProducer(func() actor.Actor { return s })
+}
+
+// Stats returns the counters.
+func (s *Store) Stats() *Stats { return &s.stats }
+
+// LastError returns the newest failure's message ("" when none since the
+// last successful commit).
+func (s *Store) LastError() string {
+	if p := s.lastErr.Load(); p != nil {
+		return *p
+	}
+	return ""
+}
+
+// Applied returns the position the projection has committed: its rows
+// reflect the history log up to this seq.
+func (s *Store) Applied() contractstore.Position {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.applied
+}
+
+// WaitFor waits until the projection has applied seq (read-your-writes),
+// or ctx ends; bound it with a deadline.
+func (s *Store) WaitFor(ctx context.Context, seq int64) error {
+	for {
+		s.mu.Lock()
+		done, ch := s.applied.Seq >= seq, s.changed
+		s.mu.Unlock()
+		if done {
+			return nil
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+func (s *Store) setApplied(p contractstore.Position) {
+	s.mu.Lock()
+	s.applied = p
+	close(s.changed)
+	s.changed = make(chan struct{})
+	s.mu.Unlock()
+}
+
+// Messages of the actor.
+type (
+	pumpExited struct {
+		err  error
+		done chan struct{}
+	}
+	restartPump struct{}
+)
+
+// Receive handles the actor's messages.
+func (s *Store) Receive(c actor.Context) {
+	switch msg := c.Message().(type) {
+	case *actor.Started:
+		s.system, s.self = c.ActorSystem(), c.Self()
+		s.startPump()
+	case *pumpExited:
+		if s.stopping || msg.done != s.done {
+			return
+		}
+		s.done = nil
+		if errors.Is(msg.err, history.ErrStoreStopped) {
+			// The service is stopping: the history store went first.
+			s.log.Info("the history store stopped; the projection stops following", zap.Int64("applied", s.Applied().Seq))
+			return
+		}
+		s.stats.Failures.Add(1)
+		text := msg.err.Error()
+		s.lastErr.Store(&text)
+		delay := time.Duration(s.delay.Load())
+		s.log.Error("the projection stopped; resuming from its stored cursor", zap.Error(msg.err), zap.Duration("after", delay))
+		system, self := s.system, s.self
+		time.AfterFunc(delay, func() { system.Root.Send(self, &restartPump{}) })
+		s.delay.Store(int64(min(2*delay, s.cfg.MaxRetryDelay)))
+	case *restartPump:
+		if !s.stopping && s.done == nil {
+			s.startPump()
+		}
+	case *actor.Stopping:
+		s.stopping = true
+		if s.cancel != nil {
+			s.cancel()
+		}
+		if s.done != nil {
+			<-s.done
+		}
+	}
+}
+
+// startPump starts the goroutine that follows the log.
+func (s *Store) startPump() {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	s.cancel, s.done = cancel, done
+	system, self := s.system, s.self
+	go func() {
+		err := s.run(ctx)
+		close(done)
+		if err != nil && ctx.Err() == nil {
+			system.Root.Send(self, &pumpExited{err: err, done: done})
+		}
+	}()
+}
+
+// run follows the history log from the stored cursor until ctx ends or a
+// step fails.
+func (s *Store) run(ctx context.Context) error {
+	head, err := s.cfg.Backend.HeadGet(ctx)
+	if err != nil {
+		return fmt.Errorf("reading the cursor: %w", err)
+	}
+	s.setApplied(head.Position)
+	sub := s.cfg.History.Subscribe(history.Filter{}, history.From{Kind: history.FromCursor, Cursor: history.Cursor{Seq: head.Seq}})
+	defer sub.Close()
+	for {
+		b, err := sub.Next(ctx)
+		if err != nil {
+			return fmt.Errorf("reading the history log after seq %d: %w", head.Seq, err)
+		}
+		if err := s.applyBatch(ctx, &head, b.Records); err != nil {
+			return err
+		}
+	}
+}
+
+// applyBatch folds a batch of records. Records before a RolledBack marker
+// are committed first; the marker's rebuild is its own commit.
+func (s *Store) applyBatch(ctx context.Context, head *contractstore.Head, recs []history.Record) error {
+	load := func(ctx context.Context, id chain.TxOutRef) (*contractstore.Contract, error) {
+		c, _, err := s.cfg.Backend.ContractGet(ctx, id)
+		return c, err
+	}
+	f := newFolder(load, s.log)
+	var last *history.Record
+	flush := func() error {
+		if last == nil {
+			return nil
+		}
+		err := s.commit(ctx, head, f.finish(*head, contractstore.Position{Seq: last.Seq, Block: last.Block}))
+		f, last = newFolder(load, s.log), nil
+		return err
+	}
+	for i := range recs {
+		r := &recs[i]
+		if r.Seq <= head.Seq {
+			continue // delivered again after a restart of the subscription
+		}
+		if r.Kind != history.KindRolledBack {
+			if err := f.apply(ctx, r); err != nil {
+				return err
+			}
+			last = r
+			continue
+		}
+		if err := flush(); err != nil {
+			return err
+		}
+		if err := s.rollBack(ctx, head, r); err != nil {
+			return err
+		}
+	}
+	return flush()
+}
+
+// commit writes a fold and moves the cursor.
+func (s *Store) commit(ctx context.Context, head *contractstore.Head, p *contractstore.CommitParams) error {
+	start := time.Now()
+	if err := s.cfg.Backend.Commit(ctx, p); err != nil {
+		return fmt.Errorf("committing up to seq %d: %w", p.Head.Seq, err)
+	}
+	s.stats.CommitNanos.Add(uint64(time.Since(start)))
+	if s.cfg.OnCommit != nil {
+		changed := make([]chain.TxOutRef, 0, len(p.Reset)+len(p.Contracts))
+		changed = append(changed, p.Reset...)
+		for i := range p.Contracts {
+			changed = append(changed, p.Contracts[i].ID)
+		}
+		s.cfg.OnCommit(p.Head.Seq, changed)
+	}
+	s.stats.Commits.Add(1)
+	s.stats.Records.Add(uint64(p.Head.Seq - head.Seq))
+	*head = p.Head
+	s.setApplied(head.Position)
+	s.lastErr.Store(nil)
+	s.delay.Store(int64(s.cfg.RetryDelay))
+	return nil
+}

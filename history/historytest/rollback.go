@@ -1,0 +1,154 @@
+package historytest
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"github.com/marlowe-follower/follower/history"
+)
+
+// testRollback is the suite's main job: apply blocks, roll back, apply a
+// fork, and check the log, the snapshots at every commit, the checkpoint,
+// and a second backend that only ever saw the surviving blocks.
+func (s *suite) testRollback(t *testing.T) {
+	t.Run("fork", func(t *testing.T) {
+		a := s.backend(t)
+		w := newWriter(t, a, 21, 0)
+		for range 6 {
+			w.grow(10)
+			w.flush()
+		}
+		w.rollBack(15) // to block 45, across the last two commits
+		w.grow(40)     // the fork, in the same batch as the rollback
+		w.flush()
+		s.checkAgainstModel(t, w)
+		s.checkAgainstFresh(t, w)
+	})
+
+	t.Run("within one batch", func(t *testing.T) {
+		a := s.backend(t)
+		w := newWriter(t, a, 22, 0)
+		w.grow(10)
+		w.flush()
+		w.grow(10)
+		w.rollBack(3)
+		w.grow(4)
+		w.rollBack(6) // deeper than the first: below the batch's first block
+		w.grow(2)
+		w.rollBack(1)
+		w.flush()
+		s.checkAgainstModel(t, w)
+		s.checkAgainstFresh(t, w)
+	})
+
+	t.Run("deeper rollback after a shallow one", func(t *testing.T) {
+		a := s.backend(t)
+		w := newWriter(t, a, 23, 0)
+		w.grow(20)
+		w.flush()
+		w.rollBack(2)
+		w.flush()
+		w.grow(3)
+		w.flush()
+		w.rollBack(8)
+		w.flush()
+		s.checkAgainstModel(t, w)
+		s.checkAgainstFresh(t, w)
+	})
+
+	for _, seed := range []uint64{31, 32, 33} {
+		t.Run(fmt.Sprintf("random %d", seed), func(t *testing.T) {
+			a := s.backend(t)
+			w := newWriter(t, a, seed, 0)
+			rng := rand.New(rand.NewPCG(seed, 7))
+			for range 160 {
+				switch x := rng.IntN(10); {
+				case x < 6:
+					w.grow(1 + rng.IntN(5))
+				case x < 8:
+					w.rollBack(1 + rng.IntN(6))
+				default:
+					w.flush()
+				}
+			}
+			w.flush()
+			s.checkAgainstModel(t, w)
+			s.checkAgainstFresh(t, w)
+		})
+	}
+}
+
+// checkAgainstModel compares the backend with the writer's model: the whole
+// log (rollback marks included), the snapshots at committed heads (ten of
+// them at most, spread over the log), what a rollback marks, and the
+// checkpoint.
+func (s *suite) checkAgainstModel(t *testing.T, w *writer) {
+	t.Helper()
+	b := w.b
+	log := readAll(t, b, history.RecordListParams{}, 1000)
+	checkRecords(t, "log", log, w.log)
+	rolledBack := 0
+	for _, r := range log {
+		if r.RolledBackBy == nil {
+			continue
+		}
+		rolledBack++
+		m := *r.RolledBackBy
+		if r.Kind == history.KindRolledBack {
+			t.Fatalf("marker %s is marked rolled back", show(&r))
+		}
+		if m <= r.Seq || log[m-1].Kind != history.KindRolledBack || log[m-1].Block.Slot >= r.Block.Slot {
+			t.Fatalf("record %s rolled back by %s", show(&r), show(&log[m-1]))
+		}
+	}
+	if rolledBack == 0 {
+		t.Fatalf("the scenario rolled nothing back")
+	}
+	step := max(1, len(w.heads)/10)
+	for i := len(w.heads) - 1; i >= 0; i -= step {
+		h := w.heads[i]
+		checkRecords(t, fmt.Sprintf("snapshot at %d", h),
+			readAll(t, b, history.RecordListParams{Mode: history.ModeSnapshot, Snapshot: h}, 1000), w.current(h))
+	}
+	// A snapshot between commits, read from a cursor inside it.
+	mid := w.head / 2
+	cur := w.current(mid)
+	checkRecords(t, fmt.Sprintf("snapshot at %d after %d", mid, cur[len(cur)/2].Seq),
+		readAll(t, b, history.RecordListParams{Mode: history.ModeSnapshot, Snapshot: mid, After: cur[len(cur)/2].Seq}, 10),
+		cur[len(cur)/2+1:])
+	checkCheckpoint(t, b, w.checkpoint())
+}
+
+// checkAgainstFresh feeds a new backend the surviving blocks only and
+// compares what is current: the same records (modulo seq) unfiltered and
+// under every filter the rolled-back blocks cannot have changed, the same
+// UTxO set and undo log.
+func (s *suite) checkAgainstFresh(t *testing.T, w *writer) {
+	t.Helper()
+	fresh := w.replay(t, s.backend(t), 7)
+	if !slices.ContainsFunc(fresh.log, func(r history.Record) bool { return r.Kind == history.KindContractCreated }) {
+		t.Fatalf("the surviving chain has no contract")
+	}
+	filters := modelFilters(w)
+	for i, f := range filters {
+		if slices.ContainsFunc(f.PartyAddress, func(a string) bool { return a >= address(100) }) {
+			// Party additions of rolled-back steps stay in the index.
+			continue
+		}
+		got := readAll(t, w.b, history.RecordListParams{Filter: f, Mode: history.ModeSnapshot, Snapshot: w.head}, 1000)
+		want := readAll(t, fresh.b, history.RecordListParams{Filter: f, Mode: history.ModeSnapshot, Snapshot: fresh.head}, 1000)
+		if len(got) != len(want) {
+			t.Fatalf("filter %d %+v: %d current records, %d in the fresh backend", i, f, len(got), len(want))
+		}
+		for j := range got {
+			if !sameContent(&got[j], &want[j]) {
+				t.Fatalf("filter %d %+v: current record %d: %s, fresh backend %s", i, f, j, show(&got[j]), show(&want[j]))
+			}
+		}
+	}
+	want := fresh.checkpoint()
+	want.Head, want.Tip = w.head, w.tip
+	checkCheckpoint(t, w.b, want)
+}

@@ -1,0 +1,223 @@
+package sqlitestore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+
+	"github.com/marlowe-follower/follower/chainsync/chain"
+	"github.com/marlowe-follower/follower/history"
+	"github.com/marlowe-follower/follower/history/internal/sqlcommon"
+)
+
+// readTx runs fn in a read transaction on a read-only connection: one
+// snapshot for reads made of several statements.
+func (s *Store) readTx(ctx context.Context, fn func(*sql.Tx) error) error {
+	tx, err := s.read.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return err
+	}
+	if err := fn(tx); err != nil {
+		return errors.Join(err, ignoreDone(tx.Rollback()))
+	}
+	return tx.Commit()
+}
+
+// scanAll scans every row of rows with dest and calls fn after each.
+func scanAll(rows *sql.Rows, err error, dest []any, fn func() error) error {
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		if err := rows.Scan(dest...); err != nil {
+			return err
+		}
+		if err := fn(); err != nil {
+			return err
+		}
+	}
+	return rows.Err()
+}
+
+// Head returns the seq of the newest committed record (0 when empty).
+func (s *Store) Head(ctx context.Context) (int64, error) {
+	if err := s.check(); err != nil {
+		return 0, err
+	}
+	var head int64
+	err := s.read.QueryRowContext(ctx, `SELECT COALESCE(max(seq), 0) FROM records`).Scan(&head)
+	return head, s.translate("head", err)
+}
+
+// RecordList reads a page of records (see history.RecordListParams): one
+// statement, keyset-paginated on seq. For a filter on contracts it first
+// counts the matching contracts: few are read contract by contract, many
+// by scanning the log (SQLite has no statistics to choose with).
+func (s *Store) RecordList(ctx context.Context, p *history.RecordListParams) ([]history.Record, error) {
+	if err := s.check(); err != nil {
+		return nil, err
+	}
+	if err := sqlcommon.CheckListParams(p); err != nil {
+		return nil, s.translate("record list", err)
+	}
+	scan := false
+	if q, args, ok := sqlcommon.ContractCountQuery(sqlcommon.SQLite, &p.Filter); ok {
+		var n int
+		if err := s.read.QueryRowContext(ctx, q, args...).Scan(&n); err != nil {
+			return nil, s.translate("record list", err)
+		}
+		scan = n > sqlcommon.ManyContracts
+	}
+	query, args := sqlcommon.RecordListQuery(sqlcommon.SQLite, p, scan)
+	out := make([]history.Record, 0, min(sqlcommon.Limit(p.Limit), 1024))
+	var row sqlcommon.RecordRow
+	rows, err := s.read.QueryContext(ctx, query, args...)
+	err = scanAll(rows, err, row.Dest(), func() error {
+		rec, err := row.Record()
+		out = append(out, rec)
+		return err
+	})
+	if err != nil {
+		return nil, s.translate("record list", err)
+	}
+	return out, nil
+}
+
+// RecordRecent returns the short form of every record of a block after
+// afterSlot (markers and rolled-back records too), in seq order.
+func (s *Store) RecordRecent(ctx context.Context, afterSlot uint64) ([]history.RecordRef, error) {
+	if err := s.check(); err != nil {
+		return nil, err
+	}
+	slot, err := sqlcommon.Int64("slot", afterSlot)
+	if err != nil {
+		return nil, s.translate("record recent", err)
+	}
+	var out []history.RecordRef
+	var row sqlcommon.RecordRefRow
+	rows, err := s.read.QueryContext(ctx, `SELECT `+sqlcommon.RecordRefColumns+` FROM records WHERE slot > ? ORDER BY seq`, slot)
+	err = scanAll(rows, err, row.Dest(), func() error {
+		ref, err := row.Ref()
+		out = append(out, ref)
+		return err
+	})
+	if err != nil {
+		return nil, s.translate("record recent", err)
+	}
+	return out, nil
+}
+
+// RecordGet reads one record; history.ErrNotFound when there is none.
+func (s *Store) RecordGet(ctx context.Context, seq int64) (*history.Record, error) {
+	if err := s.check(); err != nil {
+		return nil, err
+	}
+	var row sqlcommon.RecordRow
+	err := s.read.QueryRowContext(ctx, `SELECT `+sqlcommon.RecordColumns+` FROM records WHERE seq = ?`, seq).Scan(row.Dest()...)
+	if err != nil {
+		return nil, s.translate("record get", err)
+	}
+	rec, err := row.Record()
+	if err != nil {
+		return nil, s.translate("record get", err)
+	}
+	return &rec, nil
+}
+
+// ContractGet reads a contract's index entry; history.ErrNotFound when the
+// contract was never created. Tags come sorted, parties in the order they
+// were added.
+func (s *Store) ContractGet(ctx context.Context, id chain.TxOutRef) (*history.ContractIndex, error) {
+	if err := s.check(); err != nil {
+		return nil, err
+	}
+	var out *history.ContractIndex
+	key := sqlcommon.RefBytes(id)
+	err := s.readTx(ctx, func(tx *sql.Tx) error {
+		var row sqlcommon.ContractRow
+		if err := tx.QueryRowContext(ctx, `SELECT `+sqlcommon.ContractColumns+` FROM contracts WHERE contract_id = ?`,
+			key).Scan(row.Dest()...); err != nil {
+			return err
+		}
+		var tags []string
+		var tag string
+		rows, err := tx.QueryContext(ctx, `SELECT tag FROM contract_tags WHERE contract_id = ? ORDER BY tag`, key)
+		if err := scanAll(rows, err, []any{&tag}, func() error {
+			tags = append(tags, tag)
+			return nil
+		}); err != nil {
+			return err
+		}
+		var parties []history.Party
+		var addr *string
+		var cur, role []byte
+		rows, err = tx.QueryContext(ctx, `SELECT address, role_currency, role_name FROM contract_parties
+			WHERE contract_id = ? ORDER BY added_seq, party_key`, key)
+		if err := scanAll(rows, err, []any{&addr, &cur, &role}, func() error {
+			parties = append(parties, sqlcommon.PartyFromColumns(addr, cur, role))
+			return nil
+		}); err != nil {
+			return err
+		}
+		out, err = sqlcommon.ContractFromRow(&row, tags, parties)
+		return err
+	})
+	if err != nil {
+		return nil, s.translate("contract get", err)
+	}
+	return out, nil
+}
+
+// CheckpointGet reads what the follower resumes from, as one snapshot.
+func (s *Store) CheckpointGet(ctx context.Context) (*history.Checkpoint, error) {
+	if err := s.check(); err != nil {
+		return nil, err
+	}
+	cp := &history.Checkpoint{}
+	err := s.readTx(ctx, func(tx *sql.Tx) error {
+		var tip sqlcommon.TipRow
+		var hz sqlcommon.HeaderRow
+		if err := tx.QueryRowContext(ctx, `SELECT (SELECT COALESCE(max(seq), 0) FROM records),
+			t.slot, t.block_no, t.hash, h.slot, h.block_no, h.hash FROM tip t, horizon h WHERE t.id = 1 AND h.id = 1`).Scan(
+			&cp.Head, &tip.Slot, &tip.BlockNo, &tip.Hash, &hz.Slot, &hz.BlockNo, &hz.Hash); err != nil {
+			return err
+		}
+		var err error
+		if cp.Tip, err = tip.Tip(); err != nil {
+			return err
+		}
+		if cp.Horizon, err = hz.Header(); err != nil {
+			return err
+		}
+		var h sqlcommon.HeaderRow
+		rows, err := tx.QueryContext(ctx, `SELECT slot, block_no, hash FROM breadcrumbs ORDER BY position`)
+		if err := scanAll(rows, err, []any{&h.Slot, &h.BlockNo, &h.Hash}, func() error {
+			b, err := h.Header()
+			cp.Breadcrumbs = append(cp.Breadcrumbs, b)
+			return err
+		}); err != nil {
+			return err
+		}
+		var u sqlcommon.UTxORow
+		rows, err = tx.QueryContext(ctx, `SELECT `+sqlcommon.UTxOColumns+` FROM utxos ORDER BY ref`)
+		if err := scanAll(rows, err, u.Dest(), func() error {
+			t, err := u.UTxO()
+			cp.UTxOs = append(cp.UTxOs, t)
+			return err
+		}); err != nil {
+			return err
+		}
+		var c sqlcommon.ChangeRow
+		rows, err = tx.QueryContext(ctx, `SELECT `+sqlcommon.ChangeColumns+` FROM utxo_changes ORDER BY slot`)
+		return scanAll(rows, err, c.Dest(), func() error {
+			ch, err := c.Changes()
+			cp.Recent = append(cp.Recent, ch)
+			return err
+		})
+	})
+	if err != nil {
+		return nil, s.translate("checkpoint get", err)
+	}
+	return cp, nil
+}

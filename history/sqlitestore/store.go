@@ -1,0 +1,269 @@
+// Package sqlitestore is the embedded SQLite backend of the history log
+// (history.Backend): one file, history.sqlite, in the data directory
+// (MARLOWE_RT_DATA_DIR), through the pure-Go modernc.org/sqlite driver (no
+// cgo). The database runs in WAL mode: one writer connection takes the
+// commits (BEGIN IMMEDIATE) while a pool of read-only connections serves
+// readers from their own snapshots, so reads never wait for the writer.
+// Commits are durable when Commit returns (synchronous=FULL: the WAL is
+// synced at every commit, since a record must never be seen by a
+// subscriber and then lost). Foreign keys are enforced.
+package sqlitestore
+
+import (
+	"context"
+	"database/sql"
+	"embed"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+
+	"github.com/marlowe-follower/follower/history"
+	"github.com/marlowe-follower/follower/history/internal/sqlcommon"
+)
+
+//go:embed migrations/*.sql
+var migrationFS embed.FS
+
+// FileName is the database file Open creates in the data directory.
+const FileName = "history.sqlite"
+
+// Defaults of Options.
+const (
+	DefaultReadConns   = 4
+	DefaultBusyTimeout = 10 * time.Second
+)
+
+// Options tune Open. The zero value is a good default.
+type Options struct {
+	// ReadConns is the number of read-only connections (DefaultReadConns
+	// when 0): how many reads run at once.
+	ReadConns int
+	// BusyTimeout is how long a connection waits for a lock held by another
+	// one, such as a second process opening the same file (DefaultBusyTimeout
+	// when 0).
+	BusyTimeout time.Duration
+}
+
+// Store is the SQLite history backend. It is safe for concurrent use: one
+// writer (Commit) and any number of readers.
+type Store struct {
+	path       string
+	write      *sql.DB // one connection
+	read       *sql.DB // read-only connections
+	migrations []sqlcommon.Migration
+	closed     atomic.Bool
+
+	stmtsMu sync.Mutex
+	stmts   map[string]*sql.Stmt // the commit's statements, prepared on the writer
+}
+
+var _ history.Backend = (*Store)(nil)
+
+// Open opens (creating them if needed) the data directory dir and the
+// database file in it. It does not touch the schema: call Init (or Migrate)
+// next.
+func Open(ctx context.Context, dir string, opts Options) (*Store, error) {
+	ms, err := sqlcommon.LoadMigrations(migrationFS, "migrations")
+	if err != nil {
+		return nil, fmt.Errorf("sqlitestore: %w", err)
+	}
+	if opts.ReadConns <= 0 {
+		opts.ReadConns = DefaultReadConns
+	}
+	if opts.BusyTimeout <= 0 {
+		opts.BusyTimeout = DefaultBusyTimeout
+	}
+	if err := os.MkdirAll(dir, 0o750); err != nil {
+		return nil, fmt.Errorf("sqlitestore: data directory: %w", err)
+	}
+	path := filepath.Join(dir, FileName)
+	if strings.ContainsAny(path, "?#") {
+		return nil, fmt.Errorf("sqlitestore: data directory %q: the path must not contain ? or #", dir)
+	}
+	busy := "_pragma=busy_timeout(" + strconv.FormatInt(opts.BusyTimeout.Milliseconds(), 10) + ")"
+	// Page caches: 64 MiB for the writer, whose index inserts (keys are
+	// hashes) land on pages all over the file; 16 MiB for each reader.
+	write, err := sql.Open("sqlite", path+"?_txlock=immediate&"+busy+
+		"&_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)&_pragma=foreign_keys(1)"+
+		"&_pragma=cache_size(-65536)")
+	if err != nil {
+		return nil, fmt.Errorf("sqlitestore: open %s: %w", path, err)
+	}
+	write.SetMaxOpenConns(1)
+	write.SetMaxIdleConns(1)
+	write.SetConnMaxLifetime(0)
+	write.SetConnMaxIdleTime(0)
+	// The writer connects first: it turns WAL on before any reader opens.
+	if err := write.PingContext(ctx); err != nil {
+		write.Close()
+		return nil, fmt.Errorf("sqlitestore: open %s: %w", path, err)
+	}
+	read, err := sql.Open("sqlite", path+"?"+busy+"&_pragma=foreign_keys(1)&_pragma=query_only(1)"+
+		"&_pragma=cache_size(-16384)")
+	if err != nil {
+		write.Close()
+		return nil, fmt.Errorf("sqlitestore: open %s: %w", path, err)
+	}
+	read.SetMaxOpenConns(opts.ReadConns)
+	read.SetMaxIdleConns(opts.ReadConns)
+	read.SetConnMaxLifetime(0)
+	read.SetConnMaxIdleTime(0)
+	if err := read.PingContext(ctx); err != nil {
+		write.Close()
+		read.Close()
+		return nil, fmt.Errorf("sqlitestore: open %s: %w", path, err)
+	}
+	return &Store{path: path, write: write, read: read, migrations: ms, stmts: make(map[string]*sql.Stmt)}, nil
+}
+
+// Path returns the database file's path.
+func (s *Store) Path() string { return s.path }
+
+// Close closes the connections. Calls after Close return
+// history.ErrBackendClosed.
+func (s *Store) Close() error {
+	if !s.closed.CompareAndSwap(false, true) {
+		return nil
+	}
+	s.stmtsMu.Lock()
+	var errs []error
+	for _, st := range s.stmts {
+		errs = append(errs, st.Close())
+	}
+	s.stmts = nil
+	s.stmtsMu.Unlock()
+	return errors.Join(append(errs, s.read.Close(), s.write.Close())...)
+}
+
+// check refuses calls on a closed store.
+func (s *Store) check() error {
+	if s.closed.Load() {
+		return fmt.Errorf("sqlitestore: %w", history.ErrBackendClosed)
+	}
+	return nil
+}
+
+// translate turns a driver error into the store's: not-found and
+// duplicate-seq errors become the history sentinels; every error is wrapped
+// with the operation that failed.
+func (s *Store) translate(op string, err error) error {
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, sql.ErrNoRows) {
+		return fmt.Errorf("sqlitestore: %s: %w", op, history.ErrNotFound)
+	}
+	if s.closed.Load() && !errors.Is(err, history.ErrBackendClosed) {
+		return fmt.Errorf("sqlitestore: %s: %w: %w", op, history.ErrBackendClosed, err)
+	}
+	var se *sqlite.Error
+	if errors.As(err, &se) && se.Code() == sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY &&
+		strings.Contains(se.Error(), "records.seq") {
+		return fmt.Errorf("sqlitestore: %s: %w: %w", op, history.ErrSeqMismatch, err)
+	}
+	return fmt.Errorf("sqlitestore: %s: %w", op, err)
+}
+
+// SchemaVersion returns the version of the stored schema (0 for an empty
+// database) and the newest version this binary knows. It changes nothing.
+func (s *Store) SchemaVersion(ctx context.Context) (stored, latest int, err error) {
+	if err := s.check(); err != nil {
+		return 0, 0, err
+	}
+	latest = len(s.migrations)
+	var n int
+	if err := s.read.QueryRowContext(ctx,
+		`SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = 'schema_migrations'`).Scan(&n); err != nil {
+		return 0, latest, s.translate("schema version", err)
+	}
+	if n == 0 {
+		return 0, latest, nil
+	}
+	err = s.read.QueryRowContext(ctx, `SELECT COALESCE(max(version), 0) FROM schema_migrations`).Scan(&stored)
+	return stored, latest, s.translate("schema version", err)
+}
+
+// inTx runs fn in a write transaction (BEGIN IMMEDIATE on the writer
+// connection) and commits it, or rolls it back when fn fails.
+func (s *Store) inTx(ctx context.Context, fn func(*sql.Tx) error) error {
+	tx, err := s.write.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	if err := fn(tx); err != nil {
+		return errors.Join(err, ignoreDone(tx.Rollback()))
+	}
+	return tx.Commit()
+}
+
+// ignoreDone drops the error of rolling back a transaction that is over.
+func ignoreDone(err error) error {
+	if errors.Is(err, sql.ErrTxDone) {
+		return nil
+	}
+	return err
+}
+
+// Migrate applies the pending migrations in one transaction and returns the
+// schema version before and after. It refuses a schema newer than the
+// binary with history.ErrSchemaTooNew and changes nothing then.
+func (s *Store) Migrate(ctx context.Context) (from, to int, err error) {
+	if err := s.check(); err != nil {
+		return 0, 0, err
+	}
+	err = s.inTx(ctx, func(tx *sql.Tx) error {
+		from, to, err = sqlcommon.Migrate(ctx, migrationTx{tx}, sqlcommon.SQLite, s.migrations)
+		return err
+	})
+	if err != nil {
+		return from, from, s.translate("migrate", err)
+	}
+	return from, to, nil
+}
+
+// migrationTx adapts a transaction to sqlcommon.Migrate.
+type migrationTx struct{ tx *sql.Tx }
+
+func (m migrationTx) Exec(ctx context.Context, query string, args ...any) error {
+	_, err := m.tx.ExecContext(ctx, query, args...)
+	return err
+}
+
+func (m migrationTx) QueryInt(ctx context.Context, query string) (int, error) {
+	var n int
+	err := m.tx.QueryRowContext(ctx, query).Scan(&n)
+	return n, err
+}
+
+// Init applies pending migrations, then records the network on first use
+// or refuses another one with history.ErrWrongNetwork.
+func (s *Store) Init(ctx context.Context, p *history.InitParams) error {
+	if _, _, err := s.Migrate(ctx); err != nil {
+		return err
+	}
+	var stored int64
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO meta (id, network_magic) VALUES (1, ?) ON CONFLICT (id) DO NOTHING`,
+			int64(p.NetworkMagic)); err != nil {
+			return err
+		}
+		return tx.QueryRowContext(ctx, `SELECT network_magic FROM meta WHERE id = 1`).Scan(&stored)
+	})
+	if err != nil {
+		return s.translate("init", err)
+	}
+	if stored != int64(p.NetworkMagic) {
+		return fmt.Errorf("sqlitestore: init: %w: the database follows network magic %d, not %d",
+			history.ErrWrongNetwork, stored, p.NetworkMagic)
+	}
+	return nil
+}

@@ -1,0 +1,308 @@
+package history_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"go.uber.org/zap"
+
+	"github.com/marlowe-follower/follower/actors"
+	"github.com/marlowe-follower/follower/chainsync/chain"
+	"github.com/marlowe-follower/follower/history"
+	"github.com/marlowe-follower/follower/history/sqlitestore"
+)
+
+// storeFixture runs a store actor over an embedded backend.
+type storeFixture struct {
+	t       *testing.T
+	backend history.Backend
+	system  *actor.ActorSystem
+	pid     *actor.PID
+	store   *history.Store
+	handle  *history.Handle
+	dir     string
+}
+
+func newStoreFixture(t *testing.T, cfg history.StoreConfig, dir string) *storeFixture {
+	t.Helper()
+	ctx := context.Background()
+	if dir == "" {
+		dir = t.TempDir()
+	}
+	b, err := sqlitestore.Open(ctx, dir, sqlitestore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Init(ctx, &history.InitParams{NetworkMagic: 42}); err != nil {
+		t.Fatal(err)
+	}
+	st, err := history.NewStore(ctx, b, cfg, zap.NewNop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	sys := actors.NewSystem(zap.NewNop())
+	pid := sys.Root.Spawn(st.Props())
+	f := &storeFixture{t: t, backend: b, system: sys, pid: pid, store: st, handle: history.NewHandle(st, sys, pid), dir: dir}
+	return f
+}
+
+func (f *storeFixture) stop() {
+	_ = f.system.Root.PoisonFuture(f.pid).Wait()
+	f.system.Shutdown()
+	_ = f.backend.Close()
+}
+
+// chainModel writes synthetic blocks with records of a few contracts, and
+// rollbacks, into a store.
+type chainModel struct {
+	rng       *rand.Rand
+	created   map[int]bool // contracts created once (their index entries stay)
+	headers   []chain.BlockHeader
+	contracts []chain.TxOutRef
+	pending   atomic.Int64 // steps sent and not yet committed
+}
+
+func header(n uint64, fork byte) chain.BlockHeader {
+	var h chain.Hash32
+	h[0], h[1], h[2] = byte(n), byte(n>>8), fork
+	return chain.BlockHeader{Slot: n * 10, BlockNo: n, Hash: h}
+}
+
+func (m *chainModel) contract(i int) chain.TxOutRef {
+	var h chain.Hash32
+	h[0], h[31] = 0xc0, byte(i)
+	return chain.TxOutRef{TxID: h, Index: uint32(i)}
+}
+
+// next returns the next step: mostly a block, sometimes a rollback.
+func (m *chainModel) next(fork *byte) *history.Step {
+	if len(m.headers) > 3 && m.rng.IntN(15) == 0 {
+		depth := 1 + m.rng.IntN(3)
+		to := m.headers[len(m.headers)-1-depth]
+		m.headers = m.headers[:len(m.headers)-depth]
+		*fork++
+		return &history.Step{Rollback: &history.RollbackStep{To: to.Point(), Tip: chain.Tip{Point: to.Point(), BlockNo: to.BlockNo}}}
+	}
+	n := uint64(len(m.headers) + 1)
+	h := header(n, *fork)
+	m.headers = append(m.headers, h)
+	fs := &history.ForwardStep{Header: h, Tip: chain.Tip{Point: h.Point(), BlockNo: h.BlockNo + 100}}
+	for i := range m.rng.IntN(4) {
+		c := m.rng.IntN(8)
+		kind := history.KindInputsApplied
+		if !m.created[c] || m.rng.IntN(5) == 0 {
+			m.created[c] = true
+			kind = history.KindContractCreated
+			fs.Contracts = append(fs.Contracts, history.ContractIndex{
+				ID: m.contract(c), Version: "v5", RolesCurrency: []byte{byte(c % 3)},
+				Tags: []string{fmt.Sprintf("tag%d", c%2)}, CreatedSeq: int64(len(fs.Records)), Block: h,
+			})
+		}
+		id := m.contract(c)
+		payload, _ := json.Marshal(map[string]any{"n": n, "i": i})
+		fs.Records = append(fs.Records, history.Record{Kind: kind, Block: h, TxIndex: i, Contract: &id, Payload: payload})
+	}
+	return &history.Step{Forward: fs}
+}
+
+// TestSnapshotThenLive hammers the hand-over: subscribers join at random
+// moments with random filters and starting points while blocks and
+// rollbacks are committed; each must receive exactly the records the
+// invariant promises, in seq order, without gap or duplicate.
+func TestSnapshotThenLive(t *testing.T) {
+	cfg := history.DefaultStoreConfig()
+	cfg.BatchBlocks, cfg.BatchDelay, cfg.NearTip, cfg.LiveQueue = 7, 5*time.Millisecond, 0, 2
+	f := newStoreFixture(t, cfg, "")
+	defer f.stop()
+	f.handle.PageSize = 13
+
+	model := &chainModel{rng: rand.New(rand.NewPCG(3, 4)), created: map[int]bool{}}
+	var fork byte
+	const steps = 1500
+	var wg sync.WaitGroup
+	done := make(chan struct{})
+	// The writer.
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		defer close(done)
+		for range steps {
+			st := model.next(&fork)
+			model.pending.Add(1)
+			st.Release = func() { model.pending.Add(-1) }
+			f.system.Root.Send(f.pid, st)
+			if model.rng.IntN(10) == 0 {
+				time.Sleep(time.Millisecond)
+			}
+		}
+	}()
+
+	type result struct {
+		from     history.From
+		snapshot int64
+		filter   history.Filter
+		got      []history.Record
+	}
+	var results []*result
+	var mu sync.Mutex
+	filters := []history.Filter{
+		{},
+		{Contracts: []chain.TxOutRef{model.contract(1), model.contract(2)}},
+		{RolesCurrency: [][]byte{{1}}},
+		{Tags: []string{"tag0"}},
+		{Kinds: []history.Kind{history.KindContractCreated, history.KindRolledBack}},
+	}
+	subRng := rand.New(rand.NewPCG(5, 6))
+	for i := range 24 {
+		time.Sleep(time.Duration(subRng.IntN(8)) * time.Millisecond)
+		r := &result{filter: filters[i%len(filters)]}
+		switch i % 3 {
+		case 0:
+			r.from = history.From{Kind: history.FromOrigin}
+		case 1:
+			r.from = history.From{Kind: history.FromCursor, Cursor: history.Cursor{Seq: f.handle.Head() / 2}}
+		default:
+			r.from = history.From{Kind: history.FromTip}
+		}
+		sub := f.handle.Subscribe(r.filter, r.from)
+		r.snapshot = sub.Cursor().Snapshot
+		if r.from.Kind == history.FromTip {
+			r.from.Cursor = sub.Cursor()
+		}
+		mu.Lock()
+		results = append(results, r)
+		mu.Unlock()
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer sub.Close()
+			deadline := time.Now().Add(60 * time.Second)
+			for {
+				// Once everything is committed, a subscriber that gets
+				// nothing more for a while has everything.
+				finished := false
+				select {
+				case <-done:
+					finished = model.pending.Load() == 0
+				default:
+				}
+				wait := time.Until(deadline)
+				if finished {
+					wait = 300 * time.Millisecond
+				}
+				ctx, cancel := context.WithTimeout(context.Background(), wait)
+				b, err := sub.Next(ctx)
+				cancel()
+				if err != nil {
+					if finished && errors.Is(err, context.DeadlineExceeded) {
+						c := sub.Cursor()
+						if sub.Live() || (c.Snapshot == 0 && c.Seq >= f.handle.Head()) {
+							return
+						}
+						continue
+					}
+					t.Errorf("subscription: %v", err)
+					return
+				}
+				r.got = append(r.got, b.Records...)
+				// Slow readers fall behind and come back.
+				if rand.IntN(20) == 0 {
+					time.Sleep(3 * time.Millisecond)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+
+	// The whole log, for the expectations.
+	ctx := context.Background()
+	var log []history.Record
+	for {
+		page, err := f.backend.RecordList(ctx, &history.RecordListParams{After: int64(len(log)), Limit: 10000})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(page) == 0 {
+			break
+		}
+		log = append(log, page...)
+	}
+	for i, r := range log {
+		if r.Seq != int64(i+1) {
+			t.Fatalf("log seq %d at position %d", r.Seq, i)
+		}
+	}
+	index := map[chain.TxOutRef]*history.ContractIndex{}
+	for _, r := range log {
+		if r.Contract != nil {
+			if _, ok := index[*r.Contract]; !ok {
+				idx, err := f.backend.ContractGet(ctx, *r.Contract)
+				if err == nil {
+					index[*r.Contract] = idx
+				}
+			}
+		}
+	}
+	rolledBack := 0
+	for _, r := range log {
+		if r.Kind == history.KindRolledBack {
+			rolledBack++
+		}
+	}
+	if rolledBack == 0 {
+		t.Fatal("no rollback happened")
+	}
+	for i, r := range results {
+		var want []history.Record
+		for _, rec := range log {
+			if !r.filter.Matches(&rec, idxOf(index, rec.Contract)) {
+				continue
+			}
+			switch {
+			case r.from.Kind == history.FromOrigin && rec.Seq <= r.snapshot:
+				if rec.Kind != history.KindRolledBack && rec.Current(r.snapshot) {
+					want = append(want, rec)
+				}
+			case r.from.Kind == history.FromOrigin || rec.Seq > r.from.Cursor.Seq:
+				want = append(want, rec)
+			}
+		}
+		if !slices.EqualFunc(seqs(r.got), seqs(want), func(a, b int64) bool { return a == b }) {
+			t.Fatalf("subscriber %d (from %v, snapshot %d, filter %+v): got %d records, want %d\n got  %v\n want %v",
+				i, r.from.Kind, r.snapshot, r.filter, len(r.got), len(want), head(seqs(r.got)), head(seqs(want)))
+		}
+	}
+	t.Logf("log of %d records (%d rollbacks); %d subscribers checked; %d live drops",
+		len(log), rolledBack, len(results), f.store.Stats().LiveDropped.Load())
+}
+
+func idxOf(m map[chain.TxOutRef]*history.ContractIndex, id *chain.TxOutRef) *history.ContractIndex {
+	if id == nil {
+		return nil
+	}
+	return m[*id]
+}
+
+func seqs(rs []history.Record) []int64 {
+	out := make([]int64, len(rs))
+	for i, r := range rs {
+		out[i] = r.Seq
+	}
+	return out
+}
+
+func head(s []int64) []int64 {
+	if len(s) > 40 {
+		return s[:40]
+	}
+	return s
+}

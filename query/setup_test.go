@@ -1,0 +1,227 @@
+package query_test
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/getkin/kin-openapi/openapi3filter"
+	"github.com/getkin/kin-openapi/routers"
+	"github.com/getkin/kin-openapi/routers/gorillamux"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"go.uber.org/goleak"
+
+	"github.com/marlowe-follower/follower/chainsync/chain"
+	"github.com/marlowe-follower/follower/contracts/projectiontest"
+	"github.com/marlowe-follower/follower/query"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// fixture is a running pipeline with the API served over loopback and a
+// client that checks every answer against the OpenAPI document.
+type fixture struct {
+	t      testing.TB
+	p      *projectiontest.Pipeline
+	srv    *query.Server
+	base   string
+	client *http.Client
+	spec   *spec
+}
+
+// newFixture starts a pipeline on backend, grows its chain by blocks
+// changes, and serves the API.
+func newFixture(t testing.TB, backend string, seed int64, changes int, tune func(*query.Config)) *fixture {
+	p := projectiontest.Start(t, projectiontest.Options{Backend: backend, Generator: projectiontest.DefaultGenerator(seed), Batch: true})
+	return grow(t, p, changes, tune)
+}
+
+// grow advances a pipeline and serves its API.
+func grow(t testing.TB, p *projectiontest.Pipeline, changes int, tune func(*query.Config)) *fixture {
+	if changes > 0 {
+		p.Advance(changes)
+		p.Sync()
+	}
+	return serve(t, p, tune)
+}
+
+// newFixtureFor serves the API of a running pipeline.
+func newFixtureFor(t testing.TB, p *projectiontest.Pipeline, tune func(*query.Config)) *fixture {
+	return serve(t, p, tune)
+}
+
+func serve(t testing.TB, p *projectiontest.Pipeline, tune func(*query.Config)) *fixture {
+	reg := prometheus.NewRegistry()
+	cfg := query.Config{
+		Addr: "127.0.0.1:0", Contracts: p.Contracts, History: p.History, Projection: p.Projection,
+		Status: func() query.Status {
+			tip := p.Tip()
+			return query.Status{Network: "devnet", NetworkMagic: 42, Version: "test", Connected: true,
+				NodeTip: chain.Tip{Point: tip.Point(), BlockNo: tip.BlockNo}, Follower: tip, SyncProgress: 1,
+				HistorySeq: p.Handle.Head(), ProjectionError: p.Projection.LastError()}
+		},
+		Metrics: promhttp.HandlerFor(reg, promhttp.HandlerOpts{}), Registerer: reg,
+	}
+	if tune != nil {
+		tune(&cfg)
+	}
+	srv, err := query.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	f := &fixture{t: t, p: p, srv: srv, base: "http://" + srv.Addr(), client: &http.Client{Timeout: time.Minute,
+		Transport: &http.Transport{MaxIdleConnsPerHost: 64}}, spec: loadSpec(t)}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		f.client.CloseIdleConnections()
+		if err := srv.Shutdown(ctx); err != nil {
+			t.Errorf("shutdown: %v", err)
+		}
+	})
+	return f
+}
+
+// answer is one response.
+type answer struct {
+	code   int
+	header http.Header
+	body   []byte
+}
+
+func (a *answer) decode(t testing.TB, v any) {
+	t.Helper()
+	if err := json.Unmarshal(a.body, v); err != nil {
+		t.Fatalf("%v: %s", err, a.body)
+	}
+}
+
+// get asks for path (with its query) and checks the request and the answer
+// against the OpenAPI document; want is the expected status (0: any).
+func (f *fixture) get(path string, want int) *answer {
+	f.t.Helper()
+	req, err := http.NewRequest(http.MethodGet, f.base+path, nil)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	res, err := f.client.Do(req)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	body, err := io.ReadAll(res.Body)
+	res.Body.Close()
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	a := &answer{code: res.StatusCode, header: res.Header, body: body}
+	if want != 0 && a.code != want {
+		f.t.Fatalf("GET %s: %d, want %d: %s", path, a.code, want, clip(body))
+	}
+	if a.header.Get(query.HeaderSeq) == "" || a.header.Get(query.HeaderNodeTip) == "" {
+		f.t.Fatalf("GET %s: no position headers", path)
+	}
+	if a.code < 500 || a.code == http.StatusServiceUnavailable {
+		f.spec.check(f.t, req, a)
+	}
+	return a
+}
+
+func clip(b []byte) string {
+	if len(b) > 600 {
+		return string(b[:600]) + "…"
+	}
+	return string(b)
+}
+
+// spec validates requests and answers against /openapi.json and records
+// which operations answered 200.
+type spec struct {
+	doc    *openapi3.T
+	router routers.Router
+	mu     sync.Mutex
+	hit    map[string]bool
+}
+
+var (
+	specOnce sync.Once
+	theSpec  *spec
+	specErr  error
+)
+
+func loadSpec(t testing.TB) *spec {
+	specOnce.Do(func() {
+		loader := openapi3.NewLoader()
+		doc, err := loader.LoadFromData(query.OpenAPI())
+		if err == nil {
+			err = doc.Validate(context.Background())
+		}
+		if err != nil {
+			specErr = err
+			return
+		}
+		router, err := gorillamux.NewRouter(doc)
+		if err != nil {
+			specErr = err
+			return
+		}
+		theSpec = &spec{doc: doc, router: router, hit: map[string]bool{}}
+	})
+	if specErr != nil {
+		t.Fatalf("the OpenAPI document: %v", specErr)
+	}
+	return theSpec
+}
+
+func (s *spec) check(t testing.TB, req *http.Request, a *answer) {
+	t.Helper()
+	route, params, err := s.router.FindRoute(req)
+	if err != nil {
+		if a.code == http.StatusNotFound || a.code == http.StatusMethodNotAllowed {
+			return // a path the API does not have
+		}
+		t.Fatalf("GET %s: not in the OpenAPI document: %v", req.URL, err)
+	}
+	in := &openapi3filter.RequestValidationInput{Request: req, PathParams: params, Route: route,
+		Options: &openapi3filter.Options{MultiError: true}}
+	if a.code < 400 {
+		if err := openapi3filter.ValidateRequest(context.Background(), in); err != nil {
+			t.Fatalf("GET %s: the request does not match the OpenAPI document: %v", req.URL, err)
+		}
+	}
+	out := &openapi3filter.ResponseValidationInput{RequestValidationInput: in, Status: a.code, Header: a.header,
+		Options: &openapi3filter.Options{IncludeResponseStatus: true, MultiError: true}}
+	out.SetBodyBytes(a.body)
+	if err := openapi3filter.ValidateResponse(context.Background(), out); err != nil {
+		t.Fatalf("GET %s: the %d answer does not match the OpenAPI document: %v\n%s", req.URL, a.code, err, clip(a.body))
+	}
+	if a.code == http.StatusOK {
+		s.mu.Lock()
+		s.hit[route.Method+" "+route.Path] = true
+		s.mu.Unlock()
+	}
+}
+
+// base64URL encodes a cursor's text as the API does.
+func base64URL(s string) string { return base64.RawURLEncoding.EncodeToString([]byte(s)) }
+
+// pathEscape escapes an id for a path: # is %23.
+func pathEscape(id string) string { return strings.ReplaceAll(id, "#", "%23") }
+
+// must fails on a non-nil error.
+func must(t testing.TB, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
