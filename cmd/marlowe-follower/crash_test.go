@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"strconv"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -17,17 +18,31 @@ import (
 	"github.com/marlowe-follower/follower/history/sqlitestore"
 )
 
+var (
+	binOnce sync.Once
+	binPath string
+	binErr  error
+)
+
 // buildBinary builds the marlowe-follower binary once for the tests that
 // run it as a child process.
 func buildBinary(t *testing.T) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "marlowe-follower")
-	cmd := exec.Command("go", "build", "-o", bin, ".")
-	cmd.Stderr = os.Stderr
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("building the binary: %v", err)
+	binOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "marlowe-follower-bin-")
+		if err != nil {
+			binErr = err
+			return
+		}
+		binPath = filepath.Join(dir, "marlowe-follower")
+		cmd := exec.Command("go", "build", "-o", binPath, ".")
+		cmd.Stderr = os.Stderr
+		binErr = cmd.Run()
+	})
+	if binErr != nil {
+		t.Fatalf("building the binary: %v", binErr)
 	}
-	return bin
+	return binPath
 }
 
 // startRun starts `marlowe-follower run` on a devnet socket with its store in dir.

@@ -71,8 +71,12 @@ func newRunCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			go service.ReportProgress(ctx, log, svc.Progress(), cfg.Progress.Period)
 			printEndpoints(cmd, &cfg, svc, useDevnet)
+			if service.WantBar(cfg.Progress.Bar) {
+				go service.ShowProgressBar(ctx, cmd.ErrOrStderr(), svc.Progress())
+			} else {
+				go service.ReportProgress(ctx, log, svc.Progress(), cfg.Progress.Period)
+			}
 			<-ctx.Done()
 			log.Info("shutting down")
 			if err := svc.Stop(config.DefaultShutdownGrace); err != nil {
