@@ -54,9 +54,10 @@ type Checkpoints interface {
 }
 
 // ErrNoIntersection is reported when none of the stored points is on the
-// node's chain. Either the node is behind (it is syncing: wait), or the
-// stored history is on a fork deeper than the points kept; following again
-// from an earlier point is then the operator's decision.
+// node's chain. Either the node is behind (it is syncing: the follower keeps
+// trying), or the stored history is on a fork deeper than the points kept;
+// following again is then the operator's decision (`marlowe-follower reset`),
+// never taken silently.
 var ErrNoIntersection = errors.New("no intersection with the node's chain")
 
 // errStale stops callbacks of a connection that has been replaced.
@@ -276,7 +277,9 @@ func (f *Follower) connect(gen uint64) {
 	if err != nil {
 		f.activeGen.CompareAndSwap(gen, 0)
 		if errors.Is(err, gchainsync.ErrIntersectNotFound) {
-			err = fmt.Errorf("%w: none of %d stored points (newest %s) is on it", ErrNoIntersection, len(points), describe(points))
+			err = fmt.Errorf("%w: none of %d stored points (newest %s) is on it; if the node is still syncing this resolves "+
+				"itself, otherwise the stored history is on an abandoned fork: `marlowe-follower reset --yes` and restart to follow again",
+				ErrNoIntersection, len(points), describe(points))
 		}
 		fail(err)
 		return
@@ -423,6 +426,7 @@ func (f *Follower) onRollBackward(ctx context.Context, gen uint64) gchainsync.Ro
 		}
 		ev, err := f.classifier.RollBackward(p, t)
 		if err != nil {
+			err = fmt.Errorf("%w; following stops: `marlowe-follower reset --yes` and restart to follow again", err)
 			f.system.Root.Send(f.self, &followFailed{err: err})
 			return err
 		}

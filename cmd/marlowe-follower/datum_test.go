@@ -104,3 +104,22 @@ func TestDatumErrors(t *testing.T) {
 		})
 	}
 }
+
+func TestReset(t *testing.T) {
+	dir := t.TempDir()
+	for _, f := range []string{"history.sqlite", "history.sqlite-wal", "contracts.sqlite", "keep.txt"} {
+		if err := os.WriteFile(filepath.Join(dir, f), []byte("x"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if code, _, stderr := runCLI(t, "", "reset", "--data-dir", dir); code != exitUsage || !strings.Contains(stderr, "--yes") {
+		t.Fatalf("without --yes: %d %s", code, stderr)
+	}
+	code, out, stderr := runCLI(t, "", "reset", "--yes", "--data-dir", dir)
+	if code != 0 || !strings.Contains(out, "removed 3 files") {
+		t.Fatalf("reset: %d %q %q", code, out, stderr)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "keep.txt")); err != nil {
+		t.Fatal("reset removed a file that is not the store's")
+	}
+}

@@ -1,0 +1,104 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/spf13/cobra"
+
+	"github.com/marlowe-follower/follower/cmd/marlowe-follower/config"
+)
+
+// Tables of every component in PostgreSQL, dropped by reset.
+var resetTables = []string{
+	// history
+	"records", "contracts", "contract_tags", "contract_parties", "breadcrumbs", "tip", "horizon",
+	"utxos", "utxo_changes", "meta", "schema_migrations",
+	// contract projection
+	"cv_head", "cv_contracts", "cv_contract_tags", "cv_contract_parties", "cv_transactions", "cv_payouts",
+	"cv_withdrawals", "cv_schema_migrations",
+	// durable streams
+	"ws_streams", "ws_schema_migrations",
+}
+
+// Files of the embedded store, removed by reset.
+var resetFiles = []string{"history.sqlite", "contracts.sqlite", "streams.sqlite"}
+
+func newResetCommand() *cobra.Command {
+	var yes bool
+	cmd := &cobra.Command{
+		Use:   "reset --yes",
+		Short: "Delete everything stored (history, contracts, durable streams) so that the next run follows again",
+		Long: "Delete everything the service stored: the history, the contract projection and the durable streams,\n" +
+			"in PostgreSQL (MARLOWE_RT_DATABASE_URL) or in the data directory's SQLite files. The next run follows the\n" +
+			"chain again from the configured start point. This is the operator's answer to a stored history that no\n" +
+			"longer intersects the node's chain (a fork deeper than the points kept); the service never does it by itself.",
+		Args: exactArgs(0),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if !yes {
+				return usageErrorf("reset deletes everything stored; confirm with --yes")
+			}
+			l, err := loadConfig(cmd)
+			if err != nil {
+				return err
+			}
+			if url := l.Config.Store.DatabaseURL; url != "" {
+				if err := resetPostgres(cmd.Context(), url); err != nil {
+					return err
+				}
+				fmt.Fprintln(cmd.OutOrStdout(), "dropped every marlowe-follower table from the PostgreSQL database")
+				return nil
+			}
+			removed, err := resetFilesIn(l.Config.Store.DataDir)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "removed %d files from %s\n", removed, l.Config.Store.DataDir)
+			return nil
+		},
+	}
+	config.RegisterFlags(cmd.Flags(), "store", "log")
+	cmd.Flags().BoolVar(&yes, "yes", false, "confirm that everything stored is to be deleted")
+	return cmd
+}
+
+func resetPostgres(ctx context.Context, url string) error {
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		return fmt.Errorf("store.databaseURL: %w", err)
+	}
+	defer conn.Close(ctx)
+	tx, err := conn.Begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback(ctx) //nolint:errcheck // after Commit it is a no-op
+	for _, t := range resetTables {
+		if _, err := tx.Exec(ctx, "DROP TABLE IF EXISTS "+pgx.Identifier{t}.Sanitize()+" CASCADE"); err != nil {
+			return fmt.Errorf("dropping %s: %w", t, err)
+		}
+	}
+	return tx.Commit(ctx)
+}
+
+func resetFilesIn(dir string) (int, error) {
+	removed := 0
+	for _, base := range resetFiles {
+		for _, suffix := range []string{"", "-wal", "-shm", "-journal"} {
+			err := os.Remove(filepath.Join(dir, base+suffix))
+			switch {
+			case err == nil:
+				removed++
+			case errors.Is(err, fs.ErrNotExist):
+			default:
+				return removed, err
+			}
+		}
+	}
+	return removed, nil
+}
