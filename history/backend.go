@@ -25,6 +25,11 @@ type Backend interface {
 	// continue the log: head+1, head+2, ... else ErrSeqMismatch), the
 	// rollback markings, the contract index changes, the chain checkpoint
 	// and the Marlowe UTxO changes. Either all of it is durable or none.
+	// It refuses a UTxO rollback below the stored horizon
+	// (ErrRollbackTooDeep), a party addition to a contract not in the index
+	// (ErrNotFound), payloads that are not JSON, unknown kinds and UTxO steps
+	// with neither or both fields set. Blocks without UTxO changes leave no
+	// entry in the checkpoint's Recent list, as in the classifier.
 	Commit(ctx context.Context, p *CommitParams) error
 
 	// CheckpointGet returns what the follower resumes from. On an empty
@@ -71,8 +76,8 @@ type ContractIndex struct {
 	Block         chain.BlockHeader
 }
 
-// Party is a contract participant as filters see it: an address (bech32
-// text) or a role, which is named with its roles currency.
+// Party is a contract participant as filters see it: exactly one of an
+// address (bech32 text) or a role, which is named with its roles currency.
 type Party struct {
 	Address string // bech32, set for address parties
 	// RoleCurrency and Role are set for role parties.
@@ -88,9 +93,10 @@ type PartyAddition struct {
 	Parties  []Party
 }
 
-// RollbackMark marks records rolled back: every record with a seq below
-// MarkerSeq, in a block after To (slot greater than To.Slot), not yet rolled
-// back, gets RolledBackBy = MarkerSeq. Nothing else changes.
+// RollbackMark marks records rolled back: every record other than a
+// RolledBack marker, with a seq below MarkerSeq, in a block after To (slot
+// greater than To.Slot), not yet rolled back, gets RolledBackBy = MarkerSeq.
+// Nothing else changes.
 type RollbackMark struct {
 	MarkerSeq int64
 	To        chain.Point
@@ -190,8 +196,16 @@ type RecordListParams struct {
 	// UpTo, when not zero, returns only records with seq <= UpTo (in
 	// ModeSnapshot, Snapshot bounds the seqs as well).
 	UpTo  int64
-	Limit int // at most this many (the backend caps it at 10,000)
+	Limit int // at most this many (the backend caps it at MaxListLimit)
 }
+
+// Page limits of RecordList: the default when Limit is 0, and the cap. A
+// subscription's page size must not exceed MaxListLimit (a short page is how
+// it knows it reached the head).
+const (
+	DefaultListLimit = 1000
+	MaxListLimit     = 10000
+)
 
 // RecordRef is the short form of a record.
 type RecordRef struct {

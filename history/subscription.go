@@ -185,7 +185,7 @@ func (s *Subscription) Next(ctx context.Context) (Batch, error) {
 // has reached the committed head.
 func (s *Subscription) catchUp(ctx context.Context) (Batch, error) {
 	head := s.h.Head()
-	p := &RecordListParams{Filter: s.filter, After: s.cursor.Seq, Limit: s.h.PageSize}
+	p := &RecordListParams{Filter: s.filter, After: s.cursor.Seq, Limit: min(max(s.h.PageSize, 1), MaxListLimit)}
 	if s.cursor.Snapshot > 0 {
 		p.Mode, p.Snapshot = ModeSnapshot, s.cursor.Snapshot
 	} else {
@@ -225,6 +225,12 @@ func (s *Subscription) goLive(ctx context.Context) error {
 		case <-s.h.store.done:
 			return ErrStoreStopped
 		default:
+		}
+		if errors.Is(err, actor.ErrTimeout) {
+			// The store is busy committing a backlog; keep catching up and
+			// ask again. A request that is answered late finds a cursor
+			// behind the head by then and is refused, so nothing is lost.
+			return ctx.Err()
 		}
 		return fmt.Errorf("going live: %w", err)
 	}

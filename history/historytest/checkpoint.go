@@ -40,6 +40,19 @@ func (s *suite) testCheckpoint(t *testing.T) {
 					w.utxo.horizon, recent, len(w.utxo.set), flushes)
 			}
 			checkRecords(t, "log", readAll(t, b, history.RecordListParams{}, 1000), w.log)
+			// What a restarted follower restores: the same, from a new handle.
+			b2 := reopen(t, b)
+			if err := b2.Init(t.Context(), &history.InitParams{NetworkMagic: TestMagic}); err != nil {
+				t.Fatalf("init after reopening: %v", err)
+			}
+			checkCheckpoint(t, b2, w.checkpoint())
+			// The restored set continues: forwards and a rollback on top.
+			w.b = b2
+			w.grow(5)
+			w.rollBack(2)
+			w.grow(3)
+			w.flush()
+			checkCheckpoint(t, b2, w.checkpoint())
 		})
 	}
 
