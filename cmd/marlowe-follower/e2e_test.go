@@ -115,6 +115,32 @@ func TestRunDevnetEndToEnd(t *testing.T) {
 		}
 	}
 
+	// The streaming API answers: `tail` over the WebSocket and server-sent events.
+	tail := exec.Command(bin, "tail", "--all", "--from", "origin", "--url", "ws://127.0.0.1:"+strconv.Itoa(sport)+"/")
+	out, err := tail.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tail.Start(); err != nil {
+		t.Fatal(err)
+	}
+	first := make([]byte, 4096)
+	n, _ := io.ReadAtLeast(out, first, 64)
+	_ = tail.Process.Kill()
+	_ = tail.Wait()
+	if !strings.HasPrefix(string(first[:n]), `{"seq":1,`) {
+		t.Fatalf("tail printed %q", first[:n])
+	}
+	resp, err = http.Get(base + "/events?all=true&from=origin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, _ = io.ReadAtLeast(resp.Body, first, 64)
+	resp.Body.Close()
+	if !strings.Contains(string(first[:n]), "event: record") && !strings.Contains(string(first[:n]), "subscribed") {
+		t.Fatalf("events: %q", first[:n])
+	}
+
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}

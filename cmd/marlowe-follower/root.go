@@ -56,7 +56,7 @@ func newRootCommand(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
 	root.PersistentFlags().String("config", "", "YAML configuration file (settings: flags > MARLOWE_RT_* environment > file > defaults)")
 	root.AddCommand(newDatumCommand(), newVersionCommand(), newDevnetCommand(), newFollowCommand(), newConfigCommand(), newRunCommand(),
-		newMigrateCommand(), newHealthcheckCommand(), newResetCommand())
+		newMigrateCommand(), newHealthcheckCommand(), newResetCommand(), newTailCommand())
 	return root
 }
 

@@ -106,6 +106,10 @@ func printEndpoints(cmd *cobra.Command, cfg *config.Config, svc *service.Service
 		fmt.Fprintf(w, "  query API:     curl %s/contracts\n", base)
 		fmt.Fprintf(w, "                 curl %s/status\n", base)
 		fmt.Fprintf(w, "  browser:       %s/openapi.json (the API description), %s/metrics\n", base, base)
+		fmt.Fprintf(w, "  events:        curl -N '%s/events?all=true&from=origin' (server-sent events)\n", base)
+	}
+	if addr := svc.StreamingAddr(); addr != "" {
+		fmt.Fprintf(w, "  WebSocket:     ws://%s/ (try: marlowe-follower tail --all --url ws://%s/)\n", localAddr(addr), localAddr(addr))
 	}
 	if devnetMode {
 		fmt.Fprintf(w, "  devnet node:   %s (network magic %d)\n", cfg.Node.Socket, devnet.NetworkMagic)

@@ -19,6 +19,7 @@ import (
 
 	"github.com/marlowe-follower/follower/actors"
 	"github.com/marlowe-follower/follower/chainsync"
+	"github.com/marlowe-follower/follower/chainsync/chain"
 	"github.com/marlowe-follower/follower/chainsync/classify"
 	"github.com/marlowe-follower/follower/chainsync/devnet"
 	"github.com/marlowe-follower/follower/cmd/marlowe-follower/config"
@@ -30,6 +31,10 @@ import (
 	"github.com/marlowe-follower/follower/history/pgstore"
 	"github.com/marlowe-follower/follower/history/sqlitestore"
 	"github.com/marlowe-follower/follower/query"
+	"github.com/marlowe-follower/follower/streaming"
+	"github.com/marlowe-follower/follower/streaming/streamstore"
+	"github.com/marlowe-follower/follower/streaming/streamstore/pgstreams"
+	"github.com/marlowe-follower/follower/streaming/streamstore/sqlitestreams"
 )
 
 // OpenBackend opens the configured store: PostgreSQL when a database URL is
@@ -79,6 +84,22 @@ func OpenContractStore(ctx context.Context, cfg *config.Config) (contractstore.B
 	return b, nil
 }
 
+// OpenStreamStore opens the durable streams' store beside the history.
+func OpenStreamStore(ctx context.Context, cfg *config.Config) (streamstore.Store, error) {
+	if cfg.Store.DatabaseURL != "" {
+		st, err := pgstreams.Open(ctx, cfg.Store.DatabaseURL, pgstreams.Options{})
+		if err != nil {
+			return nil, fmt.Errorf("stream store: %w", err)
+		}
+		return st, nil
+	}
+	st, err := sqlitestreams.Open(ctx, cfg.Store.DataDir, sqlitestreams.Options{})
+	if err != nil {
+		return nil, fmt.Errorf("stream store: %w", err)
+	}
+	return st, nil
+}
+
 // NetworkName names a network magic.
 func NetworkName(magic uint32) string {
 	switch magic {
@@ -122,6 +143,8 @@ type Service struct {
 	contractStore contractstore.Backend
 	projection    *contracts.Store
 	query         *query.Server
+	streamStore   streamstore.Store
+	streaming     *streaming.Server
 }
 
 // Options tune a service beyond its configuration.
@@ -183,6 +206,10 @@ func Start(ctx context.Context, cfg *config.Config, log *zap.Logger, opts Option
 		return nil, err
 	}
 	s.pids.follower = s.system.Root.Spawn(s.follower.Props())
+	if err := s.startStreaming(ctx, &opts); err != nil {
+		_ = s.Stop(config.DefaultShutdownGrace)
+		return nil, err
+	}
 	if err := s.startQuery(ctx, opts); err != nil {
 		_ = s.Stop(config.DefaultShutdownGrace)
 		return nil, err
@@ -190,6 +217,53 @@ func Start(ctx context.Context, cfg *config.Config, log *zap.Logger, opts Option
 	log.Info("following", zap.String("socket", cfg.Node.Socket), zap.Uint32("networkMagic", cfg.Node.NetworkMagic),
 		zap.String("store", where), zap.Int64("head", store.Stats().Head.Load()))
 	return s, nil
+}
+
+// startStreaming starts the WebSocket server on its port (unless 0) and
+// adds its server-sent events and durable-stream handlers to the query port.
+func (s *Service) startStreaming(ctx context.Context, opts *Options) error {
+	st, err := OpenStreamStore(ctx, s.cfg)
+	if err != nil {
+		return err
+	}
+	s.streamStore = st
+	scfg := streaming.DefaultConfig()
+	scfg.Addr = ""
+	if s.cfg.Streaming.Port != 0 {
+		scfg.Addr = net.JoinHostPort(s.cfg.Streaming.Host, strconv.Itoa(s.cfg.Streaming.Port))
+	}
+	scfg.Token = s.cfg.Streaming.Token
+	srv, err := streaming.New(scfg, streaming.Deps{
+		History: s.handle, Streams: st, Logger: s.log, Registerer: s.metrics.Registry,
+		Tip: func() chain.Tip { return s.progress.Snapshot().Tip },
+	})
+	if err != nil {
+		return fmt.Errorf("streaming: %w", err)
+	}
+	if err := srv.Start(ctx); err != nil {
+		return fmt.Errorf("streaming.port %d: %w", s.cfg.Streaming.Port, err)
+	}
+	s.streaming = srv
+	if opts.Handlers == nil {
+		opts.Handlers = map[string]http.Handler{}
+	}
+	streams := srv.StreamsHandler()
+	opts.Handlers["GET /events"] = srv.EventsHandler()
+	opts.Handlers["GET /streams"] = streams
+	opts.Handlers["GET /streams/{name}"] = streams
+	opts.Handlers["DELETE /streams/{name}"] = streams
+	return nil
+}
+
+// StreamingAddr returns the WebSocket server's address, or "" when it is off.
+func (s *Service) StreamingAddr() string {
+	if s.streaming == nil || s.cfg.Streaming.Port == 0 {
+		return ""
+	}
+	if a := s.streaming.Addr(); a != nil {
+		return a.String()
+	}
+	return ""
 }
 
 // startQuery starts the contract projection and, unless its port is 0, the
@@ -281,6 +355,11 @@ func (s *Service) Stop(timeout time.Duration) error {
 			err = cerr
 		}
 	}
+	if s.streamStore != nil {
+		if cerr := s.streamStore.Close(); cerr != nil && err == nil {
+			err = cerr
+		}
+	}
 	if cerr := s.backend.Close(); cerr != nil && err == nil {
 		err = cerr
 	}
@@ -293,6 +372,12 @@ func (s *Service) stopActors() {
 	if s.query != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		_ = s.query.Shutdown(ctx)
+		cancel()
+	}
+	if s.streaming != nil {
+		// Ends in-flight round trips; their records are redelivered later.
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		_ = s.streaming.Shutdown(ctx)
 		cancel()
 	}
 	for _, pid := range []*actor.PID{s.pids.projection, s.pids.follower, s.pids.processor, s.pids.store} {

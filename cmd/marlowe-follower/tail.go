@@ -1,0 +1,210 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"strconv"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/marlowe-follower/follower/cmd/marlowe-follower/config"
+	"github.com/marlowe-follower/follower/history"
+	"github.com/marlowe-follower/follower/streaming/client"
+	"github.com/marlowe-follower/follower/streaming/protocol"
+)
+
+// tailOptions are the tail command's own flags.
+type tailOptions struct {
+	filter    protocol.Filter
+	roles     []string
+	from      string
+	durable   string
+	url       string
+	batchSize int
+	limit     int
+}
+
+func newTailCommand() *cobra.Command {
+	var o tailOptions
+	cmd := &cobra.Command{
+		Use:   "tail [--contract ID]... [--role-currency P]... [--all] [--from origin|tip|SEQ] [--durable NAME] [--url ws://HOST:PORT/]",
+		Short: "Print the Marlowe history from a running service as JSON lines, then follow it",
+		Long: "Subscribe to a running marlowe-follower's streaming API and print its history records as JSON\n" +
+			"lines on stdout: first the records current now (or those after --from), then every new one as it\n" +
+			"is committed. Rollbacks print their rolled_back record on stdout and a line on stderr. The\n" +
+			"connection is re-established after a failure and resumes where it stopped; records are printed\n" +
+			"once. With --durable NAME the position is kept by the server: a later tail --durable NAME\n" +
+			"continues after the last record printed.",
+		Args: exactArgs(0),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			l, err := loadConfig(cmd)
+			if err != nil {
+				return err
+			}
+			req, err := o.request()
+			if err != nil {
+				return err
+			}
+			url := o.url
+			if url == "" {
+				url = streamingURL(&l.Config.Streaming)
+			}
+			log, err := newLogger(l)
+			if err != nil {
+				return usageError{err}
+			}
+			defer func() { _ = log.Sync() }()
+			ctx, stop := signalContext(cmd.Context(), cmd.ErrOrStderr())
+			defer stop()
+			c, err := client.New(client.Options{URL: url, Token: l.Config.Streaming.Token, Logger: log})
+			if err != nil {
+				return usageError{err}
+			}
+			defer c.Close()
+			return tail(ctx, c, req, o.limit, url, cmd.OutOrStdout(), cmd.ErrOrStderr())
+		},
+	}
+	config.RegisterFlags(cmd.Flags(), "streaming", "log")
+	f := cmd.Flags()
+	f.StringArrayVar(&o.filter.Contracts, "contract", nil, "a contract id (TXID#INDEX); repeatable")
+	f.StringArrayVar(&o.filter.RolesCurrencies, "role-currency", nil, "a roles currency policy id (hex); repeatable")
+	f.StringArrayVar(&o.filter.Tags, "tag", nil, "a Marlowe metadata tag; repeatable")
+	f.StringArrayVar(&o.filter.PartyAddresses, "party-address", nil, "a party's bech32 address; repeatable")
+	f.StringArrayVar(&o.roles, "party-role", nil, "a role party as CURRENCY.NAME; repeatable")
+	f.StringArrayVar(&o.filter.Kinds, "kind", nil, "a record kind (contract_created, inputs_applied, payout_withdrawn, apply_inputs_rejected, rolled_back); repeatable")
+	f.BoolVar(&o.filter.All, "all", false, "every record")
+	f.StringVar(&o.from, "from", "origin", "where to start: origin (the current records, then new ones), tip (new ones only), or a seq or cursor from an earlier run")
+	f.StringVar(&o.durable, "durable", "", "use (or create) the server-side durable stream NAME, which remembers the position")
+	f.StringVar(&o.url, "url", "", "the streaming API's URL (default ws://HOST:PORT/ from --streaming-host and --streaming-port)")
+	f.IntVar(&o.batchSize, "batch-size", 0, "records per batch (0: the server's default)")
+	f.IntVar(&o.limit, "limit", 0, "exit after printing this many records (0: follow until interrupted); a batch cut short is not acknowledged")
+	return cmd
+}
+
+// request checks the flags and builds the subscription.
+func (o *tailOptions) request() (client.Request, error) {
+	for _, r := range o.roles {
+		cur, name, ok := cutDot(r)
+		if !ok {
+			return client.Request{}, usageErrorf("--party-role %q: want CURRENCY.NAME", r)
+		}
+		o.filter.PartyRoles = append(o.filter.PartyRoles, protocol.Role{Currency: cur, Name: name})
+	}
+	empty := !o.filter.All && len(o.filter.Query()) == 0
+	if empty && o.durable == "" {
+		return client.Request{}, usageErrorf("choose the records: --all, or --contract, --role-currency, --tag, --party-address, --party-role, --kind")
+	}
+	if !empty {
+		if _, err := o.filter.History(); err != nil {
+			return client.Request{}, usageError{err}
+		}
+	}
+	if _, err := protocol.ParseFrom(o.from); err != nil {
+		return client.Request{}, usageError{fmt.Errorf("--from: %w", err)}
+	}
+	if o.durable != "" && !protocol.ValidDurableName(o.durable) {
+		return client.Request{}, usageErrorf("--durable %q: use 1 to 100 of the characters A-Z a-z 0-9 . _ -", o.durable)
+	}
+	if o.batchSize < 0 || o.limit < 0 {
+		return client.Request{}, usageErrorf("--batch-size and --limit must not be negative")
+	}
+	name := "tail"
+	if o.durable != "" {
+		name = o.durable
+	}
+	return client.Request{Stream: name, Filter: o.filter, From: o.from, Durable: o.durable != "",
+		BatchSize: o.batchSize, SkipSeen: true}, nil
+}
+
+func cutDot(s string) (string, string, bool) {
+	for i := range len(s) {
+		if s[i] == '.' {
+			return s[:i], s[i+1:], true
+		}
+	}
+	return "", "", false
+}
+
+// streamingURL is the local service's streaming endpoint.
+func streamingURL(s *config.Streaming) string {
+	host := s.Host
+	if host == "" || host == "0.0.0.0" || host == "::" {
+		host = "127.0.0.1"
+	}
+	return "ws://" + net.JoinHostPort(host, strconv.Itoa(s.Port)) + "/"
+}
+
+// tail prints records until ctx ends or limit records were printed.
+func tail(ctx context.Context, c *client.Client, req client.Request, limit int, url string, stdout, stderr io.Writer) error {
+	waiting := time.AfterFunc(3*time.Second, func() {
+		fmt.Fprintf(stderr, "marlowe-follower tail: waiting for the streaming API at %s\n", url)
+	})
+	s, err := c.Subscribe(ctx, req)
+	waiting.Stop()
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return err
+	}
+	out := bufio.NewWriter(stdout)
+	printed := 0
+	for {
+		b, err := s.Next(ctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return err
+		}
+		n := len(b.Records)
+		if limit > 0 {
+			n = min(n, limit-printed)
+		}
+		for i := range n {
+			r := &b.Records[i]
+			js, err := json.Marshal(r)
+			if err != nil {
+				return err
+			}
+			out.Write(js)
+			out.WriteByte('\n')
+			if r.Kind == history.KindRolledBack {
+				if err := out.Flush(); err != nil {
+					return err
+				}
+				fmt.Fprintln(stderr, rollbackLine(r))
+			}
+		}
+		printed += n
+		if err := out.Flush(); err != nil {
+			return err
+		}
+		// A batch cut short by --limit is not acknowledged: its records
+		// come again next time.
+		if n == len(b.Records) {
+			if err := s.Ack(ctx, b); err != nil && !errors.Is(err, context.Canceled) {
+				return err
+			}
+		}
+		if limit > 0 && printed >= limit {
+			return nil
+		}
+	}
+}
+
+// rollbackLine describes a rollback for a person.
+func rollbackLine(r *history.Record) string {
+	var rb history.RolledBack
+	if err := json.Unmarshal(r.Payload, &rb); err != nil {
+		return fmt.Sprintf("marlowe-follower tail: ROLLBACK (seq %d)", r.Seq)
+	}
+	return fmt.Sprintf("marlowe-follower tail: ROLLBACK to %s (seq %d): the records of later blocks printed before are undone",
+		rb.To, r.Seq)
+}

@@ -1,0 +1,138 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/marlowe-follower/follower/history"
+	"github.com/marlowe-follower/follower/streaming/streamstore/sqlitestreams"
+	"github.com/marlowe-follower/follower/streaming/streamtest"
+)
+
+// runTail runs the tail command on its own (the root command wires it).
+func runTail(t *testing.T, args ...string) (string, string, error) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	cmd := newTailCommand()
+	cmd.SetArgs(args)
+	cmd.SetOut(&out)
+	cmd.SetErr(&errOut)
+	cmd.SilenceUsage, cmd.SilenceErrors = true, true
+	err := cmd.ExecuteContext(context.Background())
+	return out.String(), errOut.String(), err
+}
+
+func TestTailPrintsRecordsAndRollbacks(t *testing.T) {
+	ctx := context.Background()
+	h := streamtest.NewHistory(t, "", nil)
+	feed, err := streamtest.NewFeed(h, 4, 0.6, 8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := feed.UntilRecords(ctx, 60); err != nil {
+		t.Fatal(err)
+	}
+	srv := streamtest.StartServer(t, h, streamtest.ServerOptions{})
+	want, err := streamtest.Expected(ctx, h.Backend, history.Filter{}, history.Cursor{}, h.Handle.Head())
+	if err != nil {
+		t.Fatal(err)
+	}
+	markers := 0
+	for _, r := range want {
+		if r.Kind == history.KindRolledBack {
+			markers++
+		}
+	}
+	if markers == 0 {
+		t.Fatal("the chain has no rollbacks")
+	}
+	stdout, stderr, err := runTail(t, "--all", "--from", "0", "--url", srv.URL, "--limit", strconv.Itoa(len(want)), "--batch-size", "7")
+	if err != nil {
+		t.Fatalf("%v: %s", err, stderr)
+	}
+	lines := strings.Split(strings.TrimSpace(stdout), "\n")
+	var got []history.Record
+	for _, l := range lines {
+		var r history.Record
+		if err := json.Unmarshal([]byte(l), &r); err != nil {
+			t.Fatalf("%q: %v", l, err)
+		}
+		got = append(got, r)
+	}
+	if err := streamtest.Same(got, want); err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(stderr, "ROLLBACK to "); n != markers {
+		t.Fatalf("%d rollback lines for %d markers: %s", n, markers, stderr)
+	}
+}
+
+// TestTailDurableResumes: two runs of tail --durable NAME print the
+// history once between them: the second continues after the first's last
+// record.
+func TestTailDurableResumes(t *testing.T) {
+	ctx := context.Background()
+	h := streamtest.NewHistory(t, "", nil)
+	feed, err := streamtest.NewFeed(h, 6, 0.6, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := feed.UntilRecords(ctx, 40); err != nil {
+		t.Fatal(err)
+	}
+	streams, err := sqlitestreams.Open(ctx, h.Dir, sqlitestreams.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer streams.Close()
+	srv := streamtest.StartServer(t, h, streamtest.ServerOptions{Streams: streams})
+	total := int(h.Handle.Head())
+	first := total / 3
+	out1, stderr, err := runTail(t, "--kind", "contract_created", "--kind", "inputs_applied", "--kind", "payout_withdrawn",
+		"--durable", "ops", "--url", srv.URL, "--limit", strconv.Itoa(first), "--batch-size", "1")
+	if err != nil {
+		t.Fatalf("%v: %s", err, stderr)
+	}
+	// The second run names only the stream: the server has its filter.
+	out2, stderr, err := runTail(t, "--durable", "ops", "--url", srv.URL, "--limit", strconv.Itoa(total-first))
+	if err != nil {
+		t.Fatalf("%v: %s", err, stderr)
+	}
+	var seqs []int64
+	for _, l := range strings.Split(strings.TrimSpace(out1+out2), "\n") {
+		var r history.Record
+		if err := json.Unmarshal([]byte(l), &r); err != nil {
+			t.Fatal(err)
+		}
+		seqs = append(seqs, r.Seq)
+	}
+	for i, s := range seqs {
+		if s != int64(i+1) {
+			t.Fatalf("record %d has seq %d: %v", i, s, seqs)
+		}
+	}
+	if len(seqs) != total {
+		t.Fatalf("%d records, want %d", len(seqs), total)
+	}
+}
+
+func TestTailUsage(t *testing.T) {
+	for _, args := range [][]string{
+		{"--url", "ws://127.0.0.1:1/"},
+		{"--all", "--from", "yesterday"},
+		{"--contract", "nope"},
+		{"--durable", "bad name"},
+		{"--party-role", "nodot"},
+	} {
+		_, _, err := runTail(t, args...)
+		var ue usageError
+		if !errors.As(err, &ue) {
+			t.Errorf("%v: %v, want a usage error", args, err)
+		}
+	}
+}

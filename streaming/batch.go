@@ -1,0 +1,233 @@
+package streaming
+
+import (
+	"context"
+	"encoding/hex"
+	"encoding/json"
+	"strconv"
+	"sync"
+
+	"github.com/marlowe-follower/follower/history"
+	"github.com/marlowe-follower/follower/streaming/protocol"
+)
+
+// chunk is what a subscription delivered at once: records in seq order,
+// the snapshot the subscription was in when it read them (0: the log), and
+// the cursor after them.
+type chunk struct {
+	records  []history.Record
+	snapshot int64
+	end      history.Cursor
+	err      error
+}
+
+// cursorAfter returns the position right after the chunk's i-th record.
+// A chunk read from a snapshot cursor may hold log records after the
+// snapshot (when the snapshot's last page was empty the subscription
+// moves on to the log within one read): a record above the snapshot's seq
+// is a log record, and the position after it is a log cursor.
+func (c *chunk) cursorAfter(i int) history.Cursor {
+	if i == len(c.records)-1 {
+		return c.end
+	}
+	if seq := c.records[i].Seq; c.snapshot > 0 && seq <= c.snapshot {
+		return history.Cursor{Snapshot: c.snapshot, Seq: seq}
+	}
+	return history.Cursor{Seq: c.records[i].Seq}
+}
+
+// pump reads a subscription on its own goroutine, one chunk per request:
+// it reads the next chunk only when its consumer asks for it, so a stream
+// holds at most the chunk it is given besides what it buffered itself
+// (invariant 6). The consumer asks for the next chunk as soon as it runs
+// low, so that a subscription at the tip always has a read waiting for
+// the next commit.
+type pump struct {
+	ch      chan chunk
+	want    chan struct{}
+	cancel  context.CancelFunc
+	done    chan struct{}
+	pending bool // a chunk was asked for and not yet taken (consumer's side)
+}
+
+// startPump starts reading sub, which the pump owns from now on (it closes
+// it when it stops).
+func startPump(parent context.Context, wg *sync.WaitGroup, sub *history.Subscription) *pump {
+	ctx, cancel := context.WithCancel(parent)
+	p := &pump{ch: make(chan chunk), want: make(chan struct{}, 1), cancel: cancel, done: make(chan struct{})}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		defer close(p.done)
+		defer sub.Close()
+		for {
+			select {
+			case <-p.want:
+			case <-ctx.Done():
+				return
+			}
+			before := sub.Cursor()
+			b, err := sub.Next(ctx)
+			c := chunk{records: b.Records, snapshot: before.Snapshot, end: b.Cursor, err: err}
+			select {
+			case p.ch <- c:
+			case <-ctx.Done():
+				return
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	return p
+}
+
+// request asks for the next chunk, unless one is asked for already, and
+// returns the channel it comes on.
+func (p *pump) request() <-chan chunk {
+	if !p.pending {
+		p.pending = true
+		p.want <- struct{}{}
+	}
+	return p.ch
+}
+
+// taken records that the chunk asked for was received.
+func (p *pump) taken() { p.pending = false }
+
+// stop ends the pump and waits for it.
+func (p *pump) stop() {
+	p.cancel()
+	<-p.done
+}
+
+// pendingBatch is a batch formed and not yet acknowledged: the same records
+// go out again (with a new number) until one delivery is acknowledged.
+type pendingBatch struct {
+	records []history.Record
+	cursor  history.Cursor
+	// sent counts its deliveries.
+	sent int
+}
+
+// appendRecord appends a record's JSON: what encoding/json makes of a
+// history.Record (TestRecordEncodingMatchesEncodingJSON holds them
+// together), without re-validating the payload. Payloads come from the
+// history store, which stores the processor's encoding/json output byte
+// for byte (TEXT in SQLite, json in PostgreSQL), so they are valid,
+// compact JSON already; compacting them again was a third of the cost of
+// a catch-up.
+func appendRecord(buf []byte, r *history.Record) []byte {
+	buf = append(buf, `{"seq":`...)
+	buf = strconv.AppendInt(buf, r.Seq, 10)
+	buf = append(buf, `,"kind":`...)
+	buf = strconv.AppendQuote(buf, string(r.Kind))
+	buf = append(buf, `,"block":{"slot":`...)
+	buf = strconv.AppendUint(buf, r.Block.Slot, 10)
+	buf = append(buf, `,"blockNo":`...)
+	buf = strconv.AppendUint(buf, r.Block.BlockNo, 10)
+	buf = append(buf, `,"hash":"`...)
+	buf = hex.AppendEncode(buf, r.Block.Hash[:])
+	buf = append(buf, `"},"txId":"`...)
+	buf = hex.AppendEncode(buf, r.TxID[:])
+	buf = append(buf, `","txIndex":`...)
+	buf = strconv.AppendInt(buf, int64(r.TxIndex), 10)
+	if r.Contract != nil {
+		buf = append(buf, `,"contractId":"`...)
+		buf = hex.AppendEncode(buf, r.Contract.TxID[:])
+		buf = append(buf, '#')
+		buf = strconv.AppendUint(buf, uint64(r.Contract.Index), 10)
+		buf = append(buf, '"')
+	}
+	buf = append(buf, `,"payload":`...)
+	if len(r.Payload) == 0 {
+		buf = append(buf, "null"...)
+	} else {
+		buf = append(buf, r.Payload...)
+	}
+	if r.RolledBackBy != nil {
+		buf = append(buf, `,"rolledBackBy":`...)
+		buf = strconv.AppendInt(buf, *r.RolledBackBy, 10)
+	}
+	return append(buf, '}')
+}
+
+// framePool recycles the buffers of batch frames once written, so that
+// following at the tip allocates next to nothing per delivery.
+var framePool = sync.Pool{New: func() any { return new([]byte) }}
+
+// maxPooledFrame: larger buffers are left to the garbage collector.
+const maxPooledFrame = 256 << 10
+
+func getFrameBuf(n int) []byte {
+	if n > maxPooledFrame {
+		return make([]byte, 0, n)
+	}
+	b := *framePool.Get().(*[]byte)
+	if cap(b) < n {
+		return make([]byte, 0, max(n, 4096))
+	}
+	return b[:0]
+}
+
+func putFrameBuf(b []byte) {
+	if cap(b) <= maxPooledFrame {
+		framePool.Put(&b)
+	}
+}
+
+// batchFrame encodes a batch frame (the JSON of a protocol.Frame of type
+// batch) into a pooled buffer.
+func batchFrame(stream string, number int64, cursor history.Cursor, tip []byte, redelivered bool, recs []history.Record) []byte {
+	n := 160 + len(stream) + len(tip)
+	for i := range recs {
+		n += len(recs[i].Payload) + 512 // the fields besides the payload take at most about 480 bytes
+	}
+	buf := getFrameBuf(n)
+	buf = append(buf, `{"type":"batch","stream":`...)
+	buf = appendJSONString(buf, stream)
+	buf = append(buf, `,"batch":`...)
+	buf = strconv.AppendInt(buf, number, 10)
+	buf = append(buf, `,"records":[`...)
+	for i := range recs {
+		if i > 0 {
+			buf = append(buf, ',')
+		}
+		buf = appendRecord(buf, &recs[i])
+	}
+	buf = append(buf, `],"cursor":"`...)
+	if cursor.Snapshot > 0 {
+		buf = strconv.AppendInt(buf, cursor.Snapshot, 10)
+		buf = append(buf, ':')
+	}
+	buf = strconv.AppendInt(buf, cursor.Seq, 10)
+	buf = append(buf, `","tip":`...)
+	buf = append(buf, tip...)
+	if redelivered {
+		buf = append(buf, `,"redelivered":true`...)
+	}
+	return append(buf, '}')
+}
+
+// appendJSONString appends s as a JSON string, as encoding/json writes it.
+func appendJSONString(buf []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' || c >= 0x80 {
+			b, _ := json.Marshal(s)
+			return append(buf, b...)
+		}
+	}
+	buf = append(buf, '"')
+	buf = append(buf, s...)
+	return append(buf, '"')
+}
+
+// controlFrame encodes a frame other than a batch.
+func controlFrame(f *protocol.Frame) []byte {
+	b, err := json.Marshal(f)
+	if err != nil {
+		// Frames hold only plain values; this cannot fail.
+		panic(err)
+	}
+	return b
+}

@@ -1,0 +1,290 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/marlowe-follower/follower/history"
+	"github.com/marlowe-follower/follower/streaming/protocol"
+)
+
+// Request describes a subscription.
+type Request struct {
+	// Stream names the subscription (for a durable stream: the stream).
+	Stream string
+	// Filter selects the records ({All: true} for every record). It may
+	// be left empty to resume an existing durable stream.
+	Filter protocol.Filter
+	// From is where a new stream starts: "origin" (the default), "tip", or
+	// a cursor from a batch. After a reconnect an ephemeral stream resumes
+	// from its own cursor instead.
+	From string
+	// Mode is ack (the default) or broadcast.
+	Mode protocol.Mode
+	// Durable asks for a durable named stream.
+	Durable bool
+	// BatchSize and BatchTimeout shape batches (0: the server's defaults).
+	BatchSize    int
+	BatchTimeout time.Duration
+	// SkipSeen drops records with a seq not above the highest one Next
+	// returned before on this stream: redelivered records are then not
+	// seen twice (a batch left empty is acknowledged and skipped).
+	SkipSeen bool
+}
+
+// Batch is a batch of records from the server.
+type Batch struct {
+	Stream  string
+	Number  int64
+	Records []history.Record
+	// Cursor is the position after the batch.
+	Cursor      string
+	Tip         protocol.Tip
+	Redelivered bool
+	conn        *connection
+}
+
+// Stream is a subscription of a Client.
+type Stream struct {
+	c       *Client
+	req     Request
+	batches chan *Batch
+	done    chan struct{}
+
+	mu         sync.Mutex
+	on         *connection // the connection the subscribe was sent on
+	cursor     string      // where an ephemeral stream resumes
+	lastSeq    int64
+	err        error
+	subscribed chan struct{} // closed at the first subscribed frame
+	first      bool
+}
+
+// Subscribe starts a stream and waits until the server has accepted it,
+// connecting first if needed (it keeps trying until ctx ends). A refused
+// subscription returns a *ServerError.
+func (c *Client) Subscribe(ctx context.Context, req Request) (*Stream, error) {
+	if req.Stream == "" {
+		return nil, errors.New("streaming client: Request.Stream is required")
+	}
+	if req.Mode == "" {
+		req.Mode = protocol.ModeAck
+	}
+	s := &Stream{c: c, req: req, batches: make(chan *Batch, 8), done: make(chan struct{}),
+		subscribed: make(chan struct{}), cursor: req.From}
+	c.mu.Lock()
+	if c.err != nil {
+		err := c.err
+		c.mu.Unlock()
+		return nil, err
+	}
+	if c.ctx.Err() != nil {
+		c.mu.Unlock()
+		return nil, ErrClosed
+	}
+	if _, ok := c.streams[req.Stream]; ok {
+		c.mu.Unlock()
+		return nil, fmt.Errorf("streaming client: stream %q is already subscribed", req.Stream)
+	}
+	c.streams[req.Stream] = s
+	k := c.conn
+	c.mu.Unlock()
+	if k != nil && k.alive() {
+		c.subscribeOn(k, s)
+	}
+	select {
+	case <-s.subscribed:
+		return s, nil
+	case <-s.done:
+		c.forget(s)
+		return nil, s.Err()
+	case <-ctx.Done():
+		s.Close(context.Background())
+		return nil, ctx.Err()
+	}
+}
+
+func (c *Client) forget(s *Stream) {
+	c.mu.Lock()
+	if c.streams[s.req.Stream] == s {
+		delete(c.streams, s.req.Stream)
+	}
+	c.mu.Unlock()
+}
+
+// command is the subscribe command for the stream's current position
+// (s.mu held).
+func (s *Stream) command() *protocol.Command {
+	f := s.req.Filter
+	cmd := &protocol.Command{Type: protocol.TypeSubscribe, Stream: s.req.Stream, Filter: &f, From: s.cursor,
+		Mode: s.req.Mode, Durable: s.req.Durable, BatchSize: s.req.BatchSize,
+		BatchTimeout: protocol.Duration(s.req.BatchTimeout)}
+	if s.req.Durable && !f.All && len(f.Query()) == 0 {
+		cmd.Filter = nil
+	}
+	return cmd
+}
+
+// frame handles a frame for this stream; false asks to drop the connection.
+func (s *Stream) frame(k *connection, f *protocol.Frame) bool {
+	switch f.Type {
+	case protocol.TypeSubscribed:
+		s.mu.Lock()
+		if !s.first {
+			s.first = true
+			close(s.subscribed)
+		}
+		if !s.req.Durable && f.Cursor != "" && (s.cursor == "" || s.cursor == "origin" || s.cursor == "tip") {
+			// The resolved starting point: resuming from it before the first
+			// ack gives the same records, not a new snapshot or tip.
+			s.cursor = f.Cursor
+		}
+		s.mu.Unlock()
+	case protocol.TypeBatch:
+		b := &Batch{Stream: f.Stream, Number: f.Batch, Records: f.Records, Cursor: f.Cursor, Redelivered: f.Redelivered, conn: k}
+		if f.Tip != nil {
+			b.Tip = *f.Tip
+		}
+		if s.req.Mode == protocol.ModeBroadcast {
+			s.mu.Lock()
+			s.cursor = f.Cursor
+			s.mu.Unlock()
+		}
+		select {
+		case s.batches <- b:
+		case <-s.done:
+		case <-k.done:
+		case <-s.c.ctx.Done():
+			return false
+		}
+	case protocol.TypeError:
+		switch f.Code {
+		case protocol.CodeAckTimeout:
+			s.c.log.Info("a batch was not acknowledged in time; the server sends it again", zap.String("stream", f.Stream))
+		case protocol.CodeUnknownStream:
+		case protocol.CodeInternal:
+			s.c.log.Warn("the server could not set up the stream; reconnecting", zap.String("stream", f.Stream))
+			return false
+		default:
+			s.fail(&ServerError{Code: f.Code, Message: f.Message, Stream: f.Stream})
+			s.c.forget(s)
+		}
+	}
+	return true
+}
+
+func (s *Stream) fail(err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.err == nil {
+		s.err = err
+		close(s.done)
+	}
+}
+
+// Err returns the error that ended the stream, if it ended.
+func (s *Stream) Err() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.err
+}
+
+// Cursor returns where an ephemeral stream would resume: after its last
+// acknowledged batch (broadcast mode: its last received batch).
+func (s *Stream) Cursor() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.cursor
+}
+
+// Next returns the next batch, waiting for one. In ack mode batches that
+// arrived on a connection that has since dropped are skipped: the server
+// sends their records again.
+func (s *Stream) Next(ctx context.Context) (*Batch, error) {
+	for {
+		select {
+		case b := <-s.batches:
+			if s.req.Mode == protocol.ModeAck && !b.conn.alive() {
+				continue
+			}
+			if s.req.SkipSeen && !s.skipSeen(b) {
+				_ = s.Ack(ctx, b)
+				continue
+			}
+			return b, nil
+		case <-s.done:
+			return nil, s.Err()
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+}
+
+// skipSeen drops records seen before; false when none is left.
+func (s *Stream) skipSeen(b *Batch) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := b.Records[:0:0]
+	for _, r := range b.Records {
+		if r.Seq > s.lastSeq {
+			out = append(out, r)
+		}
+	}
+	b.Records = out
+	if n := len(out); n > 0 {
+		s.lastSeq = out[n-1].Seq
+	}
+	return len(out) > 0
+}
+
+// Ack acknowledges a batch (ack mode). An ack for a batch whose
+// connection has dropped is not sent and returns nil: the batch comes again.
+func (s *Stream) Ack(ctx context.Context, b *Batch) error {
+	return s.reply(ctx, b, &protocol.Command{Type: protocol.TypeAck, Stream: s.req.Stream, Batch: b.Number})
+}
+
+// Nack refuses a batch: the server sends its records again after a delay.
+func (s *Stream) Nack(ctx context.Context, b *Batch, reason string) error {
+	return s.reply(ctx, b, &protocol.Command{Type: protocol.TypeNack, Stream: s.req.Stream, Batch: b.Number, Reason: reason})
+}
+
+func (s *Stream) reply(ctx context.Context, b *Batch, cmd *protocol.Command) error {
+	if s.req.Mode != protocol.ModeAck {
+		return nil
+	}
+	if err := s.Err(); err != nil {
+		return err
+	}
+	k := s.c.current()
+	if k == nil || k != b.conn {
+		return nil
+	}
+	if err := k.send(ctx, cmd); err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return nil // the connection is dropping: the batch comes again
+	}
+	if cmd.Type == protocol.TypeAck {
+		s.mu.Lock()
+		s.cursor = b.Cursor
+		s.mu.Unlock()
+	}
+	return nil
+}
+
+// Close unsubscribes the stream; Next returns ErrClosed afterwards. A
+// durable stream stays on the server (delete it through the query API).
+func (s *Stream) Close(ctx context.Context) error {
+	s.c.forget(s)
+	s.fail(ErrClosed)
+	if k := s.c.current(); k != nil {
+		return k.send(ctx, &protocol.Command{Type: protocol.TypeUnsubscribe, Stream: s.req.Stream})
+	}
+	return nil
+}

@@ -1,0 +1,152 @@
+package streaming
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap"
+
+	"github.com/marlowe-follower/follower/chainsync/chain"
+	"github.com/marlowe-follower/follower/history"
+	"github.com/marlowe-follower/follower/streaming/streamstore"
+)
+
+// Defaults of Config.
+const (
+	DefaultAddr                = ":3781"
+	DefaultMaxFrameBytes       = 64 << 10
+	DefaultMaxSubscriptions    = 64
+	DefaultMaxConnections      = 10000
+	DefaultSendQueueFrames     = 64
+	DefaultSendQueueBytes      = 8 << 20
+	DefaultWriteTimeout        = 10 * time.Second
+	DefaultHeartbeatInterval   = 10 * time.Second
+	DefaultPingTimeout         = 20 * time.Second
+	DefaultMaxBadFrames        = 10
+	DefaultBatchSize           = 200
+	DefaultMaxBatchSize        = 5000
+	DefaultBatchTimeout        = 0
+	DefaultMaxBatchTimeout     = 10 * time.Second
+	DefaultRetryDelay          = 2 * time.Second
+	DefaultShutdownCloseWindow = 5 * time.Second
+)
+
+// Config is the streaming server's configuration. DefaultConfig fills every
+// field; zero values are refused by Validate except where noted.
+type Config struct {
+	// Addr is the address Start listens on, host:port
+	// (MARLOWE_RT_STREAMING_HOST and MARLOWE_RT_STREAMING_PORT).
+	Addr string
+	// Token, when not empty, is the bearer token every client must present
+	// (Authorization: Bearer TOKEN, or ?access_token=TOKEN for browsers)
+	// on the WebSocket and the Server-Sent Events endpoints
+	// (MARLOWE_RT_STREAMING_TOKEN).
+	Token string
+	// OriginPatterns are the browser origins allowed besides the server's
+	// own host (path.Match patterns on the origin's host, or on
+	// scheme://host). Clients that send no Origin (non-browsers) are
+	// always allowed. Empty allows same-host browser pages only.
+	OriginPatterns []string
+	// MaxFrameBytes is the largest frame a client may send; a larger one
+	// closes the connection (status 1009).
+	MaxFrameBytes int64
+	// MaxSubscriptions is the number of streams one connection may have.
+	MaxSubscriptions int
+	// MaxConnections caps WebSocket connections and event-stream clients
+	// together; more are refused with 503.
+	MaxConnections int
+	// SendQueueFrames and SendQueueBytes bound each connection's queue of
+	// frames not yet written to its socket.
+	SendQueueFrames int
+	SendQueueBytes  int64
+	// WriteTimeout is how long a frame may wait for room in the send queue,
+	// and how long writing it to the socket may take. A client that does
+	// not read for that long is disconnected ("slow consumer").
+	WriteTimeout time.Duration
+	// HeartbeatInterval is how often a connection with subscriptions gets a
+	// heartbeat frame with the tip, and is pinged.
+	HeartbeatInterval time.Duration
+	// PingTimeout is how long a ping may wait for its pong before the
+	// connection is closed ("ping timeout").
+	PingTimeout time.Duration
+	// MaxBadFrames is how many bad frames (malformed JSON, unknown
+	// commands, invalid fields) a connection may send before it is closed
+	// ("too many bad frames", status 1008).
+	MaxBadFrames int
+	// DefaultBatchSize is the batch size of subscriptions that give none;
+	// MaxBatchSize the largest a subscription may ask for.
+	DefaultBatchSize int
+	MaxBatchSize     int
+	// DefaultBatchTimeout is how long a batch waits to fill up when a
+	// subscription gives no batchTimeout (0: a batch goes out as soon as
+	// records are there); MaxBatchTimeout the longest one may ask for.
+	DefaultBatchTimeout time.Duration
+	MaxBatchTimeout     time.Duration
+	// AckTimeout, when not zero, ends a round trip whose batch is not
+	// acknowledged in time: the records go out again, to the next
+	// connection in turn. 0 waits as long as the connection lives.
+	AckTimeout time.Duration
+	// RetryDelay is the wait after a failed read of the history before a
+	// stream reads again.
+	RetryDelay time.Duration
+}
+
+// DefaultConfig returns the defaults.
+func DefaultConfig() Config {
+	return Config{
+		Addr: DefaultAddr, MaxFrameBytes: DefaultMaxFrameBytes, MaxSubscriptions: DefaultMaxSubscriptions,
+		MaxConnections: DefaultMaxConnections, SendQueueFrames: DefaultSendQueueFrames, SendQueueBytes: DefaultSendQueueBytes,
+		WriteTimeout: DefaultWriteTimeout, HeartbeatInterval: DefaultHeartbeatInterval, PingTimeout: DefaultPingTimeout,
+		MaxBadFrames: DefaultMaxBadFrames, DefaultBatchSize: DefaultBatchSize, MaxBatchSize: DefaultMaxBatchSize,
+		DefaultBatchTimeout: DefaultBatchTimeout, MaxBatchTimeout: DefaultMaxBatchTimeout, RetryDelay: DefaultRetryDelay,
+	}
+}
+
+// Validate checks the configuration and names the field that is wrong.
+func (c *Config) Validate() error {
+	var errs []error
+	positive := func(name string, ok bool) {
+		if !ok {
+			errs = append(errs, fmt.Errorf("streaming config: %s must be positive", name))
+		}
+	}
+	positive("MaxFrameBytes", c.MaxFrameBytes > 0)
+	positive("MaxSubscriptions", c.MaxSubscriptions > 0)
+	positive("MaxConnections", c.MaxConnections > 0)
+	positive("SendQueueFrames", c.SendQueueFrames > 0)
+	positive("SendQueueBytes", c.SendQueueBytes > 0)
+	positive("WriteTimeout", c.WriteTimeout > 0)
+	positive("HeartbeatInterval", c.HeartbeatInterval > 0)
+	positive("PingTimeout", c.PingTimeout > 0)
+	positive("MaxBadFrames", c.MaxBadFrames > 0)
+	positive("DefaultBatchSize", c.DefaultBatchSize > 0)
+	positive("RetryDelay", c.RetryDelay > 0)
+	if c.MaxBatchSize < c.DefaultBatchSize {
+		errs = append(errs, fmt.Errorf("streaming config: MaxBatchSize %d is below DefaultBatchSize %d", c.MaxBatchSize, c.DefaultBatchSize))
+	}
+	if c.DefaultBatchTimeout < 0 || c.MaxBatchTimeout < c.DefaultBatchTimeout {
+		errs = append(errs, fmt.Errorf("streaming config: want 0 <= DefaultBatchTimeout (%s) <= MaxBatchTimeout (%s)",
+			c.DefaultBatchTimeout, c.MaxBatchTimeout))
+	}
+	if c.AckTimeout < 0 {
+		errs = append(errs, errors.New("streaming config: AckTimeout must not be negative"))
+	}
+	return errors.Join(errs...)
+}
+
+// Deps are what the server works with.
+type Deps struct {
+	// History is the history store's read side (required).
+	History *history.Handle
+	// Streams keeps durable streams; nil refuses durable subscriptions.
+	// Open it with sqlitestreams.Open or pgstreams.Open.
+	Streams streamstore.Store
+	// Tip returns the node's chain tip for frames (nil: a zero tip).
+	Tip func() chain.Tip
+	// Logger (nil: no logs).
+	Logger *zap.Logger
+	// Registerer receives the server's metrics (nil: not registered).
+	Registerer prometheus.Registerer
+}

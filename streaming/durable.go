@@ -1,0 +1,275 @@
+package streaming
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/marlowe-follower/follower/history"
+	"github.com/marlowe-follower/follower/streaming/protocol"
+	"github.com/marlowe-follower/follower/streaming/streamstore"
+)
+
+// ErrNoDurableStreams is returned by the stream functions of a server
+// without a stream store.
+var ErrNoDurableStreams = errors.New("streaming: durable streams are not enabled (no stream store)")
+
+// openDurable returns the durable stream a subscribe command names,
+// creating it (from the command's filter and starting point) when it does
+// not exist. An existing stream keeps its filter, mode and batching: a
+// command that gives another filter or mode is refused; its from is
+// ignored (the stream resumes after its last ack).
+func (s *Server) openDurable(ctx context.Context, cmd *protocol.Command, filter history.Filter) (*stream, error) {
+	if s.store == nil {
+		return nil, &subscribeError{protocol.CodeDurableUnavailable, "this server keeps no durable streams"}
+	}
+	if !protocol.ValidDurableName(cmd.Stream) {
+		return nil, &subscribeError{protocol.CodeBadRequest,
+			"a durable stream name is 1 to 100 of the characters A-Z a-z 0-9 . _ -"}
+	}
+	s.createMu.Lock()
+	defer s.createMu.Unlock()
+	s.mu.Lock()
+	st := s.durables[cmd.Stream]
+	s.mu.Unlock()
+	if st == nil {
+		rec, err := s.store.StreamGet(ctx, cmd.Stream)
+		if errors.Is(err, streamstore.ErrNotFound) {
+			rec, err = s.createDurable(ctx, cmd, filter)
+		}
+		if err != nil {
+			return nil, err
+		}
+		if st, err = s.streamFromStored(rec); err != nil {
+			return nil, err
+		}
+		s.mu.Lock()
+		s.durables[st.name] = st
+		s.mu.Unlock()
+	}
+	if cmd.Filter != nil && !st.wire.Equal(cmd.Filter) {
+		stored, _ := json.Marshal(st.wire)
+		return nil, &subscribeError{protocol.CodeStreamMismatch,
+			fmt.Sprintf("durable stream %q exists with the filter %s; delete it to change it", st.name, stored)}
+	}
+	if cmd.Mode != "" && cmd.Mode != st.mode {
+		return nil, &subscribeError{protocol.CodeStreamMismatch,
+			fmt.Sprintf("durable stream %q exists in %s mode", st.name, st.mode)}
+	}
+	return st, nil
+}
+
+func (s *Server) createDurable(ctx context.Context, cmd *protocol.Command, filter history.Filter) (*streamstore.Stream, error) {
+	if cmd.Filter == nil {
+		return nil, &subscribeError{protocol.CodeBadFilter,
+			fmt.Sprintf("durable stream %q does not exist: give a filter to create it", cmd.Stream)}
+	}
+	from, err := protocol.ParseFrom(cmd.From)
+	if err != nil {
+		return nil, &subscribeError{protocol.CodeBadCursor, err.Error()}
+	}
+	start, err := s.startCursor(filter, from)
+	if err != nil {
+		return nil, err
+	}
+	proto := s.newStream(cmd, filter)
+	rec := &streamstore.Stream{Name: cmd.Stream, Filter: proto.wire, Mode: proto.mode, BatchSize: proto.batchSize,
+		BatchTimeout: proto.batchTimeout, Cursor: start.String()}
+	if err := s.store.StreamCreate(ctx, rec); err != nil {
+		if errors.Is(err, streamstore.ErrExists) { // created by another process meanwhile
+			return s.store.StreamGet(ctx, cmd.Stream)
+		}
+		return nil, err
+	}
+	s.log.Info("durable stream created", zap.String("stream", rec.Name), zap.String("cursor", rec.Cursor),
+		zap.String("mode", string(rec.Mode)))
+	return rec, nil
+}
+
+// StreamInfo describes a durable stream.
+type StreamInfo struct {
+	Name         string            `json:"name"`
+	Filter       protocol.Filter   `json:"filter"`
+	Mode         protocol.Mode     `json:"mode"`
+	BatchSize    int               `json:"batchSize"`
+	BatchTimeout protocol.Duration `json:"batchTimeout"`
+	// Cursor is the acknowledged position: the stream resumes after it.
+	Cursor string `json:"cursor"`
+	// Batch is the number of the last batch acknowledged.
+	Batch int64 `json:"batch"`
+	// Records counts the records acknowledged.
+	Records int64 `json:"records"`
+	// Lag is the head seq minus the cursor's seq.
+	Lag int64 `json:"lag"`
+	// Connections is the number of connections attached now.
+	Connections int `json:"connections"`
+	// InFlight is the number of the batch waiting for its ack (0: none).
+	InFlight  int64     `json:"inFlight"`
+	CreatedAt time.Time `json:"createdAt"`
+	UpdatedAt time.Time `json:"updatedAt"`
+}
+
+func (s *Server) info(rec *streamstore.Stream, head int64) StreamInfo {
+	in := StreamInfo{Name: rec.Name, Filter: rec.Filter, Mode: rec.Mode, BatchSize: rec.BatchSize,
+		BatchTimeout: protocol.Duration(rec.BatchTimeout), Cursor: rec.Cursor, Batch: rec.Batch, Records: rec.Records,
+		CreatedAt: rec.CreatedAt, UpdatedAt: rec.UpdatedAt}
+	if c, err := history.ParseCursor(rec.Cursor); err == nil {
+		in.Lag = max(head-c.Seq, 0)
+	}
+	s.mu.Lock()
+	st := s.durables[rec.Name]
+	s.mu.Unlock()
+	if st != nil {
+		st.mu.Lock()
+		in.Connections, in.InFlight = len(st.atts), st.inFlight
+		st.mu.Unlock()
+	}
+	return in
+}
+
+// ListStreams returns the durable streams in name order: at most limit
+// (0: streamstore.MaxList) with names after after.
+func (s *Server) ListStreams(ctx context.Context, after string, limit int) ([]StreamInfo, error) {
+	if s.store == nil {
+		return nil, ErrNoDurableStreams
+	}
+	recs, err := s.store.StreamList(ctx, &streamstore.StreamListParams{After: after, Limit: limit})
+	if err != nil {
+		return nil, err
+	}
+	head := s.head()
+	out := make([]StreamInfo, 0, len(recs))
+	for i := range recs {
+		out = append(out, s.info(&recs[i], head))
+	}
+	return out, nil
+}
+
+// GetStream describes one durable stream; the error wraps
+// streamstore.ErrNotFound when there is none.
+func (s *Server) GetStream(ctx context.Context, name string) (*StreamInfo, error) {
+	if s.store == nil {
+		return nil, ErrNoDurableStreams
+	}
+	rec, err := s.store.StreamGet(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	in := s.info(rec, s.head())
+	return &in, nil
+}
+
+// DeleteStream deletes a durable stream: its connections get an error
+// frame (stream_deleted) and lose the subscription, its round trip in
+// flight ends, and its stored cursor is removed. The error wraps
+// streamstore.ErrNotFound when there is no such stream.
+func (s *Server) DeleteStream(ctx context.Context, name string) error {
+	if s.store == nil {
+		return ErrNoDurableStreams
+	}
+	s.createMu.Lock()
+	defer s.createMu.Unlock()
+	if err := s.store.StreamDelete(ctx, name); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	st := s.durables[name]
+	delete(s.durables, name)
+	s.mu.Unlock()
+	if st != nil {
+		for _, a := range st.close() {
+			a.conn.dropSub(a, protocol.CodeStreamDeleted, fmt.Sprintf("durable stream %q was deleted", name))
+		}
+	}
+	s.log.Info("durable stream deleted", zap.String("stream", name))
+	return nil
+}
+
+// StreamsHandler serves the durable streams over HTTP, for the query API
+// to mount at /streams and /streams/:
+//
+//	GET    /streams[?after=NAME&limit=N]  {"streams": [StreamInfo...], "tip": Tip}
+//	GET    /streams/{name}                StreamInfo, or 404
+//	DELETE /streams/{name}                204, or 404
+//
+// When Config.Token is set, requests need it as for the WebSocket.
+func (s *Server) StreamsHandler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /streams", s.handleList)
+	mux.HandleFunc("GET /streams/{name}", s.handleGet)
+	mux.HandleFunc("DELETE /streams/{name}", s.handleDelete)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !s.authorized(r) {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="marlowe-follower"`)
+			writeError(w, http.StatusUnauthorized, "unauthorized", "a valid bearer token is required")
+			return
+		}
+		if s.store == nil {
+			writeError(w, http.StatusNotImplemented, "durable_unavailable", ErrNoDurableStreams.Error())
+			return
+		}
+		mux.ServeHTTP(w, r)
+	})
+}
+
+func (s *Server) handleList(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	limit := 0
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n <= 0 || n > streamstore.MaxList {
+			writeError(w, http.StatusBadRequest, "bad_request", fmt.Sprintf("limit must be 1..%d", streamstore.MaxList))
+			return
+		}
+		limit = n
+	}
+	list, err := s.ListStreams(r.Context(), q.Get("after"), limit)
+	if err != nil {
+		s.log.Error("listing durable streams", zap.Error(err))
+		writeError(w, http.StatusInternalServerError, protocol.CodeInternal, "listing the streams failed")
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"streams": list, "tip": s.tip()})
+}
+
+func (s *Server) handleGet(w http.ResponseWriter, r *http.Request) {
+	in, err := s.GetStream(r.Context(), r.PathValue("name"))
+	switch {
+	case errors.Is(err, streamstore.ErrNotFound):
+		writeError(w, http.StatusNotFound, "not_found", fmt.Sprintf("no durable stream %q", r.PathValue("name")))
+	case err != nil:
+		s.log.Error("reading a durable stream", zap.Error(err))
+		writeError(w, http.StatusInternalServerError, protocol.CodeInternal, "reading the stream failed")
+	default:
+		writeJSON(w, http.StatusOK, in)
+	}
+}
+
+func (s *Server) handleDelete(w http.ResponseWriter, r *http.Request) {
+	err := s.DeleteStream(r.Context(), r.PathValue("name"))
+	switch {
+	case errors.Is(err, streamstore.ErrNotFound):
+		writeError(w, http.StatusNotFound, "not_found", fmt.Sprintf("no durable stream %q", r.PathValue("name")))
+	case err != nil:
+		s.log.Error("deleting a durable stream", zap.Error(err))
+		writeError(w, http.StatusInternalServerError, protocol.CodeInternal, "deleting the stream failed")
+	default:
+		w.WriteHeader(http.StatusNoContent)
+	}
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+func writeError(w http.ResponseWriter, status int, code, msg string) {
+	writeJSON(w, status, map[string]string{"code": code, "message": msg})
+}

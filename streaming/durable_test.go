@@ -1,0 +1,289 @@
+package streaming_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/marlowe-follower/follower/history"
+	"github.com/marlowe-follower/follower/streaming"
+	"github.com/marlowe-follower/follower/streaming/protocol"
+	"github.com/marlowe-follower/follower/streaming/streamstore/sqlitestreams"
+	"github.com/marlowe-follower/follower/streaming/streamtest"
+)
+
+// TestDurableLoadBalancedAcrossThreeConnections starts one durable stream
+// on three connections: its batches go to them in turn, one round trip at
+// a time, and together they receive every record exactly once.
+func TestDurableLoadBalancedAcrossThreeConnections(t *testing.T) {
+	sf := newSeedFixture(t, 300)
+	start := history.Cursor{Snapshot: sf.h.Handle.Head()}
+	want := sf.expected(t, history.Filter{}, start)
+	cmd := protocol.Command{Stream: "lb", Durable: true, Filter: &protocol.Filter{All: true}, BatchSize: 6}
+
+	var (
+		mu          sync.Mutex
+		all         streamtest.Collector
+		perConn     [3]int
+		outstanding atomic.Int32
+		overlap     atomic.Int32
+	)
+	conns := make([]*streamtest.Raw, 3)
+	for i := range conns {
+		conns[i] = streamtest.Dial(t, sf.srv.URL, nil)
+		conns[i].Subscribe(cmd)
+	}
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	for i, raw := range conns {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				f, err := raw.TryRead(200 * time.Millisecond)
+				select {
+				case <-done:
+					return
+				default:
+				}
+				if err != nil || f.Type != protocol.TypeBatch {
+					continue
+				}
+				if outstanding.Add(1) > 1 {
+					overlap.Add(1)
+				}
+				mu.Lock()
+				perConn[i]++
+				if err := all.Add(f.Records); err != nil {
+					t.Error(err)
+				}
+				mu.Unlock()
+				time.Sleep(time.Millisecond) // some work
+				outstanding.Add(-1)
+				raw.Ack(f)
+			}
+		}()
+	}
+	waitFor(t, "every record", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(all.Records) >= len(want)
+	})
+	close(done)
+	wg.Wait()
+	if err := streamtest.Same(all.Records, want); err != nil {
+		t.Fatal(err)
+	}
+	if all.Dups != 0 || overlap.Load() != 0 {
+		t.Fatalf("%d duplicates, %d overlapping round trips", all.Dups, overlap.Load())
+	}
+	batches := (len(want) + 5) / 6
+	for i, n := range perConn {
+		// Round robin: each connection gets a third, give or take one.
+		if n < batches/3-1 || n > batches/3+2 {
+			t.Errorf("connection %d got %d of %d batches", i, n, batches)
+		}
+	}
+	t.Logf("%d records in %d batches, per connection %v", len(want), batches, perConn)
+}
+
+// TestDurableStreamSurvivesRestart acknowledges part of a durable stream,
+// restarts the whole process (history store, stream store, server) with a
+// batch in flight, and checks that the stream resumes after its last ack:
+// the unacknowledged batch comes again, nothing acknowledged does.
+func TestDurableStreamSurvivesRestart(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	h := streamtest.NewHistory(t, dir, nil)
+	feed, err := streamtest.NewFeed(h, 5, 0.6, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := feed.UntilRecords(ctx, 120); err != nil {
+		t.Fatal(err)
+	}
+	filter := &protocol.Filter{Kinds: []string{"contract_created", "inputs_applied"}}
+	hf, _ := filter.History()
+	streams, err := sqlitestreams.Open(ctx, dir, sqlitestreams.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := streamtest.StartServer(t, h, streamtest.ServerOptions{Streams: streams})
+	raw := streamtest.Dial(t, srv.URL, nil)
+	sub := raw.Subscribe(protocol.Command{Stream: "orders", Durable: true, Filter: filter, BatchSize: 8})
+	start, _ := history.ParseCursor(sub.Cursor)
+	var applied streamtest.Collector
+	drain(t, raw, &applied, 40)
+	inFlight := raw.Expect(protocol.TypeBatch, 5*time.Second)
+	acked := applied.Last()
+
+	// Shut down with the round trip in flight: Shutdown waits for it
+	// until its context ends, then cuts it short.
+	short, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+	if err := srv.Shutdown(short); err == nil {
+		t.Fatal("shutdown with an unacknowledged round trip returned no error")
+	}
+	cancel()
+	srv.Stop(t)
+	streams.Close()
+	h.Stop()
+
+	// The next process.
+	h2 := streamtest.NewHistory(t, dir, nil)
+	streams2, err := sqlitestreams.Open(ctx, dir, sqlitestreams.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer streams2.Close()
+	srv2 := streamtest.StartServer(t, h2, streamtest.ServerOptions{Streams: streams2})
+	info, err := srv2.GetStream(ctx, "orders")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c, _ := history.ParseCursor(info.Cursor); c.Seq != acked || info.Records != int64(len(applied.Records)) {
+		t.Fatalf("stored cursor %s (%d records), want seq %d (%d records)", info.Cursor, info.Records, acked, len(applied.Records))
+	}
+	raw2 := streamtest.Dial(t, srv2.URL, nil)
+	raw2.Subscribe(protocol.Command{Stream: "orders", Durable: true})
+	first := raw2.Expect(protocol.TypeBatch, 5*time.Second)
+	if first.Batch <= inFlight.Batch-1 || first.Records[0].Seq != inFlight.Records[0].Seq {
+		t.Fatalf("after the restart: batch %d from seq %d; the batch in flight was %d from seq %d",
+			first.Batch, first.Records[0].Seq, inFlight.Batch, inFlight.Records[0].Seq)
+	}
+	if err := applied.Add(inFlight.Records); err != nil {
+		t.Fatal(err)
+	}
+	if err := applied.Add(first.Records); err != nil {
+		t.Fatal(err)
+	}
+	raw2.Ack(first)
+	want, err := streamtest.Expected(ctx, h2.Backend, hf, start, h2.Handle.Head())
+	if err != nil {
+		t.Fatal(err)
+	}
+	drain(t, raw2, &applied, len(want))
+	if err := streamtest.Same(applied.Records, want); err != nil {
+		t.Fatal(err)
+	}
+	if applied.Dups > len(inFlight.Records) {
+		t.Fatalf("%d duplicates: more than the batch in flight", applied.Dups)
+	}
+}
+
+// TestShutdownLetsRoundTripsFinish: a batch acknowledged while the server
+// drains is stored, and Shutdown returns without error.
+func TestShutdownLetsRoundTripsFinish(t *testing.T) {
+	sf := newSeedFixture(t, 30)
+	raw := streamtest.Dial(t, sf.srv.URL, nil)
+	raw.Subscribe(protocol.Command{Stream: "d", Durable: true, Filter: &protocol.Filter{All: true}, BatchSize: 5})
+	f := raw.Expect(protocol.TypeBatch, 5*time.Second)
+	done := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		done <- sf.srv.Shutdown(ctx)
+	}()
+	time.Sleep(100 * time.Millisecond) // the server is draining: no new batch
+	raw.Ack(f)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	fr, err := raw.TryRead(2 * time.Second)
+	for err == nil && fr.Type == protocol.TypeHeartbeat {
+		fr, err = raw.TryRead(2 * time.Second)
+	}
+	if err == nil {
+		t.Fatalf("after shutdown: %+v", fr)
+	}
+	rec, gerr := sf.srv.GetStream(context.Background(), "d")
+	if gerr != nil || rec.Batch != f.Batch {
+		t.Fatalf("stored batch %+v %v, want %d", rec, gerr, f.Batch)
+	}
+}
+
+// TestDurableStreamsHandler lists, shows and deletes durable streams over
+// HTTP; a deleted stream's connection is told.
+func TestDurableStreamsHandler(t *testing.T) {
+	sf := newSeedFixture(t, 20)
+	raw := streamtest.Dial(t, sf.srv.URL, nil)
+	raw.Subscribe(protocol.Command{Stream: "one", Durable: true, Filter: &protocol.Filter{All: true}, BatchSize: 1000})
+	f := raw.Expect(protocol.TypeBatch, 5*time.Second)
+	raw.Ack(f)
+	raw2 := streamtest.Dial(t, sf.srv.URL, nil)
+	raw2.Subscribe(protocol.Command{Stream: "two", Durable: true, Filter: &protocol.Filter{Tags: []string{"x"}}, Mode: protocol.ModeBroadcast})
+	// A mismatching filter and mode are refused.
+	raw2.Send(&protocol.Command{Type: protocol.TypeSubscribe, Stream: "one", Durable: true, Filter: &protocol.Filter{Tags: []string{"y"}}})
+	if e := raw2.Expect(protocol.TypeError, 5*time.Second); e.Code != protocol.CodeStreamMismatch {
+		t.Fatalf("%+v", e)
+	}
+	raw2.Send(&protocol.Command{Type: protocol.TypeSubscribe, Stream: "one", Durable: true, Mode: protocol.ModeBroadcast})
+	if e := raw2.Expect(protocol.TypeError, 5*time.Second); e.Code != protocol.CodeStreamMismatch {
+		t.Fatalf("%+v", e)
+	}
+	h := httptest.NewServer(sf.srv.StreamsHandler())
+	defer h.Close()
+
+	waitFor(t, "the ack to be stored", func() bool {
+		in, err := sf.srv.GetStream(context.Background(), "one")
+		return err == nil && in.Batch == f.Batch
+	})
+	var list struct {
+		Streams []streaming.StreamInfo `json:"streams"`
+		Tip     protocol.Tip           `json:"tip"`
+	}
+	getJSON(t, h.URL+"/streams", http.StatusOK, &list)
+	if len(list.Streams) != 2 || list.Streams[0].Name != "one" || list.Streams[1].Name != "two" {
+		t.Fatalf("list %+v", list)
+	}
+	one := list.Streams[0]
+	if one.Connections != 1 || one.Records != int64(len(f.Records)) || one.Lag != 0 || list.Tip.Seq != sf.h.Handle.Head() {
+		t.Fatalf("stream one: %+v (tip %+v)", one, list.Tip)
+	}
+	getJSON(t, h.URL+"/streams?limit=1&after=one", http.StatusOK, &list)
+	if len(list.Streams) != 1 || list.Streams[0].Name != "two" || list.Streams[0].Mode != protocol.ModeBroadcast {
+		t.Fatalf("page %+v", list)
+	}
+	getJSON(t, h.URL+"/streams/nope", http.StatusNotFound, nil)
+	req, _ := http.NewRequest(http.MethodDelete, h.URL+"/streams/one", nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil || resp.StatusCode != http.StatusNoContent {
+		t.Fatalf("delete: %v %v", resp, err)
+	}
+	resp.Body.Close()
+	if e := raw.Expect(protocol.TypeError, 5*time.Second); e.Code != protocol.CodeStreamDeleted || e.Stream != "one" {
+		t.Fatalf("after delete: %+v", e)
+	}
+	getJSON(t, h.URL+"/streams/one", http.StatusNotFound, nil)
+	resp, err = http.DefaultClient.Do(req)
+	if err != nil || resp.StatusCode != http.StatusNotFound {
+		t.Fatalf("second delete: %v %v", resp, err)
+	}
+	resp.Body.Close()
+	// The name starts over.
+	sub := raw.Subscribe(protocol.Command{Stream: "one", Durable: true, Filter: &protocol.Filter{All: true}, From: "tip"})
+	if c, _ := history.ParseCursor(sub.Cursor); c.Seq != sf.h.Handle.Head() || c.Snapshot != 0 {
+		t.Fatalf("recreated from %s", sub.Cursor)
+	}
+}
+
+func getJSON(t *testing.T, url string, status int, v any) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != status {
+		t.Fatalf("GET %s: %s, want %d", url, resp.Status, status)
+	}
+	if v != nil {
+		if err := json.NewDecoder(resp.Body).Decode(v); err != nil {
+			t.Fatal(err)
+		}
+	}
+}

@@ -1,0 +1,96 @@
+package streaming_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"go.uber.org/zap/zaptest/observer"
+
+	"github.com/marlowe-follower/follower/history"
+	"github.com/marlowe-follower/follower/streaming/protocol"
+	"github.com/marlowe-follower/follower/streaming/streamstore/sqlitestreams"
+	"github.com/marlowe-follower/follower/streaming/streamtest"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// seedFixture is a history with records, a server with durable streams,
+// and a log observer that catches warnings and errors.
+type seedFixture struct {
+	h    *streamtest.History
+	feed *streamtest.Feed
+	srv  *streamtest.Server
+	logs *observer.ObservedLogs
+}
+
+func newSeedFixture(t *testing.T, records int64) *seedFixture {
+	t.Helper()
+	ctx := context.Background()
+	h := streamtest.NewHistory(t, "", nil)
+	feed, err := streamtest.NewFeed(h, 3, 0.6, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := feed.UntilRecords(ctx, records); err != nil {
+		t.Fatal(err)
+	}
+	streams, err := sqlitestreams.Open(ctx, h.Dir, sqlitestreams.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { streams.Close() })
+	core, logs := observer.New(zapcore.WarnLevel)
+	srv := streamtest.StartServer(t, h, streamtest.ServerOptions{Streams: streams, Logger: zap.New(core)})
+	return &seedFixture{h: h, feed: feed, srv: srv, logs: logs}
+}
+
+// drain reads and acknowledges batches until the collector holds want
+// records, returning the batch frames seen.
+func drain(t *testing.T, raw *streamtest.Raw, got *streamtest.Collector, want int) []*protocol.Frame {
+	t.Helper()
+	var frames []*protocol.Frame
+	for len(got.Records) < want {
+		f := raw.Next(10 * time.Second)
+		if f.Type != protocol.TypeBatch {
+			t.Fatalf("unexpected %s frame: %+v", f.Type, f)
+		}
+		if err := got.Add(f.Records); err != nil {
+			t.Fatal(err)
+		}
+		frames = append(frames, f)
+		raw.Ack(f)
+	}
+	return frames
+}
+
+func (sf *seedFixture) expected(t *testing.T, filter history.Filter, from history.Cursor) []history.Record {
+	t.Helper()
+	exp, err := streamtest.Expected(context.Background(), sf.h.Backend, filter, from, sf.h.Handle.Head())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return exp
+}
+
+func (sf *seedFixture) noWarnings(t *testing.T) {
+	t.Helper()
+	for _, e := range sf.logs.All() {
+		t.Errorf("logged %s: %s %v", e.Level, e.Message, e.ContextMap())
+	}
+}
+
+// waitFor polls cond until it holds, failing after 10 seconds.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}

@@ -1,0 +1,165 @@
+package streaming
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/marlowe-follower/follower/chainsync/chain"
+	"github.com/marlowe-follower/follower/history"
+	"github.com/marlowe-follower/follower/streaming/protocol"
+)
+
+// TestRecordEncodingMatchesEncodingJSON holds appendRecord to what
+// encoding/json makes of a history.Record: a field added to Record fails
+// here until the encoder knows it.
+func TestRecordEncodingMatchesEncodingJSON(t *testing.T) {
+	rb := int64(77)
+	ref := chain.TxOutRef{Index: 3}
+	ref.TxID[0], ref.TxID[31] = 0xab, 0x01
+	recs := []history.Record{
+		{Seq: 1, Kind: history.KindContractCreated, Block: chain.BlockHeader{Slot: 10, BlockNo: 2}, TxIndex: 4,
+			Contract: &ref, Payload: json.RawMessage(`{"a":[1,2,{"b":"\u00e9\"x"}],"n":null}`)},
+		{Seq: 9_000_000_000, Kind: history.KindRolledBack, Payload: json.RawMessage(`{"to":{"slot":5,"hash":"00"}}`), RolledBackBy: &rb},
+		{Seq: 3, Kind: history.KindInputsApplied},
+	}
+	recs[0].Block.Hash[5] = 0xff
+	recs[0].TxID[1] = 0x10
+	for _, r := range recs {
+		var want bytes.Buffer
+		enc := json.NewEncoder(&want)
+		enc.SetEscapeHTML(false)
+		if err := enc.Encode(&r); err != nil {
+			t.Fatal(err)
+		}
+		got := appendRecord(nil, &r)
+		if string(got) != string(bytes.TrimSuffix(want.Bytes(), []byte("\n"))) {
+			t.Fatalf("got  %s\nwant %s", got, want.Bytes())
+		}
+	}
+	// A batch frame is the JSON of a protocol.Frame.
+	frame := batchFrame("s\"1", 4, history.Cursor{Snapshot: 9, Seq: 3}, []byte(`{"slot":1,"blockNo":2,"seq":9}`), true, recs)
+	var f protocol.Frame
+	if err := json.Unmarshal(frame, &f); err != nil {
+		t.Fatalf("%s: %v", frame, err)
+	}
+	if f.Type != protocol.TypeBatch || f.Stream != "s\"1" || f.Batch != 4 || f.Cursor != "9:3" || !f.Redelivered ||
+		f.Tip.Seq != 9 || len(f.Records) != 3 || f.Records[1].Seq != 9_000_000_000 || *f.Records[1].RolledBackBy != 77 {
+		t.Fatalf("%+v", f)
+	}
+}
+
+// TestSendQueueBounds: the queue holds at most its frames and bytes (one
+// oversized frame when empty), refuses at once or after the wait, and
+// frees its waiters when room is made or it closes.
+func TestSendQueueBounds(t *testing.T) {
+	q := newSendQueue(2, 10)
+	if err := q.tryPush(make([]byte, 50), false); err != nil {
+		t.Fatalf("an oversized frame into an empty queue: %v", err)
+	}
+	if err := q.tryPush([]byte("x"), false); !errors.Is(err, errQueueFull) {
+		t.Fatalf("over the byte bound: %v", err)
+	}
+	f, ok := q.pop(nil)
+	if !ok || len(f.b) != 50 {
+		t.Fatal("pop")
+	}
+	for range 2 {
+		if err := q.tryPush([]byte("abc"), true); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := q.tryPush([]byte("d"), false); !errors.Is(err, errQueueFull) {
+		t.Fatalf("over the frame bound: %v", err)
+	}
+	start := time.Now()
+	if err := q.push(context.Background(), []byte("d"), false, 30*time.Millisecond); !errors.Is(err, errQueueFull) ||
+		time.Since(start) < 30*time.Millisecond {
+		t.Fatalf("push into a full queue: %v after %s", err, time.Since(start))
+	}
+	// A waiting producer gets in when the writer takes a frame.
+	done := make(chan error, 1)
+	go func() { done <- q.push(context.Background(), []byte("e"), false, 5*time.Second) }()
+	time.Sleep(10 * time.Millisecond)
+	if f, _ := q.pop(nil); !f.pooled || string(f.b) != "abc" {
+		t.Fatalf("pop %+v", f)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if q.len() != 2 {
+		t.Fatalf("len %d", q.len())
+	}
+	// Closing wakes waiters and refuses frames; pop ends on its done channel.
+	go func() { done <- q.push(context.Background(), []byte("f"), false, 5*time.Second) }()
+	time.Sleep(10 * time.Millisecond)
+	q.close()
+	if err := <-done; !errors.Is(err, errQueueClosed) {
+		t.Fatalf("push after close: %v", err)
+	}
+	if err := q.tryPush([]byte("g"), false); !errors.Is(err, errQueueClosed) {
+		t.Fatalf("tryPush after close: %v", err)
+	}
+	stop := make(chan struct{})
+	close(stop)
+	if _, ok := q.pop(stop); ok {
+		t.Fatal("pop from a closed queue")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	q2 := newSendQueue(1, 100)
+	_ = q2.tryPush([]byte("a"), false)
+	if err := q2.push(ctx, []byte("b"), false, time.Second); !errors.Is(err, context.Canceled) {
+		t.Fatalf("push with a cancelled context: %v", err)
+	}
+}
+
+// TestFrameBuffersArePooled: a written batch frame's buffer is reused.
+func TestFrameBuffersArePooled(t *testing.T) {
+	recs := []history.Record{{Seq: 1, Kind: history.KindInputsApplied, Payload: json.RawMessage(`{}`)}}
+	a := batchFrame("s", 1, history.Cursor{Seq: 1}, []byte(`{}`), false, recs)
+	want := string(a)
+	putFrameBuf(a)
+	b := batchFrame("s", 1, history.Cursor{Seq: 1}, []byte(`{}`), false, recs)
+	if string(b) != want {
+		t.Fatalf("%s != %s", b, want)
+	}
+	if big := getFrameBuf(maxPooledFrame + 1); cap(big) <= maxPooledFrame {
+		t.Fatal("a large buffer from the pool")
+	}
+}
+
+// TestChunkCursors: the cursor after each record of a chunk, in a snapshot,
+// in the log, and for log records read from a snapshot cursor whose
+// snapshot turned out to be complete.
+func TestChunkCursors(t *testing.T) {
+	recs := func(seqs ...int64) []history.Record {
+		var out []history.Record
+		for _, s := range seqs {
+			out = append(out, history.Record{Seq: s})
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		c    chunk
+		want []string
+	}{
+		{chunk{records: recs(2, 5, 9), snapshot: 10, end: history.Cursor{Snapshot: 10, Seq: 9}}, []string{"10:2", "10:5", "10:9"}},
+		{chunk{records: recs(2, 5), snapshot: 10, end: history.Cursor{Seq: 10}}, []string{"10:2", "10"}},
+		{chunk{records: recs(12, 15, 20), snapshot: 10, end: history.Cursor{Seq: 22}}, []string{"12", "15", "22"}},
+		{chunk{records: recs(12, 15), end: history.Cursor{Seq: 15}}, []string{"12", "15"}},
+	} {
+		for i, w := range tc.want {
+			c := tc.c.cursorAfter(i)
+			if c.String() != w {
+				t.Errorf("%+v record %d: %s, want %s", tc.c, i, c, w)
+			}
+			if _, err := history.ParseCursor(c.String()); err != nil {
+				t.Error(err)
+			}
+		}
+	}
+}

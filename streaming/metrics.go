@@ -1,0 +1,106 @@
+package streaming
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// metrics are the server's Prometheus metrics.
+type metrics struct {
+	connections   prometheus.Gauge
+	subscribers   prometheus.Gauge
+	sseClients    prometheus.Gauge
+	batchesSent   *prometheus.CounterVec
+	recordsSent   prometheus.Counter
+	acks          prometheus.Counter
+	nacks         prometheus.Counter
+	redeliveries  prometheus.Counter
+	staleAcks     prometheus.Counter
+	badFrames     *prometheus.CounterVec
+	disconnects   *prometheus.CounterVec
+	slowDropped   prometheus.Counter
+	ackTimeouts   prometheus.Counter
+	storeFailures prometheus.Counter
+	lag           *lagCollector
+}
+
+func newMetrics(s *Server) *metrics {
+	const ns, sub = "marlowe", "streaming"
+	counter := func(name, help string) prometheus.Counter {
+		return prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: name, Help: help})
+	}
+	gauge := func(name, help string) prometheus.Gauge {
+		return prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: name, Help: help})
+	}
+	return &metrics{
+		connections: gauge("connections", "Open WebSocket connections."),
+		subscribers: gauge("subscribers", "Subscriptions on open WebSocket connections."),
+		sseClients:  gauge("sse_clients", "Open Server-Sent Events streams."),
+		batchesSent: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "batches_sent_total",
+			Help: "Batch frames queued for sending, by delivery mode."}, []string{"mode"}),
+		recordsSent:  counter("records_sent_total", "Records in batch frames queued for sending (redeliveries included)."),
+		acks:         counter("acks_total", "Batches acknowledged."),
+		nacks:        counter("nacks_total", "Batches refused by the client (nack)."),
+		redeliveries: counter("redeliveries_total", "Batches sent again after a nack, a lost connection or an ack timeout."),
+		staleAcks:    counter("stale_acks_total", "Acks and nacks of batches not in flight, ignored."),
+		badFrames: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "bad_frames_total",
+			Help: "Frames answered with an error frame, by error code."}, []string{"code"}),
+		disconnects: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "disconnects_total",
+			Help: "Connections closed by the server, by reason."}, []string{"reason"}),
+		slowDropped:   counter("slow_clients_dropped_total", "Connections closed because the client did not read (slow consumer)."),
+		ackTimeouts:   counter("ack_timeouts_total", "Round trips ended because the ack did not come in time."),
+		storeFailures: counter("stream_store_failures_total", "Failed writes of durable stream cursors."),
+		lag:           &lagCollector{s: s},
+	}
+}
+
+func (m *metrics) register(r prometheus.Registerer) error {
+	for _, c := range []prometheus.Collector{m.connections, m.subscribers, m.sseClients, m.batchesSent, m.recordsSent,
+		m.acks, m.nacks, m.redeliveries, m.staleAcks, m.badFrames, m.disconnects, m.slowDropped, m.ackTimeouts,
+		m.storeFailures, m.lag} {
+		if err := r.Register(c); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (m *metrics) unregister(r prometheus.Registerer) {
+	for _, c := range []prometheus.Collector{m.connections, m.subscribers, m.sseClients, m.batchesSent, m.recordsSent,
+		m.acks, m.nacks, m.redeliveries, m.staleAcks, m.badFrames, m.disconnects, m.slowDropped, m.ackTimeouts,
+		m.storeFailures, m.lag} {
+		r.Unregister(c)
+	}
+}
+
+var (
+	lagDesc = prometheus.NewDesc("marlowe_streaming_stream_lag",
+		"Records between the history head and a durable stream's acknowledged cursor (head seq - cursor seq).",
+		[]string{"stream"}, nil)
+	maxLagDesc = prometheus.NewDesc("marlowe_streaming_max_lag",
+		"The largest lag (head seq - acknowledged cursor seq; in broadcast mode the cursor sent) of the running subscriptions.", nil, nil)
+)
+
+// lagCollector computes stream lags when scraped.
+type lagCollector struct{ s *Server }
+
+// Describe implements prometheus.Collector.
+func (l *lagCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- lagDesc
+	ch <- maxLagDesc
+}
+
+// Collect implements prometheus.Collector.
+func (l *lagCollector) Collect(ch chan<- prometheus.Metric) {
+	head := l.s.head()
+	var maxLag int64
+	for _, st := range l.s.allStreams() {
+		acked, _ := st.positions()
+		if st.durable {
+			ch <- prometheus.MustNewConstMetric(lagDesc, prometheus.GaugeValue, float64(max(head-acked.Seq, 0)), st.name)
+		}
+		if st.running() {
+			maxLag = max(maxLag, head-acked.Seq)
+		}
+	}
+	ch <- prometheus.MustNewConstMetric(maxLagDesc, prometheus.GaugeValue, float64(maxLag))
+}

@@ -1,0 +1,152 @@
+package streaming
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+)
+
+// Errors of sendQueue.push.
+var (
+	errQueueFull   = errors.New("send queue full")
+	errQueueClosed = errors.New("connection closed")
+)
+
+// sendQueue is a connection's bounded queue of frames waiting for its
+// writer: at most maxFrames frames and maxBytes bytes (a single frame larger
+// than maxBytes is let in when the queue is empty). Producers either wait
+// for room, bounded by a timeout, or give up at once; the writer never
+// waits for a producer.
+type sendQueue struct {
+	mu        sync.Mutex
+	frames    []queued
+	bytes     int64
+	maxFrames int
+	maxBytes  int64
+	closed    bool
+	ready     chan struct{} // signalled when a frame is added
+	space     chan struct{} // closed and replaced when room is made
+}
+
+// queued is a frame in the queue; pooled frames go back to framePool once
+// written.
+type queued struct {
+	b      []byte
+	pooled bool
+}
+
+func newSendQueue(maxFrames int, maxBytes int64) *sendQueue {
+	return &sendQueue{maxFrames: maxFrames, maxBytes: maxBytes, ready: make(chan struct{}, 1), space: make(chan struct{})}
+}
+
+// fits reports whether a frame of n bytes may join the queue (q.mu held).
+func (q *sendQueue) fits(n int) bool {
+	if len(q.frames) == 0 {
+		return true
+	}
+	return len(q.frames) < q.maxFrames && q.bytes+int64(n) <= q.maxBytes
+}
+
+// tryPush adds a frame if there is room.
+func (q *sendQueue) tryPush(frame []byte, pooled bool) error {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.closed {
+		return errQueueClosed
+	}
+	if !q.fits(len(frame)) {
+		return errQueueFull
+	}
+	q.add(frame, pooled)
+	return nil
+}
+
+func (q *sendQueue) add(frame []byte, pooled bool) {
+	q.frames = append(q.frames, queued{frame, pooled})
+	q.bytes += int64(len(frame))
+	select {
+	case q.ready <- struct{}{}:
+	default:
+	}
+}
+
+// push adds a frame, waiting up to timeout for room: errQueueFull when the
+// wait times out, errQueueClosed when the connection ends, ctx's error when
+// ctx ends first.
+func (q *sendQueue) push(ctx context.Context, frame []byte, pooled bool, timeout time.Duration) error {
+	var timer *time.Timer
+	for {
+		q.mu.Lock()
+		if q.closed {
+			q.mu.Unlock()
+			return errQueueClosed
+		}
+		if q.fits(len(frame)) {
+			q.add(frame, pooled)
+			q.mu.Unlock()
+			if timer != nil {
+				timer.Stop()
+			}
+			return nil
+		}
+		space := q.space
+		q.mu.Unlock()
+		if timer == nil {
+			timer = time.NewTimer(timeout)
+			defer timer.Stop()
+		}
+		select {
+		case <-space:
+		case <-timer.C:
+			return errQueueFull
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// pop takes the oldest frame, waiting for one until done is closed.
+func (q *sendQueue) pop(done <-chan struct{}) (queued, bool) {
+	for {
+		q.mu.Lock()
+		if len(q.frames) > 0 {
+			f := q.frames[0]
+			q.frames[0] = queued{}
+			q.frames = q.frames[1:]
+			if len(q.frames) == 0 {
+				q.frames = nil
+			}
+			q.bytes -= int64(len(f.b))
+			close(q.space)
+			q.space = make(chan struct{})
+			q.mu.Unlock()
+			return f, true
+		}
+		q.mu.Unlock()
+		select {
+		case <-q.ready:
+		case <-done:
+			return queued{}, false
+		}
+	}
+}
+
+// close refuses further frames, drops the queued ones and wakes waiters.
+func (q *sendQueue) close() {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.closed {
+		return
+	}
+	q.closed = true
+	q.frames, q.bytes = nil, 0
+	close(q.space)
+}
+
+// len returns the number of queued frames.
+func (q *sendQueue) len() int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return len(q.frames)
+}

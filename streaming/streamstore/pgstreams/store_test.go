@@ -1,0 +1,122 @@
+package pgstreams_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"go.uber.org/goleak"
+
+	"github.com/marlowe-follower/follower/streaming/streamstore"
+	"github.com/marlowe-follower/follower/streaming/streamstore/pgstreams"
+	"github.com/marlowe-follower/follower/streaming/streamstore/streamstoretest"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// testURL is the test database: MARLOWE_TEST_DATABASE_URL or the local
+// default. The tests fail when it is unreachable, unless
+// MARLOWE_TEST_SKIP_POSTGRES=1.
+func testURL(t *testing.T) string {
+	t.Helper()
+	if os.Getenv("MARLOWE_TEST_SKIP_POSTGRES") == "1" {
+		t.Skip("MARLOWE_TEST_SKIP_POSTGRES=1")
+	}
+	if u := os.Getenv("MARLOWE_TEST_DATABASE_URL"); u != "" {
+		return u
+	}
+	return "postgres://postgres:postgres@127.0.0.1:5432/test?sslmode=disable"
+}
+
+// freshSchema returns a new schema name, dropped when the test ends.
+func freshSchema(t *testing.T, url string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatalf("PostgreSQL at %s is unreachable (set MARLOWE_TEST_SKIP_POSTGRES=1 to skip): %v", url, err)
+	}
+	conn.Close(ctx)
+	schema := fmt.Sprintf("ws_test_%d_%d", time.Now().UnixNano(), rand.Uint32())
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		conn, err := pgx.Connect(ctx, url)
+		if err != nil {
+			t.Errorf("dropping schema %s: %v", schema, err)
+			return
+		}
+		defer conn.Close(ctx)
+		if _, err := conn.Exec(ctx, `DROP SCHEMA IF EXISTS `+pgx.Identifier{schema}.Sanitize()+` CASCADE`); err != nil {
+			t.Errorf("dropping schema %s: %v", schema, err)
+		}
+	})
+	return schema
+}
+
+func TestConformance(t *testing.T) {
+	url := testURL(t)
+	streamstoretest.Run(t, func(t *testing.T) streamstoretest.Opener {
+		schema := freshSchema(t, url)
+		return func() (streamstore.Store, error) {
+			return pgstreams.Open(context.Background(), url, pgstreams.Options{Schema: schema})
+		}
+	})
+}
+
+func TestTablesArePrefixed(t *testing.T) {
+	url := testURL(t)
+	schema := freshSchema(t, url)
+	ctx := context.Background()
+	s, err := pgstreams.Open(ctx, url, pgstreams.Options{Schema: schema})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	rows, err := conn.Query(ctx, `SELECT table_name FROM information_schema.tables WHERE table_schema = $1 ORDER BY 1`, schema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	names, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(names) != "[ws_schema_migrations ws_streams]" {
+		t.Fatalf("tables %v", names)
+	}
+}
+
+// TestSchemaTooNew: a schema migrated by a newer binary is refused.
+func TestSchemaTooNew(t *testing.T) {
+	url := testURL(t)
+	schema := freshSchema(t, url)
+	ctx := context.Background()
+	s, err := pgstreams.Open(ctx, url, pgstreams.Options{Schema: schema})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, `INSERT INTO `+pgx.Identifier{schema, "ws_schema_migrations"}.Sanitize()+
+		` (version, name) VALUES (99, 'future')`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pgstreams.Open(ctx, url, pgstreams.Options{Schema: schema}); !errors.Is(err, streamstore.ErrSchemaTooNew) {
+		t.Fatalf("open: %v", err)
+	}
+}

@@ -1,0 +1,292 @@
+// Package sqlitestreams keeps the streaming API's durable streams in an
+// embedded SQLite file, streams.sqlite, in the data directory: apart from
+// history.sqlite, so that acknowledgements never contend with the history
+// writer. The pure-Go modernc.org/sqlite driver runs in WAL mode with
+// synchronous=FULL: an acknowledgement is on disk when StreamAck returns.
+package sqlitestreams
+
+import (
+	"context"
+	"database/sql"
+	"embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+
+	"github.com/marlowe-follower/follower/streaming/protocol"
+	"github.com/marlowe-follower/follower/streaming/streamstore"
+	"github.com/marlowe-follower/follower/streaming/streamstore/internal/sqlmigrate"
+)
+
+//go:embed migrations/*.sql
+var migrationFS embed.FS
+
+// FileName is the database file Open creates in the data directory.
+const FileName = "streams.sqlite"
+
+// DefaultBusyTimeout is how long a connection waits for another one's lock.
+const DefaultBusyTimeout = 10 * time.Second
+
+// Options tune Open. The zero value is a good default.
+type Options struct {
+	// BusyTimeout is how long to wait for a lock held by another process
+	// (DefaultBusyTimeout when 0).
+	BusyTimeout time.Duration
+}
+
+// Store is the SQLite stream store.
+type Store struct {
+	path   string
+	db     *sql.DB
+	closed atomic.Bool
+}
+
+var _ streamstore.Store = (*Store)(nil)
+
+// Open opens (creating them if needed) the data directory dir and
+// streams.sqlite in it, and applies pending migrations.
+func Open(ctx context.Context, dir string, opts Options) (*Store, error) {
+	ms, err := sqlmigrate.Load(migrationFS, "migrations")
+	if err != nil {
+		return nil, fmt.Errorf("sqlitestreams: %w", err)
+	}
+	if opts.BusyTimeout <= 0 {
+		opts.BusyTimeout = DefaultBusyTimeout
+	}
+	if err := os.MkdirAll(dir, 0o750); err != nil {
+		return nil, fmt.Errorf("sqlitestreams: data directory: %w", err)
+	}
+	path := filepath.Join(dir, FileName)
+	if strings.ContainsAny(path, "?#") {
+		return nil, fmt.Errorf("sqlitestreams: data directory %q: the path must not contain ? or #", dir)
+	}
+	db, err := sql.Open("sqlite", path+"?_txlock=immediate&_pragma=busy_timeout("+
+		strconv.FormatInt(opts.BusyTimeout.Milliseconds(), 10)+")&_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)")
+	if err != nil {
+		return nil, fmt.Errorf("sqlitestreams: open %s: %w", path, err)
+	}
+	// One connection: the traffic is a write per acknowledged batch.
+	db.SetMaxOpenConns(1)
+	db.SetMaxIdleConns(1)
+	db.SetConnMaxLifetime(0)
+	db.SetConnMaxIdleTime(0)
+	s := &Store{path: path, db: db}
+	if err := s.migrate(ctx, ms); err != nil {
+		db.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// Path returns the database file's path.
+func (s *Store) Path() string { return s.path }
+
+func (s *Store) migrate(ctx context.Context, ms []sqlmigrate.Migration) error {
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		_, _, err := sqlmigrate.Apply(ctx, sqliteDialect{tx}, ms, `CREATE TABLE IF NOT EXISTS ws_schema_migrations (
+			version    INTEGER PRIMARY KEY,
+			name       TEXT    NOT NULL,
+			applied_at INTEGER NOT NULL) STRICT`)
+		return err
+	})
+	return s.translate("migrate", err)
+}
+
+// sqliteDialect applies migrations in a transaction.
+type sqliteDialect struct{ tx *sql.Tx }
+
+// Exec implements sqlmigrate.Dialect.
+func (d sqliteDialect) Exec(ctx context.Context, query string) error {
+	_, err := d.tx.ExecContext(ctx, query)
+	return err
+}
+
+// Version implements sqlmigrate.Dialect.
+func (d sqliteDialect) Version(ctx context.Context) (int, error) {
+	var v int
+	err := d.tx.QueryRowContext(ctx, `SELECT COALESCE(max(version), 0) FROM ws_schema_migrations`).Scan(&v)
+	return v, err
+}
+
+// Record implements sqlmigrate.Dialect.
+func (d sqliteDialect) Record(ctx context.Context, m sqlmigrate.Migration) error {
+	_, err := d.tx.ExecContext(ctx, `INSERT INTO ws_schema_migrations (version, name, applied_at) VALUES (?, ?, ?)`,
+		m.Version, m.Name, time.Now().UnixMicro())
+	return err
+}
+
+// Close closes the database. Calls after Close return streamstore.ErrClosed.
+func (s *Store) Close() error {
+	if !s.closed.CompareAndSwap(false, true) {
+		return nil
+	}
+	return s.db.Close()
+}
+
+func (s *Store) check() error {
+	if s.closed.Load() {
+		return fmt.Errorf("sqlitestreams: %w", streamstore.ErrClosed)
+	}
+	return nil
+}
+
+// translate wraps driver errors with the operation; a missing row becomes
+// streamstore.ErrNotFound and a duplicate name streamstore.ErrExists.
+func (s *Store) translate(op string, err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, sql.ErrNoRows):
+		return fmt.Errorf("sqlitestreams: %s: %w", op, streamstore.ErrNotFound)
+	case errors.Is(err, streamstore.ErrNotFound), errors.Is(err, streamstore.ErrStale),
+		errors.Is(err, streamstore.ErrExists), errors.Is(err, streamstore.ErrSchemaTooNew):
+		return fmt.Errorf("sqlitestreams: %s: %w", op, err)
+	case s.closed.Load():
+		return fmt.Errorf("sqlitestreams: %s: %w: %w", op, streamstore.ErrClosed, err)
+	}
+	var se *sqlite.Error
+	if errors.As(err, &se) && se.Code() == sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY {
+		return fmt.Errorf("sqlitestreams: %s: %w", op, streamstore.ErrExists)
+	}
+	return fmt.Errorf("sqlitestreams: %s: %w", op, err)
+}
+
+func (s *Store) inTx(ctx context.Context, fn func(*sql.Tx) error) error {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	if err := fn(tx); err != nil {
+		if rerr := tx.Rollback(); rerr != nil && !errors.Is(rerr, sql.ErrTxDone) {
+			return errors.Join(err, rerr)
+		}
+		return err
+	}
+	return tx.Commit()
+}
+
+// StreamCreate implements streamstore.Store.
+func (s *Store) StreamCreate(ctx context.Context, st *streamstore.Stream) error {
+	if err := s.check(); err != nil {
+		return err
+	}
+	filter, err := json.Marshal(st.Filter.Canonical())
+	if err != nil {
+		return fmt.Errorf("sqlitestreams: create: %w", err)
+	}
+	now := time.Now().UTC().Truncate(time.Microsecond)
+	_, err = s.db.ExecContext(ctx, `INSERT INTO ws_streams
+		(name, filter, mode, batch_size, batch_timeout_ms, cursor, batch, records, created_at, updated_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		st.Name, string(filter), string(st.Mode), st.BatchSize, st.BatchTimeout.Milliseconds(), st.Cursor,
+		st.Batch, st.Records, now.UnixMicro(), now.UnixMicro())
+	if err != nil {
+		return s.translate("create "+st.Name, err)
+	}
+	st.CreatedAt, st.UpdatedAt = now, now
+	return nil
+}
+
+const columns = `name, filter, mode, batch_size, batch_timeout_ms, cursor, batch, records, created_at, updated_at`
+
+func scan(row interface{ Scan(...any) error }) (*streamstore.Stream, error) {
+	var st streamstore.Stream
+	var filter, mode string
+	var timeoutMs, created, updated int64
+	if err := row.Scan(&st.Name, &filter, &mode, &st.BatchSize, &timeoutMs, &st.Cursor, &st.Batch, &st.Records,
+		&created, &updated); err != nil {
+		return nil, err
+	}
+	if err := json.Unmarshal([]byte(filter), &st.Filter); err != nil {
+		return nil, fmt.Errorf("stream %s: stored filter: %w", st.Name, err)
+	}
+	st.Mode = protocol.Mode(mode)
+	st.BatchTimeout = time.Duration(timeoutMs) * time.Millisecond
+	st.CreatedAt, st.UpdatedAt = time.UnixMicro(created).UTC(), time.UnixMicro(updated).UTC()
+	return &st, nil
+}
+
+// StreamGet implements streamstore.Store.
+func (s *Store) StreamGet(ctx context.Context, name string) (*streamstore.Stream, error) {
+	if err := s.check(); err != nil {
+		return nil, err
+	}
+	st, err := scan(s.db.QueryRowContext(ctx, `SELECT `+columns+` FROM ws_streams WHERE name = ?`, name))
+	return st, s.translate("get "+name, err)
+}
+
+// StreamList implements streamstore.Store.
+func (s *Store) StreamList(ctx context.Context, p *streamstore.StreamListParams) ([]streamstore.Stream, error) {
+	if err := s.check(); err != nil {
+		return nil, err
+	}
+	after := ""
+	if p != nil {
+		after = p.After
+	}
+	rows, err := s.db.QueryContext(ctx, `SELECT `+columns+` FROM ws_streams WHERE name > ? ORDER BY name LIMIT ?`,
+		after, p.EffectiveLimit())
+	if err != nil {
+		return nil, s.translate("list", err)
+	}
+	defer rows.Close()
+	var out []streamstore.Stream
+	for rows.Next() {
+		st, err := scan(rows)
+		if err != nil {
+			return nil, s.translate("list", err)
+		}
+		out = append(out, *st)
+	}
+	return out, s.translate("list", rows.Err())
+}
+
+// StreamAck implements streamstore.Store.
+func (s *Store) StreamAck(ctx context.Context, p *streamstore.StreamAckParams) error {
+	if err := s.check(); err != nil {
+		return err
+	}
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `UPDATE ws_streams SET cursor = ?, batch = ?, records = records + ?, updated_at = ?
+			WHERE name = ? AND batch < ?`, p.Cursor, p.Batch, p.Records, time.Now().UnixMicro(), p.Name, p.Batch)
+		if err != nil {
+			return err
+		}
+		if n, err := res.RowsAffected(); err != nil || n == 1 {
+			return err
+		}
+		var stored int64
+		if err := tx.QueryRowContext(ctx, `SELECT batch FROM ws_streams WHERE name = ?`, p.Name).Scan(&stored); err != nil {
+			return err
+		}
+		return fmt.Errorf("%w: batch %d, stored %d", streamstore.ErrStale, p.Batch, stored)
+	})
+	return s.translate("ack "+p.Name, err)
+}
+
+// StreamDelete implements streamstore.Store.
+func (s *Store) StreamDelete(ctx context.Context, name string) error {
+	if err := s.check(); err != nil {
+		return err
+	}
+	res, err := s.db.ExecContext(ctx, `DELETE FROM ws_streams WHERE name = ?`, name)
+	if err != nil {
+		return s.translate("delete "+name, err)
+	}
+	if n, err := res.RowsAffected(); err != nil || n == 0 {
+		if err == nil {
+			err = sql.ErrNoRows
+		}
+		return s.translate("delete "+name, err)
+	}
+	return nil
+}

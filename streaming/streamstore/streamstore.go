@@ -1,0 +1,101 @@
+// Package streamstore keeps the durable named streams of the streaming API:
+// each stream's definition (filter, mode, batching) and its acknowledged
+// cursor, so that a stream resumes after its last acknowledgement across
+// connections and server restarts. Store is the storage interface; its
+// implementations are sqlitestreams (a streams.sqlite file in the data
+// directory) and pgstreams (ws_ tables in the history's PostgreSQL
+// database). streamstoretest is the conformance suite both pass.
+package streamstore
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/marlowe-follower/follower/streaming/protocol"
+)
+
+// Sentinel errors of every Store.
+var (
+	// ErrNotFound: no stream has that name.
+	ErrNotFound = errors.New("stream not found")
+	// ErrExists: StreamCreate of a name in use.
+	ErrExists = errors.New("stream already exists")
+	// ErrStale: StreamAck with a batch number not above the stored one.
+	ErrStale = errors.New("acknowledgement older than the stored one")
+	// ErrClosed: the store was closed.
+	ErrClosed = errors.New("stream store closed")
+	// ErrSchemaTooNew: the database was migrated by a newer binary.
+	ErrSchemaTooNew = errors.New("the stream store schema is newer than this binary")
+)
+
+// Stream is a durable stream as stored.
+type Stream struct {
+	// Name identifies the stream (protocol.ValidDurableName).
+	Name string
+	// Filter selects the stream's records.
+	Filter protocol.Filter
+	// Mode is ack or broadcast.
+	Mode protocol.Mode
+	// BatchSize and BatchTimeout shape the stream's batches.
+	BatchSize    int
+	BatchTimeout time.Duration
+	// Cursor is the acknowledged position (a history cursor's text): the
+	// stream resumes right after it.
+	Cursor string
+	// Batch is the number of the last batch acknowledged (in broadcast
+	// mode: sent); the stream numbers its next batches after it.
+	Batch int64
+	// Records counts the records acknowledged (sent in broadcast mode).
+	Records int64
+	// CreatedAt and UpdatedAt are set by the store (UTC, microseconds).
+	CreatedAt time.Time
+	UpdatedAt time.Time
+}
+
+// StreamAckParams move a stream's cursor forward.
+type StreamAckParams struct {
+	Name   string
+	Cursor string
+	// Batch must be greater than the stored batch number (else ErrStale).
+	Batch int64
+	// Records is added to the stream's record count.
+	Records int64
+}
+
+// StreamListParams select a page of streams, ordered by name.
+type StreamListParams struct {
+	// After: only names greater than this one.
+	After string
+	// Limit: at most this many (0 or above MaxList: MaxList).
+	Limit int
+}
+
+// MaxList caps a StreamList page.
+const MaxList = 1000
+
+// Store keeps durable streams. Implementations are safe for concurrent use.
+type Store interface {
+	// StreamCreate stores a new stream (CreatedAt and UpdatedAt are set);
+	// ErrExists when the name is in use.
+	StreamCreate(ctx context.Context, s *Stream) error
+	// StreamGet returns a stream; ErrNotFound when there is none.
+	StreamGet(ctx context.Context, name string) (*Stream, error)
+	// StreamList returns streams in name order.
+	StreamList(ctx context.Context, p *StreamListParams) ([]Stream, error)
+	// StreamAck stores an acknowledged cursor; ErrNotFound when the stream
+	// is gone, ErrStale when p.Batch is not above the stored batch number.
+	StreamAck(ctx context.Context, p *StreamAckParams) error
+	// StreamDelete removes a stream; ErrNotFound when there is none.
+	StreamDelete(ctx context.Context, name string) error
+	// Close releases the store's resources.
+	Close() error
+}
+
+// EffectiveLimit returns the page size a StreamList with p uses.
+func (p *StreamListParams) EffectiveLimit() int {
+	if p == nil || p.Limit <= 0 || p.Limit > MaxList {
+		return MaxList
+	}
+	return p.Limit
+}

@@ -1,0 +1,296 @@
+package streamtest
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"github.com/marlowe-follower/follower/history"
+	"github.com/marlowe-follower/follower/streaming/protocol"
+)
+
+// Raw is a bare WebSocket connection speaking the protocol frame by frame.
+// It reads only once Read or TryRead is first called (a test of a client
+// that does not read never calls them).
+type Raw struct {
+	t      testing.TB
+	WS     *websocket.Conn
+	once   sync.Once
+	frames chan rawFrame
+}
+
+type rawFrame struct {
+	f   *protocol.Frame
+	err error
+}
+
+// Dial connects to url; header may be nil.
+func Dial(t testing.TB, url string, header http.Header) *Raw {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	ws, resp, err := websocket.Dial(ctx, url, &websocket.DialOptions{HTTPHeader: header})
+	if resp != nil && resp.Body != nil {
+		resp.Body.Close()
+	}
+	if err != nil {
+		t.Fatalf("dial %s: %v", url, err)
+	}
+	ws.SetReadLimit(256 << 20)
+	r := &Raw{t: t, WS: ws, frames: make(chan rawFrame, 1024)}
+	t.Cleanup(func() { _ = ws.CloseNow() })
+	return r
+}
+
+// reading starts the reader goroutine (once). It ends when the connection
+// does.
+func (r *Raw) reading() {
+	r.once.Do(func() {
+		go func() {
+			for {
+				_, data, err := r.WS.Read(context.Background())
+				if err != nil {
+					r.frames <- rawFrame{err: err}
+					close(r.frames)
+					return
+				}
+				var f protocol.Frame
+				if err := json.Unmarshal(data, &f); err != nil {
+					err = fmt.Errorf("frame %s: %w", data, err)
+				}
+				r.frames <- rawFrame{f: &f, err: err}
+			}
+		}()
+	})
+}
+
+// Send writes a command.
+func (r *Raw) Send(cmd *protocol.Command) {
+	r.t.Helper()
+	b, err := json.Marshal(cmd)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	r.SendText(string(b))
+}
+
+// SendText writes a text frame.
+func (r *Raw) SendText(s string) {
+	r.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := r.WS.Write(ctx, websocket.MessageText, []byte(s)); err != nil {
+		r.t.Fatalf("write: %v", err)
+	}
+}
+
+// Read returns the next frame, failing the test after timeout.
+func (r *Raw) Read(timeout time.Duration) *protocol.Frame {
+	r.t.Helper()
+	f, err := r.TryRead(timeout)
+	if err != nil {
+		r.t.Fatalf("read: %v", err)
+	}
+	return f
+}
+
+// TryRead returns the next frame or the error: context.DeadlineExceeded
+// after timeout (the connection stays usable), the connection's error once
+// it is closed.
+func (r *Raw) TryRead(timeout time.Duration) (*protocol.Frame, error) {
+	r.reading()
+	t := time.NewTimer(timeout)
+	defer t.Stop()
+	select {
+	case rf, ok := <-r.frames:
+		if !ok {
+			return nil, net.ErrClosed
+		}
+		return rf.f, rf.err
+	case <-t.C:
+		return nil, context.DeadlineExceeded
+	}
+}
+
+// Next returns the next frame that is not a heartbeat.
+func (r *Raw) Next(timeout time.Duration) *protocol.Frame {
+	r.t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		f := r.Read(time.Until(deadline))
+		if f.Type != protocol.TypeHeartbeat {
+			return f
+		}
+	}
+}
+
+// Expect reads the next non-heartbeat frame and checks its type.
+func (r *Raw) Expect(typ string, timeout time.Duration) *protocol.Frame {
+	r.t.Helper()
+	f := r.Next(timeout)
+	if f.Type != typ {
+		r.t.Fatalf("got a %s frame (%+v), want %s", f.Type, f, typ)
+	}
+	return f
+}
+
+// Subscribe sends a subscribe command and waits for subscribed.
+func (r *Raw) Subscribe(cmd protocol.Command) *protocol.Frame {
+	r.t.Helper()
+	cmd.Type = protocol.TypeSubscribe
+	r.Send(&cmd)
+	f := r.Expect(protocol.TypeSubscribed, 5*time.Second)
+	if f.Stream != cmd.Stream {
+		r.t.Fatalf("subscribed %q, want %q", f.Stream, cmd.Stream)
+	}
+	return f
+}
+
+// Ack acknowledges a batch.
+func (r *Raw) Ack(f *protocol.Frame) {
+	r.t.Helper()
+	r.Send(&protocol.Command{Type: protocol.TypeAck, Stream: f.Stream, Batch: f.Batch})
+}
+
+// Collector accumulates records by seq and checks their order.
+type Collector struct {
+	Records []history.Record
+	seen    map[int64]int
+	Dups    int
+}
+
+// Add appends a batch's records; it returns an error when a record is out
+// of order (a seq not above the last one) unless it was seen before (a
+// duplicate, counted).
+func (c *Collector) Add(recs []history.Record) error {
+	if c.seen == nil {
+		c.seen = map[int64]int{}
+	}
+	for _, r := range recs {
+		if _, ok := c.seen[r.Seq]; ok {
+			c.Dups++
+			continue
+		}
+		if n := len(c.Records); n > 0 && r.Seq <= c.Records[n-1].Seq {
+			return fmt.Errorf("record %d after %d: out of order", r.Seq, c.Records[n-1].Seq)
+		}
+		c.seen[r.Seq] = len(c.Records)
+		c.Records = append(c.Records, r)
+	}
+	return nil
+}
+
+// Last returns the highest seq collected (0 when none).
+func (c *Collector) Last() int64 {
+	if len(c.Records) == 0 {
+		return 0
+	}
+	return c.Records[len(c.Records)-1].Seq
+}
+
+// Same checks that got and want hold the same records (seq and kind), in
+// order.
+func Same(got, want []history.Record) error {
+	for i := range min(len(got), len(want)) {
+		if got[i].Seq != want[i].Seq || got[i].Kind != want[i].Kind {
+			return fmt.Errorf("record %d: got seq %d (%s), want seq %d (%s)", i, got[i].Seq, got[i].Kind, want[i].Seq, want[i].Kind)
+		}
+	}
+	if len(got) != len(want) {
+		return fmt.Errorf("got %d records, want %d", len(got), len(want))
+	}
+	return nil
+}
+
+// Proxy forwards TCP connections to a target and can cut them all at once,
+// like a network failure (no close handshake on either side).
+type Proxy struct {
+	ln     net.Listener
+	target string
+	mu     sync.Mutex
+	conns  map[net.Conn]struct{}
+	wg     sync.WaitGroup
+	// Accepted counts connections.
+	accepted int
+}
+
+// NewProxy listens on a free local port; it stops when the test ends.
+func NewProxy(t testing.TB, target string) *Proxy {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &Proxy{ln: ln, target: target, conns: map[net.Conn]struct{}{}}
+	p.wg.Add(1)
+	go p.accept()
+	t.Cleanup(p.Close)
+	return p
+}
+
+// URL returns the proxy's WebSocket URL.
+func (p *Proxy) URL() string { return "ws://" + p.ln.Addr().String() + "/" }
+
+// Accepted returns the number of connections accepted so far.
+func (p *Proxy) Accepted() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.accepted
+}
+
+func (p *Proxy) accept() {
+	defer p.wg.Done()
+	for {
+		c, err := p.ln.Accept()
+		if err != nil {
+			return
+		}
+		up, err := net.Dial("tcp", p.target)
+		if err != nil {
+			c.Close()
+			continue
+		}
+		p.mu.Lock()
+		p.accepted++
+		p.conns[c], p.conns[up] = struct{}{}, struct{}{}
+		p.mu.Unlock()
+		p.wg.Add(2)
+		go p.pipe(c, up)
+		go p.pipe(up, c)
+	}
+}
+
+func (p *Proxy) pipe(dst, src net.Conn) {
+	defer p.wg.Done()
+	_, _ = io.Copy(dst, src)
+	dst.Close()
+	src.Close()
+	p.mu.Lock()
+	delete(p.conns, dst)
+	delete(p.conns, src)
+	p.mu.Unlock()
+}
+
+// DropAll cuts every connection through the proxy.
+func (p *Proxy) DropAll() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for c := range p.conns {
+		c.Close()
+	}
+}
+
+// Close stops the proxy and cuts its connections.
+func (p *Proxy) Close() {
+	p.ln.Close()
+	p.DropAll()
+	p.wg.Wait()
+}

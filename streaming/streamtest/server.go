@@ -1,0 +1,148 @@
+package streamtest
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap"
+
+	"github.com/marlowe-follower/follower/chainsync/chain"
+	"github.com/marlowe-follower/follower/history"
+	"github.com/marlowe-follower/follower/streaming"
+	"github.com/marlowe-follower/follower/streaming/streamstore"
+)
+
+// Server is a running streaming server for a test.
+type Server struct {
+	*streaming.Server
+	URL      string
+	Registry *prometheus.Registry
+	stopped  bool
+}
+
+// ServerOptions tune StartServer.
+type ServerOptions struct {
+	// Config changes the test defaults.
+	Config func(*streaming.Config)
+	// Streams keeps durable streams (nil: none).
+	Streams streamstore.Store
+	// Addr to listen on (default 127.0.0.1:0).
+	Addr string
+	// Logger (default: none).
+	Logger *zap.Logger
+}
+
+// TestConfig is the configuration tests start from: the defaults with
+// short intervals.
+func TestConfig() streaming.Config {
+	cfg := streaming.DefaultConfig()
+	cfg.Addr = "127.0.0.1:0"
+	cfg.HeartbeatInterval = time.Second
+	cfg.PingTimeout = 2 * time.Second
+	cfg.WriteTimeout = 2 * time.Second
+	cfg.RetryDelay = 100 * time.Millisecond
+	return cfg
+}
+
+// StartServer starts a streaming server over h; it shuts down when the
+// test ends (unless Stop was called).
+func StartServer(t testing.TB, h *History, o ServerOptions) *Server {
+	t.Helper()
+	cfg := TestConfig()
+	if o.Addr != "" {
+		cfg.Addr = o.Addr
+	}
+	if o.Config != nil {
+		o.Config(&cfg)
+	}
+	reg := prometheus.NewRegistry()
+	log := o.Logger
+	if log == nil {
+		log = zap.NewNop()
+	}
+	s, err := streaming.New(cfg, streaming.Deps{History: h.Handle, Streams: o.Streams, Logger: log, Registerer: reg,
+		Tip: func() chain.Tip { return chain.Tip{BlockNo: 1} }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	srv := &Server{Server: s, Registry: reg, URL: "ws://" + s.Addr().String() + "/"}
+	t.Cleanup(func() { srv.Stop(t) })
+	return srv
+}
+
+// Stop shuts the server down (once).
+func (s *Server) Stop(t testing.TB) {
+	if s.stopped {
+		return
+	}
+	s.stopped = true
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := s.Shutdown(ctx); err != nil {
+		t.Errorf("streaming server shutdown: %v", err)
+	}
+}
+
+// Metric returns the value of a counter or gauge (summed over labels).
+func (s *Server) Metric(t testing.TB, name string) float64 {
+	t.Helper()
+	mfs, err := s.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var v float64
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			switch {
+			case m.GetCounter() != nil:
+				v += m.GetCounter().GetValue()
+			case m.GetGauge() != nil:
+				v += m.GetGauge().GetValue()
+			}
+		}
+	}
+	return v
+}
+
+// Expected returns, from the backend, what a subscription with filter that
+// starts at cursor from must deliver up to seq upTo: the records current as
+// of its snapshot (when from is in a snapshot), then every matching record
+// of the log after it, rolled-back ones and markers included.
+func Expected(ctx context.Context, b history.Backend, filter history.Filter, from history.Cursor, upTo int64) ([]history.Record, error) {
+	var out []history.Record
+	page := func(p history.RecordListParams) error {
+		for {
+			p.Limit = 5000
+			recs, err := b.RecordList(ctx, &p)
+			if err != nil {
+				return err
+			}
+			out = append(out, recs...)
+			if len(recs) < p.Limit {
+				return nil
+			}
+			p.After = recs[len(recs)-1].Seq
+		}
+	}
+	after := from.Seq
+	if from.Snapshot > 0 {
+		if err := page(history.RecordListParams{Filter: filter, Mode: history.ModeSnapshot, Snapshot: from.Snapshot, After: from.Seq}); err != nil {
+			return nil, err
+		}
+		after = from.Snapshot
+	}
+	if after < upTo {
+		if err := page(history.RecordListParams{Filter: filter, Mode: history.ModeLog, After: after, UpTo: upTo}); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
