@@ -134,11 +134,18 @@ func (h *Handle) Subscribe(filter Filter, from From) *Subscription {
 // the backend, then receives committed records live from the store, and goes
 // back to catching up whenever it falls behind. It is used by one goroutine.
 type Subscription struct {
-	h      *Handle
-	filter Filter
-	cursor Cursor
-	live   *liveSub
+	h        *Handle
+	filter   Filter
+	cursor   Cursor
+	live     *liveSub
+	pageSize int // 0: the handle's PageSize
 }
+
+// SetPageSize sets how many records one catch-up read of this subscription
+// asks for (at most MaxListLimit). A consumer that forms batches of n
+// records reads pages of about n, so that many subscriptions catching up at
+// once hold little memory each.
+func (s *Subscription) SetPageSize(n int) { s.pageSize = n }
 
 // Cursor returns the position after the last delivered batch.
 func (s *Subscription) Cursor() Cursor { return s.cursor }
@@ -185,7 +192,11 @@ func (s *Subscription) Next(ctx context.Context) (Batch, error) {
 // has reached the committed head.
 func (s *Subscription) catchUp(ctx context.Context) (Batch, error) {
 	head := s.h.Head()
-	p := &RecordListParams{Filter: s.filter, After: s.cursor.Seq, Limit: min(max(s.h.PageSize, 1), MaxListLimit)}
+	size := s.h.PageSize
+	if s.pageSize > 0 {
+		size = s.pageSize
+	}
+	p := &RecordListParams{Filter: s.filter, After: s.cursor.Seq, Limit: min(max(size, 1), MaxListLimit)}
 	if s.cursor.Snapshot > 0 {
 		p.Mode, p.Snapshot = ModeSnapshot, s.cursor.Snapshot
 	} else {

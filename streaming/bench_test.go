@@ -266,8 +266,12 @@ func (p *clientProcess) finish(b *testing.B) (rss, cpu int64) {
 // durable stream behind, say): every subscription catches up at the same
 // time. It reports the records delivered per second over all of them and
 // the server's peak RSS, for two sizes of the history handle's catch-up
-// page (what each subscription holds at a time besides its batch).
+// page (what each subscription holds at a time besides its batch). It
+// runs only with STREAMING_STORM=1.
 func BenchmarkCatchUpStorm(b *testing.B) {
+	if os.Getenv("STREAMING_STORM") == "" {
+		b.Skip("set STREAMING_STORM=1: it takes minutes and gigabytes")
+	}
 	subscribers, records := 1000, 20_000
 	if v := os.Getenv("FANOUT_SUBSCRIBERS"); v != "" {
 		subscribers, _ = strconv.Atoi(v)

@@ -345,6 +345,7 @@ func (c *conn) shutdown(code websocket.StatusCode, reason string) {
 // subscribeError is a refusal the client is told about.
 type subscribeError struct{ code, msg string }
 
+// Error implements error.
 func (e *subscribeError) Error() string { return e.code + ": " + e.msg }
 
 // newEphemeral makes a connection's own stream.

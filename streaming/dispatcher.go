@@ -140,6 +140,9 @@ func (d *dispatcher) startPump() {
 		from = d.pending.cursor
 	}
 	sub := d.srv.h.Subscribe(d.st.filter, history.From{Kind: history.FromCursor, Cursor: from})
+	// Catch-up pages of about one batch keep a stream's memory small when
+	// many streams catch up at once.
+	sub.SetPageSize(d.st.batchSize)
 	d.pump = startPump(d.ctx, &d.srv.wg, sub)
 	d.buf, d.bufLen = nil, 0
 }

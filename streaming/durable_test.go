@@ -2,7 +2,6 @@ package streaming_test
 
 import (
 	"context"
-	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"sync"
@@ -268,22 +267,5 @@ func TestDurableStreamsHandler(t *testing.T) {
 	sub := raw.Subscribe(protocol.Command{Stream: "one", Durable: true, Filter: &protocol.Filter{All: true}, From: "tip"})
 	if c, _ := history.ParseCursor(sub.Cursor); c.Seq != sf.h.Handle.Head() || c.Snapshot != 0 {
 		t.Fatalf("recreated from %s", sub.Cursor)
-	}
-}
-
-func getJSON(t *testing.T, url string, status int, v any) {
-	t.Helper()
-	resp, err := http.Get(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != status {
-		t.Fatalf("GET %s: %s, want %d", url, resp.Status, status)
-	}
-	if v != nil {
-		if err := json.NewDecoder(resp.Body).Decode(v); err != nil {
-			t.Fatal(err)
-		}
 	}
 }

@@ -64,6 +64,7 @@ type ServerError struct {
 	Stream  string
 }
 
+// Error implements error.
 func (e *ServerError) Error() string {
 	return fmt.Sprintf("stream %q: %s: %s", e.Stream, e.Code, e.Message)
 }

@@ -113,7 +113,10 @@ type ErrBadCommand struct {
 	Err  error
 }
 
+// Error implements error.
 func (e *ErrBadCommand) Error() string { return e.Code + ": " + e.Err.Error() }
+
+// Unwrap returns the underlying error.
 func (e *ErrBadCommand) Unwrap() error { return e.Err }
 
 func badCommand(code string, format string, args ...any) error {

@@ -366,18 +366,20 @@ func (s *Service) Stop(timeout time.Duration) error {
 	return err
 }
 
-// stopActors stops accepting queries, then the projection, then the
-// pipeline from the node's end so that everything received is committed.
+// stopActors stops the streaming and query servers, then the projection,
+// then the pipeline from the node's end so that everything received is
+// committed.
 func (s *Service) stopActors() {
+	if s.streaming != nil {
+		// Ends in-flight round trips (their records are redelivered later)
+		// and the server-sent event streams the query port serves.
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		_ = s.streaming.Shutdown(ctx)
+		cancel()
+	}
 	if s.query != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		_ = s.query.Shutdown(ctx)
-		cancel()
-	}
-	if s.streaming != nil {
-		// Ends in-flight round trips; their records are redelivered later.
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		_ = s.streaming.Shutdown(ctx)
 		cancel()
 	}
 	for _, pid := range []*actor.PID{s.pids.projection, s.pids.follower, s.pids.processor, s.pids.store} {
