@@ -16,8 +16,10 @@ test-race: ## go test -race over every package, without vet or fuzzing
 test-short: ## quick tests without the race detector
 	$(GO) test -short -count=1 ./...
 
-bench: ## Go benchmarks of every package (BENCHTIME=1s)
-	$(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) ./...
+bench: ## the benchmark suite (cmd/marlowe-bench, under 10 minutes): rewrites the generated part of docs/benchmarks.md and its plots; BENCHFLAGS=--quick for a short run
+	$(GO) build -o bin/marlowe-follower ./cmd/marlowe-follower
+	$(GO) build -o bin/marlowe-bench ./cmd/marlowe-bench
+	bin/marlowe-bench --follower-bin bin/marlowe-follower --out bin/benchmarks.json --markdown docs/benchmarks.md $(BENCHFLAGS)
 
 lint: ## go vet and gofmt
 	$(GO) vet ./...

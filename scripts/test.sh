@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The project's whole test suite: what the README's test command and CI run.
-#   go vet, a gofmt check, go test -race over every package, then every fuzz
+#   go vet, a gofmt check, go test -race over every package, the benchmark
+#   suite's quick run (without -race), then every fuzz
 #   target for a short while (FUZZTIME, default 5s each; FUZZTIME=0 skips them).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -55,6 +56,10 @@ fi
 
 step "go test -race"
 go test -race -count=1 -timeout 15m ./...
+
+step "benchmark suite, --quick (checks that it runs and writes its table and plots, not speed)"
+# Without -race: under the race detector the suite measures the detector.
+go test -count=1 -timeout 10m -run '^TestQuickSuite$' ./cmd/marlowe-bench
 
 step "deploy/ validation (a separate module: Kubernetes, compose, Dockerfile, systemd)"
 (cd deploy/validate && go vet ./... && go test -count=1 ./...)

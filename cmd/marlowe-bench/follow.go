@@ -1,0 +1,210 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	ouroboros "github.com/blinklabs-io/gouroboros"
+	"github.com/blinklabs-io/gouroboros/ledger"
+	gchainsync "github.com/blinklabs-io/gouroboros/protocol/chainsync"
+	pcommon "github.com/blinklabs-io/gouroboros/protocol/common"
+	"go.uber.org/zap"
+
+	"github.com/marlowe-follower/follower/actors"
+	"github.com/marlowe-follower/follower/chainsync"
+	"github.com/marlowe-follower/follower/chainsync/classify"
+	"github.com/marlowe-follower/follower/chainsync/devnet"
+	"github.com/marlowe-follower/follower/cmd/marlowe-follower/config"
+)
+
+// The follow cases, each run against the same devnet node.
+const (
+	caseRaw        = "a"
+	caseDecode     = "b"
+	caseClassifier = "c"
+	caseSQLite     = "d"
+	casePostgres   = "e"
+)
+
+// followCases are the cases in order, with their labels.
+var followCases = []struct{ ID, Label string }{
+	{caseRaw, "(a) raw gouroboros client, discarding (socket limit)"},
+	{caseDecode, "(b) gouroboros, decoding every block"},
+	{caseClassifier, "(c) our follower + classifier, discarding sink"},
+	{caseSQLite, "(d) full pipeline, SQLite"},
+	{casePostgres, "(e) full pipeline, PostgreSQL"},
+}
+
+// followParams is a follow job: sync the chain of the node at Socket (Tip
+// blocks) with one case.
+type followParams struct {
+	Case   string    `json:"case"`
+	Socket string    `json:"socket"`
+	Tip    uint64    `json:"tip"`
+	Store  storeSpec `json:"store"`
+}
+
+// followResult is what a follow job measured in its worker process.
+type followResult struct {
+	Seconds float64 `json:"seconds"`
+	CPU     float64 `json:"cpuSeconds"`
+	RSSPeak int64   `json:"rssPeakBytes"`
+	RSSEnd  int64   `json:"rssEndBytes"`
+	// PostgresCPU is the CPU time of the PostgreSQL server processes that
+	// served the run's database (not part of CPU).
+	PostgresCPU float64 `json:"postgresCpuSeconds,omitempty"`
+	Records     uint64  `json:"records,omitempty"`
+	StoreBytes  int64   `json:"storeBytes,omitempty"`
+}
+
+// runFollowJob syncs the chain from origin to tip with one case and
+// measures wall time, CPU time and RSS of this process.
+func runFollowJob(ctx context.Context, raw json.RawMessage) (any, error) {
+	p, err := decodeParams[followParams](raw)
+	if err != nil {
+		return nil, err
+	}
+	res := &followResult{}
+	cpu0, start := cpuSeconds(), time.Now()
+	switch p.Case {
+	case caseRaw:
+		err = rawSync(ctx, p.Socket, p.Tip, func(uint, []byte) error { return nil })
+	case caseDecode:
+		err = rawSync(ctx, p.Socket, p.Tip, func(t uint, raw []byte) error {
+			blk, err := ledger.NewBlockFromCbor(t, raw)
+			if err != nil {
+				return err
+			}
+			for _, tx := range blk.Transactions() {
+				_ = tx.Hash()
+			}
+			return nil
+		})
+	case caseClassifier:
+		err = classifierSync(ctx, p.Socket, p.Tip)
+	case caseSQLite, casePostgres:
+		err = serviceSync(ctx, p, res)
+	default:
+		err = fmt.Errorf("unknown case %q", p.Case)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if res.Seconds == 0 {
+		res.Seconds = time.Since(start).Seconds()
+		res.CPU = cpuSeconds() - cpu0
+		m := readMem()
+		res.RSSEnd, res.RSSPeak = m.RSS, m.Peak
+	}
+	return res, nil
+}
+
+// rawSync syncs the whole chain with a plain gouroboros node-to-client
+// client and calls handle with every block.
+func rawSync(ctx context.Context, socket string, tip uint64, handle func(uint, []byte) error) error {
+	done := make(chan struct{})
+	var n atomic.Uint64
+	var failed atomic.Value
+	conn, err := ouroboros.NewConnection(
+		ouroboros.WithNetworkMagic(devnet.NetworkMagic),
+		ouroboros.WithChainSyncConfig(gchainsync.NewConfig(
+			gchainsync.WithPipelineLimit(chainsync.DefaultPipelineLimit),
+			gchainsync.WithRollForwardRawFunc(func(_ gchainsync.CallbackContext, t uint, raw []byte, _ gchainsync.Tip) error {
+				if err := handle(t, raw); err != nil {
+					failed.Store(err)
+					return err
+				}
+				if n.Add(1) == tip {
+					close(done)
+				}
+				return nil
+			}),
+			gchainsync.WithRollBackwardFunc(func(gchainsync.CallbackContext, pcommon.Point, gchainsync.Tip) error { return nil }),
+		)),
+	)
+	if err != nil {
+		return err
+	}
+	go func() {
+		for range conn.ErrorChan() {
+		}
+	}()
+	if err := conn.Dial("unix", socket); err != nil {
+		return err
+	}
+	defer conn.Close()
+	if err := conn.ChainSync().Client.Sync([]pcommon.Point{pcommon.NewPointOrigin()}); err != nil {
+		return err
+	}
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(30 * time.Minute):
+		return fmt.Errorf("sync timed out after %d blocks (%v)", n.Load(), failed.Load())
+	}
+}
+
+// classifierSync runs our follower actor with its classifier to the tip,
+// with a sink that discards the events.
+func classifierSync(ctx context.Context, socket string, tip uint64) error {
+	done := make(chan struct{})
+	var once sync.Once
+	sink := chainsync.SinkFunc(func(_ context.Context, ev classify.Event) error {
+		if rf, ok := ev.(*classify.RollForward); ok && rf.Header.BlockNo == tip {
+			once.Do(func() { close(done) })
+		}
+		return nil
+	})
+	f, err := chainsync.NewFollower(chainsync.Config{SocketPath: socket, NetworkMagic: devnet.NetworkMagic}, zap.NewNop(), nil,
+		classify.New(classify.Options{}), sink, nil)
+	if err != nil {
+		return err
+	}
+	system := actors.NewSystem(zap.NewNop())
+	defer system.Shutdown()
+	pid := system.Root.Spawn(f.Props())
+	defer func() { _ = system.Root.PoisonFuture(pid).Wait() }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(30 * time.Minute):
+		return errors.New("follow timed out")
+	}
+}
+
+// serviceSync runs the whole service (service.Start, as the binary's run
+// command does) until it has committed the chain and projected it, and
+// measures before stopping it.
+func serviceSync(ctx context.Context, p followParams, res *followResult) error {
+	cpu0, start := cpuSeconds(), time.Now()
+	pg0 := 0.0
+	if p.Store.DBName != "" {
+		pg0 = postgresBackendCPU(p.Store.DBName)
+	}
+	svc, err := startService(ctx, p.Socket, p.Store)
+	if err != nil {
+		return err
+	}
+	werr := waitSynced(ctx, svc, p.Tip, "case "+p.Case, 30*time.Minute)
+	res.Seconds = time.Since(start).Seconds()
+	res.CPU = cpuSeconds() - cpu0
+	m := readMem()
+	res.RSSEnd, res.RSSPeak = m.RSS, m.Peak
+	if p.Store.DBName != "" {
+		res.PostgresCPU = postgresBackendCPU(p.Store.DBName) - pg0
+	}
+	res.Records = svc.Handle().Stats().RecordsCommitted.Load()
+	writeHeapProfile("")
+	serr := svc.Stop(config.DefaultShutdownGrace)
+	res.StoreBytes = p.Store.size(ctx)
+	return errors.Join(werr, serr)
+}
