@@ -54,7 +54,28 @@ func (idx *ContractIndex) mergeParties(ps []Party) {
 		if !slices.ContainsFunc(idx.Parties, func(q Party) bool {
 			return q.Address == p.Address && bytes.Equal(q.RoleCurrency, p.RoleCurrency) && bytes.Equal(q.Role, p.Role)
 		}) {
-			idx.Parties = append(idx.Parties, p)
+			idx.Parties = append(idx.Parties, p.detached())
 		}
 	}
+}
+
+// detached returns a copy of idx that shares no memory with it. Records'
+// byte slices point into the raw block they were decoded from (the decoders
+// do not copy), so an entry kept for the process's lifetime must not hold
+// them: one roles currency would keep a whole block alive.
+func (idx *ContractIndex) detached() *ContractIndex {
+	c := *idx
+	c.RolesCurrency = bytes.Clone(idx.RolesCurrency)
+	c.Tags = slices.Clone(idx.Tags)
+	c.Parties = make([]Party, len(idx.Parties))
+	for i, p := range idx.Parties {
+		c.Parties[i] = p.detached()
+	}
+	return &c
+}
+
+func (p Party) detached() Party {
+	p.RoleCurrency = bytes.Clone(p.RoleCurrency)
+	p.Role = bytes.Clone(p.Role)
+	return p
 }

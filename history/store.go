@@ -277,8 +277,7 @@ func (s *Store) forward(f *ForwardStep) {
 	for _, c := range f.Contracts {
 		c.CreatedSeq = first + c.CreatedSeq
 		b.Contracts = append(b.Contracts, c)
-		cc := c
-		s.contracts[c.ID] = &cc
+		s.contracts[c.ID] = c.detached()
 	}
 	for _, pa := range f.PartyAdditions {
 		pa.Seq = first + pa.Seq

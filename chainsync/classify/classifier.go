@@ -221,7 +221,8 @@ func (c *Classifier) classifyTx(tx *block.Tx, changes *UTxOChanges) (MarloweTx, 
 			continue
 		}
 		pos, _ := slices.BinarySearchFunc(sorted, in, chain.TxOutRef.Compare)
-		ci := ContractInput{UTxO: u, Redeemer: spendRedeemer(tx, pos)}
+		// A copy, decoded from: the decoded inputs alias their bytes.
+		ci := ContractInput{UTxO: u, Redeemer: bytes.Clone(spendRedeemer(tx, pos))}
 		if ci.Redeemer == nil {
 			ci.RedeemerError = "no spend redeemer for this input"
 		} else if d, err := pd.Decode(ci.Redeemer); err != nil {
@@ -327,9 +328,6 @@ func (c *Classifier) fillCommon(tx *block.Tx, mt *MarloweTx) {
 		m.Name = bytes.Clone(m.Name)
 		mt.Mint = append(mt.Mint, m)
 	}
-	for i := range mt.ContractInputs {
-		mt.ContractInputs[i].Redeemer = bytes.Clone(mt.ContractInputs[i].Redeemer)
-	}
 }
 
 func cloneOutput(o block.TxOut) block.TxOut {
@@ -354,6 +352,9 @@ func (c *Classifier) creation(tx *block.Tx, out *block.TxOut, ref chain.TxOutRef
 		mt.Rejected = append(mt.Rejected, RejectedOutput{Ref: ref, Version: v.Name, Role: marlowe.RoleSemantics, Reason: why})
 		return
 	}
+	// Decode from a copy: the decoded datum's byte strings alias the bytes
+	// they were read from, and events outlive the block.
+	raw = bytes.Clone(raw)
 	md, err := decodeMarloweDatum(raw)
 	if err != nil {
 		mt.Rejected = append(mt.Rejected, RejectedOutput{Ref: ref, Version: v.Name, Role: marlowe.RoleSemantics, Reason: err.Error()})
@@ -375,6 +376,7 @@ func (c *Classifier) continuation(tx *block.Tx, out *block.TxOut, ref chain.TxOu
 		mt.Rejected = append(mt.Rejected, RejectedOutput{Ref: ref, Version: v.Name, Role: marlowe.RoleSemantics, ContractID: id, Reason: why})
 		return
 	}
+	raw = bytes.Clone(raw)
 	md, err := decodeMarloweDatum(raw)
 	if err != nil {
 		c.track(tracked, changes)
@@ -389,7 +391,7 @@ func (c *Classifier) continuation(tx *block.Tx, out *block.TxOut, ref chain.TxOu
 
 func (c *Classifier) contractOutput(out *block.TxOut, ref chain.TxOutRef, v *marlowe.ScriptVersion, raw []byte, md *marlowe.MarloweData, id chain.TxOutRef) ContractOutput {
 	o := cloneOutput(*out)
-	return ContractOutput{Ref: ref, Version: v.Name, Address: o.Address, Value: o.Value, Datum: bytes.Clone(raw), Data: md, ContractID: id}
+	return ContractOutput{Ref: ref, Version: v.Name, Address: o.Address, Value: o.Value, Datum: raw, Data: md, ContractID: id}
 }
 
 func (c *Classifier) payout(tx *block.Tx, out *block.TxOut, ref chain.TxOutRef, v *marlowe.ScriptVersion, in *ContractInput, mt *MarloweTx, changes *UTxOChanges) {
@@ -399,13 +401,14 @@ func (c *Classifier) payout(tx *block.Tx, out *block.TxOut, ref chain.TxOutRef, 
 		mt.Rejected = append(mt.Rejected, RejectedOutput{Ref: ref, Version: v.Name, Role: marlowe.RolePayout, ContractID: id, Reason: why})
 		return
 	}
+	raw = bytes.Clone(raw)
 	p, err := decodePayoutDatum(raw)
 	if err != nil {
 		mt.Rejected = append(mt.Rejected, RejectedOutput{Ref: ref, Version: v.Name, Role: marlowe.RolePayout, ContractID: id, Reason: err.Error()})
 		return
 	}
 	o := cloneOutput(*out)
-	mt.Payouts = append(mt.Payouts, PayoutOutput{Ref: ref, Version: v.Name, Address: o.Address, Value: o.Value, Datum: bytes.Clone(raw), Payout: p, ContractID: id})
+	mt.Payouts = append(mt.Payouts, PayoutOutput{Ref: ref, Version: v.Name, Address: o.Address, Value: o.Value, Datum: raw, Payout: p, ContractID: id})
 	c.track(TrackedUTxO{Ref: ref, Kind: KindPayout, ContractID: id, Version: v.Name, Address: o.Address,
 		RolesCurrency: bytes.Clone(p.RolesCurrency), Role: bytes.Clone(p.Role)}, changes)
 }

@@ -344,3 +344,75 @@ func FuzzClassify(f *testing.F) {
 		}
 	})
 }
+
+// TestEventsDoNotAliasBlockBytes checks that nothing in an event points into
+// the raw block: events and the UTxO set outlive the block (the history
+// store caches contract headers for the process's lifetime), and a slice into
+// the block would keep all of it in memory. The block's bytes are scribbled
+// over after classification and the event must not change.
+func TestEventsDoNotAliasBlockBytes(t *testing.T) {
+	cb := newChainBuilder(t)
+	v := marlowe.ScriptVersions[4]
+	addr := scriptAddr(v.Semantics, 0x70, nil)
+	currency := make([]byte, 28)
+	for i := range currency {
+		currency[i] = byte(0x40 + i)
+	}
+	classifyScribbled := func(txs ...block.Tx) *classify.RollForward {
+		t.Helper()
+		raw, b, err := block.BuildConwayBlock(block.HeaderSpec{Slot: cb.tip.Slot + 20, BlockNo: cb.tip.BlockNo + 1, PrevHash: cb.tip.Hash}, txs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cb.tip = b.Header
+		ev, err := cb.c.RollForward(block.TypeConway, raw, chain.Tip{Point: b.Header.Point(), BlockNo: b.Header.BlockNo})
+		if err != nil || len(ev.Failures) > 0 {
+			t.Fatalf("classify: %v %v", err, ev.Failures)
+		}
+		for i := range raw {
+			raw[i] = 0xaa
+		}
+		return ev
+	}
+
+	datum := simpleDatum(currency)
+	create := block.Tx{Inputs: []chain.TxOutRef{cb.ref()}, Fee: 1, IsValid: true,
+		Outputs: []block.TxOut{{Address: addr, Value: block.Value{Lovelace: 2_000_000}, InlineDatum: datum}}}
+	ev := classifyScribbled(create)
+	cr := ev.Txs[0].Creates[0]
+	if !slices.Equal(cr.Datum, datum) || !slices.Equal(pd.Encode(cr.Data.ToData()), datum) {
+		t.Fatal("the created contract's datum changed with the block's bytes")
+	}
+	if !slices.Equal(cr.Data.Params.RolesCurrency, currency) || !slices.Equal(cr.Address, addr) {
+		t.Fatalf("roles currency or address changed with the block's bytes: %x %x", cr.Data.Params.RolesCurrency, cr.Address)
+	}
+
+	payoutDatum := pd.Encode((&marlowe.PayoutDatum{RolesCurrency: currency, Role: []byte("b")}).ToData())
+	pdHash := block.DatumHash(payoutDatum)
+	redeemer := depositRedeemer()
+	apply := block.Tx{Inputs: []chain.TxOutRef{cr.Ref}, Fee: 1, IsValid: true,
+		Redeemers: []block.Redeemer{{Tag: block.RedeemerSpend, Index: 0, Data: redeemer}},
+		Outputs:   []block.TxOut{{Address: scriptAddr(v.Payout, 0x70, nil), Value: block.Value{Lovelace: 10}, DatumHash: &pdHash}},
+		Datums:    map[chain.Hash32][]byte{pdHash: payoutDatum},
+	}
+	ev = classifyScribbled(apply)
+	tx := ev.Txs[0]
+	if len(tx.Payouts) != 1 || len(tx.ContractInputs) != 1 {
+		t.Fatalf("apply not recognised: %+v", tx)
+	}
+	p := tx.Payouts[0]
+	if string(p.Payout.Role) != "b" || !slices.Equal(p.Payout.RolesCurrency, currency) || !slices.Equal(p.Datum, payoutDatum) {
+		t.Fatalf("payout changed with the block's bytes: %x %q", p.Payout.RolesCurrency, p.Payout.Role)
+	}
+	if !slices.Equal(tx.ContractInputs[0].Redeemer, redeemer) || !slices.Equal(tx.Datums[pdHash], payoutDatum) {
+		t.Fatal("redeemer or witness datum changed with the block's bytes")
+	}
+	in := tx.ContractInputs[0].Inputs[0].Content.(*marlowe.IDeposit)
+	if string(in.From.Role) != "a" {
+		t.Fatalf("decoded input changed with the block's bytes: %q", in.From.Role)
+	}
+	tracked, ok := cb.c.UTxOs().Get(p.Ref)
+	if !ok || !slices.Equal(tracked.RolesCurrency, currency) || string(tracked.Role) != "b" {
+		t.Fatalf("tracked payout changed with the block's bytes: %+v", tracked)
+	}
+}
