@@ -171,7 +171,7 @@ func (f *folder) addParties(e *entry, ps []history.Party) {
 		e.parties = map[string]bool{}
 	}
 	for _, p := range ps {
-		cp := contractstore.ContractParty{ContractID: e.row.ID, Party: p}
+		cp := contractstore.ContractParty{ContractID: e.row.ID, Seq: e.row.Seq, Party: p}
 		key := partyKey(&cp)
 		if e.parties[key] {
 			continue

@@ -236,6 +236,7 @@ type ContractTag struct {
 // role (roles currency and role name bytes).
 type ContractParty struct {
 	ContractID chain.TxOutRef
+	Seq        int64 // the contract's creation seq (list order)
 	Party      history.Party
 }
 

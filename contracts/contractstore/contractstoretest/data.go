@@ -178,8 +178,8 @@ func (g *gen) next(creates, steps, withdraws int) *contractstore.CommitParams {
 			p.Tags = append(p.Tags, contractstore.ContractTag{ContractID: id, Seq: g.seq, Tag: t})
 		}
 		p.Parties = append(p.Parties,
-			contractstore.ContractParty{ContractID: id, Party: history.Party{Address: address(n % 7)}},
-			contractstore.ContractParty{ContractID: id, Party: history.Party{RoleCurrency: rc, Role: []byte(roleNames[n%3])}})
+			contractstore.ContractParty{ContractID: id, Seq: g.seq, Party: history.Party{Address: address(n % 7)}},
+			contractstore.ContractParty{ContractID: id, Seq: g.seq, Party: history.Party{RoleCurrency: rc, Role: []byte(roleNames[n%3])}})
 		g.open = append(g.open, id)
 	}
 	for i := 0; i < steps && len(g.open) > 0; i++ {

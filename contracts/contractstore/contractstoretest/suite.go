@@ -271,6 +271,9 @@ func testFilters(t *testing.T, b contractstore.Backend) {
 		{PartyAddress: []string{address(4)}, PartyRole: roles(1, 1)},
 		{RolesCurrency: [][]byte{currencies[1]}, Tags: []string{"beta"}, PartyAddress: []string{address(1)}, PartyRole: roles(1, 1)},
 		{RolesCurrency: [][]byte{currencies[2]}, Status: contractstore.StatusOpen, Tags: []string{"alpha", "gamma"}},
+		{Tags: []string{"alpha", "beta", "alpha"}},
+		{PartyAddress: []string{address(1), address(2), address(1)}, PartyRole: roles(1, 1, 2, 2), Status: contractstore.StatusOpen},
+		{Tags: []string{"gamma"}, PartyAddress: []string{address(5)}},
 	}
 	for i, f := range filters {
 		want := m.list(&f)
@@ -284,6 +287,22 @@ func testFilters(t *testing.T, b contractstore.Backend) {
 		cheap := len(f.RolesCurrency) == 0 && len(f.Tags) == 0 && len(f.PartyAddress) == 0 && len(f.PartyRole) == 0
 		if cheap != (total != nil) || (total != nil && *total != int64(len(want))) {
 			t.Fatalf("filter %d: total %v, want %d (cheap %v)", i, total, len(want), cheap)
+		}
+		// Small pages in both directions: a contract found through two of
+		// the filter's values appears once, and pages neither skip nor repeat.
+		for _, desc := range []bool{false, true} {
+			paged, _ := listAll(t, b, f, 3, desc)
+			if desc {
+				slices.Reverse(paged)
+			}
+			if len(paged) != len(want) {
+				t.Fatalf("filter %d, pages of 3 (descending %v): %d contracts, want %d", i, desc, len(paged), len(want))
+			}
+			for k := range paged {
+				if paged[k].ID != want[k].ID {
+					t.Fatalf("filter %d, pages of 3 (descending %v): contract %d is %s, want %s", i, desc, k, paged[k].ID, want[k].ID)
+				}
+			}
 		}
 	}
 }

@@ -269,7 +269,7 @@ func testReset(t *testing.T, b contractstore.Backend) {
 			p.Tags = append(p.Tags, contractstore.ContractTag{ContractID: r.ID, Seq: c.Seq, Tag: tag})
 		}
 		for _, party := range m.parties[r.ID] {
-			p.Parties = append(p.Parties, contractstore.ContractParty{ContractID: r.ID, Party: party})
+			p.Parties = append(p.Parties, contractstore.ContractParty{ContractID: r.ID, Seq: c.Seq, Party: party})
 		}
 	}
 	if err := b.Commit(ctx, p); err != nil {

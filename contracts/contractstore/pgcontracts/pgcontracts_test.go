@@ -4,6 +4,7 @@ import (
 	"context"
 	"testing"
 
+	"github.com/jackc/pgx/v5"
 	"go.uber.org/goleak"
 
 	"github.com/marlowe-follower/follower/contracts/contractstore"
@@ -44,4 +45,25 @@ func TestSchemaVersionAndConcurrentInit(t *testing.T) {
 	if stored, latest, err := s.SchemaVersion(ctx); err != nil || stored != latest {
 		t.Fatalf("after Init: %d %d %v", stored, latest, err)
 	}
+}
+
+// BenchmarkLists: pages of each contract filter over 20,000 contracts.
+//
+//	go test -run '^$' -bench BenchmarkLists ./contracts/contractstore/pgcontracts/
+func BenchmarkLists(b *testing.B) {
+	url := contractstoretest.PostgresURL(b)
+	schema := contractstoretest.NewSchema(b, url)
+	store := contractstoretest.OpenPostgres(b, url, schema)
+	defer store.Close()
+	contractstoretest.BenchmarkLists(b, store, 20000, func() {
+		conn, err := pgx.Connect(context.Background(), url)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer conn.Close(context.Background())
+		if _, err := conn.Exec(context.Background(), "ANALYZE "+pgx.Identifier{schema, "cv_contracts"}.Sanitize()+", "+
+			pgx.Identifier{schema, "cv_contract_tags"}.Sanitize()+", "+pgx.Identifier{schema, "cv_contract_parties"}.Sanitize()); err != nil {
+			b.Fatal(err)
+		}
+	})
 }

@@ -47,3 +47,12 @@ func TestOwnFileAndSchemaVersion(t *testing.T) {
 		t.Fatalf("a read after Close: %v", err)
 	}
 }
+
+// BenchmarkLists: pages of each contract filter over 20,000 contracts.
+//
+//	go test -run '^$' -bench BenchmarkLists ./contracts/contractstore/sqlitecontracts/
+func BenchmarkLists(b *testing.B) {
+	store := contractstoretest.OpenSQLite(b, b.TempDir())
+	defer store.Close()
+	contractstoretest.BenchmarkLists(b, store, 20000, nil)
+}

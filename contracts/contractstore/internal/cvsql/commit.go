@@ -50,9 +50,9 @@ func BuildCommit(p *contractstore.CommitParams) []Stmt {
 		})...)
 	}
 	if len(p.Parties) > 0 {
-		out = append(out, chunked(len(p.Parties), 5, func(n int) string {
-			return `INSERT INTO cv_contract_parties (contract_id, party_key, address, role_currency, role_name) VALUES ` +
-				marks(n, 5) + ` ON CONFLICT (contract_id, party_key) DO NOTHING`
+		out = append(out, chunked(len(p.Parties), 6, func(n int) string {
+			return `INSERT INTO cv_contract_parties (contract_id, party_key, address, role_currency, role_name, created_seq) VALUES ` +
+				marks(n, 6) + ` ON CONFLICT (contract_id, party_key) DO NOTHING`
 		}, func(i int) []any { return partyArgs(&p.Parties[i]) })...)
 	}
 	if len(p.Transactions) > 0 {
@@ -157,7 +157,7 @@ func partyArgs(p *contractstore.ContractParty) []any {
 	} else {
 		cur, role = NonNil(p.Party.RoleCurrency), NonNil(p.Party.Role)
 	}
-	return []any{RefBytes(p.ContractID), PartyKey(p), addr, cur, role}
+	return []any{RefBytes(p.ContractID), PartyKey(p), addr, cur, role, p.Seq}
 }
 
 func transactionArgs(t *contractstore.Transaction) []any {

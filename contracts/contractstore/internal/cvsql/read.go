@@ -3,6 +3,7 @@ package cvsql
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/marlowe-follower/follower/chainsync/chain"
@@ -123,19 +124,52 @@ func (w *where) String() string {
 	return " WHERE " + strings.Join(w.conds, " AND ")
 }
 
-// contractListQuery builds the statement of a contract page: limit+1 rows.
+// contractListQuery builds the statement of a contract page. Its rows are
+// in list order and may hold a contract twice (consecutively); the caller
+// drops repeats and keeps limit+1 rows.
+//
+// A page costs the page, not the store. Each value of the filter's most
+// selective list (its tags, else its parties) has an index in creation
+// order (tag, created_seq; address, created_seq; role, created_seq), so the
+// statement reads, for each value, the first limit+1 contracts that have it
+// and pass the other conditions, and merges those runs: the first limit+1
+// of the merge are the page. Testing every contract in creation order costs
+// the contracts before the page's last match (every contract, for a rare
+// filter), and a hashed semi-join costs every contract with the value.
 func contractListQuery(p *contractstore.ContractListParams) (sql string, args []any, limit int) {
 	f := &p.Filter
-	var w where
-	order := "c.created_seq"
-	if p.Descending {
-		order += " DESC"
-		if p.After > 0 {
-			w.add("c.created_seq < ?", p.After)
-		}
-	} else if p.After > 0 {
-		w.add("c.created_seq > ?", p.After)
+	limit = clampLimit(p.Limit)
+	type drive struct {
+		from string // the driving table as d, joined to cv_contracts c
+		cond string
+		args []any
 	}
+	var drives []drive
+	partiesDrive := false
+	switch {
+	case len(f.Tags) > 0:
+		for _, t := range uniqueStrings(f.Tags) {
+			drives = append(drives, drive{"cv_contract_tags", "d.tag = ?", []any{[]byte(t)}})
+		}
+	case len(f.PartyAddress) > 0 || len(f.PartyRole) > 0:
+		partiesDrive = true
+		for _, a := range uniqueStrings(f.PartyAddress) {
+			drives = append(drives, drive{"cv_contract_parties", "d.address = ?", []any{a}})
+		}
+		seen := map[string]bool{}
+		for _, r := range f.PartyRole {
+			key := string(r.Currency) + "\x00" + string(r.Name)
+			if seen[key] {
+				continue
+			}
+			seen[key] = true
+			drives = append(drives, drive{"cv_contract_parties", "d.role_currency = ? AND d.role_name = ?",
+				[]any{NonNil(r.Currency), NonNil(r.Name)}})
+		}
+	}
+	// The conditions on the contract itself, and the party condition when
+	// parties do not drive.
+	var w where
 	if f.Status != "" {
 		w.add("c.status = ?", string(f.Status))
 	}
@@ -146,37 +180,80 @@ func contractListQuery(p *contractstore.ContractListParams) (sql string, args []
 		}
 		w.add("c.roles_currency IN ("+marks(len(args), 1)+")", args...)
 	}
-	if len(f.Tags) > 0 {
-		args := make([]any, len(f.Tags))
-		for i, t := range f.Tags {
-			args[i] = []byte(t)
-		}
-		w.add("c.contract_id IN (SELECT t.contract_id FROM cv_contract_tags t WHERE t.tag IN ("+marks(len(args), 1)+"))", args...)
-	}
-	if len(f.PartyAddress) > 0 || len(f.PartyRole) > 0 {
+	if !partiesDrive && (len(f.PartyAddress) > 0 || len(f.PartyRole) > 0) {
 		var alts []string
 		var args []any
-		if len(f.PartyAddress) > 0 {
-			alts = append(alts, "c.contract_id IN (SELECT pa.contract_id FROM cv_contract_parties pa WHERE pa.address IN ("+
-				marks(len(f.PartyAddress), 1)+"))")
-			for _, a := range f.PartyAddress {
-				args = append(args, a)
-			}
+		for _, a := range f.PartyAddress {
+			alts = append(alts, "pa.address = ?")
+			args = append(args, a)
 		}
-		if len(f.PartyRole) > 0 {
-			roles := make([]string, len(f.PartyRole))
-			for i, r := range f.PartyRole {
-				roles[i] = "(pr.role_currency = ? AND pr.role_name = ?)"
-				args = append(args, NonNil(r.Currency), NonNil(r.Name))
-			}
-			alts = append(alts, "c.contract_id IN (SELECT pr.contract_id FROM cv_contract_parties pr WHERE "+
-				strings.Join(roles, " OR ")+")")
+		for _, r := range f.PartyRole {
+			alts = append(alts, "(pa.role_currency = ? AND pa.role_name = ?)")
+			args = append(args, NonNil(r.Currency), NonNil(r.Name))
 		}
-		w.add("("+strings.Join(alts, " OR ")+")", args...)
+		w.add("EXISTS (SELECT 1 FROM cv_contract_parties pa WHERE pa.contract_id = c.contract_id AND ("+
+			strings.Join(alts, " OR ")+"))", args...)
 	}
-	limit = clampLimit(p.Limit)
-	return `SELECT ` + contractCols + ` FROM cv_contracts c` + w.String() + ` ORDER BY ` + order + ` LIMIT ?`,
-		append(w.args, limit+1), limit
+	seqCond := func(col string) (string, bool) {
+		switch {
+		case p.After <= 0:
+			return "", false
+		case p.Descending:
+			return col + " < ?", true
+		}
+		return col + " > ?", true
+	}
+	order := " ORDER BY %s"
+	if p.Descending {
+		order += " DESC"
+	}
+	if len(drives) == 0 {
+		if cond, ok := seqCond("c.created_seq"); ok {
+			w.add(cond, p.After)
+		}
+		return `SELECT ` + contractCols + ` FROM cv_contracts c` + w.String() + fmt.Sprintf(order, "c.created_seq") + ` LIMIT ?`,
+			append(w.args, limit+1), limit
+	}
+	var parts []string
+	for _, d := range drives {
+		dw := where{conds: []string{d.cond}, args: slices.Clone(d.args)}
+		if cond, ok := seqCond("d.created_seq"); ok {
+			dw.add(cond, p.After)
+		}
+		dw.conds = append(dw.conds, w.conds...)
+		dw.args = append(dw.args, w.args...)
+		parts = append(parts, `SELECT `+contractCols+` FROM `+d.from+` d JOIN cv_contracts c ON c.contract_id = d.contract_id`+
+			dw.String()+fmt.Sprintf(order, "d.created_seq")+` LIMIT ?`)
+		args = append(args, dw.args...)
+		args = append(args, limit+1)
+	}
+	if len(parts) == 1 {
+		return parts[0], args, limit
+	}
+	for i := range parts {
+		parts[i] = fmt.Sprintf("SELECT * FROM (%s) AS d%d", parts[i], i)
+	}
+	return `SELECT * FROM (` + strings.Join(parts, " UNION ALL ") + `) AS u` + fmt.Sprintf(order, "u.created_seq"), args, limit
+}
+
+// uniqueStrings returns ss without repeats, in first-seen order.
+func uniqueStrings(ss []string) []string {
+	out := make([]string, 0, len(ss))
+	for _, s := range ss {
+		if !slices.Contains(out, s) {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// appendContract adds a row of a contract page unless it repeats the last
+// one (a contract found through two of the filter's values).
+func appendContract(page *contractstore.ContractPage, c *contractstore.Contract) {
+	if n := len(page.Contracts); n > 0 && page.Contracts[n-1].Seq == c.Seq {
+		return
+	}
+	page.Contracts = append(page.Contracts, *c)
 }
 
 // finishContractPage trims the page and sets its total when cheap.
@@ -210,7 +287,7 @@ func ContractList(ctx context.Context, q Querier, p *contractstore.ContractListP
 	err = each(ctx, q, sql, args, c.dest(false), func() error {
 		ct, err := c.contract()
 		if err == nil {
-			page.Contracts = append(page.Contracts, *ct)
+			appendContract(page, ct)
 		}
 		return err
 	})
@@ -246,7 +323,7 @@ func ContractListLateral(ctx context.Context, q Querier, p *contractstore.Contra
 			rows++
 			ct, err := c.contract()
 			if err == nil && ct != nil {
-				page.Contracts = append(page.Contracts, *ct)
+				appendContract(page, ct)
 			}
 			return err
 		})
