@@ -223,7 +223,14 @@ func (c *conn) subscribe(cmd *protocol.Command) {
 	c.send(&protocol.Frame{Type: protocol.TypeSubscribed, Stream: cmd.Stream, Durable: st.durable, Mode: st.mode,
 		Cursor: acked.String(), BatchSize: st.batchSize, BatchTimeout: protocol.Duration(st.batchTimeout),
 		Filter: &st.wire, Tip: ptr(c.srv.tip())})
-	if !st.attach(a) {
+	switch st.attach(a) {
+	case "":
+	case protocol.CodeShuttingDown:
+		c.dropSub(a, protocol.CodeShuttingDown, "the server is shutting down")
+		if !st.durable {
+			c.srv.forgetEphemeral(st)
+		}
+	default:
 		c.dropSub(a, protocol.CodeStreamDeleted, "the durable stream was deleted")
 	}
 }

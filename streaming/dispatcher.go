@@ -65,12 +65,17 @@ func newDispatcher(st *stream) *dispatcher {
 		replies: make(chan reply, 4), exited: make(chan struct{})}
 }
 
-// start runs the dispatcher; the caller holds st.mu.
-func (d *dispatcher) start() {
+// start runs the dispatcher; the caller holds st.mu. It returns false,
+// starting nothing, once the server is shutting down.
+func (d *dispatcher) start() bool {
+	if !d.srv.addWork() {
+		d.cancel()
+		return false
+	}
 	d.acked = d.st.acked
 	d.pending = d.st.pending
-	d.srv.wg.Add(1)
 	go d.run()
+	return true
 }
 
 func (d *dispatcher) stop() { d.cancel() }

@@ -53,9 +53,14 @@ type Server struct {
 
 	ctx      context.Context // cancelled at the very end of Shutdown
 	cancel   context.CancelFunc
-	stopped  chan struct{} // closed when Shutdown begins
-	shutDown chan struct{} // closed when Shutdown ends
-	wg       sync.WaitGroup
+	stopped  chan struct{}  // closed when Shutdown begins
+	shutDown chan struct{}  // closed when Shutdown ends
+	wg       sync.WaitGroup // dispatchers and their pumps
+	// workMu orders wg.Add of goroutines started from outside wg (a
+	// dispatcher started by a subscribe) before Shutdown's wg.Wait: noWork
+	// is set under it before the wait, and no such Add happens after.
+	workMu   sync.Mutex
+	noWork   bool
 	closing  atomic.Bool
 	nextID   atomic.Uint64
 	tipCache atomic.Pointer[encodedTip]
@@ -173,6 +178,18 @@ func (s *Server) Addr() net.Addr {
 }
 
 func (s *Server) isClosing() bool { return s.closing.Load() }
+
+// addWork counts in a goroutine started from outside s.wg, or returns false
+// once the server is shutting down.
+func (s *Server) addWork() bool {
+	s.workMu.Lock()
+	defer s.workMu.Unlock()
+	if s.noWork || s.closing.Load() {
+		return false
+	}
+	s.wg.Add(1)
+	return true
+}
 
 func (s *Server) head() int64 { return s.h.Head() }
 
@@ -366,6 +383,9 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	for _, c := range conns {
 		c.close(websocket.StatusGoingAway, protocol.CloseShuttingDown)
 	}
+	s.workMu.Lock()
+	s.noWork = true
+	s.workMu.Unlock()
 	done := make(chan struct{})
 	go func() {
 		s.wg.Wait()

@@ -59,20 +59,25 @@ type attachment struct {
 func (a *attachment) leave() { a.goneOnce.Do(func() { close(a.gone) }) }
 
 // attach adds a connection to the stream and makes sure a dispatcher runs.
-func (st *stream) attach(a *attachment) bool {
+// It returns "" or the error code of why it could not: the durable stream
+// was deleted, or the server is shutting down.
+func (st *stream) attach(a *attachment) string {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	if st.closed {
-		return false
+		return protocol.CodeStreamDeleted
 	}
-	st.atts = append(st.atts, a)
 	if st.disp == nil {
-		st.disp = newDispatcher(st)
-		st.disp.start()
+		d := newDispatcher(st)
+		if !d.start() {
+			return protocol.CodeShuttingDown
+		}
+		st.disp = d
 	} else {
 		st.disp.wakeUp()
 	}
-	return true
+	st.atts = append(st.atts, a)
+	return ""
 }
 
 // detach removes a connection. The round trip bound to it, if any, ends at
@@ -161,8 +166,9 @@ func (st *stream) dispatcherExited(d *dispatcher) {
 	if st.closed || len(st.atts) == 0 || st.srv.isClosing() {
 		return
 	}
-	st.disp = newDispatcher(st)
-	st.disp.start()
+	if d := newDispatcher(st); d.start() {
+		st.disp = d
+	}
 }
 
 // close ends the stream for good (a deleted durable stream): every
