@@ -4,69 +4,22 @@ import (
 	"context"
 	"fmt"
 	"io/fs"
-	"path"
-	"slices"
-	"strconv"
-	"strings"
 
 	"github.com/marlowe-follower/follower/history"
+	"github.com/marlowe-follower/follower/history/sqlmigrate"
 )
 
 // Migration is one numbered schema change.
-type Migration struct {
-	Version int
-	Name    string
-	SQL     string
-}
+type Migration = sqlmigrate.Migration
 
 // LoadMigrations reads the migrations in dir of fsys: files named
 // NNNN_description.sql, numbered from 1 without gaps, applied in order.
-func LoadMigrations(fsys fs.FS, dir string) ([]Migration, error) {
-	entries, err := fs.ReadDir(fsys, dir)
-	if err != nil {
-		return nil, fmt.Errorf("migrations: %w", err)
-	}
-	var ms []Migration
-	for _, e := range entries {
-		name := e.Name()
-		if e.IsDir() || !strings.HasSuffix(name, ".sql") {
-			continue
-		}
-		num, _, ok := strings.Cut(name, "_")
-		if !ok {
-			return nil, fmt.Errorf("migration %s: want NNNN_description.sql", name)
-		}
-		v, err := strconv.Atoi(num)
-		if err != nil || v <= 0 {
-			return nil, fmt.Errorf("migration %s: bad number %q", name, num)
-		}
-		text, err := fs.ReadFile(fsys, path.Join(dir, name))
-		if err != nil {
-			return nil, fmt.Errorf("migration %s: %w", name, err)
-		}
-		ms = append(ms, Migration{Version: v, Name: name, SQL: string(text)})
-	}
-	slices.SortFunc(ms, func(a, b Migration) int { return a.Version - b.Version })
-	for i, m := range ms {
-		if m.Version != i+1 {
-			return nil, fmt.Errorf("migration %s: want number %d (numbers start at 1, without gaps)", m.Name, i+1)
-		}
-	}
-	if len(ms) == 0 {
-		return nil, fmt.Errorf("migrations: none in %s", dir)
-	}
-	return ms, nil
-}
+func LoadMigrations(fsys fs.FS, dir string) ([]Migration, error) { return sqlmigrate.Load(fsys, dir) }
 
 // Pending returns the migrations after version stored; an error wrapping
 // history.ErrSchemaTooNew when stored is newer than the newest migration.
 func Pending(ms []Migration, stored int) ([]Migration, error) {
-	latest := len(ms)
-	if stored > latest {
-		return nil, fmt.Errorf("%w: schema version %d, this binary knows up to %d",
-			history.ErrSchemaTooNew, stored, latest)
-	}
-	return ms[stored:], nil
+	return sqlmigrate.Pending(ms, stored, history.ErrSchemaTooNew)
 }
 
 // MigrationTx is what Migrate needs of a backend's write transaction.

@@ -18,9 +18,9 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/marlowe-follower/follower/history/sqlmigrate"
 	"github.com/marlowe-follower/follower/streaming/protocol"
 	"github.com/marlowe-follower/follower/streaming/streamstore"
-	"github.com/marlowe-follower/follower/streaming/streamstore/internal/sqlmigrate"
 )
 
 //go:embed migrations/*.sql
@@ -101,7 +101,7 @@ func (s *Store) migrate(ctx context.Context, ms []sqlmigrate.Migration) error {
 		_, _, err := sqlmigrate.Apply(ctx, pgDialect{tx}, ms, `CREATE TABLE IF NOT EXISTS ws_schema_migrations (
 			version    integer     PRIMARY KEY,
 			name       text        NOT NULL,
-			applied_at timestamptz NOT NULL DEFAULT now())`)
+			applied_at timestamptz NOT NULL DEFAULT now())`, streamstore.ErrSchemaTooNew)
 		return err
 	})
 	return s.translate("migrate", err)

@@ -22,9 +22,9 @@ import (
 	"modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
 
+	"github.com/marlowe-follower/follower/history/sqlmigrate"
 	"github.com/marlowe-follower/follower/streaming/protocol"
 	"github.com/marlowe-follower/follower/streaming/streamstore"
-	"github.com/marlowe-follower/follower/streaming/streamstore/internal/sqlmigrate"
 )
 
 //go:embed migrations/*.sql
@@ -95,7 +95,7 @@ func (s *Store) migrate(ctx context.Context, ms []sqlmigrate.Migration) error {
 		_, _, err := sqlmigrate.Apply(ctx, sqliteDialect{tx}, ms, `CREATE TABLE IF NOT EXISTS ws_schema_migrations (
 			version    INTEGER PRIMARY KEY,
 			name       TEXT    NOT NULL,
-			applied_at INTEGER NOT NULL) STRICT`)
+			applied_at INTEGER NOT NULL) STRICT`, streamstore.ErrSchemaTooNew)
 		return err
 	})
 	return s.translate("migrate", err)

@@ -1,6 +1,9 @@
 // Package sqlmigrate reads the numbered, embedded schema migrations of the
-// stream store backends and applies them, in one transaction, through a
-// small interface each backend implements over its driver.
+// SQL backends (history, contract and stream stores, on PostgreSQL and
+// SQLite) and applies them, in one transaction, through a small interface
+// each backend implements over its driver. Each store keeps its own
+// migrations table, so the three schemas version independently in one
+// database.
 package sqlmigrate
 
 import (
@@ -11,8 +14,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-
-	"github.com/marlowe-follower/follower/streaming/streamstore"
 )
 
 // Migration is one numbered schema change.
@@ -36,9 +37,12 @@ func Load(fsys fs.FS, dir string) ([]Migration, error) {
 			continue
 		}
 		num, _, ok := strings.Cut(name, "_")
-		v, err := strconv.Atoi(num)
-		if !ok || err != nil || v <= 0 {
+		if !ok {
 			return nil, fmt.Errorf("migration %s: want NNNN_description.sql", name)
+		}
+		v, err := strconv.Atoi(num)
+		if err != nil || v <= 0 {
+			return nil, fmt.Errorf("migration %s: bad number %q", name, num)
 		}
 		text, err := fs.ReadFile(fsys, path.Join(dir, name))
 		if err != nil {
@@ -49,7 +53,7 @@ func Load(fsys fs.FS, dir string) ([]Migration, error) {
 	slices.SortFunc(ms, func(a, b Migration) int { return a.Version - b.Version })
 	for i, m := range ms {
 		if m.Version != i+1 {
-			return nil, fmt.Errorf("migration %s: want number %d", m.Name, i+1)
+			return nil, fmt.Errorf("migration %s: want number %d (numbers start at 1, without gaps)", m.Name, i+1)
 		}
 	}
 	if len(ms) == 0 {
@@ -59,11 +63,11 @@ func Load(fsys fs.FS, dir string) ([]Migration, error) {
 }
 
 // Pending returns the migrations after version stored, or an error
-// wrapping streamstore.ErrSchemaTooNew.
-func Pending(ms []Migration, stored int) ([]Migration, error) {
+// wrapping tooNew (the store's "schema newer than this binary" error) when
+// stored is newer than the newest migration.
+func Pending(ms []Migration, stored int, tooNew error) ([]Migration, error) {
 	if stored > len(ms) {
-		return nil, fmt.Errorf("%w: schema version %d, this binary knows up to %d",
-			streamstore.ErrSchemaTooNew, stored, len(ms))
+		return nil, fmt.Errorf("%w: schema version %d, this binary knows up to %d", tooNew, stored, len(ms))
 	}
 	return ms[stored:], nil
 }
@@ -73,25 +77,25 @@ func Pending(ms []Migration, stored int) ([]Migration, error) {
 type Dialect interface {
 	// Exec runs a statement without arguments.
 	Exec(ctx context.Context, query string) error
-	// Version returns the newest version in ws_schema_migrations (0 when
+	// Version returns the newest version in the migrations table (0 when
 	// it is empty).
 	Version(ctx context.Context) (int, error)
-	// Record adds a version to ws_schema_migrations.
+	// Record adds a version to the migrations table.
 	Record(ctx context.Context, m Migration) error
 }
 
-// Apply creates ws_schema_migrations with createTable when it is missing,
+// Apply creates the migrations table with createTable when it is missing,
 // then runs the migrations after the stored version, recording each. It
-// returns the versions before and after, or an error wrapping
-// streamstore.ErrSchemaTooNew when the database is newer than ms.
-func Apply(ctx context.Context, d Dialect, ms []Migration, createTable string) (from, to int, err error) {
+// returns the versions before and after, or an error wrapping tooNew when
+// the database is newer than ms.
+func Apply(ctx context.Context, d Dialect, ms []Migration, createTable string, tooNew error) (from, to int, err error) {
 	if err := d.Exec(ctx, createTable); err != nil {
 		return 0, 0, err
 	}
 	if from, err = d.Version(ctx); err != nil {
 		return 0, 0, err
 	}
-	pending, err := Pending(ms, from)
+	pending, err := Pending(ms, from, tooNew)
 	if err != nil {
 		return from, from, err
 	}
