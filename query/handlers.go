@@ -182,14 +182,8 @@ func contractListParams(q *query) (*contractstore.ContractListParams, error) {
 	default:
 		return nil, bad("bad_order", fmt.Sprintf("order %q: want asc or desc", clip(order)))
 	}
-	if c, err := q.one("cursor"); err != nil {
+	if p.After, err = q.cursorAfter(kind); err != nil {
 		return nil, err
-	} else if c != "" {
-		n, err := cursorInts(c, kind, 1)
-		if err != nil {
-			return nil, err
-		}
-		p.After = n[0]
 	}
 	return p, nil
 }
@@ -253,16 +247,9 @@ func (s *Server) transactionList(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err, "")
 		return
 	}
-	if c, err := q.one("cursor"); err != nil || c != "" {
-		var n []int64
-		if err == nil {
-			n, err = cursorInts(c, cursorTransactions, 1)
-		}
-		if err != nil {
-			s.fail(w, r, err, "")
-			return
-		}
-		p.After = n[0]
+	if p.After, err = q.cursorAfter(cursorTransactions); err != nil {
+		s.fail(w, r, err, "")
+		return
 	}
 	ctx, cancel, ok := s.begin(w, r, q)
 	if !ok {
@@ -353,11 +340,7 @@ func (s *Server) contractHistory(w http.ResponseWriter, r *http.Request) {
 		mode = int64(history.ModeLog)
 	}
 	var asOf, after int64 = -1, 0
-	if c, err := q.one("cursor"); err != nil || c != "" {
-		var n []int64
-		if err == nil {
-			n, err = cursorInts(c, cursorHistory, 3)
-		}
+	if n, err := q.cursor(cursorHistory, 3); err != nil || n != nil {
 		if err == nil && n[0] != mode {
 			err = bad("bad_cursor", "the cursor was made with another includeRolledBack")
 		}

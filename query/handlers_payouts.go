@@ -146,16 +146,9 @@ func (s *Server) withdrawalList(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err, "")
 		return
 	}
-	if c, err := q.one("cursor"); err != nil || c != "" {
-		var n []int64
-		if err == nil {
-			n, err = cursorInts(c, cursorWithdrawals, 1)
-		}
-		if err != nil {
-			s.fail(w, r, err, "")
-			return
-		}
-		p.After = n[0]
+	if p.After, err = q.cursorAfter(cursorWithdrawals); err != nil {
+		s.fail(w, r, err, "")
+		return
 	}
 	ctx, cancel, ok := s.begin(w, r, q)
 	if !ok {

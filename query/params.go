@@ -234,6 +234,26 @@ func cursorInts(s, kind string, want int) ([]int64, error) {
 	return out, nil
 }
 
+// cursor reads the request's cursor parameter as want integers of a cursor
+// of kind; nil when there is none.
+func (q *query) cursor(kind string, want int) ([]int64, error) {
+	c, err := q.one("cursor")
+	if err != nil || c == "" {
+		return nil, err
+	}
+	return cursorInts(c, kind, want)
+}
+
+// cursorAfter reads a one-integer cursor of kind: the position a page
+// starts after, 0 when there is no cursor.
+func (q *query) cursorAfter(kind string) (int64, error) {
+	n, err := q.cursor(kind, 1)
+	if err != nil || n == nil {
+		return 0, err
+	}
+	return n[0], nil
+}
+
 // nextLink is the request's URL with the cursor set.
 func nextLink(r *http.Request, q *query, cursor string) *string {
 	v := url.Values{}
