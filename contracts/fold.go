@@ -234,6 +234,9 @@ func (f *folder) inputsApplied(e *entry, r *history.Record) error {
 		}
 		if po.Role != nil {
 			row.RolesCurrency, row.Status = e.row.RolesCurrency, contractstore.PayoutAvailable
+			if po.ValidatorAddress != nil {
+				row.ValidatorAddress = *po.ValidatorAddress
+			}
 		}
 		if e.payouts == nil {
 			e.payouts = map[chain.TxOutRef]int{}

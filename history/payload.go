@@ -72,6 +72,9 @@ type Payout struct {
 	Role    *string         `json:"role,omitempty"`
 	Address *string         `json:"address,omitempty"`
 	Assets  Assets          `json:"assets"`
+	// ValidatorAddress is the address of a role payout's output (the payout
+	// validator's, with whatever stake credential the output carries).
+	ValidatorAddress *string `json:"validatorAddress,omitempty"`
 }
 
 // InputsApplied is the payload of an inputs_applied record.

@@ -279,8 +279,8 @@ func (p *Processor) step(fs *ForwardStep, tx *classify.MarloweTx, ci *classify.C
 		if po.ContractID != id {
 			continue
 		}
-		ref, role := po.Ref, marlowe.NameText(po.Payout.Role)
-		payload.Payouts = append(payload.Payouts, Payout{Ref: &ref, Role: &role, Assets: AssetsOf(po.Value)})
+		ref, role, addr := po.Ref, marlowe.NameText(po.Payout.Role), chain.AddressText(po.Address)
+		payload.Payouts = append(payload.Payouts, Payout{Ref: &ref, Role: &role, Assets: AssetsOf(po.Value), ValidatorAddress: &addr})
 	}
 	payload.Payouts = append(payload.Payouts, p.addressPayouts(tx, ci, inputs)...)
 	ix := p.add(fs, tx, KindInputsApplied, id, payload)

@@ -61,6 +61,14 @@ type Backend interface {
 	TransactionList(ctx context.Context, p *TransactionListParams) (*TransactionPage, error)
 	// TransactionGet reads one step of a contract with its payload.
 	TransactionGet(ctx context.Context, contract chain.TxOutRef, tx chain.Hash32) (*Transaction, Position, error)
+	// TransactionProducing reads the step of a contract whose new contract
+	// output is out, with its payload; ErrNotFound when no step made it (the
+	// contract's first output, or no such output).
+	TransactionProducing(ctx context.Context, contract chain.TxOutRef, out chain.TxOutRef) (*Transaction, Position, error)
+	// TransactionSpending reads the applied step of a contract that spent
+	// the contract output in, with its payload; ErrNotFound while no applied
+	// step has spent it.
+	TransactionSpending(ctx context.Context, contract chain.TxOutRef, in chain.TxOutRef) (*Transaction, Position, error)
 	// PayoutList reads a page of payouts.
 	PayoutList(ctx context.Context, p *PayoutListParams) (*PayoutPage, error)
 	// PayoutGet reads one payout.
@@ -197,6 +205,9 @@ type Payout struct {
 	Assets        history.Assets
 	Status        PayoutStatus
 	Withdrawal    *WithdrawalRef
+	// ValidatorAddress is the address of a role payout's output (bech32);
+	// "" for address payouts and for payouts stored before it was recorded.
+	ValidatorAddress string
 }
 
 // WithdrawalRef says which transaction withdrew a payout.
@@ -296,8 +307,11 @@ type ContractPage struct {
 // TransactionListParams select a page of a contract's steps in seq order.
 type TransactionListParams struct {
 	Contract chain.TxOutRef
-	After    int64
-	Limit    int
+	// After is the seq the page starts after (before, when Descending); 0
+	// starts at the beginning (the newest step, when Descending).
+	After      int64
+	Descending bool
+	Limit      int
 }
 
 // TransactionPage is a page of steps.
@@ -318,8 +332,13 @@ type PayoutListParams struct {
 	Contracts []chain.TxOutRef
 	Roles     []history.RoleRef
 	Status    PayoutStatus // "" for any
-	After     *PayoutKey
-	Limit     int
+	// RolesOnly keeps payouts to roles only (no address payouts).
+	RolesOnly bool
+	// After is the key the page starts after (before, when Descending); nil
+	// starts at the beginning (the newest payout, when Descending).
+	After      *PayoutKey
+	Descending bool
+	Limit      int
 }
 
 // PayoutPage is a page of payouts.
@@ -332,8 +351,15 @@ type PayoutPage struct {
 // WithdrawalListParams select a page of withdrawals in seq order.
 type WithdrawalListParams struct {
 	Contracts []chain.TxOutRef
-	After     int64 // the Seq of the last withdrawal of the previous page
-	Limit     int
+	// RolesCurrency keeps the withdrawals of payouts under one of these roles
+	// currencies; the payouts a withdrawal shows are not filtered by it.
+	RolesCurrency [][]byte
+	// After is the LastSeq of the last withdrawal of the previous page; when
+	// Descending, the Seq of the last withdrawal of the previous page, the
+	// page holding the withdrawals before it (0: the newest first).
+	After      int64
+	Descending bool
+	Limit      int
 }
 
 // WithdrawalPage is a page of withdrawals.

@@ -204,7 +204,7 @@ func (g *gen) next(creates, steps, withdraws int) *contractstore.CommitParams {
 			role := roleNames[g.rounds%3]
 			addr := address(g.rounds % 7)
 			for j, po := range []contractstore.Payout{
-				{Role: &role, RolesCurrency: c.RolesCurrency, Status: contractstore.PayoutAvailable},
+				{Role: &role, RolesCurrency: c.RolesCurrency, Status: contractstore.PayoutAvailable, ValidatorAddress: address(g.rounds % 5)},
 				{Address: &addr, RolesCurrency: []byte{}, Status: contractstore.PayoutPaid},
 			} {
 				po.ID = chain.TxOutRef{TxID: tx, Index: uint32(1 + j)}

@@ -51,6 +51,31 @@ func testTransactions(t *testing.T, b contractstore.Backend) {
 				}
 			}
 		}
+		// Newest first, pages resuming before the last seq.
+		for _, limit := range []int{1, 2, 1000} {
+			var got []contractstore.Transaction
+			var before int64
+			for {
+				page, err := b.TransactionList(ctx, &contractstore.TransactionListParams{Contract: id, After: before,
+					Descending: true, Limit: limit})
+				if err != nil {
+					t.Fatal(err)
+				}
+				got = append(got, page.Transactions...)
+				if !page.More {
+					break
+				}
+				before = page.Transactions[len(page.Transactions)-1].Seq
+			}
+			if len(got) != len(want) {
+				t.Fatalf("%s descending: %d transactions, want %d", id, len(got), len(want))
+			}
+			for k := range got {
+				if got[k].Seq != want[len(want)-1-k].Seq {
+					t.Fatalf("%s descending: seq %d at %d, want %d", id, got[k].Seq, k, want[len(want)-1-k].Seq)
+				}
+			}
+		}
 		for _, w := range want {
 			got, at, err := b.TransactionGet(ctx, id, w.TxID)
 			if err != nil || at != m.head.Position {
@@ -60,6 +85,7 @@ func testTransactions(t *testing.T, b contractstore.Backend) {
 				t.Fatalf("%s %s:\n got %+v\nwant %+v", id, w.TxID, got, w)
 			}
 		}
+		testStepLinks(t, b, m, id, want)
 	}
 	// A contract without steps lists none, without error.
 	for id := range m.contracts {
@@ -68,6 +94,47 @@ func testTransactions(t *testing.T, b contractstore.Backend) {
 			if err != nil || len(page.Transactions) != 0 {
 				t.Fatalf("%s: %v %v", id, page, err)
 			}
+		}
+	}
+}
+
+// testStepLinks checks that each output of a contract leads to the step that
+// made it and to the applied step that spent it.
+func testStepLinks(t *testing.T, b contractstore.Backend, m *model, id chain.TxOutRef, steps []contractstore.Transaction) {
+	ctx := ctxOf(t)
+	spender := map[chain.TxOutRef]*contractstore.Transaction{}
+	for i := range steps {
+		if st := &steps[i]; st.Kind == contractstore.TxApplied && spender[st.Input] == nil {
+			spender[st.Input] = st
+		}
+	}
+	for i := range steps {
+		st := &steps[i]
+		if st.Output != nil {
+			got, at, err := b.TransactionProducing(ctx, id, *st.Output)
+			if err != nil || at != m.head.Position || !equalJSONOf(got, st) {
+				t.Fatalf("%s: producing %s: %+v (%v), want %+v", id, st.Output, got, err, st)
+			}
+			next, _, err := b.TransactionSpending(ctx, id, *st.Output)
+			switch want := spender[*st.Output]; {
+			case want == nil && !errors.Is(err, contractstore.ErrNotFound):
+				t.Fatalf("%s: spending the unspent %s: %+v (%v)", id, st.Output, next, err)
+			case want != nil && (err != nil || !equalJSONOf(next, want)):
+				t.Fatalf("%s: spending %s: %+v (%v), want %+v", id, st.Output, next, err, want)
+			}
+		}
+		if _, _, err := b.TransactionProducing(ctx, id, chain.TxOutRef{TxID: st.TxID, Index: 77}); !errors.Is(err, contractstore.ErrNotFound) {
+			t.Fatalf("%s: producing an output no step made: %v", id, err)
+		}
+	}
+	// The first output was made by the creation, not by a step.
+	if _, _, err := b.TransactionProducing(ctx, id, id); !errors.Is(err, contractstore.ErrNotFound) {
+		t.Fatalf("%s: producing the creation's output: %v", id, err)
+	}
+	if want := spender[id]; want != nil {
+		got, _, err := b.TransactionSpending(ctx, id, id)
+		if err != nil || !equalJSONOf(got, want) {
+			t.Fatalf("%s: spending the creation's output: %+v (%v), want %+v", id, got, err, want)
 		}
 	}
 }
@@ -87,6 +154,9 @@ func (m *model) payoutList(p *contractstore.PayoutListParams) []*contractstore.P
 		if p.Status != "" && po.Status != p.Status {
 			continue
 		}
+		if p.RolesOnly && po.Role == nil {
+			continue
+		}
 		out = append(out, po)
 	}
 	slices.SortFunc(out, func(a, b *contractstore.Payout) int {
@@ -95,6 +165,9 @@ func (m *model) payoutList(p *contractstore.PayoutListParams) []*contractstore.P
 		}
 		return a.ID.Compare(b.ID)
 	})
+	if p.Descending {
+		slices.Reverse(out)
+	}
 	return out
 }
 
@@ -116,6 +189,10 @@ func testPayouts(t *testing.T, b contractstore.Backend) {
 		{Roles: []history.RoleRef{{Currency: currencies[1], Name: []byte(roleNames[1])}}},
 		{Roles: []history.RoleRef{{Currency: currencies[0], Name: []byte(roleNames[2])}, {Currency: currencies[2], Name: []byte(roleNames[0])}},
 			Status: contractstore.PayoutAvailable},
+		{RolesOnly: true},
+		{RolesOnly: true, Descending: true},
+		{Descending: true},
+		{Contracts: someContracts, Status: contractstore.PayoutWithdrawn, Descending: true},
 	}
 	for i, q := range queries {
 		want := m.payoutList(&q)
@@ -156,12 +233,22 @@ func testPayouts(t *testing.T, b contractstore.Backend) {
 }
 
 // modelWithdrawals groups the model's withdrawal rows by transaction.
-func (m *model) withdrawalList(contracts []chain.TxOutRef) []contractstore.Withdrawal {
+func (m *model) withdrawalList(contracts []chain.TxOutRef, rolesCurrency [][]byte) []contractstore.Withdrawal {
 	rows := slices.Clone(m.withdrawals)
 	slices.SortFunc(rows, func(a, b contractstore.WithdrawalRow) int { return int(a.Seq - b.Seq) })
 	var out []contractstore.Withdrawal
 	for _, r := range rows {
 		if len(contracts) > 0 && !slices.Contains(contracts, r.ContractID) {
+			continue
+		}
+		if len(rolesCurrency) > 0 && !slices.ContainsFunc(rolesCurrency, func(rc []byte) bool {
+			for _, po := range m.payouts {
+				if po.Withdrawal != nil && po.Withdrawal.TxID == r.TxID && po.ContractID == r.ContractID && bytes.Equal(po.RolesCurrency, rc) {
+					return true
+				}
+			}
+			return false
+		}) {
 			continue
 		}
 		if n := len(out); n > 0 && out[n-1].TxID == r.TxID {
@@ -198,33 +285,48 @@ func testWithdrawals(t *testing.T, b contractstore.Backend) {
 		one = []chain.TxOutRef{w.ContractID}
 		break
 	}
-	for _, contracts := range [][]chain.TxOutRef{nil, one} {
-		want := m.withdrawalList(contracts)
+	type wq struct {
+		contracts []chain.TxOutRef
+		rcs       [][]byte
+	}
+	for _, q := range []wq{{}, {contracts: one}, {rcs: [][]byte{currencies[1]}}, {rcs: [][]byte{currencies[0], currencies[2]}}} {
+		contracts := q.contracts
+		want := m.withdrawalList(contracts, q.rcs)
 		if len(want) == 0 {
-			t.Fatal("the generated data has no withdrawals")
+			t.Fatalf("the generated data has no withdrawals for %+v", q)
 		}
-		for _, limit := range []int{1, 2, 1000} {
-			var got []contractstore.Withdrawal
-			var after int64
-			for {
-				page, err := b.WithdrawalList(ctx, &contractstore.WithdrawalListParams{Contracts: contracts, After: after, Limit: limit})
-				if err != nil {
-					t.Fatal(err)
-				}
-				if len(page.Withdrawals) > limit {
-					t.Fatalf("page of %d, limit %d", len(page.Withdrawals), limit)
-				}
-				got = append(got, page.Withdrawals...)
-				if !page.More {
-					break
-				}
-				after = page.Withdrawals[len(page.Withdrawals)-1].LastSeq
+		for _, desc := range []bool{false, true} {
+			if desc {
+				want = slices.Clone(want)
+				slices.Reverse(want)
 			}
-			if !equalJSONOf(got, want) {
-				t.Fatalf("limit %d: %d withdrawals, want %d\n got %+v\nwant %+v", limit, len(got), len(want), got, want)
+			for _, limit := range []int{1, 2, 1000} {
+				var got []contractstore.Withdrawal
+				var after int64
+				for {
+					page, err := b.WithdrawalList(ctx, &contractstore.WithdrawalListParams{Contracts: contracts, RolesCurrency: q.rcs,
+						After: after, Descending: desc, Limit: limit})
+					if err != nil {
+						t.Fatal(err)
+					}
+					if len(page.Withdrawals) > limit {
+						t.Fatalf("page of %d, limit %d", len(page.Withdrawals), limit)
+					}
+					got = append(got, page.Withdrawals...)
+					if !page.More {
+						break
+					}
+					after = page.Withdrawals[len(page.Withdrawals)-1].LastSeq
+					if desc {
+						after = page.Withdrawals[len(page.Withdrawals)-1].Seq
+					}
+				}
+				if !equalJSONOf(got, want) {
+					t.Fatalf("%+v desc %v limit %d: %d withdrawals, want %d\n got %+v\nwant %+v", q, desc, limit, len(got), len(want), got, want)
+				}
 			}
 		}
-		if contracts == nil {
+		if contracts == nil && q.rcs == nil {
 			for _, w := range want {
 				got, at, err := b.WithdrawalGet(ctx, w.TxID)
 				if err != nil || at != m.head.Position || !equalJSONOf(got, &w) {
@@ -305,7 +407,7 @@ func testReset(t *testing.T, b contractstore.Backend) {
 		t.Fatalf("%d payouts, want %d (%v)", len(page.Payouts), len(want), err)
 	}
 	wl, err := b.WithdrawalList(ctx, &contractstore.WithdrawalListParams{Limit: 1000})
-	if err != nil || !equalJSONOf(wl.Withdrawals, m.withdrawalList(nil)) {
+	if err != nil || !equalJSONOf(wl.Withdrawals, m.withdrawalList(nil, nil)) {
 		t.Fatalf("withdrawals after the reset differ (%v)", err)
 	}
 	// The filters see the restored parties and tags.

@@ -249,12 +249,13 @@ func (t *txScan) transaction() (*contractstore.Transaction, error) {
 
 // payoutCols are a payout's columns.
 const payoutCols = "p.payout_id, p.contract_id, p.tx_id, p.seq, p.slot, p.block_no, p.block_hash, p.roles_currency, " +
-	"p.role, p.address, p.assets, p.status, p.withdrawal_tx, p.withdrawal_seq, p.withdrawal_slot, p.withdrawal_block_no, p.withdrawal_block_hash"
+	"p.role, p.address, p.assets, p.status, p.withdrawal_tx, p.withdrawal_seq, p.withdrawal_slot, p.withdrawal_block_no, p.withdrawal_block_hash, " +
+	"p.validator_address"
 
 type payoutScan struct {
 	id, contract, txID, rc, assets, wTx, role []byte
 	seq, wSeq                                 *int64
-	address, status                           *string
+	address, status, validator                *string
 	block, wBlock                             blockScan
 }
 
@@ -262,7 +263,8 @@ func (p *payoutScan) dest() []any {
 	d := []any{&p.id, &p.contract, &p.txID, &p.seq}
 	d = append(d, p.block.dest()...)
 	d = append(d, &p.rc, &p.role, &p.address, &p.assets, &p.status, &p.wTx, &p.wSeq)
-	return append(d, p.wBlock.dest()...)
+	d = append(d, p.wBlock.dest()...)
+	return append(d, &p.validator)
 }
 
 func (p *payoutScan) payout() (*contractstore.Payout, error) {
@@ -284,6 +286,7 @@ func (p *payoutScan) payout() (*contractstore.Payout, error) {
 		return nil, err
 	}
 	out.Seq, out.RolesCurrency, out.Status = deref(p.seq), NonNil(p.rc), contractstore.PayoutStatus(derefS(p.status))
+	out.ValidatorAddress = derefS(p.validator)
 	// A payout goes to an address or to a role (whose name may be empty,
 	// which drivers read back as a nil slice).
 	out.Address = p.address

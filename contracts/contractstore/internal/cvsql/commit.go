@@ -62,10 +62,10 @@ func BuildCommit(p *contractstore.CommitParams) []Stmt {
 		}, func(i int) []any { return transactionArgs(&p.Transactions[i]) })...)
 	}
 	if len(p.Payouts) > 0 {
-		out = append(out, chunked(len(p.Payouts), 17, func(n int) string {
+		out = append(out, chunked(len(p.Payouts), 18, func(n int) string {
 			return `INSERT INTO cv_payouts (payout_id, contract_id, tx_id, seq, slot, block_no, block_hash, roles_currency,
 				role, address, assets, status, withdrawal_tx, withdrawal_seq, withdrawal_slot, withdrawal_block_no,
-				withdrawal_block_hash) VALUES ` + marks(n, 17)
+				withdrawal_block_hash, validator_address) VALUES ` + marks(n, 18)
 		}, func(i int) []any { return payoutArgs(&p.Payouts[i]) })...)
 	}
 	for i := range p.PayoutsWithdrawn {
@@ -184,9 +184,15 @@ func payoutArgs(p *contractstore.Payout) []any {
 	args = append(args, NonNil(p.RolesCurrency), role, p.Address, mustJSON(assets), string(p.Status))
 	if w := p.Withdrawal; w != nil {
 		args = append(args, append([]byte(nil), w.TxID[:]...), w.Seq)
-		return append(args, blockArgs(w.Block)...)
+		args = append(args, blockArgs(w.Block)...)
+	} else {
+		args = append(args, nil, nil, nil, nil, nil)
 	}
-	return append(args, nil, nil, nil, nil, nil)
+	var validator *string
+	if p.ValidatorAddress != "" {
+		validator = &p.ValidatorAddress
+	}
+	return append(args, validator)
 }
 
 // refArgs encodes a list of references.

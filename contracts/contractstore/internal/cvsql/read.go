@@ -354,14 +354,23 @@ func TransactionList(ctx context.Context, q Querier, p *contractstore.Transactio
 	page := &contractstore.TransactionPage{At: at}
 	limit := clampLimit(p.Limit)
 	var t txScan
-	err = each(ctx, q, `SELECT `+txCols+` FROM cv_transactions t WHERE t.contract_id = ? AND t.seq > ? ORDER BY t.seq LIMIT ?`,
-		[]any{RefBytes(p.Contract), p.After, limit + 1}, t.dest(false), func() error {
-			tx, err := t.transaction()
-			if err == nil {
-				page.Transactions = append(page.Transactions, *tx)
-			}
-			return err
-		})
+	sql := `SELECT ` + txCols + ` FROM cv_transactions t WHERE t.contract_id = ? AND t.seq > ? ORDER BY t.seq LIMIT ?`
+	args := []any{RefBytes(p.Contract), p.After, limit + 1}
+	if p.Descending {
+		sql = `SELECT ` + txCols + ` FROM cv_transactions t WHERE t.contract_id = ? ORDER BY t.seq DESC LIMIT ?`
+		args = []any{RefBytes(p.Contract), limit + 1}
+		if p.After > 0 {
+			sql = `SELECT ` + txCols + ` FROM cv_transactions t WHERE t.contract_id = ? AND t.seq < ? ORDER BY t.seq DESC LIMIT ?`
+			args = []any{RefBytes(p.Contract), p.After, limit + 1}
+		}
+	}
+	err = each(ctx, q, sql, args, t.dest(false), func() error {
+		tx, err := t.transaction()
+		if err == nil {
+			page.Transactions = append(page.Transactions, *tx)
+		}
+		return err
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -383,11 +392,30 @@ func TransactionList(ctx context.Context, q Querier, p *contractstore.Transactio
 
 // TransactionGet reads one step and the cursor in one statement.
 func TransactionGet(ctx context.Context, q Querier, contract chain.TxOutRef, tx chain.Hash32) (*contractstore.Transaction, contractstore.Position, error) {
+	return transactionWhere(ctx, q, "t.tx_id = ?", RefBytes(contract), append([]byte(nil), tx[:]...))
+}
+
+// TransactionProducing reads the step of a contract that made the contract
+// output out, and the cursor, in one statement.
+func TransactionProducing(ctx context.Context, q Querier, contract, out chain.TxOutRef) (*contractstore.Transaction, contractstore.Position, error) {
+	return transactionWhere(ctx, q, "t.output = ?", RefBytes(contract), RefBytes(out))
+}
+
+// TransactionSpending reads the applied step of a contract that spent the
+// contract output in, and the cursor, in one statement.
+func TransactionSpending(ctx context.Context, q Querier, contract, in chain.TxOutRef) (*contractstore.Transaction, contractstore.Position, error) {
+	return transactionWhere(ctx, q, "t.input = ? AND t.kind = 'applied'", RefBytes(contract), RefBytes(in))
+}
+
+// transactionWhere reads the step of a contract that matches cond (on one
+// more argument) with the cursor; the contract's steps are found by the
+// (contract_id, seq) index and are few.
+func transactionWhere(ctx context.Context, q Querier, cond string, contract []byte, arg []byte) (*contractstore.Transaction, contractstore.Position, error) {
 	var h headScan
 	var t txScan
 	found, err := queryOne(ctx, q, `SELECT `+HeadCols+`, `+txCols+`, t.payload FROM cv_head k
-		LEFT JOIN cv_transactions t ON t.contract_id = ? AND t.tx_id = ? WHERE k.id = 1`,
-		[]any{RefBytes(contract), append([]byte(nil), tx[:]...)}, append(h.dest(), t.dest(true)...)...)
+		LEFT JOIN cv_transactions t ON t.contract_id = ? AND `+cond+` WHERE k.id = 1`,
+		[]any{contract, arg}, append(h.dest(), t.dest(true)...)...)
 	if err != nil {
 		return nil, contractstore.Position{}, err
 	}

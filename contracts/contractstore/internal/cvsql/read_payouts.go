@@ -2,6 +2,7 @@ package cvsql
 
 import (
 	"context"
+	"math"
 	"strings"
 
 	"github.com/marlowe-follower/follower/chainsync/chain"
@@ -17,7 +18,14 @@ func PayoutList(ctx context.Context, q Querier, p *contractstore.PayoutListParam
 	page := &contractstore.PayoutPage{At: at}
 	var w where
 	if p.After != nil {
-		w.add("(p.seq, p.payout_id) > (?, ?)", p.After.Seq, RefBytes(p.After.ID))
+		if p.Descending {
+			w.add("(p.seq, p.payout_id) < (?, ?)", p.After.Seq, RefBytes(p.After.ID))
+		} else {
+			w.add("(p.seq, p.payout_id) > (?, ?)", p.After.Seq, RefBytes(p.After.ID))
+		}
+	}
+	if p.RolesOnly {
+		w.add("p.address IS NULL")
 	}
 	if len(p.Contracts) > 0 {
 		w.add("p.contract_id IN ("+marks(len(p.Contracts), 1)+")", refArgs(p.Contracts)...)
@@ -36,7 +44,11 @@ func PayoutList(ctx context.Context, q Querier, p *contractstore.PayoutListParam
 	}
 	limit := clampLimit(p.Limit)
 	var s payoutScan
-	err = each(ctx, q, `SELECT `+payoutCols+` FROM cv_payouts p`+w.String()+` ORDER BY p.seq, p.payout_id LIMIT ?`,
+	order := ` ORDER BY p.seq, p.payout_id LIMIT ?`
+	if p.Descending {
+		order = ` ORDER BY p.seq DESC, p.payout_id DESC LIMIT ?`
+	}
+	err = each(ctx, q, `SELECT `+payoutCols+` FROM cv_payouts p`+w.String()+order,
 		append(w.args, limit+1), s.dest(), func() error {
 			po, err := s.payout()
 			if err == nil {
@@ -92,12 +104,28 @@ func WithdrawalList(ctx context.Context, q Querier, p *contractstore.WithdrawalL
 	}
 	page := &contractstore.WithdrawalPage{At: at}
 	limit := clampLimit(p.Limit)
+	// The first condition is the page's start: the fix-up below replaces it.
 	var w where
-	w.add("w.seq > ?", p.After)
+	switch {
+	case !p.Descending:
+		w.add("w.seq > ?", p.After)
+	case p.After > 0:
+		w.add("w.seq < ?", p.After)
+	default:
+		w.add("w.seq < ?", int64(math.MaxInt64))
+	}
 	if len(p.Contracts) > 0 {
 		w.add("w.contract_id IN ("+marks(len(p.Contracts), 1)+")", refArgs(p.Contracts)...)
 	}
-	rows, err := withdrawalRows(ctx, q, w, limit+1)
+	if len(p.RolesCurrency) > 0 {
+		rcs := make([]any, len(p.RolesCurrency))
+		for i, rc := range p.RolesCurrency {
+			rcs[i] = NonNil(rc)
+		}
+		w.add("EXISTS (SELECT 1 FROM cv_payouts rp WHERE rp.withdrawal_tx = w.tx_id AND rp.contract_id = w.contract_id"+
+			" AND rp.roles_currency IN ("+marks(len(rcs), 1)+"))", rcs...)
+	}
+	rows, err := withdrawalRows(ctx, q, w, limit+1, p.Descending)
 	if err != nil {
 		return nil, err
 	}
@@ -120,8 +148,12 @@ func WithdrawalList(ctx context.Context, q Querier, p *contractstore.WithdrawalL
 			last := groups[0][len(groups[0])-1]
 			more := where{conds: slicesClone(w.conds[1:]), args: slicesClone(w.args[1:])}
 			more.add("w.tx_id = ?", append([]byte(nil), last.tx[:]...))
-			more.add("w.seq > ?", last.seq)
-			rest, err := withdrawalRows(ctx, q, more, 0)
+			if p.Descending {
+				more.add("w.seq < ?", last.seq)
+			} else {
+				more.add("w.seq > ?", last.seq)
+			}
+			rest, err := withdrawalRows(ctx, q, more, 0, p.Descending)
 			if err != nil {
 				return nil, err
 			}
@@ -134,10 +166,14 @@ func WithdrawalList(ctx context.Context, q Querier, p *contractstore.WithdrawalL
 	txArgs := make([]any, len(groups))
 	byTx := make(map[chain.Hash32]int, len(groups))
 	for i, g := range groups {
-		txArgs[i] = append([]byte(nil), g[0].tx[:]...)
-		byTx[g[0].tx] = i
-		page.Withdrawals = append(page.Withdrawals, contractstore.Withdrawal{TxID: g[0].tx, Seq: g[0].seq,
-			LastSeq: g[len(g)-1].seq, Block: g[0].block})
+		first, last := g[0], g[len(g)-1]
+		if p.Descending {
+			first, last = last, first
+		}
+		txArgs[i] = append([]byte(nil), first.tx[:]...)
+		byTx[first.tx] = i
+		page.Withdrawals = append(page.Withdrawals, contractstore.Withdrawal{TxID: first.tx, Seq: first.seq,
+			LastSeq: last.seq, Block: first.block})
 	}
 	var pw where
 	pw.add("p.withdrawal_tx IN ("+marks(len(txArgs), 1)+")", txArgs...)
@@ -162,9 +198,13 @@ func WithdrawalList(ctx context.Context, q Querier, p *contractstore.WithdrawalL
 
 func slicesClone[T any](s []T) []T { return append([]T(nil), s...) }
 
-// withdrawalRows reads cv_withdrawals rows in seq order; limit 0 reads all.
-func withdrawalRows(ctx context.Context, q Querier, w where, limit int) ([]withdrawalRow, error) {
+// withdrawalRows reads cv_withdrawals rows in seq order (descending when
+// desc); limit 0 reads all.
+func withdrawalRows(ctx context.Context, q Querier, w where, limit int, desc bool) ([]withdrawalRow, error) {
 	sql := `SELECT w.tx_id, w.seq, w.slot, w.block_no, w.block_hash FROM cv_withdrawals w` + w.String() + ` ORDER BY w.seq`
+	if desc {
+		sql += ` DESC`
+	}
 	args := w.args
 	if limit > 0 {
 		sql += ` LIMIT ?`
@@ -195,7 +235,7 @@ func WithdrawalGet(ctx context.Context, q Querier, tx chain.Hash32) (*contractst
 	}
 	var w where
 	w.add("w.tx_id = ?", append([]byte(nil), tx[:]...))
-	rows, err := withdrawalRows(ctx, q, w, 0)
+	rows, err := withdrawalRows(ctx, q, w, 0, false)
 	if err != nil {
 		return nil, at, err
 	}

@@ -80,6 +80,24 @@ func (s *Reader) TransactionGet(ctx context.Context, contract chain.TxOutRef, tx
 	return t, at, err
 }
 
+// TransactionProducing reads the step that made a contract output (one statement).
+func (s *Reader) TransactionProducing(ctx context.Context, contract, out chain.TxOutRef) (t *contractstore.Transaction, at contractstore.Position, err error) {
+	err = s.One(ctx, "transaction producing", func(q Querier) error {
+		t, at, err = TransactionProducing(ctx, q, contract, out)
+		return err
+	})
+	return t, at, err
+}
+
+// TransactionSpending reads the step that spent a contract output (one statement).
+func (s *Reader) TransactionSpending(ctx context.Context, contract, in chain.TxOutRef) (t *contractstore.Transaction, at contractstore.Position, err error) {
+	err = s.One(ctx, "transaction spending", func(q Querier) error {
+		t, at, err = TransactionSpending(ctx, q, contract, in)
+		return err
+	})
+	return t, at, err
+}
+
 // PayoutList reads a page of payouts.
 func (s *Reader) PayoutList(ctx context.Context, p *contractstore.PayoutListParams) (page *contractstore.PayoutPage, err error) {
 	err = s.Tx(ctx, "payout list", func(q Querier) error {
