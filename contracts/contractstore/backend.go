@@ -56,8 +56,8 @@ type Backend interface {
 	ContractGet(ctx context.Context, id chain.TxOutRef) (*Contract, Position, error)
 	// ContractList reads a page of contract headers (Body nil).
 	ContractList(ctx context.Context, p *ContractListParams) (*ContractPage, error)
-	// TransactionList reads a page of one contract's steps (Payload nil);
-	// ErrNotFound when the contract does not exist.
+	// TransactionList reads a page of one contract's steps (Payload nil
+	// unless asked for); ErrNotFound when the contract does not exist.
 	TransactionList(ctx context.Context, p *TransactionListParams) (*TransactionPage, error)
 	// TransactionGet reads one step of a contract with its payload.
 	TransactionGet(ctx context.Context, contract chain.TxOutRef, tx chain.Hash32) (*Transaction, Position, error)
@@ -311,7 +311,11 @@ type TransactionListParams struct {
 	// starts at the beginning (the newest step, when Descending).
 	After      int64
 	Descending bool
-	Limit      int
+	// AppliedOnly leaves out the steps that could not be read.
+	AppliedOnly bool
+	// WithPayload reads each step's payload too (lists leave it out).
+	WithPayload bool
+	Limit       int
 }
 
 // TransactionPage is a page of steps.

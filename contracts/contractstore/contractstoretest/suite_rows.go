@@ -76,6 +76,35 @@ func testTransactions(t *testing.T, b contractstore.Backend) {
 				}
 			}
 		}
+		// Applied steps only, with their payloads, in both orders.
+		var applied []contractstore.Transaction
+		for _, w := range want {
+			if w.Kind == contractstore.TxApplied {
+				applied = append(applied, w)
+			}
+		}
+		for _, desc := range []bool{false, true} {
+			var got []contractstore.Transaction
+			var after int64
+			for {
+				page, err := b.TransactionList(ctx, &contractstore.TransactionListParams{Contract: id, After: after,
+					Descending: desc, AppliedOnly: true, WithPayload: true, Limit: 2})
+				if err != nil {
+					t.Fatal(err)
+				}
+				got = append(got, page.Transactions...)
+				if !page.More {
+					break
+				}
+				after = page.Transactions[len(page.Transactions)-1].Seq
+			}
+			if desc {
+				slices.Reverse(got)
+			}
+			if !equalJSONOf(got, applied) {
+				t.Fatalf("%s: applied steps (descending %v)\n got %+v\nwant %+v", id, desc, got, applied)
+			}
+		}
 		for _, w := range want {
 			got, at, err := b.TransactionGet(ctx, id, w.TxID)
 			if err != nil || at != m.head.Position {

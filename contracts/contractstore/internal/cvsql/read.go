@@ -354,17 +354,26 @@ func TransactionList(ctx context.Context, q Querier, p *contractstore.Transactio
 	page := &contractstore.TransactionPage{At: at}
 	limit := clampLimit(p.Limit)
 	var t txScan
-	sql := `SELECT ` + txCols + ` FROM cv_transactions t WHERE t.contract_id = ? AND t.seq > ? ORDER BY t.seq LIMIT ?`
-	args := []any{RefBytes(p.Contract), p.After, limit + 1}
-	if p.Descending {
-		sql = `SELECT ` + txCols + ` FROM cv_transactions t WHERE t.contract_id = ? ORDER BY t.seq DESC LIMIT ?`
-		args = []any{RefBytes(p.Contract), limit + 1}
-		if p.After > 0 {
-			sql = `SELECT ` + txCols + ` FROM cv_transactions t WHERE t.contract_id = ? AND t.seq < ? ORDER BY t.seq DESC LIMIT ?`
-			args = []any{RefBytes(p.Contract), p.After, limit + 1}
-		}
+	cols := txCols
+	if p.WithPayload {
+		cols += ", t.payload"
 	}
-	err = each(ctx, q, sql, args, t.dest(false), func() error {
+	var w where
+	w.add("t.contract_id = ?", RefBytes(p.Contract))
+	order := " ORDER BY t.seq LIMIT ?"
+	switch {
+	case !p.Descending:
+		w.add("t.seq > ?", p.After)
+	case p.After > 0:
+		w.add("t.seq < ?", p.After)
+	}
+	if p.Descending {
+		order = " ORDER BY t.seq DESC LIMIT ?"
+	}
+	if p.AppliedOnly {
+		w.add("t.kind = 'applied'")
+	}
+	err = each(ctx, q, `SELECT `+cols+` FROM cv_transactions t`+w.String()+order, append(w.args, limit+1), t.dest(p.WithPayload), func() error {
 		tx, err := t.transaction()
 		if err == nil {
 			page.Transactions = append(page.Transactions, *tx)
