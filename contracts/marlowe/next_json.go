@@ -1,0 +1,130 @@
+package marlowe
+
+import "strconv"
+
+// The JSON of Next, as the ToJSON instances of marlowe-cardano's
+// Language.Marlowe.Core.V1.Next modules write it and the runtime's OpenAPI
+// schema "Next" describes it, with keys in alphabetical order as aeson
+// writes them. Parties, tokens and choice ids are core JSON. An absent
+// notification is left out (not null); the continuation hash of a
+// merkleized case is not part of the JSON.
+
+func (w *jsonWriter) caseIndex(ac ApplicableCase) {
+	w.raw(`"case_index":`)
+	w.buf = strconv.AppendInt(w.buf, int64(ac.CaseIndex), 10)
+}
+
+func (w *jsonWriter) isMerkleized(ac ApplicableCase) {
+	w.raw(`"is_merkleized_continuation":`)
+	w.buf = strconv.AppendBool(w.buf, ac.Merkleized)
+}
+
+func (w *jsonWriter) canNotify(n *CanNotify) {
+	w.raw("{")
+	w.caseIndex(n.ApplicableCase)
+	w.raw(",")
+	w.isMerkleized(n.ApplicableCase)
+	w.raw("}")
+}
+
+func (w *jsonWriter) canDeposit(d *CanDeposit) {
+	w.raw(`{"can_deposit":`)
+	w.int(d.Amount)
+	w.raw(",")
+	w.caseIndex(d.ApplicableCase)
+	w.raw(`,"into_account":`)
+	w.party(d.IntoAccount)
+	w.raw(",")
+	w.isMerkleized(d.ApplicableCase)
+	w.raw(`,"of_token":`)
+	w.token(d.Token)
+	w.raw(`,"party":`)
+	w.party(d.From)
+	w.raw("}")
+}
+
+func (w *jsonWriter) canChoose(c *CanChoose) {
+	w.raw(`{"can_choose_between":[`)
+	for i, b := range c.Bounds {
+		if i > 0 {
+			w.raw(",")
+		}
+		w.raw(`{"from":`)
+		w.int(b.From)
+		w.raw(`,"to":`)
+		w.int(b.To)
+		w.raw("}")
+	}
+	w.raw("],")
+	w.caseIndex(c.ApplicableCase)
+	w.raw(`,"for_choice":`)
+	w.choiceID(c.Choice)
+	w.raw(",")
+	w.isMerkleized(c.ApplicableCase)
+	w.raw("}")
+}
+
+func (w *jsonWriter) applicableInputs(a *ApplicableInputs) {
+	w.raw(`{"choices":[`)
+	for i := range a.Choices {
+		if i > 0 {
+			w.raw(",")
+		}
+		w.canChoose(&a.Choices[i])
+	}
+	w.raw(`],"deposits":[`)
+	for i := range a.Deposits {
+		if i > 0 {
+			w.raw(",")
+		}
+		w.canDeposit(&a.Deposits[i])
+	}
+	w.raw("]")
+	if a.Notify != nil {
+		w.raw(`,"notify":`)
+		w.canNotify(a.Notify)
+	}
+	w.raw("}")
+}
+
+// MarshalJSON returns {"applicable_inputs":ApplicableInputs,"can_reduce":bool}.
+func (n Next) MarshalJSON() ([]byte, error) {
+	w := newWriter()
+	w.raw(`{"applicable_inputs":`)
+	w.applicableInputs(&n.ApplicableInputs)
+	w.raw(`,"can_reduce":`)
+	w.buf = strconv.AppendBool(w.buf, n.CanReduce)
+	w.raw("}")
+	return w.done()
+}
+
+// MarshalJSON returns {"choices":[CanChoose..],"deposits":[CanDeposit..]},
+// with "notify":CanNotify too when a notification applies.
+func (a ApplicableInputs) MarshalJSON() ([]byte, error) {
+	w := newWriter()
+	w.applicableInputs(&a)
+	return w.done()
+}
+
+// MarshalJSON returns {"case_index":n,"is_merkleized_continuation":bool}.
+func (n CanNotify) MarshalJSON() ([]byte, error) {
+	w := newWriter()
+	w.canNotify(&n)
+	return w.done()
+}
+
+// MarshalJSON returns {"can_deposit":n,"case_index":n,"into_account":Party,
+// "is_merkleized_continuation":bool,"of_token":Token,"party":Party}.
+func (d CanDeposit) MarshalJSON() ([]byte, error) {
+	w := newWriter()
+	w.canDeposit(&d)
+	return w.done()
+}
+
+// MarshalJSON returns {"can_choose_between":[{"from":n,"to":n}..],
+// "case_index":n,"for_choice":ChoiceId,"is_merkleized_continuation":bool}.
+func (c CanChoose) MarshalJSON() ([]byte, error) {
+	w := newWriter()
+	w.canChoose(&c)
+	return w.done()
+}
