@@ -109,6 +109,10 @@ type Config struct {
 	ReadHeaderTimeout, ReadTimeout, WriteTimeout, IdleTimeout time.Duration
 	MaxHeaderBytes                                            int
 	MaxBodyBytes                                              int64
+
+	// CORS says which browser pages of other origins may use the API and
+	// the Handlers (none by default: same-origin pages only).
+	CORS CORS
 }
 
 func (c *Config) defaults() error {
@@ -190,7 +194,11 @@ func New(cfg Config) (*Server, error) {
 		s.mux.Handle("GET /metrics", cfg.Metrics)
 	}
 	s.mux.HandleFunc("/", s.notFound)
-	s.handler = s.middleware(s.mux)
+	routes, err := withCORS(cfg.CORS, s.mux) // preflights are answered before notFound's 404 and 405
+	if err != nil {
+		return nil, fmt.Errorf("query: CORS: %w", err)
+	}
+	s.handler = s.middleware(routes)
 	return s, nil
 }
 
