@@ -10,6 +10,7 @@ import (
 
 	"github.com/marlowe-follower/follower/chainsync/chain"
 	"github.com/marlowe-follower/follower/history"
+	"github.com/marlowe-follower/follower/internal/origin"
 	"github.com/marlowe-follower/follower/streaming/streamstore"
 )
 
@@ -44,11 +45,17 @@ type Config struct {
 	// on the WebSocket and the Server-Sent Events endpoints
 	// (MARLOWE_RT_STREAMING_TOKEN).
 	Token string
-	// OriginPatterns are the browser origins allowed besides the server's
-	// own host (path.Match patterns on the origin's host, or on
-	// scheme://host). Clients that send no Origin (non-browsers) are
-	// always allowed. Empty allows same-host browser pages only.
-	OriginPatterns []string
+	// Origins are the browser origins whose pages may open a WebSocket:
+	// exact origins, scheme://host[:port] (https://dapp.example,
+	// http://localhost:5173), or "*" for any (MARLOWE_RT_STREAMING_ORIGINS,
+	// by default those of MARLOWE_RT_CORS_ORIGINS). Besides them, pages of
+	// the address Start listens on are allowed: for a loopback or
+	// unspecified host http://127.0.0.1:PORT, http://localhost:PORT and
+	// http://[::1]:PORT. The request's Host header never counts: a
+	// DNS-rebinding page sends Host and Origin both with the attacker's
+	// name. Clients that send no Origin (programs, not browsers) are always
+	// allowed. Others are refused with 403 before the upgrade.
+	Origins []string
 	// MaxFrameBytes is the largest frame a client may send; a larger one
 	// closes the connection (status 1009).
 	MaxFrameBytes int64
@@ -132,6 +139,9 @@ func (c *Config) Validate() error {
 	}
 	if c.AckTimeout < 0 {
 		errs = append(errs, errors.New("streaming config: AckTimeout must not be negative"))
+	}
+	if _, err := origin.Parse(c.Origins); err != nil {
+		errs = append(errs, fmt.Errorf("streaming config: Origins: %w", err))
 	}
 	return errors.Join(errs...)
 }

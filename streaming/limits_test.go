@@ -6,8 +6,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -219,7 +221,7 @@ func TestLimits(t *testing.T) {
 func TestAuthAndOrigin(t *testing.T) {
 	h := streamtest.NewHistory(t, "", nil)
 	srv := streamtest.StartServer(t, h, streamtest.ServerOptions{Config: func(c *streaming.Config) {
-		c.Token, c.OriginPatterns = "s3cret", []string{"dapp.example"}
+		c.Token, c.Origins = "s3cret", []string{"https://dapp.example"}
 	}})
 	ctx := context.Background()
 	dial := func(url string, hdr http.Header) (int, error) {
@@ -252,6 +254,96 @@ func TestAuthAndOrigin(t *testing.T) {
 	good := http.Header{"Authorization": {"Bearer s3cret"}, "Origin": {"https://dapp.example"}}
 	if code, err := dial(srv.URL, good); err != nil || code != http.StatusSwitchingProtocols {
 		t.Fatalf("allowed origin: %d %v", code, err)
+	}
+}
+
+// TestWebSocketOrigins: a browser's Origin is checked against the allowed
+// origins and the server's own listening address, never the Host header.
+func TestWebSocketOrigins(t *testing.T) {
+	h := streamtest.NewHistory(t, "", nil)
+	ctx := context.Background()
+	dial := func(url, origin, host string) (int, string) {
+		t.Helper()
+		opts := &websocket.DialOptions{Host: host}
+		if origin != "" {
+			opts.HTTPHeader = http.Header{"Origin": {origin}}
+		}
+		ws, resp, err := websocket.Dial(ctx, url, opts)
+		if ws != nil {
+			_ = ws.CloseNow()
+		}
+		if resp == nil {
+			t.Fatalf("dial %s from %q: %v", url, origin, err)
+		}
+		var body []byte
+		if resp.Body != nil {
+			body, _ = io.ReadAll(resp.Body)
+		}
+		return resp.StatusCode, string(body)
+	}
+	port := func(srv *streamtest.Server) string { return strconv.Itoa(srv.Addr().(*net.TCPAddr).Port) }
+
+	listed := streamtest.StartServer(t, h, streamtest.ServerOptions{Config: func(c *streaming.Config) {
+		c.Origins = []string{"https://dapp.example", "http://localhost:5173"}
+	}})
+	p := port(listed)
+	evilHost := "evil.example:" + p
+	for _, c := range []struct {
+		origin, host string
+		want         int
+	}{
+		{"", "", http.StatusSwitchingProtocols},                                       // a program
+		{"https://dapp.example", "", http.StatusSwitchingProtocols},                   // listed
+		{"https://DAPP.example:443", "", http.StatusSwitchingProtocols},               // the same origin spelled otherwise
+		{"http://localhost:5173", "", http.StatusSwitchingProtocols},                  // listed
+		{"http://127.0.0.1:" + p, "", http.StatusSwitchingProtocols},                  // the server's own address
+		{"http://localhost:" + p, "", http.StatusSwitchingProtocols},                  // a name of it
+		{"https://evil.example", "", http.StatusForbidden},                            // not listed
+		{"http://dapp.example", "", http.StatusForbidden},                             // another scheme
+		{"http://localhost:5174", "", http.StatusForbidden},                           // another port
+		{"null", "", http.StatusForbidden},                                            // a sandboxed page
+		{"http://" + evilHost, evilHost, http.StatusForbidden},                        // DNS rebinding: Host equals Origin
+		{"http://evil.example", "evil.example", http.StatusForbidden},                 // the same without a port
+		{"http://localhost:" + p, "evil.example:" + p, http.StatusSwitchingProtocols}, // Host does not matter either way
+	} {
+		code, body := dial(listed.URL, c.origin, c.host)
+		if code != c.want {
+			t.Errorf("Origin %q, Host %q: %d, want %d (%s)", c.origin, c.host, code, c.want, body)
+		}
+		if code == http.StatusForbidden && (!strings.Contains(body, c.origin) || !strings.Contains(body, "streaming.origins")) {
+			t.Errorf("Origin %q: the refusal does not say why: %q", c.origin, body)
+		}
+	}
+
+	// Nothing configured: the server's own origins only.
+	own := streamtest.StartServer(t, h, streamtest.ServerOptions{})
+	p = port(own)
+	for origin, want := range map[string]int{
+		"http://127.0.0.1:" + p: http.StatusSwitchingProtocols, "http://[::1]:" + p: http.StatusSwitchingProtocols,
+		"http://localhost:" + p: http.StatusSwitchingProtocols, "https://dapp.example": http.StatusForbidden,
+		"http://127.0.0.1:1": http.StatusForbidden, "http://evil.example:" + p: http.StatusForbidden,
+	} {
+		if code, body := dial(own.URL, origin, ""); code != want {
+			t.Errorf("default, Origin %q: %d, want %d (%s)", origin, code, want, body)
+		}
+	}
+	if code, _ := dial(own.URL, "http://evil.example:"+p, "evil.example:"+p); code != http.StatusForbidden {
+		t.Errorf("default, DNS rebinding: %d", code)
+	}
+
+	// *: any origin.
+	anyOrigin := streamtest.StartServer(t, h, streamtest.ServerOptions{Config: func(c *streaming.Config) { c.Origins = []string{"*"} }})
+	for _, origin := range []string{"https://evil.example", "null", "http://localhost:1"} {
+		if code, body := dial(anyOrigin.URL, origin, ""); code != http.StatusSwitchingProtocols {
+			t.Errorf("*, Origin %q: %d (%s)", origin, code, body)
+		}
+	}
+
+	// Bad origins are refused by New.
+	cfg := streamtest.TestConfig()
+	cfg.Origins = []string{"dapp.example"}
+	if _, err := streaming.New(cfg, streaming.Deps{History: h.Handle}); err == nil || !strings.Contains(err.Error(), `"dapp.example"`) {
+		t.Errorf("a bad origin: %v", err)
 	}
 }
 

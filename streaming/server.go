@@ -36,6 +36,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/marlowe-follower/follower/history"
+	"github.com/marlowe-follower/follower/internal/origin"
 	"github.com/marlowe-follower/follower/streaming/protocol"
 	"github.com/marlowe-follower/follower/streaming/streamstore"
 )
@@ -64,6 +65,9 @@ type Server struct {
 	closing  atomic.Bool
 	nextID   atomic.Uint64
 	tipCache atomic.Pointer[encodedTip]
+	// origins are the browser origins allowed on the WebSocket: Config.Origins
+	// and, once Start listens, the listening address's own.
+	origins atomic.Pointer[origin.List]
 
 	mu        sync.Mutex
 	conns     map[*conn]struct{}
@@ -95,6 +99,8 @@ func New(cfg Config, deps Deps) (*Server, error) {
 	s := &Server{cfg: cfg, deps: deps, h: deps.History, store: deps.Streams, log: log.Named("streaming"),
 		ctx: ctx, cancel: cancel, stopped: make(chan struct{}), shutDown: make(chan struct{}),
 		conns: map[*conn]struct{}{}, durables: map[string]*stream{}, ephemeral: map[*stream]struct{}{}}
+	allowed, _ := origin.Parse(cfg.Origins) // Validate checked them
+	s.origins.Store(&allowed)
 	s.m = newMetrics(s)
 	if deps.Registerer != nil {
 		if err := s.m.register(deps.Registerer); err != nil {
@@ -123,6 +129,8 @@ func (s *Server) Start(ctx context.Context) error {
 		return fmt.Errorf("streaming: listen on %s: %w", s.cfg.Addr, err)
 	}
 	s.ln = ln
+	own := s.origins.Load().With(origin.OfListener(ln.Addr().String())...)
+	s.origins.Store(&own)
 	s.httpSrv = &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second,
 		ErrorLog: zap.NewStdLog(s.log.WithOptions(zap.IncreaseLevel(zap.WarnLevel)))}
 	s.serveWG.Add(1)
@@ -303,13 +311,32 @@ func (s *Server) leave() {
 	s.handlers.Done()
 }
 
+// originAllowed checks a browser's Origin against the allowed origins
+// (never against the Host header, which a DNS-rebinding page controls),
+// or answers 403.
+func (s *Server) originAllowed(w http.ResponseWriter, r *http.Request) bool {
+	o := r.Header.Get("Origin")
+	if o == "" || s.origins.Load().Allows(o) {
+		return true
+	}
+	s.log.Debug("WebSocket origin refused", zap.String("remote", r.RemoteAddr), zap.String("origin", o))
+	http.Error(w, fmt.Sprintf("origin %q may not open a WebSocket here: the streaming.origins setting (MARLOWE_RT_STREAMING_ORIGINS; "+
+		"by default cors.origins) lists the allowed browser origins", o), http.StatusForbidden)
+	return false
+}
+
 // ServeHTTP upgrades a request to the streaming WebSocket and serves it.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if !s.originAllowed(w, r) {
+		return
+	}
 	if !s.admit(w, r) {
 		return
 	}
 	defer s.leave()
-	ws, err := websocket.Accept(w, r, &websocket.AcceptOptions{OriginPatterns: s.cfg.OriginPatterns})
+	// The origin is checked above: Accept's own check would also let
+	// through any page whose Origin equals the Host header.
+	ws, err := websocket.Accept(w, r, &websocket.AcceptOptions{InsecureSkipVerify: true})
 	if err != nil {
 		s.log.Debug("WebSocket upgrade refused", zap.String("remote", r.RemoteAddr), zap.Error(err))
 		return
