@@ -102,6 +102,14 @@ func TestRunDevnetEndToEnd(t *testing.T) {
 	if code, _ := getJSON(base+"/healthz", nil); code != 200 {
 		t.Fatalf("GET /healthz: %d", code)
 	}
+	// --devnet lets browser pages of any origin read the API.
+	req, _ := http.NewRequest(http.MethodGet, base+"/status", nil)
+	req.Header.Set("Origin", "http://localhost:5173")
+	if resp, err := http.DefaultClient.Do(req); err != nil || resp.Header.Get("Access-Control-Allow-Origin") != "*" {
+		t.Fatalf("GET /status from another origin under --devnet: %v %v", err, resp)
+	} else {
+		resp.Body.Close()
+	}
 	resp, err := http.Get(base + "/metrics")
 	if err != nil {
 		t.Fatal(err)

@@ -53,6 +53,7 @@ func newRunCommand() *cobra.Command {
 					cfg.Store.DataDir = filepath.Join(tmp, "data")
 				}
 				cfg.Node.Socket = filepath.Join(tmp, "node.socket")
+				l.ApplyDevnetDefaults(&cfg) // browser pages of any origin, unless cors.origins is set
 				cfg.Node.NetworkMagic = devnet.NetworkMagic
 				gen := devnet.DefaultGeneratorConfig()
 				gen.Seed, gen.MarloweShare = devnetSeed, devnetShare

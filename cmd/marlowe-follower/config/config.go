@@ -32,6 +32,7 @@ type Config struct {
 	Store     Store     `yaml:"store"`
 	Query     Query     `yaml:"query"`
 	Streaming Streaming `yaml:"streaming"`
+	CORS      CORS      `yaml:"cors"`
 	Log       Log       `yaml:"log"`
 	Progress  Progress  `yaml:"progress"`
 }
@@ -60,9 +61,24 @@ type Query struct {
 
 // Streaming is the WebSocket streaming API.
 type Streaming struct {
-	Port  int    `yaml:"port" env:"MARLOWE_RT_STREAMING_PORT" flag:"streaming-port" default:"3781" doc:"TCP port of the WebSocket streaming API (0 disables it)"`
-	Host  string `yaml:"host" env:"MARLOWE_RT_STREAMING_HOST" flag:"streaming-host" default:"0.0.0.0" doc:"address the streaming API listens on"`
-	Token string `yaml:"token" env:"MARLOWE_RT_STREAMING_TOKEN" flag:"streaming-token" secret:"true" doc:"bearer token clients must present; empty allows anyone"`
+	Port    int      `yaml:"port" env:"MARLOWE_RT_STREAMING_PORT" flag:"streaming-port" default:"3781" doc:"TCP port of the WebSocket streaming API (0 disables it)"`
+	Host    string   `yaml:"host" env:"MARLOWE_RT_STREAMING_HOST" flag:"streaming-host" default:"0.0.0.0" doc:"address the streaming API listens on"`
+	Token   string   `yaml:"token" env:"MARLOWE_RT_STREAMING_TOKEN" flag:"streaming-token" secret:"true" doc:"bearer token clients must present; empty allows anyone"`
+	Origins []string `yaml:"origins" env:"MARLOWE_RT_STREAMING_ORIGINS" flag:"streaming-origins" doc:"browser origins whose pages may open a WebSocket, scheme://host[:port] (comma separated), or * for any; empty: those of cors.origins. Pages of the listening address itself are allowed, and programs (no Origin header) always; the Host header never counts"`
+}
+
+// StreamingOrigins returns the browser origins allowed on the WebSocket:
+// streaming.origins, or when it is empty cors.origins.
+func (c *Config) StreamingOrigins() []string {
+	if len(c.Streaming.Origins) > 0 {
+		return c.Streaming.Origins
+	}
+	return c.CORS.Origins
+}
+
+// CORS is which browser pages of other origins may use the query port.
+type CORS struct {
+	Origins []string `yaml:"origins" env:"MARLOWE_RT_CORS_ORIGINS" flag:"cors-origins" doc:"browser origins whose pages may read the query API, /events and /streams cross-origin, scheme://host[:port] (comma separated), or * for any; empty: none, same-origin pages only (run --devnet: * unless set)"`
 }
 
 // Log is logging.

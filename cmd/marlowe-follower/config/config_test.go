@@ -72,6 +72,9 @@ func TestValidationNamesTheSetting(t *testing.T) {
 		{map[string]string{"MARLOWE_RT_LOG_LEVEL": "loud"}, "log.level"},
 		{map[string]string{"MARLOWE_RT_MIN_BACKOFF": "soon"}, "MARLOWE_RT_MIN_BACKOFF: \"soon\" is not a duration"},
 		{map[string]string{"MARLOWE_RT_QUERY_PORT": "5000", "MARLOWE_RT_STREAMING_PORT": "5000"}, "both 5000"},
+		{map[string]string{"MARLOWE_RT_CORS_ORIGINS": "https://ok.example,dapp.example"}, `cors.origins (MARLOWE_RT_CORS_ORIGINS): origin "dapp.example": the scheme:// is missing`},
+		{map[string]string{"MARLOWE_RT_CORS_ORIGINS": "https://dapp.example/"}, "(write https://dapp.example)"},
+		{map[string]string{"MARLOWE_RT_STREAMING_ORIGINS": "https://*.example"}, "streaming.origins (MARLOWE_RT_STREAMING_ORIGINS): origin \"https://*.example\": wildcards"},
 	}
 	for _, c := range cases {
 		_, err := Load(nil, "", func(k string) (string, bool) { v, ok := c.env[k]; return v, ok })
@@ -123,4 +126,98 @@ func TestReferenceIsCurrent(t *testing.T) {
 	if err != nil || string(got) != want {
 		t.Fatalf("docs/configuration.md is out of date: run `go run ./cmd/marlowe-follower config --reference > docs/configuration.md`")
 	}
+}
+
+// TestOrigins: cors.origins and streaming.origins from each source, lists
+// in YAML, the fallback of streaming.origins, and run --devnet's default.
+func TestOrigins(t *testing.T) {
+	none := func(string) (string, bool) { return "", false }
+	envOf := func(m map[string]string) func(string) (string, bool) {
+		return func(k string) (string, bool) { v, ok := m[k]; return v, ok }
+	}
+	load := func(t *testing.T, file string, env func(string) (string, bool), flags ...string) *Loaded {
+		t.Helper()
+		fs := pflag.NewFlagSet("x", pflag.ContinueOnError)
+		RegisterFlags(fs)
+		if err := fs.Parse(flags); err != nil {
+			t.Fatal(err)
+		}
+		l, err := Load(fs, file, env)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return l
+	}
+	eq := func(t *testing.T, what string, got []string, want ...string) {
+		t.Helper()
+		if strings.Join(got, "|") != strings.Join(want, "|") {
+			t.Errorf("%s: %q, want %q", what, got, want)
+		}
+	}
+	dir := t.TempDir()
+	yamlList := filepath.Join(dir, "list.yaml")
+	_ = os.WriteFile(yamlList, []byte("cors:\n  origins:\n    - https://dapp.example\n    - http://localhost:5173\nstreaming:\n  origins: https://ws.example, http://localhost:8000\n"), 0o600)
+
+	l := load(t, "", none)
+	eq(t, "default cors.origins", l.Config.CORS.Origins)
+	eq(t, "default streaming origins", l.Config.StreamingOrigins())
+	if l.Sources["cors.origins"] != FromDefault {
+		t.Errorf("source %s", l.Sources["cors.origins"])
+	}
+
+	l = load(t, yamlList, none)
+	eq(t, "YAML list", l.Config.CORS.Origins, "https://dapp.example", "http://localhost:5173")
+	eq(t, "YAML comma-separated string", l.Config.Streaming.Origins, "https://ws.example", "http://localhost:8000")
+	eq(t, "streaming.origins set", l.Config.StreamingOrigins(), "https://ws.example", "http://localhost:8000")
+
+	l = load(t, yamlList, envOf(map[string]string{"MARLOWE_RT_CORS_ORIGINS": " https://env.example , ,http://127.0.0.1:3000"}))
+	eq(t, "env over file", l.Config.CORS.Origins, "https://env.example", "http://127.0.0.1:3000")
+
+	l = load(t, "", envOf(map[string]string{"MARLOWE_RT_CORS_ORIGINS": "https://env.example"}), "--cors-origins=*")
+	eq(t, "flag over env", l.Config.CORS.Origins, "*")
+	eq(t, "streaming.origins falls back to cors.origins", l.Config.StreamingOrigins(), "*")
+	if out, err := l.Redacted(); err != nil || !strings.Contains(string(out), "origins:\n        - '*'") {
+		t.Errorf("shown as:\n%s (%v)", out, err)
+	}
+
+	l = load(t, "", none, "--streaming-origins=https://ws.example", "--cors-origins=https://dapp.example")
+	eq(t, "both set", l.Config.StreamingOrigins(), "https://ws.example")
+
+	bad := filepath.Join(dir, "bad.yaml")
+	_ = os.WriteFile(bad, []byte("cors:\n  origins:\n    a: b\n"), 0o600)
+	if _, err := Load(nil, bad, none); err == nil || !strings.Contains(err.Error(), "cors.origins must be a list or a comma-separated string") {
+		t.Errorf("a map: %v", err)
+	}
+	_ = os.WriteFile(bad, []byte("cors:\n  origins: [https://ok.example, http://x.example/]\n"), 0o600)
+	if _, err := Load(nil, bad, none); err == nil || !strings.Contains(err.Error(), "cors.origins (MARLOWE_RT_CORS_ORIGINS)") {
+		t.Errorf("a bad origin in the file: %v", err)
+	}
+
+	t.Run("devnet", func(t *testing.T) {
+		l := load(t, "", none)
+		cfg := l.Config
+		l.ApplyDevnetDefaults(&cfg)
+		eq(t, "devnet cors.origins", cfg.CORS.Origins, "*")
+		eq(t, "devnet streaming origins", cfg.StreamingOrigins(), "*")
+		eq(t, "the loaded configuration is untouched", l.Config.CORS.Origins)
+		for _, c := range []struct {
+			name  string
+			env   map[string]string
+			flags []string
+			want  []string
+		}{
+			{"set by a flag", nil, []string{"--cors-origins=http://localhost:5173"}, []string{"http://localhost:5173"}},
+			{"set by the environment", map[string]string{"MARLOWE_RT_CORS_ORIGINS": "https://dapp.example"}, nil, []string{"https://dapp.example"}},
+			{"set empty", map[string]string{"MARLOWE_RT_CORS_ORIGINS": ""}, nil, nil},
+		} {
+			l := load(t, "", envOf(c.env), c.flags...)
+			cfg := l.Config
+			l.ApplyDevnetDefaults(&cfg)
+			eq(t, c.name, cfg.CORS.Origins, c.want...)
+		}
+		l = load(t, "", none, "--streaming-origins=https://ws.example")
+		cfg = l.Config
+		l.ApplyDevnetDefaults(&cfg)
+		eq(t, "streaming.origins set under devnet", cfg.StreamingOrigins(), "https://ws.example")
+	})
 }

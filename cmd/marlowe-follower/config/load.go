@@ -13,6 +13,8 @@ import (
 
 	"github.com/spf13/pflag"
 	"go.yaml.in/yaml/v3"
+
+	"github.com/marlowe-follower/follower/internal/origin"
 )
 
 // Setting describes one configuration field.
@@ -23,7 +25,7 @@ type Setting struct {
 	Default string
 	Doc     string
 	Secret  bool
-	Type    string // string, uint32, int, uint64, duration
+	Type    string // string, uint32, int, uint64, duration, list (of strings)
 	index   []int
 }
 
@@ -53,6 +55,9 @@ func Settings() []Setting {
 func typeName(t reflect.Type) string {
 	if t == reflect.TypeOf(time.Duration(0)) {
 		return "duration"
+	}
+	if t == reflect.TypeOf([]string(nil)) {
+		return "list"
 	}
 	return t.Kind().String()
 }
@@ -170,10 +175,25 @@ func (l *Loaded) loadFile(path string, settings []Setting) error {
 			if !ok {
 				return fmt.Errorf("config file %s: unknown setting %s", path, p)
 			}
-			if node.Kind != yaml.ScalarNode {
+			text := node.Value
+			switch {
+			case node.Kind == yaml.SequenceNode && s.Type == "list":
+				// A YAML list, or (below) a comma-separated string.
+				items := make([]string, 0, len(node.Content))
+				for _, item := range node.Content {
+					if item.Kind != yaml.ScalarNode || strings.Contains(item.Value, ",") {
+						return fmt.Errorf("config file %s: %s: each item of the list must be a single value", path, p)
+					}
+					items = append(items, item.Value)
+				}
+				text = strings.Join(items, ",")
+			case node.Kind != yaml.ScalarNode:
+				if s.Type == "list" {
+					return fmt.Errorf("config file %s: %s must be a list or a comma-separated string", path, p)
+				}
 				return fmt.Errorf("config file %s: %s must be a single value", path, p)
 			}
-			if err := set(v, s, node.Value); err != nil {
+			if err := set(v, s, text); err != nil {
 				return fmt.Errorf("config file %s: %s: %w", path, p, err)
 			}
 			l.Sources[p] = FromFile
@@ -217,6 +237,14 @@ func set(root reflect.Value, s Setting, text string) error {
 			return fmt.Errorf("%q is not a whole number", text)
 		}
 		f.SetInt(n)
+	case "list":
+		var items []string
+		for _, item := range strings.Split(text, ",") {
+			if item = strings.TrimSpace(item); item != "" {
+				items = append(items, item)
+			}
+		}
+		f.Set(reflect.ValueOf(items))
 	case "uint32", "uint64":
 		bits := 64
 		if s.Type == "uint32" {
@@ -268,7 +296,27 @@ func (c *Config) Validate() error {
 	default:
 		errs = append(errs, fmt.Errorf("progress.bar (MARLOWE_RT_PROGRESS_BAR): %q is not auto, always or never", c.Progress.Bar))
 	}
+	if _, err := origin.Parse(c.CORS.Origins); err != nil {
+		errs = append(errs, fmt.Errorf("cors.origins (MARLOWE_RT_CORS_ORIGINS): %w", err))
+	}
+	if _, err := origin.Parse(c.Streaming.Origins); err != nil {
+		errs = append(errs, fmt.Errorf("streaming.origins (MARLOWE_RT_STREAMING_ORIGINS): %w", err))
+	}
 	return errors.Join(errs...)
+}
+
+// DevnetOrigins is cors.origins under run --devnet when it is not set: a
+// dApp served from any local port may use the APIs.
+var DevnetOrigins = []string{origin.Any}
+
+// ApplyDevnetDefaults sets in cfg (a copy of l.Config) the defaults run
+// --devnet changes that do not depend on its temporary directory:
+// cors.origins becomes DevnetOrigins unless it was set (a flag, the
+// environment or the file; an explicit empty value keeps same-origin).
+func (l *Loaded) ApplyDevnetDefaults(cfg *Config) {
+	if l.Sources["cors.origins"] == FromDefault {
+		cfg.CORS.Origins = append([]string(nil), DevnetOrigins...)
+	}
 }
 
 // Redacted returns the configuration as YAML with secrets replaced.

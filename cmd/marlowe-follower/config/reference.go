@@ -32,7 +32,16 @@ func Reference() string {
 		}
 		fmt.Fprintf(&b, "| `%s` | `%s` | `--%s` | `%s` | %s |\n", s.Path, s.Env, s.Flag, def, strings.ReplaceAll(doc, "|", "\\|"))
 	}
-	b.WriteString("\nDurations are written like `500ms`, `10s` or `2m`. A YAML file holds the sections above, for example:\n\n")
-	b.WriteString("```yaml\nnode:\n  socket: /ipc/node.socket\n  networkMagic: 1\nstore:\n  databaseURL: postgres://marlowe@db/marlowe\nlog:\n  level: info,chainsync=debug\n```\n")
+	b.WriteString("\nDurations are written like `500ms`, `10s` or `2m`. Lists (")
+	var lists []string
+	for _, s := range Settings() {
+		if s.Type == "list" {
+			lists = append(lists, "`"+s.Path+"`")
+		}
+	}
+	b.WriteString(strings.Join(lists, ", "))
+	b.WriteString(") are comma separated in flags and\nthe environment, and a YAML list or a comma-separated string in the file. ")
+	b.WriteString("A YAML file holds the sections above, for example:\n\n")
+	b.WriteString("```yaml\nnode:\n  socket: /ipc/node.socket\n  networkMagic: 1\nstore:\n  databaseURL: postgres://marlowe@db/marlowe\ncors:\n  origins:\n    - https://dapp.example\nlog:\n  level: info,chainsync=debug\n```\n")
 	return b.String()
 }

@@ -233,6 +233,7 @@ func (s *Service) startStreaming(ctx context.Context, opts *Options) error {
 		scfg.Addr = net.JoinHostPort(s.cfg.Streaming.Host, strconv.Itoa(s.cfg.Streaming.Port))
 	}
 	scfg.Token = s.cfg.Streaming.Token
+	scfg.Origins = s.cfg.StreamingOrigins()
 	srv, err := streaming.New(scfg, streaming.Deps{
 		History: s.handle, Streams: st, Logger: s.log, Registerer: s.metrics.Registry,
 		Tip: func() chain.Tip { return s.progress.Snapshot().Tip },
@@ -298,6 +299,7 @@ func (s *Service) startQuery(ctx context.Context, opts Options) error {
 		},
 		Metrics: s.metrics.Handler(), Registerer: s.metrics.Registry, ReadyMaxBehind: s.cfg.Query.ReadyDistance,
 		Handlers: opts.Handlers, Logger: s.log,
+		CORS: query.CORS{Origins: s.cfg.CORS.Origins},
 	})
 	if err != nil {
 		return fmt.Errorf("query.port: %w", err)
