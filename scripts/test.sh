@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The project's whole test suite: what the README's test command and CI run.
-#   go vet, a gofmt check, go test -race over every package, the benchmark
+#   go vet, a gofmt check, go test -race over every package, the browser
+#   end-to-end test (scripts/browser/run.sh), the benchmark
 #   suite's quick run (without -race), then every fuzz
 #   target for a short while (FUZZTIME, default 10000x: 10,000 runs each; a
 #   duration such as 30s works too; FUZZTIME=0 skips them).
@@ -61,6 +62,13 @@ fi
 
 step "go test -race"
 go test -race -count=1 -timeout 15m ./...
+
+step "browser end-to-end (headless Chromium: CORS, EventSource, WebSocket origins)"
+# Installs chromium with apt-get where it is missing, playwright-core into a
+# cache directory (scripts/browser/run.sh).
+browser_started=$SECONDS
+bash scripts/browser/run.sh
+echo "browser step: $((SECONDS - browser_started))s"
 
 step "benchmark suite, --quick (checks that it runs and writes its table and plots, not speed)"
 # Without -race: under the race detector the suite measures the detector.
