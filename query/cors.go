@@ -85,11 +85,16 @@ func withCORS(cfg CORS, mux *http.ServeMux) (http.Handler, error) {
 // routes unchanged.
 func (c *cors) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	o := r.Header.Get("Origin")
+	h := w.Header()
+	if !c.allowed.Empty() {
+		// Every answer depends on the Origin, also one to a request
+		// without it (no CORS headers): caches must keep them apart.
+		h.Add("Vary", "Origin")
+	}
 	if o == "" {
 		c.mux.ServeHTTP(w, r)
 		return
 	}
-	h := w.Header()
 	preflight := r.Method == http.MethodOptions && r.Header.Get("Access-Control-Request-Method") != ""
 	if c.allowed.Empty() {
 		// Same-origin only: no CORS headers at all.
@@ -101,7 +106,6 @@ func (c *cors) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		c.mux.ServeHTTP(w, r)
 		return
 	}
-	h.Add("Vary", "Origin")
 	ok := c.allowed.Allows(o)
 	if preflight {
 		h.Add("Vary", "Access-Control-Request-Method")

@@ -196,7 +196,13 @@ func TestCORS(t *testing.T) {
 			t.Fatalf("%d", a.code)
 		}
 		noCORSHeaders(t, "refused origin", a)
-		noCORSHeaders(t, "no Origin", f.do(http.MethodGet, "/contracts?limit=2", nil))
+		plain := f.do(http.MethodGet, "/contracts?limit=2", nil)
+		noCORSHeaders(t, "no Origin", plain)
+		for what, a := range map[string]*answer{"refused origin": a, "no Origin": plain} {
+			if !slices.Contains(headerList(a.header, "Vary"), "Origin") {
+				t.Errorf("%s: Vary %v: a cache could hand this answer to an allowed page", what, a.header.Values("Vary"))
+			}
+		}
 	})
 
 	t.Run("other methods still answer 405", func(t *testing.T) {
