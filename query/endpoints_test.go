@@ -134,8 +134,10 @@ func TestEndpointsAgainstDevnet(t *testing.T) {
 			f.checkFilters(contracts)
 			f.checkPayouts()
 			f.checkOthers()
+			f.checkNext(contracts)
 			for _, op := range []string{"GET /contracts", "GET /contracts/{contractId}", "GET /contracts/{contractId}/transactions",
-				"GET /contracts/{contractId}/transactions/{txId}", "GET /contracts/{contractId}/history", "GET /payouts",
+				"GET /contracts/{contractId}/transactions/{txId}", "GET /contracts/{contractId}/history",
+				"GET /contracts/{contractId}/next", "GET /payouts",
 				"GET /payouts/{payoutId}", "GET /withdrawals", "GET /withdrawals/{txId}", "GET /status", "GET /healthz",
 				"GET /readyz", "GET /openapi.json", "GET /metrics"} {
 				if !f.spec.hit[op] {

@@ -23,6 +23,7 @@ func (s *Server) routes() []route {
 		{"GET /contracts/{contractId}/transactions", s.transactionList},
 		{"GET /contracts/{contractId}/transactions/{txId}", s.transactionGet},
 		{"GET /contracts/{contractId}/history", s.contractHistory},
+		{"GET /contracts/{contractId}/next", s.contractNext},
 		{"GET /payouts", s.payoutList},
 		{"GET /payouts/{payoutId}", s.payoutGet},
 		{"GET /withdrawals", s.withdrawalList},

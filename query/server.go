@@ -86,6 +86,10 @@ type Config struct {
 	Cache *ContractCache
 	// Status returns the service's state (node tip, follower point, seqs).
 	Status func() Status
+	// Slots is the network's slot clock. When set, the runtime view (the
+	// Marlowe Runtime's REST API at RuntimePrefix) is served: it shows
+	// times, which the native API does not.
+	Slots *history.SlotConfig
 	// Metrics, when set, is served at GET /metrics.
 	Metrics http.Handler
 	// Registerer, when set, gets the request latency histogram.
@@ -184,6 +188,14 @@ func New(cfg Config) (*Server, error) {
 	}
 	for _, rt := range s.routes() {
 		s.mux.Handle(rt.pattern, rt.handler)
+	}
+	if cfg.Slots != nil {
+		if cfg.Slots.SlotLengthMillis <= 0 {
+			return nil, errors.New("query: the slot configuration has no slot length")
+		}
+		for _, rt := range s.runtimeRoutes() {
+			s.mux.Handle(rt.pattern, rt.handler)
+		}
 	}
 	for pattern, h := range cfg.Handlers {
 		if err := safeHandle(s.mux, pattern, h); err != nil {

@@ -94,7 +94,7 @@ type genContract struct {
 	address       []byte
 	rolesCurrency []byte
 	merkleize     bool
-	datum         marlowe.Contract // the contract in the datum (merkleized at the top when merkleize)
+	datum         marlowe.Contract // the contract in the datum (merkleized throughout when merkleize)
 	conts         map[[32]byte]marlowe.Contract
 	state         marlowe.State
 }

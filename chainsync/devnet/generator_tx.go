@@ -22,7 +22,7 @@ func (bb *blockBuild) create() error {
 		lc:        lc,
 		version:   version,
 		address:   bb.scriptAddress(version.Semantics, true),
-		merkleize: bb.rng().IntN(3) == 0,
+		merkleize: bb.rng().IntN(3) == 0 && singleInputs(lc),
 		state:     lc.State,
 	}
 	roles := roleNames(lc.Contract, lc.State)
@@ -31,7 +31,7 @@ func (bb *blockBuild) create() error {
 	}
 	gc.datum, gc.conts = lc.Contract, nil
 	if gc.merkleize {
-		gc.datum, gc.conts = merkleizeTop(lc.Contract)
+		gc.datum, gc.conts = merkleizeDeep(lc.Contract)
 	}
 	md := marlowe.MarloweData{Params: marlowe.MarloweParams{RolesCurrency: gc.rolesCurrency}, State: gc.state, Contract: gc.datum}
 	datum := pd.Encode(md.ToData())
@@ -127,7 +127,7 @@ func (bb *blockBuild) step(i int, valid bool) error {
 	if !closed {
 		next.datum, next.conts = s.Contract, nil
 		if next.merkleize {
-			next.datum, next.conts = merkleizeTop(s.Contract)
+			next.datum, next.conts = merkleizeDeep(s.Contract)
 		}
 		md := marlowe.MarloweData{Params: marlowe.MarloweParams{RolesCurrency: gc.rolesCurrency}, State: next.state, Contract: next.datum}
 		out := block.TxOut{Address: gc.address, Value: adaValue(&next.state)}

@@ -139,29 +139,68 @@ func parsePayee(raw json.RawMessage) (marlowe.Payee, error) {
 	return marlowe.Payee{}, fmt.Errorf("payee %s", raw)
 }
 
-// merkleizeTop replaces the continuations of a When's cases (except Close)
-// by their hashes, returning the merkleized contract and the continuations by
-// hash. Other contracts are returned as they are.
-func merkleizeTop(c marlowe.Contract) (marlowe.Contract, map[[32]byte]marlowe.Contract) {
-	w, ok := c.(*marlowe.When)
-	if !ok {
-		return c, nil
-	}
+// merkleizeDeep merkleizes a contract as the Marlowe Runtime's builders
+// do: the continuation of every case of every When (except Close) is
+// replaced by its hash, bottom up, so each continuation is merkleized
+// itself. It returns the merkleized contract and the continuations by
+// hash. Reducing a merkleized contract gives the merkleized form of the
+// plain contract's reduction, so the datum a step leaves is exactly what
+// the validator computes from the continuation it is given.
+func merkleizeDeep(c marlowe.Contract) (marlowe.Contract, map[[32]byte]marlowe.Contract) {
 	conts := map[[32]byte]marlowe.Contract{}
-	mw := &marlowe.When{Timeout: w.Timeout, TimeoutContinuation: w.TimeoutContinuation, Cases: make([]marlowe.Case, len(w.Cases))}
-	for i, cs := range w.Cases {
-		mw.Cases[i] = cs
-		if cs.Merkleized() {
-			continue
+	var m func(c marlowe.Contract) marlowe.Contract
+	m = func(c marlowe.Contract) marlowe.Contract {
+		switch x := c.(type) {
+		case *marlowe.Pay:
+			y := *x
+			y.Then = m(x.Then)
+			return &y
+		case *marlowe.If:
+			y := *x
+			y.Then, y.Else = m(x.Then), m(x.Else)
+			return &y
+		case *marlowe.Let:
+			y := *x
+			y.Then = m(x.Then)
+			return &y
+		case *marlowe.Assert:
+			y := *x
+			y.Then = m(x.Then)
+			return &y
+		case *marlowe.When:
+			mw := &marlowe.When{Timeout: x.Timeout, TimeoutContinuation: m(x.TimeoutContinuation), Cases: make([]marlowe.Case, len(x.Cases))}
+			for i, cs := range x.Cases {
+				mw.Cases[i] = cs
+				if cs.Merkleized() {
+					continue
+				}
+				then := m(cs.Then)
+				if _, isClose := then.(*marlowe.Close); isClose {
+					mw.Cases[i].Then = then
+					continue
+				}
+				h := marlowe.ContinuationHash(then)
+				conts[h] = then
+				mw.Cases[i] = marlowe.Case{Action: cs.Action, MerkleizedThen: h[:]}
+			}
+			return mw
 		}
-		if _, isClose := cs.Then.(*marlowe.Close); isClose {
-			continue
-		}
-		h := marlowe.ContinuationHash(cs.Then)
-		conts[h] = cs.Then
-		mw.Cases[i] = marlowe.Case{Action: cs.Action, MerkleizedThen: h[:]}
+		return c
 	}
-	return mw, conts
+	return m(c), conts
+}
+
+// singleInputs reports whether every step of a lifecycle applies at most
+// one input: a step of several inputs into a merkleized contract needs a
+// continuation for each, which the generator does not make, so such
+// lifecycles are not merkleized.
+func singleInputs(lc *Lifecycle) bool {
+	for i := range lc.Steps {
+		if len(lc.Steps[i].Input.Inputs) > 1 {
+			return false
+		}
+	}
+	return true
 }
 
 // shapeMatch reports whether an input could be taken by an action: same

@@ -286,9 +286,13 @@ func (s *Service) startQuery(ctx context.Context, opts Options) error {
 		return nil
 	}
 	magic := s.cfg.Node.NetworkMagic
+	slots, err := SlotConfig(magic)
+	if err != nil {
+		return err
+	}
 	srv, err := query.New(query.Config{
 		Addr:      net.JoinHostPort(s.cfg.Query.Host, strconv.Itoa(s.cfg.Query.Port)),
-		Contracts: cb, History: s.backend, Projection: proj, Cache: cache,
+		Contracts: cb, History: s.backend, Projection: proj, Cache: cache, Slots: &slots,
 		Status: func() query.Status {
 			p := s.progress.Snapshot()
 			return query.Status{

@@ -1,0 +1,179 @@
+package query
+
+import (
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+)
+
+// Paging of the runtime view, as servant-pagination does it (the Marlowe
+// Runtime's REST API uses it): the request header
+//
+//	Range: <field> [<value>][;limit <n>][;offset <n>][;order asc|desc]
+//
+// selects up to limit resources (default 100) starting at the one whose
+// field is value (inclusive; the first of the list when absent), after
+// skipping offset of them, in order (default desc: newest first). The
+// answer is 206 with Accept-Ranges (the field), Content-Range
+// ("<field> <first>..<last>"), and, when the page is full, Next-Range: the
+// Range of the next page. Values are percent-encoded in these headers
+// (a contract id's # is %23) and accepted either way in Range.
+
+// Range limits of the view.
+const (
+	rangeDefaultLimit = 100
+	// rangeMaxLimit bounds a page; a larger limit is refused, never cut
+	// short silently (a short page would look like the end of the list).
+	rangeMaxLimit = 10_000
+	// rangeMaxOffset bounds the resources a page may skip: skipping reads
+	// them, so its cost grows with the offset (positions by start value do
+	// not: they are one lookup).
+	rangeMaxOffset = 100_000
+)
+
+// pageRange is a parsed Range header.
+type pageRange struct {
+	field  string
+	value  string // "" for the start of the list; percent-decoded
+	hasVal bool
+	limit  int
+	offset int
+	desc   bool
+}
+
+// rangeError is a Range header the view cannot satisfy: answered 416.
+type rangeError struct{ message string }
+
+func (e *rangeError) Error() string { return e.message }
+
+// parseRange reads the Range header of a list whose range field is field.
+// An absent header is the default range: the newest 100.
+func parseRange(h http.Header, field string) (*pageRange, error) {
+	vals := h.Values("Range")
+	pr := &pageRange{field: field, limit: rangeDefaultLimit, desc: true}
+	switch len(vals) {
+	case 0:
+		return pr, nil
+	case 1:
+	default:
+		return nil, &rangeError{"Range is given more than once"}
+	}
+	text := vals[0]
+	if len(text) > 1024 {
+		return nil, &rangeError{"Range is longer than 1024 bytes"}
+	}
+	pieces := strings.Split(text, ";")
+	first := strings.Fields(pieces[0])
+	if len(first) == 0 || first[0] != field {
+		got := ""
+		if len(first) > 0 {
+			got = first[0]
+		}
+		return nil, &rangeError{fmt.Sprintf("Invalid Range: this list pages by %s, not %q (Range: %s [<value>][;limit n][;offset n][;order asc|desc])",
+			field, clip(got), field)}
+	}
+	switch len(first) {
+	case 1:
+	case 2:
+		v, err := url.PathUnescape(first[1])
+		if err != nil {
+			return nil, &rangeError{fmt.Sprintf("Invalid Range: value %q is not percent-encoded text", clip(first[1]))}
+		}
+		pr.value, pr.hasVal = v, true
+	default:
+		return nil, &rangeError{fmt.Sprintf("Invalid Range: %q has more than one value", clip(pieces[0]))}
+	}
+	seen := map[string]bool{}
+	for _, piece := range pieces[1:] {
+		kv := strings.Fields(piece)
+		if len(kv) != 2 {
+			return nil, &rangeError{fmt.Sprintf("Invalid Range Options: %q is not <option> <value>", clip(strings.TrimSpace(piece)))}
+		}
+		opt, arg := kv[0], kv[1]
+		if seen[opt] {
+			return nil, &rangeError{fmt.Sprintf("Invalid Range Options: %s is given twice", clip(opt))}
+		}
+		seen[opt] = true
+		switch opt {
+		case "limit":
+			n, err := strconv.Atoi(arg)
+			if err != nil || n < 0 || n > rangeMaxLimit {
+				return nil, &rangeError{fmt.Sprintf("Invalid Range Options: limit %q: want an integer from 0 to %d", clip(arg), rangeMaxLimit)}
+			}
+			pr.limit = n
+		case "offset":
+			n, err := strconv.Atoi(arg)
+			if err != nil || n < 0 || n > rangeMaxOffset {
+				return nil, &rangeError{fmt.Sprintf("Invalid Range Options: offset %q: want an integer from 0 to %d", clip(arg), rangeMaxOffset)}
+			}
+			pr.offset = n
+		case "order":
+			switch arg {
+			case "asc":
+				pr.desc = false
+			case "desc":
+				pr.desc = true
+			default:
+				return nil, &rangeError{fmt.Sprintf("Invalid Range Order %q: want asc or desc", clip(arg))}
+			}
+		default:
+			return nil, &rangeError{fmt.Sprintf("Invalid Range Options: unknown option %q (limit, offset or order)", clip(opt))}
+		}
+	}
+	return pr, nil
+}
+
+// want is how many resources a page reads from its start: the skipped ones
+// and the page.
+func (pr *pageRange) want() int { return pr.offset + pr.limit }
+
+// order names the range's order.
+func (pr *pageRange) order() string {
+	if pr.desc {
+		return "desc"
+	}
+	return "asc"
+}
+
+// encodeRangeValue percent-encodes a value as servant-pagination does
+// (everything but unreserved characters).
+func encodeRangeValue(v string) string {
+	var b strings.Builder
+	for i := 0; i < len(v); i++ {
+		c := v[i]
+		if 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '_' || c == '.' || c == '~' {
+			b.WriteByte(c)
+			continue
+		}
+		fmt.Fprintf(&b, "%%%02X", c)
+	}
+	return b.String()
+}
+
+// setPageHeaders writes the paging headers of a page whose resources have
+// the range values keys (in page order).
+func setPageHeaders(w http.ResponseWriter, pr *pageRange, keys []string) {
+	h := w.Header()
+	h.Set("Accept-Ranges", pr.field)
+	if len(keys) == 0 {
+		return
+	}
+	first, last := keys[0], keys[len(keys)-1]
+	h.Set("Content-Range", pr.field+" "+encodeRangeValue(first)+".."+encodeRangeValue(last))
+	if len(keys) < pr.limit {
+		return
+	}
+	// The next page starts at the last resource and skips it (and any
+	// before it with the same value, of which unique ids have none).
+	offset := 0
+	if pr.hasVal && pr.value == last {
+		offset = pr.offset + len(keys)
+	} else {
+		for i := len(keys) - 1; i >= 0 && keys[i] == last; i-- {
+			offset++
+		}
+	}
+	h.Set("Next-Range", fmt.Sprintf("%s %s;limit %d;offset %d;order %s", pr.field, encodeRangeValue(last), pr.limit, offset, pr.order()))
+}
