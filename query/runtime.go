@@ -65,7 +65,9 @@ type rtFail struct {
 
 func (e *rtFail) Error() string { return e.message }
 
-func rtBad(message string) error { return &rtFail{status: http.StatusBadRequest, code: "BadRequest", message: message} }
+func rtBad(message string) error {
+	return &rtFail{status: http.StatusBadRequest, code: "BadRequest", message: message}
+}
 
 func rtNotFound(message string) error {
 	return &rtFail{status: http.StatusNotFound, code: "NotFound", message: message}
