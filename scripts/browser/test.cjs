@@ -14,13 +14,15 @@
 "use strict";
 
 // The API paths the allowed page fetches; each must answer 2xx with JSON
-// and the X-Node-Tip header readable.
+// and the X-Node-Tip header readable (native paths X-Marlowe-Seq too,
+// /runtime ones X-Runtime-Version, and Content-Range on a 206).
 const API_PATHS = [
   "/status",
   "/contracts?limit=5",
   "/contracts?status=open&limit=2",
   "/payouts?limit=2",
   "/withdrawals?limit=2",
+  "/runtime/contracts",
 ];
 
 const http = require("node:http");
@@ -121,6 +123,10 @@ async function main() {
     }
     const native = got.fetched.filter((f) => !f.path.startsWith("/runtime"));
     check(native.every((f) => Number(f.seq) > 0), "X-Marlowe-Seq readable on the native API", native.map((f) => f.seq));
+    for (const f of got.fetched.filter((f) => f.path.startsWith("/runtime"))) {
+      check(f.runtimeVersion && (f.status !== 206 || f.contentRange),
+        `GET ${f.path}: X-Runtime-Version ${f.runtimeVersion}, Content-Range ${f.contentRange} readable`, f);
+    }
     check(got.event && got.event.id && got.event.record && got.event.record.seq >= 1,
       `EventSource on /events: a record (seq ${got.event.record.seq}, id ${got.event.id})`, got.event);
     check(got.batch.records > 0 && got.batch.frames[0] === "subscribed",
