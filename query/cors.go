@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/marlowe-follower/follower/internal/origin"
+	"github.com/marlowe-follower/follower/query/origin"
 )
 
 // DefaultCORSMaxAge is how long a browser may keep a preflight's answer.

@@ -10,7 +10,7 @@ import (
 
 	"github.com/marlowe-follower/follower/chainsync/chain"
 	"github.com/marlowe-follower/follower/history"
-	"github.com/marlowe-follower/follower/internal/origin"
+	"github.com/marlowe-follower/follower/query/origin"
 	"github.com/marlowe-follower/follower/streaming/streamstore"
 )
 

@@ -36,7 +36,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/marlowe-follower/follower/history"
-	"github.com/marlowe-follower/follower/internal/origin"
+	"github.com/marlowe-follower/follower/query/origin"
 	"github.com/marlowe-follower/follower/streaming/protocol"
 	"github.com/marlowe-follower/follower/streaming/streamstore"
 )

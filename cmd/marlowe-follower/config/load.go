@@ -14,7 +14,7 @@ import (
 	"github.com/spf13/pflag"
 	"go.yaml.in/yaml/v3"
 
-	"github.com/marlowe-follower/follower/internal/origin"
+	"github.com/marlowe-follower/follower/query/origin"
 )
 
 // Setting describes one configuration field.
