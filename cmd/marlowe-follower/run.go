@@ -20,6 +20,7 @@ func newRunCommand() *cobra.Command {
 		devnetRate  float64
 		devnetSeed  int64
 		devnetShare float64
+		devnetStop  uint64
 		journal     bool
 	)
 	cmd := &cobra.Command{
@@ -58,7 +59,7 @@ func newRunCommand() *cobra.Command {
 				gen := devnet.DefaultGeneratorConfig()
 				gen.Seed, gen.MarloweShare = devnetSeed, devnetShare
 				dn, err := devnet.Start(ctx, devnet.RunConfig{
-					SocketPath: cfg.Node.Socket, Generator: gen, BlockRate: devnetRate, Journal: journal, Logger: log,
+					SocketPath: cfg.Node.Socket, Generator: gen, Blocks: devnetStop, BlockRate: devnetRate, Journal: journal, Logger: log,
 				})
 				if err != nil {
 					return fmt.Errorf("devnet: %w", err)
@@ -94,6 +95,7 @@ func newRunCommand() *cobra.Command {
 	f.Float64Var(&devnetRate, "devnet-block-rate", 2, "with --devnet: blocks per second")
 	f.Int64Var(&devnetSeed, "devnet-seed", 1, "with --devnet: seed of the generated chain")
 	f.Float64Var(&devnetShare, "devnet-marlowe-share", 0.3, "with --devnet: fraction of blocks with Marlowe activity")
+	f.Uint64Var(&devnetStop, "devnet-blocks", 0, "with --devnet: stop the chain at this many blocks and wait at its tip, a chain at rest (0: grow for ever)")
 	f.BoolVar(&journal, "devnet-journal", false, "with --devnet: serve the chain's whole history, forks included (reproducible runs)")
 	return cmd
 }
