@@ -7,9 +7,10 @@
 # first reads the query API, /events and the WebSocket cross-origin and
 # that the second is blocked. Everything it makes is removed on exit;
 # playwright-core is installed once into a cache directory
-# (MARLOWE_BROWSER_CACHE, default ~/.cache/marlowe-follower/npm-browser),
-# and again only when package-lock.json changes. Chromium and Node.js are
-# installed with apt-get where they are missing.
+# (MARLOWE_BROWSER_CACHE, default ~/.cache/marlowe-follower/npm-browser; see
+# npm_ci_cached in scripts/lib.sh), and again only when package-lock.json
+# changes. Chromium and Node.js are installed with apt-get where they are
+# missing.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
@@ -18,26 +19,14 @@ cd "$root"
 CHROMIUM="${CHROMIUM:-/usr/bin/chromium}"
 cache="${MARLOWE_BROWSER_CACHE:-${XDG_CACHE_HOME:-${HOME:-/tmp}/.cache}/marlowe-follower/npm-browser}"
 
-sudo=""
-[ "$(id -u)" -ne 0 ] && sudo="sudo"
-apt_install() {
-	echo "installing $* (apt-get)"
-	$sudo env DEBIAN_FRONTEND=noninteractive apt-get update -qq
-	$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" >/dev/null
-}
+# shellcheck source=../lib.sh
+. "$root/scripts/lib.sh"
 [ -x "$CHROMIUM" ] || apt_install chromium
-command -v node >/dev/null && command -v npm >/dev/null || apt_install nodejs npm
+ensure_node
 
 # playwright-core, into the cache (never into the repository). It downloads
 # no browser: the test drives Debian's chromium.
-lock_sum="$(sha256sum "$here/package-lock.json" | cut -d' ' -f1)"
-if [ "$(cat "$cache/.lock-sha256" 2>/dev/null)" != "$lock_sum" ] || [ ! -d "$cache/node_modules/playwright-core" ]; then
-	echo "installing playwright-core into $cache (npm ci)"
-	mkdir -p "$cache"
-	cp "$here/package.json" "$here/package-lock.json" "$cache/"
-	(cd "$cache" && PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm ci --ignore-scripts --no-audit --no-fund --loglevel=error)
-	echo "$lock_sum" >"$cache/.lock-sha256"
-fi
+modules="$(PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm_ci_cached "$here" "$cache")"
 
 tmp="$(mktemp -d "${TMPDIR:-/tmp}/marlowe-browser-test.XXXXXX")"
 service_pid=""
@@ -62,10 +51,7 @@ echo "building the binary"
 go build -o "$tmp/marlowe-follower" ./cmd/marlowe-follower
 
 # Four free loopback ports: query, streaming, and the two test pages.
-read -r qport sport allowed refused < <(node -e '
-	const net = require("node:net");
-	Promise.all([0, 1, 2, 3].map(() => new Promise((ok) => { const s = net.createServer().listen(0, "127.0.0.1", () => ok(s)); })))
-		.then((ss) => { console.log(ss.map((s) => s.address().port).join(" ")); ss.forEach((s) => s.close()); });')
+read -r qport sport allowed refused < <(free_ports 4)
 
 "$tmp/marlowe-follower" run --devnet --devnet-block-rate 50 --data-dir "$tmp/data" \
 	--query-host 127.0.0.1 --query-port "$qport" --streaming-host 127.0.0.1 --streaming-port "$sport" \
@@ -76,5 +62,5 @@ echo "service: query :$qport, streaming :$sport; pages: allowed :$allowed, refus
 
 QUERY_URL="http://127.0.0.1:$qport" WS_URL="ws://127.0.0.1:$sport/" \
 	ALLOWED_PORT="$allowed" REFUSED_PORT="$refused" CHROMIUM="$CHROMIUM" USER_DATA_DIR="$tmp/chromium-profile" \
-	PLAYWRIGHT_CORE="$cache/node_modules/playwright-core" \
+	PLAYWRIGHT_CORE="$modules/playwright-core" \
 	node "$here/test.cjs"
