@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"net"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -201,11 +202,23 @@ func (f *Follower) retry(gen uint64, what string, err error) {
 	wait := min(f.cfg.MinBackoff<<shift, f.cfg.MaxBackoff)
 	wait = time.Duration(float64(wait) * (0.8 + 0.4*rand.Float64()))
 	level := zap.WarnLevel
-	if errors.Is(err, ErrNoIntersection) {
+	fields := []zap.Field{zap.Error(err), zap.Int("attempt", f.attempts), zap.Duration("retryIn", wait)}
+	var he *HandshakeError
+	switch {
+	case errors.As(err, &he):
+		level, what = zap.ErrorLevel, "node handshake failed"
+		fields = append(fields, zap.String("reason", he.Reason), zap.Uint32("networkMagic", he.Magic))
+		if he.NodeMagic != 0 {
+			fields = append(fields, zap.Uint32("nodeNetworkMagic", he.NodeMagic))
+		}
+		if he.NodeMessage != "" {
+			fields = append(fields, zap.String("nodeSaid", he.NodeMessage))
+		}
+	case errors.Is(err, ErrNoIntersection):
 		level = zap.ErrorLevel
 	}
-	f.log.Log(level, what, zap.Error(err), zap.Int("attempt", f.attempts), zap.Duration("retryIn", wait))
-	f.progress.setConnected(false, err.Error())
+	f.log.Log(level, what, fields...)
+	f.progress.failed(err)
 	next := f.gen
 	system, self := f.system, f.self
 	time.AfterFunc(wait, func() { system.Root.Send(self, &connectCmd{gen: next}) })
@@ -221,8 +234,23 @@ func (f *Follower) connect(gen uint64) {
 		send(&connectFailed{gen: gen, err: fmt.Errorf("restoring the checkpoint: %w", err)})
 		return
 	}
+	nc, err := net.DialTimeout("unix", f.cfg.SocketPath, 10*time.Second)
+	if err != nil {
+		cancel()
+		send(&connectFailed{gen: gen, err: err})
+		return
+	}
+	// The handshake: its bytes are kept to read a refusal from, and it is
+	// bounded in time.
+	rec := newRecordingConn(nc)
+	var timedOut atomic.Bool
+	timer := time.AfterFunc(handshakeTimeout, func() {
+		timedOut.Store(true)
+		_ = nc.Close()
+	})
 	errs := make(chan error, 16)
 	conn, err := ouroboros.NewConnection(
+		ouroboros.WithConnection(rec),
 		ouroboros.WithNetworkMagic(f.cfg.NetworkMagic),
 		ouroboros.WithNodeToNode(false),
 		ouroboros.WithErrorChan(errs),
@@ -232,9 +260,19 @@ func (f *Follower) connect(gen uint64) {
 			gchainsync.WithPipelineLimit(f.cfg.PipelineLimit),
 		)),
 	)
+	timer.Stop()
+	recorded := rec.stop()
+	if err == nil && timedOut.Load() {
+		_ = conn.Close()
+		err = errHandshakeTimeout
+	}
 	if err != nil {
 		cancel()
-		send(&connectFailed{gen: gen, err: err})
+		_ = nc.Close()
+		if timedOut.Load() {
+			err = errHandshakeTimeout
+		}
+		send(&connectFailed{gen: gen, err: f.diagnoseHandshake(err, recorded)})
 		return
 	}
 	// Report the first error of the connection and keep draining. The
@@ -257,10 +295,6 @@ func (f *Follower) connect(gen uint64) {
 		cancel()
 		_ = conn.Close()
 		send(&connectFailed{gen: gen, err: err})
-	}
-	if err := conn.DialTimeout("unix", f.cfg.SocketPath, 10*time.Second); err != nil {
-		fail(err)
-		return
 	}
 	points, err := f.intersectPoints(conn)
 	if err != nil {

@@ -1,6 +1,8 @@
 package chainsync
 
 import (
+	"errors"
+	"maps"
 	"sync"
 	"time"
 
@@ -20,9 +22,14 @@ type ProgressSnapshot struct {
 	Connected bool
 	LastError string
 	Attempts  uint64
-	Point     chain.BlockHeader // the newest block delivered downstream
-	Tip       chain.Tip         // the node's tip, from the newest message
-	TipSeenAt time.Time
+	// Handshake is the newest connection attempt's handshake failure, while
+	// no attempt since got further or failed otherwise; nil else.
+	Handshake *HandshakeFailure
+	// HandshakeFailures counts failed handshakes by reason (HandshakeReasons).
+	HandshakeFailures map[string]uint64
+	Point             chain.BlockHeader // the newest block delivered downstream
+	Tip               chain.Tip         // the node's tip, from the newest message
+	TipSeenAt         time.Time
 
 	Blocks         uint64 // blocks rolled forward
 	Bytes          uint64 // raw bytes of those blocks
@@ -33,11 +40,20 @@ type ProgressSnapshot struct {
 	LastRollback   uint64 // depth of the newest rollback in blocks
 }
 
+// HandshakeFailure is a failed handshake as the progress keeps it.
+type HandshakeFailure struct {
+	Reason  string // one of HandshakeReasons
+	Message string
+	At      time.Time
+}
+
 // Snapshot returns the current progress.
 func (p *Progress) Snapshot() ProgressSnapshot {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.s
+	s := p.s
+	s.HandshakeFailures = maps.Clone(p.s.HandshakeFailures)
+	return s
 }
 
 // Fraction returns how far the follower is: our slot over the tip's slot,
@@ -63,7 +79,27 @@ func (p *Progress) setConnected(up bool, lastErr string) {
 	if lastErr != "" {
 		p.s.LastError = lastErr
 	}
+	if up {
+		p.s.Handshake = nil
+	}
 	p.mu.Unlock()
+}
+
+// failed records a failed or lost connection.
+func (p *Progress) failed(err error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.s.Connected = false
+	p.s.LastError = err.Error()
+	p.s.Handshake = nil
+	var he *HandshakeError
+	if errors.As(err, &he) {
+		p.s.Handshake = &HandshakeFailure{Reason: he.Reason, Message: he.Error(), At: time.Now()}
+		if p.s.HandshakeFailures == nil {
+			p.s.HandshakeFailures = map[string]uint64{}
+		}
+		p.s.HandshakeFailures[he.Reason]++
+	}
 }
 
 func (p *Progress) attempt() {

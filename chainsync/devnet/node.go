@@ -63,6 +63,9 @@ type Stats struct {
 // Client-visible behaviour, per connection (each has its own cursor):
 //   - The handshake accepts the node-to-client versions gouroboros knows
 //     (v9 to v21, the highest common one wins) with the configured magic.
+//     Like cardano-node it answers a handshake query with its versions and
+//     magic, and refuses another magic, no common version or undecodable
+//     version data with a Refuse message before closing.
 //   - FindIntersect answers IntersectFound with the first of the client's
 //     points that is on the chain (the origin always is), else
 //     IntersectNotFound; an empty list gets IntersectNotFound, which is how
@@ -368,8 +371,20 @@ func (c *clientConn) serve() {
 	defer func() { _ = c.nc.Close() }()
 
 	c.log.Debug("client connecting")
+	conn, refused, err := screenHandshake(c.nc, n.cfg.NetworkMagic)
+	if conn == nil {
+		switch {
+		case refused != "":
+			c.log.Info("client handshake failed", zap.String("refused", refused), zap.Error(err))
+		case c.isDropped() || isDisconnect(err):
+			c.log.Debug("client went away during the handshake", zap.Error(err))
+		default:
+			c.log.Info("client handshake failed", zap.Error(err))
+		}
+		return
+	}
 	oc, err := ouroboros.NewConnection(
-		ouroboros.WithConnection(noDeadlineConn{c.nc}),
+		ouroboros.WithConnection(noDeadlineConn{conn}),
 		ouroboros.WithNetworkMagic(n.cfg.NetworkMagic),
 		ouroboros.WithServer(true),
 		ouroboros.WithNodeToNode(false),

@@ -71,6 +71,32 @@ func (m *Metrics) RegisterFollower(p *chainsync.Progress) {
 	counter("marlowe_decode_failures_total", "Blocks or transactions that could not be decoded.", func(s chainsync.ProgressSnapshot) float64 { return float64(s.DecodeFailures) })
 	counter("marlowe_rollbacks_total", "Rollbacks received from the node.", func(s chainsync.ProgressSnapshot) float64 { return float64(s.Rollbacks) })
 	counter("marlowe_node_connection_attempts_total", "Attempts to connect to the node.", func(s chainsync.ProgressSnapshot) float64 { return float64(s.Attempts) })
+	m.Registry.MustRegister(&labelledCounters{
+		desc: prometheus.NewDesc("marlowe_chainsync_handshake_failures_total",
+			"Handshakes with the node that failed, by reason: network_magic (the node is on another network), version (no common "+
+				"protocol version), decode, refused (another reason the node gave), closed (closed without a reason), timeout.",
+			[]string{"reason"}, nil),
+		labels: chainsync.HandshakeReasons,
+		values: func() map[string]uint64 { return p.Snapshot().HandshakeFailures },
+	})
+}
+
+// labelledCounters exposes counters kept in a map, one series per label
+// value (every listed value, zero included, so that rate() sees the first
+// increase).
+type labelledCounters struct {
+	desc   *prometheus.Desc
+	labels []string
+	values func() map[string]uint64
+}
+
+func (c *labelledCounters) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
+
+func (c *labelledCounters) Collect(ch chan<- prometheus.Metric) {
+	values := c.values()
+	for _, l := range c.labels {
+		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.CounterValue, float64(values[l]), l)
+	}
 }
 
 // RegisterStore exposes the history store's counters.
