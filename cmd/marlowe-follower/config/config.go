@@ -57,6 +57,7 @@ type Query struct {
 	Port          int    `yaml:"port" env:"MARLOWE_RT_QUERY_PORT" flag:"query-port" default:"3780" doc:"TCP port of the HTTP query API (0 disables it)"`
 	Host          string `yaml:"host" env:"MARLOWE_RT_QUERY_HOST" flag:"query-host" default:"0.0.0.0" doc:"address the query API listens on"`
 	ReadyDistance uint64 `yaml:"readyDistance" env:"MARLOWE_RT_READY_DISTANCE" flag:"ready-distance" default:"10" doc:"readiness: at most this many blocks behind the node's tip"`
+	UI            bool   `yaml:"ui" env:"MARLOWE_RT_QUERY_UI" flag:"ui" default:"true" doc:"serve the contract explorer, web pages reading the API, at / on the query port (false: the port serves the API only)"`
 }
 
 // Streaming is the WebSocket streaming API.

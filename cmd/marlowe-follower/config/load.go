@@ -25,7 +25,7 @@ type Setting struct {
 	Default string
 	Doc     string
 	Secret  bool
-	Type    string // string, uint32, int, uint64, duration, list (of strings)
+	Type    string // string, uint32, int, uint64, bool, duration, list (of strings)
 	index   []int
 }
 
@@ -77,8 +77,17 @@ func RegisterFlags(fs *pflag.FlagSet, sections ...string) {
 			usage += " (" + s.Env + ")"
 		}
 		fs.String(s.Flag, s.Default, usage)
+		if s.Type == "bool" {
+			// --ui alone is --ui=true, and --no-ui is --ui=false.
+			fs.Lookup(s.Flag).NoOptDefVal = "true"
+			fs.String(NegatedFlag(s.Flag), "false", "the same as --"+s.Flag+"=false")
+			fs.Lookup(NegatedFlag(s.Flag)).NoOptDefVal = "true"
+		}
 	}
 }
+
+// NegatedFlag is the flag that turns a bool setting off: --no-ui for --ui.
+func NegatedFlag(flag string) string { return "no-" + flag }
 
 func contains(list []string, s string) bool {
 	for _, x := range list {
@@ -140,6 +149,11 @@ func Load(fs *pflag.FlagSet, path string, env func(string) (string, bool)) (*Loa
 	}
 	if fs != nil {
 		for _, s := range settings {
+			if s.Type == "bool" {
+				if err := l.negated(fs, v, s); err != nil {
+					return nil, err
+				}
+			}
 			f := fs.Lookup(s.Flag)
 			if f == nil || !f.Changed {
 				continue
@@ -154,6 +168,41 @@ func Load(fs *pflag.FlagSet, path string, env func(string) (string, bool)) (*Loa
 		return nil, err
 	}
 	return l, nil
+}
+
+// negated applies a bool setting's --no-NAME flag (given with --NAME too,
+// both must agree).
+func (l *Loaded) negated(fs *pflag.FlagSet, v reflect.Value, s Setting) error {
+	neg := fs.Lookup(NegatedFlag(s.Flag))
+	if neg == nil || !neg.Changed {
+		return nil
+	}
+	off, err := parseBool(neg.Value.String())
+	if err != nil {
+		return fmt.Errorf("--%s: %w", neg.Name, err)
+	}
+	if f := fs.Lookup(s.Flag); f != nil && f.Changed {
+		on, err := parseBool(f.Value.String())
+		if err == nil && on == off {
+			return fmt.Errorf("--%s and --%s contradict each other", s.Flag, neg.Name)
+		}
+	}
+	if err := set(v, s, strconv.FormatBool(!off)); err != nil {
+		return fmt.Errorf("--%s: %w", neg.Name, err)
+	}
+	l.Sources[s.Path] = FromFlag
+	return nil
+}
+
+// parseBool reads true/false, yes/no, on/off, 1/0 (any case).
+func parseBool(text string) (bool, error) {
+	switch strings.ToLower(strings.TrimSpace(text)) {
+	case "true", "yes", "on", "1", "t", "y":
+		return true, nil
+	case "false", "no", "off", "0", "f", "n":
+		return false, nil
+	}
+	return false, fmt.Errorf("%q is not true or false", text)
 }
 
 // loadFile reads a YAML file whose keys must all be known settings.
@@ -245,6 +294,12 @@ func set(root reflect.Value, s Setting, text string) error {
 			}
 		}
 		f.Set(reflect.ValueOf(items))
+	case "bool":
+		b, err := parseBool(text)
+		if err != nil {
+			return err
+		}
+		f.SetBool(b)
 	case "uint32", "uint64":
 		bits := 64
 		if s.Type == "uint32" {

@@ -30,9 +30,20 @@ func Reference() string {
 		if s.Secret {
 			doc += " (secret: redacted when shown)"
 		}
-		fmt.Fprintf(&b, "| `%s` | `%s` | `--%s` | `%s` | %s |\n", s.Path, s.Env, s.Flag, def, strings.ReplaceAll(doc, "|", "\\|"))
+		flag := "`--" + s.Flag + "`"
+		if s.Type == "bool" {
+			flag += ", `--" + NegatedFlag(s.Flag) + "`"
+		}
+		fmt.Fprintf(&b, "| `%s` | `%s` | %s | `%s` | %s |\n", s.Path, s.Env, flag, def, strings.ReplaceAll(doc, "|", "\\|"))
 	}
-	b.WriteString("\nDurations are written like `500ms`, `10s` or `2m`. Lists (")
+	b.WriteString("\nDurations are written like `500ms`, `10s` or `2m`.")
+	for _, s := range Settings() {
+		if s.Type == "bool" { // the first switch shows how all are written
+			fmt.Fprintf(&b, " Switches are `true` or `false` (also yes/no, on/off, 1/0): `--%[1]s` alone is\n`--%[1]s=true`, `--%[2]s` is `--%[1]s=false`.", s.Flag, NegatedFlag(s.Flag))
+			break
+		}
+	}
+	b.WriteString(" Lists (")
 	var lists []string
 	for _, s := range Settings() {
 		if s.Type == "list" {

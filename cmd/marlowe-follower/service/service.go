@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"net/http"
 	"os"
@@ -31,6 +32,7 @@ import (
 	"github.com/marlowe-follower/follower/history/pgstore"
 	"github.com/marlowe-follower/follower/history/sqlitestore"
 	"github.com/marlowe-follower/follower/query"
+	"github.com/marlowe-follower/follower/query/explorer"
 	"github.com/marlowe-follower/follower/streaming"
 	"github.com/marlowe-follower/follower/streaming/streamstore"
 	"github.com/marlowe-follower/follower/streaming/streamstore/pgstreams"
@@ -289,6 +291,16 @@ func (s *Service) startQuery(ctx context.Context, opts Options) error {
 	slots, err := SlotConfig(magic)
 	if err != nil {
 		return err
+	}
+	if s.cfg.Query.UI { // the contract explorer at / and /ui/ (query.ui, --no-ui)
+		ui, err := explorer.New()
+		if err != nil {
+			return fmt.Errorf("query.ui: %w", err)
+		}
+		if opts.Handlers == nil {
+			opts.Handlers = map[string]http.Handler{}
+		}
+		maps.Copy(opts.Handlers, ui.Routes())
 	}
 	srv, err := query.New(query.Config{
 		Addr:      net.JoinHostPort(s.cfg.Query.Host, strconv.Itoa(s.cfg.Query.Port)),

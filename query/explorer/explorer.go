@@ -1,0 +1,210 @@
+// Package explorer is the contract explorer: web pages on the query port
+// that show the contracts (a live list with the query API's filters), one
+// contract (its tree with the current position, state, assets, a timeline
+// of its steps with rollbacks, payouts, what can be done next) and the
+// service's sync status, updated live over GET /events.
+//
+// The pages are static files embedded in the binary (static/): HTML, CSS
+// and vanilla JavaScript modules, no build step and nothing fetched from
+// elsewhere. They read only the public API, like any other client. Every
+// file is served with its content type, a strong ETag (answered 304 when
+// it matches) and Cache-Control: no-cache, so a browser revalidates and a
+// new binary's files are never mixed with an old one's; HTML pages carry a
+// Content-Security-Policy that allows only the port's own scripts, styles
+// and connections. Files are gzip-compressed once, at start-up, for
+// clients that accept it.
+package explorer
+
+import (
+	"bytes"
+	"compress/gzip"
+	"crypto/sha256"
+	"embed"
+	"encoding/hex"
+	"encoding/json"
+	"io/fs"
+	"net/http"
+	"path"
+	"slices"
+	"strings"
+	"time"
+)
+
+//go:embed static
+var static embed.FS
+
+// Prefix is the path under which the explorer's files (and its pages other
+// than the contracts list at /) are served.
+const Prefix = "/ui/"
+
+// Pages are the explorer's pages: request path to file (under static/).
+// The contracts page is the port's root.
+var Pages = map[string]string{
+	"/":            "index.html",
+	"/ui/contract": "contract.html",
+	"/ui/status":   "status.html",
+}
+
+// ContentSecurityPolicy is the policy of every page: scripts, styles,
+// images and connections (fetch, EventSource) of the port itself only; no
+// inline script, no plugins, no framing.
+const ContentSecurityPolicy = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; " +
+	"connect-src 'self'; manifest-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
+
+// CacheControl is sent with every file: revalidate each time (cheap: the
+// ETag answers 304), since the file names carry no version.
+const CacheControl = "no-cache"
+
+// contentTypes by file extension.
+var contentTypes = map[string]string{
+	".html": "text/html; charset=utf-8",
+	".js":   "text/javascript; charset=utf-8",
+	".css":  "text/css; charset=utf-8",
+	".svg":  "image/svg+xml",
+	".png":  "image/png",
+	".json": "application/json",
+	".txt":  "text/plain; charset=utf-8",
+}
+
+// file is one embedded file, ready to serve.
+type file struct {
+	name  string
+	body  []byte
+	gz    []byte // nil when compression does not pay
+	ctype string
+	etag  string
+	page  bool
+}
+
+// Handler serves the explorer's pages and files.
+type Handler struct {
+	files map[string]*file // by request path
+}
+
+// New loads the embedded files.
+func New() (*Handler, error) {
+	h := &Handler{files: map[string]*file{}}
+	load := func(name string, page bool) (*file, error) {
+		body, err := fs.ReadFile(static, "static/"+name)
+		if err != nil {
+			return nil, err
+		}
+		sum := sha256.Sum256(body)
+		f := &file{name: name, body: body, ctype: contentTypes[path.Ext(name)], etag: hex.EncodeToString(sum[:12]), page: page}
+		if f.ctype == "" {
+			f.ctype = "application/octet-stream"
+		}
+		if path.Ext(name) != ".png" && len(body) > 512 {
+			var b bytes.Buffer
+			zw, _ := gzip.NewWriterLevel(&b, gzip.BestCompression)
+			_, _ = zw.Write(body)
+			_ = zw.Close()
+			if b.Len() < len(body)*9/10 {
+				f.gz = b.Bytes()
+			}
+		}
+		return f, nil
+	}
+	for p, name := range Pages {
+		f, err := load(name, true)
+		if err != nil {
+			return nil, err
+		}
+		h.files[p] = f
+	}
+	err := fs.WalkDir(static, "static", func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		name := strings.TrimPrefix(p, "static/")
+		if path.Ext(name) == ".html" {
+			return nil // pages are served at their own paths only
+		}
+		f, err := load(name, false)
+		if err != nil {
+			return err
+		}
+		h.files[Prefix+name] = f
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return h, nil
+}
+
+// Routes returns the patterns to mount on the query port
+// (query.Config.Handlers): one per page and file (GET / exactly, GET
+// /ui/contract, GET /ui/js/api.js, ...). Every other path stays the API's,
+// so an unknown path, under /ui/ too, still gets the API's JSON 404.
+func (h *Handler) Routes() map[string]http.Handler {
+	routes := map[string]http.Handler{}
+	for p := range h.files {
+		if p == "/" {
+			routes["GET /{$}"] = h
+		} else {
+			routes["GET "+p] = h
+		}
+	}
+	return routes
+}
+
+// Paths returns the request paths of every page and file, sorted pages first.
+func (h *Handler) Paths() []string {
+	var pages, files []string
+	for p, f := range h.files {
+		if f.page {
+			pages = append(pages, p)
+		} else {
+			files = append(files, p)
+		}
+	}
+	slices.Sort(pages)
+	slices.Sort(files)
+	return append(pages, files...)
+}
+
+// ServeHTTP serves a page or a file; other paths get a JSON 404 like the
+// API's.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	f := h.files[r.URL.Path]
+	if f == nil {
+		body, _ := json.Marshal(map[string]string{"code": "not_found", "message": "no such resource: " + r.URL.Path})
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("X-Content-Type-Options", "nosniff")
+		w.WriteHeader(http.StatusNotFound)
+		_, _ = w.Write(append(body, '\n'))
+		return
+	}
+	hd := w.Header()
+	hd.Set("Content-Type", f.ctype)
+	hd.Set("Cache-Control", CacheControl)
+	hd.Set("X-Content-Type-Options", "nosniff")
+	hd.Set("Referrer-Policy", "no-referrer")
+	if f.page {
+		hd.Set("Content-Security-Policy", ContentSecurityPolicy)
+		hd.Set("X-Frame-Options", "DENY")
+	}
+	body, etag := f.body, `"`+f.etag+`"`
+	if f.gz != nil {
+		hd.Add("Vary", "Accept-Encoding")
+		if acceptsGzip(r) {
+			body, etag = f.gz, `"`+f.etag+`-gz"`
+			hd.Set("Content-Encoding", "gzip")
+		}
+	}
+	hd.Set("ETag", etag)
+	http.ServeContent(w, r, "", time.Time{}, bytes.NewReader(body))
+}
+
+// acceptsGzip reports whether the request's Accept-Encoding allows gzip.
+func acceptsGzip(r *http.Request) bool {
+	for _, part := range strings.Split(r.Header.Get("Accept-Encoding"), ",") {
+		name, params, _ := strings.Cut(strings.TrimSpace(part), ";")
+		if strings.EqualFold(strings.TrimSpace(name), "gzip") {
+			q := strings.ReplaceAll(strings.TrimSpace(params), " ", "")
+			return q != "q=0" && q != "q=0.0" && q != "q=0.00" && q != "q=0.000"
+		}
+	}
+	return false
+}

@@ -1,0 +1,334 @@
+package explorer_test
+
+import (
+	"bytes"
+	"compress/gzip"
+	"encoding/json"
+	"io"
+	"io/fs"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"path"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/marlowe-follower/follower/chainsync/chain"
+	"github.com/marlowe-follower/follower/chainsync/devnet"
+	"github.com/marlowe-follower/follower/contracts/projectiontest"
+	"github.com/marlowe-follower/follower/history"
+	"github.com/marlowe-follower/follower/query"
+	"github.com/marlowe-follower/follower/query/explorer"
+)
+
+func newHandler(t *testing.T) *explorer.Handler {
+	t.Helper()
+	h, err := explorer.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+func get(t *testing.T, h http.Handler, method, target string, header map[string]string) *httptest.ResponseRecorder {
+	t.Helper()
+	req := httptest.NewRequest(method, target, nil)
+	for k, v := range header {
+		req.Header.Set(k, v)
+	}
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	return rec
+}
+
+// TestFiles: every page and file with its content type, the caching and
+// security headers, 304 on a matching ETag, gzip for clients that take it,
+// and HEAD without a body.
+func TestFiles(t *testing.T) {
+	h := newHandler(t)
+	want := map[string]string{
+		".html": "text/html; charset=utf-8", ".js": "text/javascript; charset=utf-8", ".css": "text/css; charset=utf-8",
+		".svg": "image/svg+xml",
+	}
+	paths := h.Paths()
+	if len(paths) < 10 || paths[0] != "/" {
+		t.Fatalf("paths %v", paths)
+	}
+	for _, p := range paths {
+		rec := get(t, h, http.MethodGet, p, nil)
+		if rec.Code != http.StatusOK {
+			t.Fatalf("GET %s: %d", p, rec.Code)
+		}
+		page := explorer.Pages[p] != ""
+		ext := path.Ext(p)
+		if page {
+			ext = ".html"
+		}
+		hd := rec.Header()
+		if ct := hd.Get("Content-Type"); ct != want[ext] {
+			t.Errorf("GET %s: Content-Type %q, want %q", p, ct, want[ext])
+		}
+		if hd.Get("Cache-Control") != explorer.CacheControl || hd.Get("X-Content-Type-Options") != "nosniff" || hd.Get("ETag") == "" {
+			t.Errorf("GET %s: headers %v", p, hd)
+		}
+		if csp := hd.Get("Content-Security-Policy"); page != (csp == explorer.ContentSecurityPolicy) {
+			t.Errorf("GET %s: Content-Security-Policy %q", p, csp)
+		}
+		body := rec.Body.Bytes()
+		if len(body) == 0 {
+			t.Errorf("GET %s: empty", p)
+		}
+		if c := get(t, h, http.MethodGet, p, map[string]string{"If-None-Match": hd.Get("ETag")}); c.Code != http.StatusNotModified || c.Body.Len() != 0 {
+			t.Errorf("GET %s with its ETag: %d, %d bytes", p, c.Code, c.Body.Len())
+		}
+		if c := get(t, h, http.MethodHead, p, nil); c.Code != http.StatusOK || c.Body.Len() != 0 || c.Header().Get("Content-Length") != strconv.Itoa(len(body)) {
+			t.Errorf("HEAD %s: %d, %d bytes, length %q", p, c.Code, c.Body.Len(), c.Header().Get("Content-Length"))
+		}
+		gz := get(t, h, http.MethodGet, p, map[string]string{"Accept-Encoding": "br, gzip;q=0.8"})
+		if gz.Header().Get("Content-Encoding") == "gzip" {
+			zr, err := gzip.NewReader(gz.Body)
+			if err != nil {
+				t.Fatal(err)
+			}
+			plain, err := io.ReadAll(zr)
+			if err != nil || !bytes.Equal(plain, body) || gz.Header().Get("ETag") == hd.Get("ETag") {
+				t.Errorf("GET %s gzip: %v, same body %v, ETag %q", p, err, bytes.Equal(plain, body), gz.Header().Get("ETag"))
+			}
+			if !strings.Contains(gz.Header().Get("Vary"), "Accept-Encoding") {
+				t.Errorf("GET %s gzip: Vary %q", p, gz.Header().Get("Vary"))
+			}
+		} else if len(body) > 4096 {
+			t.Errorf("GET %s: %d bytes not compressed", p, len(body))
+		}
+		if no := get(t, h, http.MethodGet, p, map[string]string{"Accept-Encoding": "gzip;q=0"}); no.Header().Get("Content-Encoding") != "" {
+			t.Errorf("GET %s: gzip;q=0 was compressed", p)
+		}
+	}
+}
+
+// TestUnknownPaths: paths that are no page or file get the API's JSON 404
+// (the HTML files only at their pages' paths, no directory listings).
+func TestUnknownPaths(t *testing.T) {
+	h := newHandler(t)
+	for _, p := range []string{"/ui/", "/ui/nope", "/ui/js/", "/ui/index.html", "/ui/contract.html", "/ui/js/nope.js", "/ui/contract/x"} {
+		rec := get(t, h, http.MethodGet, p, nil)
+		var body struct{ Code, Message string }
+		if rec.Code != http.StatusNotFound || rec.Header().Get("Content-Type") != "application/json" ||
+			json.Unmarshal(rec.Body.Bytes(), &body) != nil || body.Code != "not_found" {
+			t.Errorf("GET %s: %d %q %s", p, rec.Code, rec.Header().Get("Content-Type"), rec.Body)
+		}
+	}
+}
+
+var (
+	refPattern    = regexp.MustCompile(`(?:src|href)="([^"]*)"`)
+	importPattern = regexp.MustCompile(`(?m)^\s*import\s[^;]*?from\s+"([^"]+)"|^\s*import\s+"([^"]+)"`)
+	externalURL   = regexp.MustCompile(`(?i)\b(?:https?:)?//[a-z0-9.-]+\.[a-z]{2,}`)
+)
+
+// TestLinksStayOnThePort: every src and href of the pages, and every import
+// of the modules, is a file of the explorer or a path of the API; nothing
+// points at another host (the pages work without any external network).
+func TestLinksStayOnThePort(t *testing.T) {
+	h := newHandler(t)
+	served := map[string]bool{}
+	for _, p := range h.Paths() {
+		served[p] = true
+	}
+	api := map[string]bool{"/openapi.json": true}
+	for _, p := range h.Paths() {
+		body := get(t, h, http.MethodGet, p, nil).Body.String()
+		var refs []string
+		switch {
+		case explorer.Pages[p] != "":
+			for _, m := range refPattern.FindAllStringSubmatch(body, -1) {
+				refs = append(refs, m[1])
+			}
+		case strings.HasSuffix(p, ".js"):
+			for _, m := range importPattern.FindAllStringSubmatch(body, -1) {
+				refs = append(refs, m[1]+m[2])
+			}
+		}
+		for _, ref := range refs {
+			if strings.HasPrefix(ref, "#") {
+				continue
+			}
+			u, err := url.Parse(ref)
+			if err != nil || u.Host != "" || u.Scheme != "" {
+				t.Errorf("%s: %q leaves the port", p, ref)
+				continue
+			}
+			base := p
+			if strings.HasSuffix(p, "/") {
+				base += "x"
+			}
+			target := path.Join(path.Dir(base), u.Path)
+			if strings.HasSuffix(u.Path, "/") && target != "/" {
+				target += "/"
+			}
+			if !served[target] && !api[target] {
+				t.Errorf("%s: %q resolves to %s, which is neither a file nor an API path", p, ref, target)
+			}
+		}
+		for _, m := range externalURL.FindAllString(body, -1) {
+			if m != "http://www.w3.org" && m != "//www.w3.org" {
+				t.Errorf("%s refers to another host: %s", p, m)
+			}
+		}
+	}
+}
+
+// TestSlotConfigsMatch keeps the pages' slot clocks (format.js, SLOTS) the
+// server's.
+func TestSlotConfigsMatch(t *testing.T) {
+	src, err := os.ReadFile("static/js/format.js")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]history.SlotConfig{
+		"mainnet": history.MainnetSlots, "preprod": history.PreprodSlots, "preview": history.PreviewSlots,
+		"devnet": {ZeroSlot: 0, ZeroTimeMillis: devnet.ZeroTimeMillis, SlotLengthMillis: devnet.SlotLengthMillis},
+	}
+	re := regexp.MustCompile(`(\w+): \{ zeroSlot: (\d+), zeroTime: (-?\d+), slotLength: (\d+) \}`)
+	found := 0
+	for _, m := range re.FindAllStringSubmatch(string(src), -1) {
+		w, ok := want[m[1]]
+		if !ok {
+			continue
+		}
+		found++
+		got := m[2] + " " + m[3] + " " + m[4]
+		if exp := strconv.FormatUint(w.ZeroSlot, 10) + " " + strconv.FormatInt(w.ZeroTimeMillis, 10) + " " + strconv.FormatInt(w.SlotLengthMillis, 10); got != exp {
+			t.Errorf("format.js %s: %s, the server's %s", m[1], got, exp)
+		}
+	}
+	if found != len(want) {
+		t.Errorf("format.js has %d of the %d networks", found, len(want))
+	}
+}
+
+// TestEmbeddedMatchesTheTree: the binary serves exactly the files of
+// static/ (no stale or missing file).
+func TestEmbeddedMatchesTheTree(t *testing.T) {
+	h := newHandler(t)
+	n := 0
+	err := fs.WalkDir(os.DirFS("static"), ".", func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		n++
+		if strings.HasSuffix(p, ".html") {
+			return nil
+		}
+		disk, _ := os.ReadFile("static/" + p)
+		if got := get(t, h, http.MethodGet, explorer.Prefix+p, nil).Body.Bytes(); !bytes.Equal(got, disk) {
+			t.Errorf("%s differs from the embedded file", p)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n != len(h.Paths()) {
+		t.Errorf("%d files on disk, %d served", n, len(h.Paths()))
+	}
+}
+
+// TestOnTheQueryPort mounts the explorer on a query server as the service
+// does: the pages answer, every API route still answers as before, unknown
+// API paths and methods still get JSON errors; without the explorer (--no-ui)
+// / is the API's 404.
+func TestOnTheQueryPort(t *testing.T) {
+	p := projectiontest.Start(t, projectiontest.Options{Backend: projectiontest.SQLite, Generator: projectiontest.DefaultGenerator(3), Batch: true})
+	p.Advance(60)
+	p.Sync()
+	serve := func(ui bool) http.Handler {
+		cfg := query.Config{
+			Contracts: p.Contracts, History: p.History, Projection: p.Projection,
+			Status: func() query.Status {
+				tip := p.Tip()
+				return query.Status{Network: "devnet", NetworkMagic: 42, Connected: true, NodeTip: chain.Tip{Point: tip.Point(), BlockNo: tip.BlockNo}, Follower: tip, SyncProgress: 1}
+			},
+			Slots:    &history.SlotConfig{ZeroTimeMillis: devnet.ZeroTimeMillis, SlotLengthMillis: devnet.SlotLengthMillis},
+			Metrics:  http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "up 1\n") }),
+			Handlers: map[string]http.Handler{"GET /events": http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.Header().Set("Content-Type", "text/event-stream") })},
+		}
+		if ui {
+			for pattern, h := range newHandler(t).Routes() {
+				cfg.Handlers[pattern] = h
+			}
+		}
+		srv, err := query.New(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return srv.Handler()
+	}
+	on, off := serve(true), serve(false)
+	type answer struct {
+		code  int
+		ctype string
+		code2 string // the error code of a JSON error
+	}
+	ask := func(h http.Handler, method, target string) answer {
+		rec := get(t, h, method, target, nil)
+		a := answer{code: rec.Code, ctype: rec.Header().Get("Content-Type")}
+		if rec.Code >= 400 {
+			var body struct{ Code string }
+			_ = json.Unmarshal(rec.Body.Bytes(), &body)
+			a.code2 = body.Code
+		}
+		return a
+	}
+	var list struct {
+		Results []struct{ ContractID string }
+	}
+	rec := get(t, on, http.MethodGet, "/contracts?limit=1", nil)
+	if err := json.Unmarshal(rec.Body.Bytes(), &list); err != nil || len(list.Results) == 0 {
+		t.Fatalf("GET /contracts: %d %s", rec.Code, rec.Body)
+	}
+	id := url.PathEscape(list.Results[0].ContractID)
+	// The API answers the same with and without the explorer.
+	for _, target := range []string{"/contracts", "/contracts/" + id, "/contracts/" + id + "/transactions", "/contracts/" + id + "/history",
+		"/payouts", "/withdrawals", "/status", "/healthz", "/openapi.json", "/metrics", "/events", "/runtime/contracts",
+		"/nope", "/ui", "/uix", "/contracts/" + id + "/nope", "/contracts/nope", "/index.html", "/favicon.ico", "/runtime/nope"} {
+		a, b := ask(on, http.MethodGet, target), ask(off, http.MethodGet, target)
+		if a != b {
+			t.Errorf("GET %s: %+v with the explorer, %+v without", target, a, b)
+		}
+		if a.code == http.StatusNotFound && (a.ctype != "application/json" || (a.code2 != "not_found" && a.code2 != "")) {
+			t.Errorf("GET %s: %+v", target, a)
+		}
+	}
+	for _, target := range []string{"/nope", "/contracts/" + id + "/nope"} {
+		if a := ask(on, http.MethodGet, target); a.code != http.StatusNotFound || a.code2 != "not_found" {
+			t.Errorf("GET %s: %+v, want the API's JSON 404", target, a)
+		}
+	}
+	// The pages and files.
+	for _, target := range []string{"/", "/?status=open", "/ui/contract?id=" + id, "/ui/status", "/ui/style.css", "/ui/js/api.js"} {
+		a := ask(on, http.MethodGet, target)
+		if a.code != http.StatusOK || (!strings.HasPrefix(a.ctype, "text/") && a.ctype != "image/svg+xml") {
+			t.Errorf("GET %s: %+v", target, a)
+		}
+		if a := ask(off, http.MethodGet, target); a.code != http.StatusNotFound || a.ctype != "application/json" || a.code2 != "not_found" {
+			t.Errorf("GET %s without the explorer: %+v", target, a)
+		}
+	}
+	if a := ask(on, http.MethodGet, "/ui/nope.js"); a.code != http.StatusNotFound || a.code2 != "not_found" {
+		t.Errorf("GET /ui/nope.js: %+v", a)
+	}
+	// Other methods: the API's 405 on the pages, as on the API's paths.
+	for _, target := range []string{"/", "/ui/style.css", "/contracts"} {
+		if a := ask(on, http.MethodPost, target); a.code != http.StatusMethodNotAllowed || a.code2 != "method_not_allowed" {
+			t.Errorf("POST %s: %+v", target, a)
+		}
+	}
+	// The position headers come with the pages too, as with every answer.
+	if rec := get(t, on, http.MethodGet, "/", nil); rec.Header().Get(query.HeaderSeq) == "" || !strings.Contains(rec.Body.String(), "<title>") {
+		t.Errorf("GET /: %v", rec.Header())
+	}
+}

@@ -1,0 +1,157 @@
+// The public query API and GET /events, as the pages use them. The base is
+// where this file is served from, two levels up (/ui/js/api.js -> /), so
+// the pages work behind a proxy that mounts the port under a path.
+
+import { parse } from "./json.js";
+
+export const BASE = new URL("../../", import.meta.url);
+
+/** url makes an absolute URL of an API path ("contracts?limit=5") and parameters. */
+export function url(path, params) {
+  const u = new URL(path.replace(/^\//, ""), BASE);
+  if (params) {
+    for (const [k, v] of Object.entries(params)) {
+      if (v === undefined || v === null || v === "") continue;
+      for (const x of Array.isArray(v) ? v : [v]) u.searchParams.append(k, String(x));
+    }
+  }
+  return u;
+}
+
+/** pageURL is a page of the explorer: "" (contracts), "ui/contract", "ui/status". */
+export function pageURL(page, params) {
+  return url(page, params).toString();
+}
+
+/** ApiError is an answer that is not 2xx: status, code and message of the body. */
+export class ApiError extends Error {
+  constructor(status, code, message) {
+    super(message || code || `HTTP ${status}`);
+    this.status = status;
+    this.code = code;
+  }
+}
+
+/** get fetches JSON (integers beyond 2^53 as BigInt); not-2xx answers throw ApiError. */
+export async function get(path, params, { signal } = {}) {
+  const res = await fetch(url(path, params), { headers: { Accept: "application/json" }, signal });
+  const text = await res.text();
+  let body = null;
+  try {
+    body = text ? parse(text) : null;
+  } catch {
+    if (res.ok) throw new ApiError(res.status, "bad_json", "the answer is not JSON");
+  }
+  if (!res.ok) throw new ApiError(res.status, body && body.code, body && body.message);
+  return body;
+}
+
+/** getText fetches a text answer (/metrics). */
+export async function getText(path, { signal } = {}) {
+  const res = await fetch(url(path), { signal });
+  if (!res.ok) throw new ApiError(res.status, "http", `HTTP ${res.status}`);
+  return res.text();
+}
+
+/** all follows a list's pages (next links) and returns every result, up to max. */
+export async function all(path, params, { max = 10000, signal } = {}) {
+  let page = await get(path, params, { signal });
+  const out = [...page.results];
+  while (page.cursor && out.length < max) {
+    page = await get(path, { ...params, cursor: page.cursor }, { signal });
+    out.push(...page.results);
+  }
+  return { results: out, seq: page.seq, block: page.block, nodeTip: page.nodeTip };
+}
+
+/** contractPath is the path of a contract ("contracts/TX%23IX"). */
+export function contractPath(id, rest = "") {
+  return "contracts/" + encodeURIComponent(id) + rest;
+}
+
+/**
+ * Live follows GET /events: onRecords gets the records of each burst (a
+ * few records close together come as one call), onState the connection's
+ * state ("connecting", "live", "reconnecting", "resumed", "failed"),
+ * onTip each heartbeat's tip. EventSource resumes with Last-Event-ID by
+ * itself after a drop; when it gives up (the server refused the request,
+ * for example a cursor from a previous store), Live starts again from the
+ * tip after a pause and says "restarted".
+ */
+export class Live {
+  constructor(params, { onRecords, onState, onTip, burstMs = 150 } = {}) {
+    this.params = params;
+    this.onRecords = onRecords || (() => {});
+    this.onState = onState || (() => {});
+    this.onTip = onTip || (() => {});
+    this.burstMs = burstMs;
+    this.pending = [];
+    this.timer = null;
+    this.lastId = null;
+    this.dropped = false;
+    this.closed = false;
+    this.restarting = false;
+    this.retries = 0;
+    this.open(params);
+  }
+
+  open(params) {
+    this.onState(this.dropped ? "reconnecting" : "connecting");
+    const es = new EventSource(url("events", params));
+    this.es = es;
+    es.addEventListener("open", () => {
+      this.retries = 0;
+      const state = this.restarting ? "restarted" : this.dropped ? "resumed" : "live";
+      this.restarting = this.dropped = false;
+      this.onState(state, this.lastId);
+    });
+    es.addEventListener("record", (ev) => {
+      this.lastId = ev.lastEventId || this.lastId;
+      let rec;
+      try {
+        rec = parse(ev.data);
+      } catch {
+        return;
+      }
+      this.pending.push(rec);
+      if (this.timer === null) this.timer = setTimeout(() => this.flush(), this.burstMs);
+    });
+    es.addEventListener("heartbeat", (ev) => {
+      try {
+        this.onTip(parse(ev.data));
+      } catch {
+        /* a heartbeat we cannot read is skipped */
+      }
+    });
+    es.addEventListener("error", () => {
+      if (this.closed) return;
+      this.dropped = true;
+      if (es.readyState === EventSource.CLOSED) {
+        // The server answered with an error or the browser gave up: start
+        // over from the tip (the page refreshes what it shows).
+        this.onState("failed");
+        const wait = Math.min(30000, 1000 * 2 ** this.retries++);
+        setTimeout(() => {
+          if (this.closed) return;
+          this.restarting = true;
+          this.open({ ...this.params, from: "tip" });
+        }, wait);
+      } else {
+        this.onState("reconnecting");
+      }
+    });
+  }
+
+  flush() {
+    this.timer = null;
+    const recs = this.pending;
+    this.pending = [];
+    if (recs.length) this.onRecords(recs);
+  }
+
+  close() {
+    this.closed = true;
+    if (this.timer !== null) clearTimeout(this.timer);
+    if (this.es) this.es.close();
+  }
+}

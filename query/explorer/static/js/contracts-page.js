@@ -1,0 +1,318 @@
+// The contracts page: newest first, with the query API's filters, paging
+// and a search box; kept current by GET /events (new contracts appear,
+// changed rows flash, rows a rollback changed or removed flash red).
+
+import { ApiError, contractPath, get, pageURL } from "./api.js";
+import { count, date, shortContractId, short, slotTime } from "./format.js";
+import { $, banner, fill, flash, follow, h, showTip, tickRelative } from "./ui.js";
+
+const FILTERS = ["status", "roleCurrency", "tag", "partyAddress", "partyRole"];
+const EVENT_FILTERS = ["roleCurrency", "tag", "partyAddress", "partyRole"]; // /events has no status
+const GONE_MS = 5000;
+
+const state = {
+  filters: {},
+  limit: 25,
+  cursor: "",
+  cursors: [], // the cursors of the pages before this one
+  rows: new Map(), // contractId -> contract header shown
+  gone: new Map(), // contractId -> {row, until}: rows a rollback removed, shown struck through for a while
+  network: "",
+  loaded: false,
+  live: null,
+  busy: false,
+  again: null, // {minSeq, rollback} of a refresh asked while one ran
+};
+
+function readLocation() {
+  const q = new URLSearchParams(location.search);
+  state.filters = {};
+  for (const k of FILTERS) if (q.get(k)) state.filters[k] = q.get(k);
+  state.limit = Number(q.get("limit")) || 25;
+  state.cursor = q.get("cursor") || "";
+  const form = $("filters");
+  for (const k of FILTERS) form.elements[k].value = state.filters[k] || "";
+  form.elements.limit.value = String(state.limit);
+}
+
+function writeLocation(push) {
+  const params = { ...state.filters };
+  if (state.limit !== 25) params.limit = state.limit;
+  if (state.cursor) params.cursor = state.cursor;
+  const u = pageURL("", params);
+  if (push) history.pushState(null, "", u);
+  else history.replaceState(null, "", u);
+}
+
+async function refresh({ minSeq, rollback = false } = {}) {
+  if (state.busy) {
+    const a = state.again || { minSeq: 0, rollback: false };
+    state.again = { minSeq: Math.max(a.minSeq || 0, minSeq || 0), rollback: a.rollback || rollback };
+    return;
+  }
+  state.busy = true;
+  try {
+    const page = await get("contracts", { ...state.filters, order: "desc", limit: state.limit, cursor: state.cursor, minSeq });
+    render(page, rollback);
+    showTip({ ...page.block, seq: page.seq });
+  } catch (e) {
+    if (e instanceof ApiError && e.status === 400) {
+      fill($("summary"), h("span", { class: "error" }, `The filters are not valid: ${e.message}`));
+      fill($("contracts").tBodies[0]);
+    } else if (e instanceof ApiError && e.code === "not_yet_applied") {
+      state.again = { minSeq: 0, rollback }; // try again without waiting
+    } else {
+      banner(`The query API did not answer: ${e.message}`, "bad", { timeout: 5000 });
+    }
+  } finally {
+    state.busy = false;
+    if (state.again) {
+      const a = state.again;
+      state.again = null;
+      setTimeout(() => refresh(a), 250);
+    }
+  }
+}
+
+function render(page, rollback) {
+  const tbody = $("contracts").tBodies[0];
+  const before = state.rows;
+  const now = Date.now();
+  const next = new Map(page.results.map((c) => [c.contractId, c]));
+  // Rows a rollback removed from the middle of this page stay a moment, struck through.
+  if (state.loaded && rollback) {
+    const lowest = page.results.length ? page.results[page.results.length - 1].seq : -Infinity;
+    for (const [id, c] of before) {
+      if (!next.has(id) && c.seq >= lowest) state.gone.set(id, { row: c, until: now + GONE_MS });
+    }
+  }
+  for (const [id, g] of state.gone) if (g.until < now || next.has(id)) state.gone.delete(id);
+  const shown = [...page.results, ...[...state.gone.values()].map((g) => ({ ...g.row, gone: true }))];
+  shown.sort((a, b) => b.seq - a.seq);
+  const rows = shown.map((c) => {
+    const tr = row(c);
+    if (!state.loaded) return tr;
+    const old = before.get(c.contractId);
+    if (c.gone) {
+      if (!old || !old.gone) flash(tr, "rollback");
+    } else if (!old) {
+      flash(tr, rollback ? "rollback" : "new");
+    } else if (signature(old) !== signature(c)) {
+      flash(tr, rollback ? "rollback" : "update");
+    }
+    return tr;
+  });
+  fill(tbody, rows);
+  const table = $("contracts");
+  for (const kind of ["new", "update", "rollback"]) {
+    const n = rows.filter((tr) => tr.dataset.flashed === kind).length;
+    if (n) table.dataset["flashed" + kind[0].toUpperCase() + kind.slice(1)] = String(Number(table.dataset["flashed" + kind[0].toUpperCase() + kind.slice(1)] || 0) + n);
+  }
+  state.rows = new Map(shown.map((c) => [c.contractId, c]));
+  state.loaded = true;
+  state.nextCursor = page.cursor || "";
+  $("next").disabled = !page.cursor;
+  $("prev").disabled = state.cursors.length === 0;
+  $("newest").disabled = !state.cursor;
+  $("page-no").textContent = `page ${state.cursors.length + 1}`;
+  const total = page.total !== undefined && page.total !== null ? `${count(page.total)} contracts` : "";
+  const what = Object.keys(state.filters).length ? "matching the filters" : "";
+  fill($("summary"), [total, what, page.results.length === 0 ? "none to show" : `showing ${page.results.length}`, `as of seq ${count(page.seq)}`].filter(Boolean).join(" · "));
+  if (page.results.length === 0) {
+    fill(tbody, h("tr", {}, h("td", { colspan: 8, class: "muted" }, "No contracts yet" + (what ? " matching the filters" : "") + ". New ones appear here as blocks arrive.")));
+  }
+}
+
+function signature(c) {
+  return [c.status, c.steps, c.lastSeq, c.gone ? 1 : 0].join("/");
+}
+
+function blockCell(b) {
+  if (!b) return h("td", { class: "num" }, "–");
+  const t = slotTime(state.network, b.slot);
+  return h("td", { class: "num", title: t !== null ? `slot ${count(b.slot)}, ${date(t)}` : `slot ${count(b.slot)}` }, count(b.blockNo));
+}
+
+function row(c) {
+  const tags = Object.keys(c.tags || {});
+  const last = c.lastBlock;
+  const lastTime = last ? slotTime(state.network, last.slot) : null;
+  return h("tr", { dataset: { id: c.contractId, seq: String(c.seq), steps: String(c.steps) }, class: c.gone ? "gone" : undefined },
+    h("td", {}, h("a", { href: pageURL("ui/contract", { id: c.contractId }), title: c.contractId, class: "mono" }, shortContractId(c.contractId)),
+      c.gone ? h("span", { class: "badge rolled-back" }, " rolled back") : null),
+    h("td", {}, h("span", { class: "badge " + c.status }, c.status)),
+    h("td", {}, c.version),
+    h("td", { class: "mono" }, c.roleTokenMintingPolicyId
+      ? h("a", { href: pageURL("", { roleCurrency: c.roleTokenMintingPolicyId }), title: "Contracts of roles currency " + c.roleTokenMintingPolicyId }, short(c.roleTokenMintingPolicyId, 8, 4))
+      : h("span", { class: "muted" }, "no roles")),
+    h("td", {}, tags.map((t) => h("a", { class: "tag", href: pageURL("", { tag: t }), title: "Contracts tagged " + t }, t))),
+    blockCell(c.block),
+    h("td", { class: "num" }, count(c.steps)),
+    h("td", {}, last ? h("span", { title: `slot ${count(last.slot)}${lastTime !== null ? ", " + date(lastTime) : ""}` }, `block ${count(last.blockNo)}`) : "–",
+      " ", h("span", { class: "muted small" }, `seq ${count(c.lastSeq)}`)),
+  );
+}
+
+function startLive() {
+  if (state.live) state.live.close();
+  const params = { from: "tip" };
+  let any = false;
+  for (const k of EVENT_FILTERS) {
+    if (state.filters[k]) {
+      params[k] = state.filters[k];
+      any = true;
+    }
+  }
+  if (!any) params.all = "true";
+  state.live = follow(params, {
+    onRecords: (recs) => {
+      const minSeq = Math.max(...recs.map((r) => r.seq || 0));
+      refresh({ minSeq, rollback: recs.some((r) => r.kind === "rolled_back") });
+    },
+    onRestart: () => refresh(),
+  });
+}
+
+// Search: a contract id opens it; a transaction id opens the contract it
+// created, stepped or withdrew from; a roles currency, an address, a party
+// role or anything else (a tag) filters the list.
+async function search(text) {
+  const out = $("search-result");
+  const q = text.trim();
+  fill(out);
+  if (!q) return;
+  const go = (id, hash = "") => (location.href = pageURL("ui/contract", { id }) + hash);
+  const filter = (k, v) => {
+    state.filters = { [k]: v };
+    state.cursor = "";
+    state.cursors = [];
+    readFiltersIntoForm();
+    writeLocation(true);
+    restart();
+    fill(out, `Showing the contracts with ${k} ${v}.`);
+  };
+  try {
+    if (/^[0-9a-fA-F]{64}#\d+$/.test(q)) {
+      await get(contractPath(q.toLowerCase()));
+      return go(q.toLowerCase());
+    }
+    if (/^[0-9a-fA-F]{64}$/.test(q)) {
+      const tx = q.toLowerCase();
+      fill(out, "Looking for the transaction…");
+      const found = await findTx(tx);
+      if (found) return go(found.contractId, found.hash);
+      fill(out, h("span", { class: "error" }, "No contract was created by this transaction, and no step with payouts or withdrawal of it was found."));
+      return;
+    }
+    if (/^[0-9a-fA-F]{56}$/.test(q)) return filter("roleCurrency", q.toLowerCase());
+    if (/^[0-9a-fA-F]{56}\..*$/.test(q)) return filter("partyRole", q);
+    if (/^(addr|addr_test)1[02-9ac-hj-np-z]+$/.test(q)) return filter("partyAddress", q);
+    return filter("tag", q);
+  } catch (e) {
+    if (e instanceof ApiError && e.status === 404) fill(out, h("span", { class: "error" }, `No contract ${q} (as of the API’s current seq).`));
+    else fill(out, h("span", { class: "error" }, `The search failed: ${e.message}`));
+  }
+}
+
+// findTx tries, one at a time (most often the first answers): the contract
+// the transaction created (its first outputs), the withdrawal it made, the
+// payouts it paid (a step's outputs).
+async function findTx(tx) {
+  const tryGet = async (path) => {
+    try {
+      return await get(path);
+    } catch (e) {
+      if (e instanceof ApiError && e.status === 404) return null;
+      throw e;
+    }
+  };
+  for (let ix = 0; ix < 3; ix++) {
+    const c = await tryGet(contractPath(`${tx}#${ix}`));
+    if (c) return { contractId: c.contractId, hash: "" };
+  }
+  const w = await tryGet("withdrawals/" + tx);
+  if (w && w.payouts && w.payouts.length) return { contractId: w.payouts[0].contractId, hash: "#tx-" + tx };
+  for (let ix = 0; ix < 4; ix++) {
+    const p = await tryGet("payouts/" + encodeURIComponent(`${tx}#${ix}`));
+    if (p) return { contractId: p.contractId, hash: "#tx-" + tx };
+  }
+  return null;
+}
+
+function readFiltersIntoForm() {
+  const form = $("filters");
+  for (const k of FILTERS) form.elements[k].value = state.filters[k] || "";
+}
+
+function restart() {
+  state.rows = new Map();
+  state.gone = new Map();
+  state.loaded = false;
+  refresh();
+  startLive();
+}
+
+async function main() {
+  readLocation();
+  tickRelative();
+  try {
+    state.network = (await get("status")).network;
+  } catch {
+    /* times of blocks are left out */
+  }
+  $("filters").addEventListener("submit", (ev) => {
+    ev.preventDefault();
+    const form = ev.target;
+    state.filters = {};
+    for (const k of FILTERS) {
+      const v = form.elements[k].value.trim();
+      if (v) state.filters[k] = v;
+    }
+    state.limit = Number(form.elements.limit.value) || 25;
+    state.cursor = "";
+    state.cursors = [];
+    writeLocation(true);
+    restart();
+  });
+  $("filters").addEventListener("reset", () => {
+    setTimeout(() => $("filters").requestSubmit(), 0);
+  });
+  $("filters").elements.limit.addEventListener("change", () => $("filters").requestSubmit());
+  $("filters").elements.status.addEventListener("change", () => $("filters").requestSubmit());
+  $("search").addEventListener("submit", (ev) => {
+    ev.preventDefault();
+    search($("q").value);
+  });
+  $("next").addEventListener("click", () => {
+    if (!state.nextCursor) return;
+    state.cursors.push(state.cursor);
+    state.cursor = state.nextCursor;
+    state.rows = new Map();
+    state.loaded = false;
+    writeLocation(true);
+    refresh();
+  });
+  $("prev").addEventListener("click", () => {
+    state.cursor = state.cursors.pop() || "";
+    state.rows = new Map();
+    state.loaded = false;
+    writeLocation(true);
+    refresh();
+  });
+  $("newest").addEventListener("click", () => {
+    state.cursor = "";
+    state.cursors = [];
+    state.rows = new Map();
+    state.loaded = false;
+    writeLocation(true);
+    refresh();
+  });
+  window.addEventListener("popstate", () => {
+    readLocation();
+    state.cursors = [];
+    restart();
+  });
+  restart();
+}
+
+main();
