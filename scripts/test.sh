@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The project's whole test suite: what the README's test command and CI run.
 #   go vet, a gofmt check, go test -race over every package, the browser
-#   end-to-end test (scripts/browser/run.sh), the benchmark
+#   end-to-end test (scripts/browser/run.sh), the official Marlowe
+#   TypeScript SDK against the runtime view (scripts/sdk/run.sh), the benchmark
 #   suite's quick run (without -race), then every fuzz
 #   target for a short while (FUZZTIME, default 10000x: 10,000 runs each; a
 #   duration such as 30s works too; FUZZTIME=0 skips them).
@@ -69,6 +70,12 @@ step "browser end-to-end (headless Chromium: CORS, EventSource, WebSocket origin
 browser_started=$SECONDS
 bash scripts/browser/run.sh
 echo "browser step: $((SECONDS - browser_started))s"
+
+step "TypeScript SDK against the runtime view (@marlowe.io/runtime-rest-client 0.4.0-beta, strict, on a devnet)"
+# Installs the SDK with npm ci into a cache directory (scripts/sdk/run.sh).
+sdk_started=$SECONDS
+bash scripts/sdk/run.sh
+echo "sdk step: $((SECONDS - sdk_started))s"
 
 step "benchmark suite, --quick (checks that it runs and writes its table and plots, not speed)"
 # Without -race: under the race detector the suite measures the detector.

@@ -1,0 +1,89 @@
+#!/usr/bin/env bash
+# The official Marlowe TypeScript SDK (@marlowe.io/runtime-rest-client
+# 0.4.0-beta) against the runtime view: builds the binary, starts
+# `run --devnet` on free ports with its store in a temporary directory and
+# the devnet's chain stopped at a number of blocks (a chain at rest, so that
+# the check can compare its answers exactly), waits until the service has
+# stored all of it (wait.mjs), runs sdk-check.mjs against
+# http://127.0.0.1:PORT/runtime, stops the service and exits with the
+# check's status (non-zero as well when the service does not stop cleanly).
+# Everything it makes is removed on exit; the SDK is installed once into a
+# cache directory (MARLOWE_SDK_CACHE, default
+# ~/.cache/marlowe-follower/npm-sdk), and again only when package-lock.json
+# changes. Node.js is installed with apt-get where it is missing.
+#
+#   MARLOWE_SDK_BLOCKS  the chain's length (default 1000: about 130 contracts,
+#                       270 steps, 180 payouts, 110 withdrawals)
+#   MARLOWE_SDK_SEED    the devnet's seed (default 1)
+set -euo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+root="$(cd "$here/../.." && pwd)"
+cd "$root"
+# shellcheck source=../lib.sh
+. "$root/scripts/lib.sh"
+
+blocks="${MARLOWE_SDK_BLOCKS:-1000}"
+seed="${MARLOWE_SDK_SEED:-1}"
+cache="${MARLOWE_SDK_CACHE:-${XDG_CACHE_HOME:-${HOME:-/tmp}/.cache}/marlowe-follower/npm-sdk}"
+
+ensure_node
+modules="$(npm_ci_cached "$here" "$cache")"
+
+tmp="$(mktemp -d "${TMPDIR:-/tmp}/marlowe-sdk-test.XXXXXX")"
+service_pid=""
+# stop_service stops the service with SIGTERM, as an operator does; it
+# fails when the service needs SIGKILL or exits with an error.
+stop_service() {
+	[ -n "$service_pid" ] || return 0
+	local pid="$service_pid" rc=0
+	service_pid=""
+	kill -TERM "$pid" 2>/dev/null || true
+	for _ in $(seq 1 150); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+	if kill -0 "$pid" 2>/dev/null; then
+		echo "FAIL the service did not stop within 15 s of SIGTERM; killing it"
+		kill -KILL "$pid" 2>/dev/null || true
+		wait "$pid" 2>/dev/null || true
+		return 1
+	fi
+	wait "$pid" || rc=$?
+	if [ "$rc" -ne 0 ]; then
+		echo "FAIL the service exited with status $rc on SIGTERM"
+		return 1
+	fi
+	echo "the service stopped cleanly"
+}
+cleanup() {
+	status=$?
+	stop_service || status=1
+	if [ "$status" -ne 0 ] && [ -f "$tmp/service.log" ]; then
+		echo "--- the service's log (last 40 lines):"
+		tail -n 40 "$tmp/service.log"
+	fi
+	rm -rf "$tmp"
+	exit "$status"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+t0=$SECONDS
+go build -o "$tmp/marlowe-follower" ./cmd/marlowe-follower
+echo "built the binary in $((SECONDS - t0)) s"
+
+read -r qport sport < <(free_ports 2)
+# --devnet-block-rate 0: the chain is made as fast as it can be, then waits
+# at its tip.
+"$tmp/marlowe-follower" run --devnet --devnet-block-rate 0 --devnet-blocks "$blocks" --devnet-seed "$seed" \
+	--data-dir "$tmp/data" --query-host 127.0.0.1 --query-port "$qport" --streaming-host 127.0.0.1 --streaming-port "$sport" \
+	--log-level warn --log-format console --progress-bar never \
+	>"$tmp/service.log" 2>&1 &
+service_pid=$!
+echo "service: query :$qport, streaming :$sport; devnet seed $seed, $blocks blocks"
+
+node "$here/wait.mjs" "http://127.0.0.1:$qport" "$blocks" 90
+
+check=0
+t0=$SECONDS
+SDK_NODE_MODULES="$modules" node "$here/sdk-check.mjs" "http://127.0.0.1:$qport/runtime" || check=$?
+echo "the check took $((SECONDS - t0)) s"
+stop_service || [ "$check" -ne 0 ] || check=1
+exit "$check"
