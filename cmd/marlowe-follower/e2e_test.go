@@ -47,12 +47,13 @@ func getJSON(url string, v any) (int, error) {
 }
 
 // runDevnet starts `run --devnet` with a journal devnet and its store in dir.
-func runDevnet(t *testing.T, bin, dir string, qport, sport int) *exec.Cmd {
+func runDevnet(t *testing.T, bin, dir string, qport, sport int, extra ...string) *exec.Cmd {
 	t.Helper()
-	cmd := exec.Command(bin, "run", "--devnet", "--devnet-journal", "--devnet-block-rate", "200", "--devnet-seed", "5",
+	args := append([]string{"run", "--devnet", "--devnet-journal", "--devnet-block-rate", "200", "--devnet-seed", "5",
 		"--data-dir", dir, "--query-port", strconv.Itoa(qport), "--streaming-port", strconv.Itoa(sport),
 		"--query-host", "127.0.0.1", "--streaming-host", "127.0.0.1",
-		"--min-backoff", "50ms", "--max-backoff", "500ms", "--log-level", "error", "--progress-bar", "never")
+		"--min-backoff", "50ms", "--max-backoff", "500ms", "--log-level", "error", "--progress-bar", "never"}, extra...)
+	cmd := exec.Command(bin, args...)
 	cmd.Stderr = os.Stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -101,6 +102,13 @@ func TestRunDevnetEndToEnd(t *testing.T) {
 	}
 	if code, _ := getJSON(base+"/healthz", nil); code != 200 {
 		t.Fatalf("GET /healthz: %d", code)
+	}
+	// The contract explorer is at / (and unknown paths are still the API's JSON 404).
+	if ctype, code := contentType(t, base+"/"); code != 200 || ctype != "text/html; charset=utf-8" {
+		t.Fatalf("GET /: %d %q", code, ctype)
+	}
+	if ctype, code := contentType(t, base+"/nope"); code != 404 || ctype != "application/json" {
+		t.Fatalf("GET /nope: %d %q", code, ctype)
 	}
 	// --devnet lets browser pages of any origin read the API.
 	req, _ := http.NewRequest(http.MethodGet, base+"/status", nil)
@@ -157,8 +165,9 @@ func TestRunDevnetEndToEnd(t *testing.T) {
 	}
 	logA, cpA := storeState(t, dir)
 
-	// Restart on the same store: the log continues exactly.
-	cmd = runDevnet(t, bin, dir, qport, sport)
+	// Restart on the same store (without the explorer this time): the log
+	// continues exactly.
+	cmd = runDevnet(t, bin, dir, qport, sport, "--no-ui")
 	deadline = time.Now().Add(60 * time.Second)
 	for {
 		code, err := getJSON(base+"/status", &status)
@@ -169,6 +178,9 @@ func TestRunDevnetEndToEnd(t *testing.T) {
 			t.Fatalf("the restarted service did not continue: %d %v %+v (head before %d)", code, err, status, cpA.Head)
 		}
 		time.Sleep(100 * time.Millisecond)
+	}
+	if ctype, code := contentType(t, base+"/"); code != 404 || ctype != "application/json" {
+		t.Fatalf("GET / with --no-ui: %d %q", code, ctype)
 	}
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
@@ -191,6 +203,18 @@ func TestRunDevnetEndToEnd(t *testing.T) {
 		}
 	}
 	t.Logf("first run: %d records; after the restart: %d", len(logA), len(logB))
+}
+
+// contentType returns the status and Content-Type of a GET.
+func contentType(t *testing.T, url string) (string, int) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return resp.Header.Get("Content-Type"), resp.StatusCode
 }
 
 func recordsEqual(a, b history.Record) bool {

@@ -106,9 +106,12 @@ func printEndpoints(cmd *cobra.Command, cfg *config.Config, svc *service.Service
 	fmt.Fprintln(w, "marlowe-follower is running.")
 	if addr := svc.QueryAddr(); addr != "" {
 		base := "http://" + localAddr(addr)
+		if cfg.Query.UI {
+			fmt.Fprintf(w, "  explorer:      %s/ (open it in a browser: contracts, their steps, sync status, live)\n", base)
+		}
 		fmt.Fprintf(w, "  query API:     curl %s/contracts\n", base)
 		fmt.Fprintf(w, "                 curl %s/status\n", base)
-		fmt.Fprintf(w, "  browser:       %s/openapi.json (the API description), %s/metrics\n", base, base)
+		fmt.Fprintf(w, "  described at:  %s/openapi.json (OpenAPI), metrics at %s/metrics\n", base, base)
 		fmt.Fprintf(w, "  events:        curl -N '%s/events?all=true&from=origin' (server-sent events)\n", base)
 	}
 	if addr := svc.StreamingAddr(); addr != "" {

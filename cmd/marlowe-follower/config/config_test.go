@@ -221,3 +221,60 @@ func TestOrigins(t *testing.T) {
 		eq(t, "streaming.origins set under devnet", cfg.StreamingOrigins(), "https://ws.example")
 	})
 }
+
+// TestSwitches: query.ui from each source, --ui alone, --no-ui, and the
+// errors (a value that is no switch, --ui and --no-ui at odds).
+func TestSwitches(t *testing.T) {
+	envOf := func(m map[string]string) func(string) (string, bool) {
+		return func(k string) (string, bool) { v, ok := m[k]; return v, ok }
+	}
+	dir := t.TempDir()
+	off := filepath.Join(dir, "off.yaml")
+	_ = os.WriteFile(off, []byte("query:\n  ui: no\n"), 0o600)
+	bad := filepath.Join(dir, "bad.yaml")
+	_ = os.WriteFile(bad, []byte("query:\n  ui: maybe\n"), 0o600)
+	cases := []struct {
+		file  string
+		env   map[string]string
+		flags []string
+		want  bool
+		err   string
+	}{
+		{want: true},
+		{file: off, want: false},
+		{env: map[string]string{"MARLOWE_RT_QUERY_UI": "false"}, want: false},
+		{env: map[string]string{"MARLOWE_RT_QUERY_UI": "ON"}, want: true},
+		{file: off, flags: []string{"--ui"}, want: true},
+		{flags: []string{"--no-ui"}, want: false},
+		{flags: []string{"--ui=false"}, want: false},
+		{env: map[string]string{"MARLOWE_RT_QUERY_UI": "0"}, flags: []string{"--no-ui=false"}, want: true},
+		{flags: []string{"--ui", "--no-ui"}, err: "contradict"},
+		{flags: []string{"--ui=false", "--no-ui=false"}, err: "contradict"},
+		{flags: []string{"--ui=perhaps"}, err: `--ui: "perhaps" is not true or false`},
+		{env: map[string]string{"MARLOWE_RT_QUERY_UI": "2"}, err: "MARLOWE_RT_QUERY_UI"},
+		{file: bad, err: "query.ui"},
+	}
+	for _, c := range cases {
+		fs := pflag.NewFlagSet("x", pflag.ContinueOnError)
+		RegisterFlags(fs)
+		if err := fs.Parse(c.flags); err != nil {
+			t.Fatal(err)
+		}
+		l, err := Load(fs, c.file, envOf(c.env))
+		if c.err != "" {
+			if err == nil || !strings.Contains(err.Error(), c.err) {
+				t.Errorf("%+v: error %v, want %q", c, err, c.err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("%+v: %v", c, err)
+		}
+		if l.Config.Query.UI != c.want {
+			t.Errorf("%+v: query.ui %v", c, l.Config.Query.UI)
+		}
+		if len(c.flags) > 0 && l.Sources["query.ui"] != FromFlag {
+			t.Errorf("%+v: source %s", c, l.Sources["query.ui"])
+		}
+	}
+}
