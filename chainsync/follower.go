@@ -55,10 +55,11 @@ type Checkpoints interface {
 }
 
 // ErrNoIntersection is reported when none of the stored points is on the
-// node's chain. Either the node is behind (it is syncing: the follower keeps
-// trying), or the stored history is on a fork deeper than the points kept;
-// following again is then the operator's decision (`marlowe-follower reset`),
-// never taken silently.
+// node's chain. When the node's tip is behind our point the follower waits
+// for it (NodeBehindError); when it is at or past our point the stored
+// history is on a fork the node does not have (DivergedError): following
+// stops, and following again is the operator's decision
+// (`marlowe-follower reset`), never taken silently.
 var ErrNoIntersection = errors.New("no intersection with the node's chain")
 
 // errStale stops callbacks of a connection that has been replaced.
@@ -134,7 +135,16 @@ type (
 		gen uint64
 		err error
 	}
-	followFailed struct{ err error }
+	// nodeBehind: the node's tip is behind our point; poll it again.
+	nodeBehind struct {
+		gen uint64
+		err *NodeBehindError
+	}
+	// diverged: the node's chain and ours part; following stops.
+	diverged struct {
+		gen uint64
+		err error
+	}
 )
 
 // Receive handles the actor's messages.
@@ -160,7 +170,10 @@ func (f *Follower) Receive(ctx actor.Context) {
 			return
 		}
 		f.conn, f.cancel = msg.conn, msg.cancel
-		if f.attempts > 0 {
+		if w := f.progress.Snapshot().Waiting; w != nil {
+			f.log.Info("the node reached the follower's point: following again",
+				zap.Duration("waited", time.Since(w.Since)), zap.Int("polls", f.attempts))
+		} else if f.attempts > 0 {
 			f.log.Info("reconnected to the node", zap.Int("attempts", f.attempts))
 		}
 		f.attempts = 0
@@ -169,11 +182,28 @@ func (f *Follower) Receive(ctx actor.Context) {
 		f.retry(msg.gen, "connecting to the node failed", msg.err)
 	case *connectionLost:
 		f.retry(msg.gen, "lost the node connection", msg.err)
-	case *followFailed:
+	case *nodeBehind:
+		if msg.gen != f.gen || f.stopping || f.failed {
+			return
+		}
+		first := f.progress.Snapshot().Waiting == nil
+		f.progress.setWaiting(msg.err)
+		fields := []zap.Field{zap.Uint64("nodeTipBlock", msg.err.NodeTip.BlockNo), zap.Uint64("nodeTipSlot", msg.err.NodeTip.Point.Slot),
+			zap.Uint64("block", msg.err.Point.BlockNo), zap.Uint64("slot", msg.err.Point.Slot), zap.Uint64("blocksBehind", msg.err.Blocks())}
+		if first {
+			f.log.Warn("the node is behind the follower: waiting for it to reach our point (nothing is rolled back)", fields...)
+		} else {
+			f.log.Debug("the node is still behind the follower", fields...)
+		}
+		f.schedule(msg.gen)
+	case *diverged:
+		if msg.gen != f.gen || f.stopping || f.failed {
+			return
+		}
 		f.failed = true
 		f.closeConn()
-		f.log.Error("following stopped: operator action needed", zap.Error(msg.err))
-		f.progress.setConnected(false, msg.err.Error())
+		f.log.Error("following stopped: operator action needed", zap.Error(msg.err), zap.String("action", ResetAction))
+		f.progress.setDiverged(msg.err)
 	}
 }
 
@@ -198,9 +228,7 @@ func (f *Follower) retry(gen uint64, what string, err error) {
 	f.closeConn()
 	f.gen++
 	f.attempts++
-	shift := min(f.attempts-1, 20)
-	wait := min(f.cfg.MinBackoff<<shift, f.cfg.MaxBackoff)
-	wait = time.Duration(float64(wait) * (0.8 + 0.4*rand.Float64()))
+	wait := f.backoff()
 	level := zap.WarnLevel
 	fields := []zap.Field{zap.Error(err), zap.Int("attempt", f.attempts), zap.Duration("retryIn", wait)}
 	var he *HandshakeError
@@ -222,6 +250,25 @@ func (f *Follower) retry(gen uint64, what string, err error) {
 	next := f.gen
 	system, self := f.system, f.self
 	time.AfterFunc(wait, func() { system.Root.Send(self, &connectCmd{gen: next}) })
+}
+
+// schedule closes the connection and polls the node again after the
+// backoff: the node is reachable but behind.
+func (f *Follower) schedule(gen uint64) {
+	f.closeConn()
+	f.gen++
+	f.attempts++
+	wait := f.backoff()
+	next := f.gen
+	system, self := f.system, f.self
+	time.AfterFunc(wait, func() { system.Root.Send(self, &connectCmd{gen: next}) })
+}
+
+// backoff is the wait before the next attempt: capped exponential, with jitter.
+func (f *Follower) backoff() time.Duration {
+	shift := min(f.attempts-1, 20)
+	wait := min(f.cfg.MinBackoff<<shift, f.cfg.MaxBackoff)
+	return time.Duration(float64(wait) * (0.8 + 0.4*rand.Float64()))
 }
 
 // connect dials the node, intersects and starts syncing. It runs outside
@@ -249,14 +296,15 @@ func (f *Follower) connect(gen uint64) {
 		_ = nc.Close()
 	})
 	errs := make(chan error, 16)
+	sess := &session{gen: gen, verdict: make(chan *NodeBehindError, 1), lost: make(chan struct{})}
 	conn, err := ouroboros.NewConnection(
 		ouroboros.WithConnection(rec),
 		ouroboros.WithNetworkMagic(f.cfg.NetworkMagic),
 		ouroboros.WithNodeToNode(false),
 		ouroboros.WithErrorChan(errs),
 		ouroboros.WithChainSyncConfig(gchainsync.NewConfig(
-			gchainsync.WithRollForwardRawFunc(f.onRollForward(ctx, gen)),
-			gchainsync.WithRollBackwardFunc(f.onRollBackward(ctx, gen)),
+			gchainsync.WithRollForwardRawFunc(f.onRollForward(ctx, sess)),
+			gchainsync.WithRollBackwardFunc(f.onRollBackward(ctx, sess)),
 			gchainsync.WithPipelineLimit(f.cfg.PipelineLimit),
 		)),
 	)
@@ -279,22 +327,36 @@ func (f *Follower) connect(gen uint64) {
 	// library closes the channel when the connection ends, sometimes
 	// without an error (a peer closing while every protocol is idle):
 	// that is a loss too.
+	// A connection closed on purpose (the node is behind, or diverged) is
+	// not a loss: sess.quiet keeps its errors from being reported.
 	go func() {
 		reported := false
-		for err := range errs {
-			if !reported && err != nil {
-				reported = true
+		report := func(err error) {
+			reported = true
+			close(sess.lost)
+			if !sess.quiet.Load() {
 				send(&connectionLost{gen: gen, err: err})
 			}
 		}
+		for err := range errs {
+			if !reported && err != nil {
+				report(err)
+			}
+		}
 		if !reported {
-			send(&connectionLost{gen: gen, err: errors.New("the node closed the connection")})
+			report(errors.New("the node closed the connection"))
 		}
 	}()
 	fail := func(err error) {
 		cancel()
 		_ = conn.Close()
 		send(&connectFailed{gen: gen, err: err})
+	}
+	quit := func(m any) {
+		sess.quiet.Store(true)
+		cancel()
+		_ = conn.Close()
+		send(m)
 	}
 	points, err := f.intersectPoints(conn)
 	if err != nil {
@@ -310,15 +372,131 @@ func (f *Follower) connect(gen uint64) {
 	}
 	if err != nil {
 		f.activeGen.CompareAndSwap(gen, 0)
-		if errors.Is(err, gchainsync.ErrIntersectNotFound) {
-			err = fmt.Errorf("%w: none of %d stored points (newest %s) is on it; if the node is still syncing this resolves "+
-				"itself, otherwise the stored history is on an abandoned fork: `marlowe-follower reset --yes` and restart to follow again",
-				ErrNoIntersection, len(points), describe(points))
+		if !errors.Is(err, gchainsync.ErrIntersectNotFound) {
+			fail(err)
+			return
 		}
-		fail(err)
+		ours, stored := f.newestCrumb()
+		if !stored {
+			// A configured start point the node does not have (yet).
+			fail(fmt.Errorf("%w: the start point %s is not on it (node.start)", ErrNoIntersection, describe(points)))
+			return
+		}
+		// Sync has had its answer: a tip query on this connection now
+		// gets its own.
+		tip, terr := conn.ChainSync().Client.GetCurrentTip()
+		if terr != nil {
+			fail(fmt.Errorf("asking the node for its tip after finding no intersection: %w", terr))
+			return
+		}
+		t := fromTip(*tip)
+		f.progress.setTip(t)
+		if t.BlockNo < ours.BlockNo {
+			quit(&nodeBehind{gen: gen, err: &NodeBehindError{NodeTip: t, Point: ours}})
+			return
+		}
+		quit(&diverged{gen: gen, err: &DivergedError{NodeTip: t, Point: ours, Points: points}})
+		return
+	}
+	// The node's first answer confirms the intersection and carries its
+	// tip: only then is the connection following (see session).
+	select {
+	case behind := <-sess.verdict:
+		if behind != nil {
+			quit(&nodeBehind{gen: gen, err: behind})
+			return
+		}
+	case <-sess.lost:
+		select {
+		case behind := <-sess.verdict:
+			if behind != nil {
+				quit(&nodeBehind{gen: gen, err: behind})
+				return
+			}
+		default:
+		}
+		cancel()
+		_ = conn.Close()
+		return // reported as a lost connection
+	case <-time.After(confirmTimeout):
+		fail(errors.New("the node did not answer after the intersection"))
 		return
 	}
 	send(&connectedMsg{gen: gen, conn: conn, cancel: cancel})
+}
+
+// confirmTimeout bounds the wait for the node's first answer after an
+// intersection was found.
+const confirmTimeout = 30 * time.Second
+
+// session is one connection's state shared by its callbacks and connect.
+type session struct {
+	gen uint64
+	// confirmed is set by the first message after the intersection
+	// (guarded by Follower.mu); verdict then receives nil, or why the
+	// connection must not follow: the node's tip is behind our point.
+	confirmed bool
+	verdict   chan *NodeBehindError
+	// quiet marks a connection closed on purpose; lost is closed when the
+	// connection reported its first error.
+	quiet atomic.Bool
+	lost  chan struct{}
+}
+
+// NodeBehindError says that the node's tip is behind the follower's point:
+// the node was restored from an older snapshot, is resyncing, or is another
+// node after a failover. The follower neither rolls back nor stops: it
+// waits until the node has reached its point.
+type NodeBehindError struct {
+	NodeTip chain.Tip
+	Point   chain.BlockHeader // the follower's newest block
+}
+
+// Blocks is how many blocks the node is behind.
+func (e *NodeBehindError) Blocks() uint64 {
+	if e.NodeTip.BlockNo >= e.Point.BlockNo {
+		return 0
+	}
+	return e.Point.BlockNo - e.NodeTip.BlockNo
+}
+
+func (e *NodeBehindError) Error() string {
+	return fmt.Sprintf("the node's tip (block %d, slot %d) is %d blocks behind the follower's point (block %d, slot %d): "+
+		"waiting for the node to reach it (nothing is rolled back)",
+		e.NodeTip.BlockNo, e.NodeTip.Point.Slot, e.Blocks(), e.Point.BlockNo, e.Point.Slot)
+}
+
+// DivergedError says that the node is at or past the follower's point and
+// shares none of its stored points: the stored history is on a fork the
+// node does not have (or another chain). Following stops for the operator.
+type DivergedError struct {
+	NodeTip chain.Tip
+	Point   chain.BlockHeader
+	Points  []pcommon.Point
+}
+
+// ResetAction is what an operator runs when the stored history has diverged
+// from the node's chain.
+const ResetAction = "stop the service, run `marlowe-follower reset --yes` (it deletes the history, the projection and the durable streams) and start it again"
+
+func (e *DivergedError) Unwrap() error { return ErrNoIntersection }
+
+func (e *DivergedError) Error() string {
+	oldest := "none"
+	if n := len(e.Points); n > 0 {
+		oldest = fmt.Sprintf("slot %d", e.Points[n-1].Slot)
+	}
+	return fmt.Sprintf("%s: the node's tip (block %d, slot %d) is at or past the follower's point (block %d, slot %d) and none of "+
+		"the %d stored points (newest %s, oldest %s) is on its chain: the stored history is on a fork the node does not have; "+
+		"following stopped: %s", ErrNoIntersection, e.NodeTip.BlockNo, e.NodeTip.Point.Slot, e.Point.BlockNo, e.Point.Slot,
+		len(e.Points), describe(e.Points), oldest, ResetAction)
+}
+
+// newestCrumb returns the newest block delivered (or restored).
+func (f *Follower) newestCrumb() (chain.BlockHeader, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.crumbs.Tip()
 }
 
 // startsAtTip reports whether the next connection starts at the node's tip.
@@ -408,7 +586,8 @@ func fromTip(t gchainsync.Tip) chain.Tip {
 	return chain.Tip{Point: fromPoint(t.Point), BlockNo: t.BlockNumber}
 }
 
-func (f *Follower) onRollForward(ctx context.Context, gen uint64) gchainsync.RollForwardRawFunc {
+func (f *Follower) onRollForward(ctx context.Context, sess *session) gchainsync.RollForwardRawFunc {
+	gen := sess.gen
 	return func(_ gchainsync.CallbackContext, blockType uint, raw []byte, tip gchainsync.Tip) error {
 		f.mu.Lock()
 		defer f.mu.Unlock()
@@ -417,6 +596,12 @@ func (f *Follower) onRollForward(ctx context.Context, gen uint64) gchainsync.Rol
 		}
 		t := fromTip(tip)
 		f.progress.setTip(t)
+		if !sess.confirmed {
+			// Nodes answer an intersection with a rollback to it first;
+			// a block instead confirms it as well.
+			sess.confirmed = true
+			sess.verdict <- nil
+		}
 		ev, err := f.classifier.RollForward(block.Type(blockType), raw, t)
 		if err != nil {
 			f.log.Error("undecodable block", zap.Uint("type", blockType), zap.Int("bytes", len(raw)), zap.Error(err))
@@ -442,7 +627,8 @@ func (f *Follower) onRollForward(ctx context.Context, gen uint64) gchainsync.Rol
 	}
 }
 
-func (f *Follower) onRollBackward(ctx context.Context, gen uint64) gchainsync.RollBackwardFunc {
+func (f *Follower) onRollBackward(ctx context.Context, sess *session) gchainsync.RollBackwardFunc {
+	gen := sess.gen
 	return func(_ gchainsync.CallbackContext, point pcommon.Point, tip gchainsync.Tip) error {
 		f.mu.Lock()
 		defer f.mu.Unlock()
@@ -453,6 +639,22 @@ func (f *Follower) onRollBackward(ctx context.Context, gen uint64) gchainsync.Ro
 		f.progress.setTip(t)
 		p := fromPoint(point)
 		cur, ok := f.crumbs.Tip()
+		if !sess.confirmed {
+			// The answer to the intersection. A node whose tip is behind
+			// our point (an older snapshot, resyncing, a failover) may
+			// still have one of our older points: rolling back to it
+			// would mark thousands of good records rolled back and append
+			// them again under new seqs once the node catches up, or stop
+			// at a rollback deeper than the UTxO changes kept. Wait instead.
+			sess.confirmed = true
+			if ok && t.BlockNo < cur.BlockNo {
+				sess.quiet.Store(true)
+				f.activeGen.CompareAndSwap(gen, 0)
+				sess.verdict <- &NodeBehindError{NodeTip: t, Point: cur}
+				return errStale
+			}
+			sess.verdict <- nil
+		}
 		if !ok || cur.Point() == p {
 			// Nothing delivered yet, or the node confirms the intersection:
 			// nothing to undo.
@@ -460,8 +662,10 @@ func (f *Follower) onRollBackward(ctx context.Context, gen uint64) gchainsync.Ro
 		}
 		ev, err := f.classifier.RollBackward(p, t)
 		if err != nil {
-			err = fmt.Errorf("%w; following stops: `marlowe-follower reset --yes` and restart to follow again", err)
-			f.system.Root.Send(f.self, &followFailed{err: err})
+			err = fmt.Errorf("%w: the node's chain and the stored history part deeper than the UTxO changes kept; following stopped: %s",
+				err, ResetAction)
+			sess.quiet.Store(true)
+			f.system.Root.Send(f.self, &diverged{gen: gen, err: err})
 			return err
 		}
 		if err := f.sink.Deliver(ctx, ev); err != nil {

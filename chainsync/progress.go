@@ -27,9 +27,15 @@ type ProgressSnapshot struct {
 	Handshake *HandshakeFailure
 	// HandshakeFailures counts failed handshakes by reason (HandshakeReasons).
 	HandshakeFailures map[string]uint64
-	Point             chain.BlockHeader // the newest block delivered downstream
-	Tip               chain.Tip         // the node's tip, from the newest message
-	TipSeenAt         time.Time
+	// Waiting is set while the node's tip is behind the follower's point
+	// and the follower waits for it; nil else.
+	Waiting *NodeWait
+	// Diverged is set once following stopped because the node's chain and
+	// the stored history part: the operator's decision is needed.
+	Diverged  *Divergence
+	Point     chain.BlockHeader // the newest block delivered downstream
+	Tip       chain.Tip         // the node's tip, from the newest message
+	TipSeenAt time.Time
 
 	Blocks         uint64 // blocks rolled forward
 	Bytes          uint64 // raw bytes of those blocks
@@ -45,6 +51,29 @@ type HandshakeFailure struct {
 	Reason  string // one of HandshakeReasons
 	Message string
 	At      time.Time
+}
+
+// NodeWait is the follower waiting for a node whose tip is behind its point.
+type NodeWait struct {
+	NodeTip chain.Tip         // the node's tip at the newest poll
+	Point   chain.BlockHeader // the follower's point
+	Since   time.Time         // the first poll that found the node behind
+	Polls   uint64
+}
+
+// BlocksBehind is how many blocks the node is behind the follower.
+func (w *NodeWait) BlocksBehind() uint64 {
+	if w.NodeTip.BlockNo >= w.Point.BlockNo {
+		return 0
+	}
+	return w.Point.BlockNo - w.NodeTip.BlockNo
+}
+
+// Divergence is why following stopped for the operator.
+type Divergence struct {
+	Reason string
+	Action string // what to run
+	At     time.Time
 }
 
 // Snapshot returns the current progress.
@@ -81,8 +110,32 @@ func (p *Progress) setConnected(up bool, lastErr string) {
 	}
 	if up {
 		p.s.Handshake = nil
+		p.s.Waiting = nil
 	}
 	p.mu.Unlock()
+}
+
+func (p *Progress) setWaiting(e *NodeBehindError) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.s.Connected = false
+	p.s.Handshake = nil
+	p.s.LastError = e.Error()
+	p.s.Tip, p.s.TipSeenAt = e.NodeTip, time.Now()
+	w := &NodeWait{NodeTip: e.NodeTip, Point: e.Point, Since: time.Now(), Polls: 1}
+	if old := p.s.Waiting; old != nil {
+		w.Since, w.Polls = old.Since, old.Polls+1
+	}
+	p.s.Waiting = w
+}
+
+func (p *Progress) setDiverged(err error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.s.Connected = false
+	p.s.Waiting = nil
+	p.s.LastError = err.Error()
+	p.s.Diverged = &Divergence{Reason: err.Error(), Action: ResetAction, At: time.Now()}
 }
 
 // failed records a failed or lost connection.
