@@ -389,9 +389,9 @@ async function main() {
 
   // Next steps of every open contract, in its current interval: from its
   // state's minTime to just before the timeout of the When it waits in
-  // (only the minTime when that timeout has passed: an interval that
-  // contains a timeout is ambiguous).
-  const applicable = { deposits: 0, choices: 0, notify: 0, canReduce: 0 };
+  // (only the minTime when that timeout has passed, or when it waits in
+  // none: an interval that contains a timeout is ambiguous).
+  const applicable = { deposits: 0, choices: 0, notify: 0, canReduce: 0, late: 0, lateNotify: 0 };
   const filtered = { role: 0, address: 0, roleKept: 0, addressKept: 0 };
   for (const c of open) {
     const d = details.get(c.contractId);
@@ -409,6 +409,15 @@ async function main() {
     applicable.choices += ai.choices.length;
     applicable.notify += unOption(ai.notify) ? 1 : 0;
     applicable.canReduce += next.can_reduce ? 1 : 0;
+    // And at the last moment before the timeout, where observations of
+    // the interval's start (a notification's "after the drop time") can
+    // turn true.
+    if (end > start) {
+      const late = await call("getNextStepsForContract", { ...req, validityStart: end });
+      stat("getNextStepsForContract").items++;
+      applicable.late += late.applicable_inputs.deposits.length + late.applicable_inputs.choices.length;
+      applicable.lateNotify += unOption(late.applicable_inputs.notify) ? 1 : 0;
+    }
     // With parties: those of the applicable inputs (and one of the
     // contract's that has none), one role and one address.
     const inputParties = [...ai.deposits.map((x) => x.party), ...ai.choices.map((x) => x.for_choice.choice_owner)];
@@ -442,11 +451,12 @@ async function main() {
       if (want.deposits.length + want.choices.length > 0) filtered[kind + "Kept"]++;
     }
   }
-  const found = applicable.deposits + applicable.choices + applicable.notify;
+  const found = applicable.deposits + applicable.choices + applicable.notify + applicable.late + applicable.lateNotify;
   check(found > 0, "getNextStepsForContract: no applicable input in any open contract", applicable);
   check(filtered.role > 0 && filtered.address > 0, "getNextStepsForContract: not called with parties of both forms", filtered);
   log(`ok   getNextStepsForContract: ${open.length} open contracts, ${applicable.deposits} deposits, ` +
     `${applicable.choices} choices, ${applicable.notify} notifies applicable, ${applicable.canReduce} can reduce; ` +
+    `just before the timeout ${applicable.late} deposits and choices, ${applicable.lateNotify} notifies; ` +
     `with a role party ${filtered.role} times (${filtered.roleKept} keeping inputs), ` +
     `with an address party ${filtered.address} times (${filtered.addressKept} keeping inputs)`);
 
