@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The project's whole test suite: what the README's test command and CI run.
-#   go vet, a gofmt check, go test -race over every package, the browser
-#   end-to-end test (scripts/browser/run.sh), the official Marlowe
+#   go vet, a gofmt check, go test -race over every package, the explorer
+#   pages' unit tests (node --test), the browser end-to-end test
+#   (scripts/browser/run.sh: CORS and streams, then the explorer), the official Marlowe
 #   TypeScript SDK against the runtime view (scripts/sdk/run.sh), the benchmark
 #   suite's quick run (without -race), then every fuzz
 #   target for a short while (FUZZTIME, default 10000x: 10,000 runs each; a
@@ -64,7 +65,12 @@ fi
 step "go test -race"
 go test -race -count=1 -timeout 15m ./...
 
-step "browser end-to-end (headless Chromium: CORS, EventSource, WebSocket origins)"
+step "explorer pages: unit tests (node --test: inputs in words, contract trees, JSON, metrics)"
+# Node's own test runner, no packages (Node.js is installed where missing).
+command -v node >/dev/null || { . scripts/lib.sh && ensure_node; }
+node --test query/explorer/jstest/
+
+step "browser end-to-end (headless Chromium: CORS, EventSource, WebSocket origins; the contract explorer)"
 # Installs chromium with apt-get where it is missing, playwright-core into a
 # cache directory (scripts/browser/run.sh).
 browser_started=$SECONDS

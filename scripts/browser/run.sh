@@ -5,7 +5,9 @@
 # origin of one test page, and runs test.cjs, which serves the page from
 # that origin and from a second one and checks, in the browser, that the
 # first reads the query API, /events and the WebSocket cross-origin and
-# that the second is blocked. Everything it makes is removed on exit;
+# that the second is blocked; then explorer.cjs, the contract explorer's
+# pages against the same service. Everything it makes is removed on exit
+# but the screenshots ($tmp/artifacts, printed at the end);
 # playwright-core is installed once into a cache directory
 # (MARLOWE_BROWSER_CACHE, default ~/.cache/marlowe-follower/npm-browser; see
 # npm_ci_cached in scripts/lib.sh), and again only when package-lock.json
@@ -29,6 +31,7 @@ ensure_node
 modules="$(PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm_ci_cached "$here" "$cache")"
 
 tmp="$(mktemp -d "${TMPDIR:-/tmp}/marlowe-browser-test.XXXXXX")"
+artifacts="$tmp/artifacts" # screenshots, kept after the run (CI artefacts)
 service_pid=""
 cleanup() {
 	status=$?
@@ -41,7 +44,12 @@ cleanup() {
 		echo "--- the service's log (last 40 lines):"
 		tail -n 40 "$tmp/service.log"
 	fi
-	rm -rf "$tmp"
+	if [ -d "$artifacts" ]; then
+		find "$tmp" -mindepth 1 -maxdepth 1 ! -name artifacts -exec rm -rf {} +
+		echo "screenshots: $artifacts"
+	else
+		rm -rf "$tmp"
+	fi
 	exit "$status"
 }
 trap cleanup EXIT
@@ -64,3 +72,11 @@ QUERY_URL="http://127.0.0.1:$qport" WS_URL="ws://127.0.0.1:$sport/" \
 	ALLOWED_PORT="$allowed" REFUSED_PORT="$refused" CHROMIUM="$CHROMIUM" USER_DATA_DIR="$tmp/chromium-profile" \
 	PLAYWRIGHT_CORE="$modules/playwright-core" \
 	node "$here/test.cjs"
+
+# The contract explorer (the pages at / of the same service): explorer.cjs.
+# Its screenshots are kept in $artifacts (the only thing left of $tmp);
+# MARLOWE_EXPLORER_SCREENSHOT=docs/explorer-contract.png also rewrites the
+# README's picture.
+QUERY_URL="http://127.0.0.1:$qport" CHROMIUM="$CHROMIUM" USER_DATA_DIR="$tmp/chromium-explorer" \
+	PLAYWRIGHT_CORE="$modules/playwright-core" ARTIFACTS="$artifacts" DOC_SCREENSHOT="${MARLOWE_EXPLORER_SCREENSHOT:-}" \
+	node "$here/explorer.cjs"

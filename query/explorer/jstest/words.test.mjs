@@ -102,8 +102,8 @@ test("every observation", () => {
 
 test("every action", () => {
   assert.equal(action({ party: alice, deposits: 100000000, of_token: ada, into_account: bob }), "alice deposits 100 ADA into bob’s account");
-  assert.equal(action({ party: alice, deposits: { negate: { negate: 100 } }, of_token: ada, into_account: alice }), "alice deposits −(−100) lovelace into their own account");
-  assert.equal(action({ party: alice, deposits: { use_value: "n" }, of_token: globe, into_account: alice }), "alice deposits the value “n” Globe into their own account");
+  assert.equal(action({ party: alice, deposits: { negate: { negate: 100 } }, of_token: ada, into_account: alice }), "alice deposits −(−100) (in lovelace) into their own account");
+  assert.equal(action({ party: alice, deposits: { use_value: "n" }, of_token: globe, into_account: alice }), "alice deposits the value “n” (in Globe) into their own account");
   assert.equal(action({ for_choice: { choice_name: "Price", choice_owner: bob }, choose_between: [{ from: 1, to: 5 }] }), "bob chooses between 1 and 5 for “Price”");
   assert.equal(action({ for_choice: { choice_name: "x", choice_owner: bob }, choose_between: [{ from: 0, to: 0 }, { from: 2, to: 2 }, { from: 4, to: 9 }] }), "bob chooses 0, 2 or between 4 and 9 for “x”");
   assert.equal(action({ notify_if: true }), "someone notifies the contract");
@@ -117,6 +117,8 @@ test("payments and payouts", () => {
   assert.equal(payout({ role: "bob", assets: { lovelace: 2000000, tokens: {} } }), "2 ADA to bob (a role payout)");
   assert.equal(payout({ address: addr.address, assets: { lovelace: 0, tokens: { [globe.currency_symbol]: { Globe: "3" } } } }), "3 Globe to addr_test1vr…fvqnpz");
   assert.equal(quantity(3, globe), "3 Globe");
+  assert.equal(quantity({ amount_of_token: globe, in_account: alice }, globe), "all the Globe in alice’s account");
+  assert.equal(quantity({ amount_of_token: ada, in_account: alice }, globe), "ADA in alice’s account (in Globe)");
 });
 
 test("every input of the reference traces reads as a sentence", () => {

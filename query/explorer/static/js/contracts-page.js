@@ -96,9 +96,12 @@ function render(page, rollback) {
     if (c.gone) {
       if (!old || !old.gone) flash(tr, "rollback");
     } else if (!old) {
-      flash(tr, rollback ? "rollback" : "new");
+      flash(tr, "new");
     } else if (signature(old) !== signature(c)) {
-      flash(tr, rollback ? "rollback" : "update");
+      // A rollback took steps away (fewer steps, an older last activity,
+      // open again); anything else is new activity.
+      const undone = rollback && (c.steps < old.steps || c.lastSeq < old.lastSeq || (old.status === "closed" && c.status === "open"));
+      flash(tr, undone ? "rollback" : "update");
     }
     return tr;
   });

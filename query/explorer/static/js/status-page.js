@@ -85,7 +85,8 @@ async function tick() {
 
 function drawChart() {
   const svg = $("chart");
-  const W = 600;
+  const W = Math.max(300, Math.round(svg.getBoundingClientRect().width || 600)); // drawn in pixels: the text keeps its shape
+  svg.setAttribute("viewBox", `0 0 ${W} 160`);
   const H = 160;
   const top = 10;
   const bottom = 20;
@@ -127,6 +128,7 @@ function niceMax(v) {
 }
 
 function fmt(v) {
+  if (v === 0) return "0";
   return v >= 100 ? String(Math.round(v)) : v >= 10 ? v.toFixed(0) : v.toFixed(1);
 }
 

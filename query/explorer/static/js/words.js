@@ -62,10 +62,13 @@ function numberText(n) {
   return String(n);
 }
 
-/** quantity writes a value of a token: a constant as an amount ("100 ADA"), an expression with its unit. */
+/** quantity writes a value of a token: a constant as an amount ("100 ADA"), an account's whole balance, or an expression with its unit. */
 export function quantity(v, token, opts) {
   if (typeof v === "number" || typeof v === "bigint") return amount(v, token);
-  return `${value(v, opts)} ${isAda(token) ? "lovelace" : tokenName(token)}`;
+  if (has(v, "amount_of_token", "in_account") && JSON.stringify(v.amount_of_token) === JSON.stringify(token)) {
+    return `all the ${tokenName(token)} in ${account(v.in_account, opts)}`;
+  }
+  return `${value(v, opts)} (in ${isAda(token) ? "lovelace" : tokenName(token)})`;
 }
 
 /** observation writes a Marlowe observation as a condition. */
