@@ -8,6 +8,7 @@ import (
 	"math/big"
 	"math/rand/v2"
 	"slices"
+	"time"
 
 	"github.com/marlowe-follower/follower/chainsync/block"
 	"github.com/marlowe-follower/follower/chainsync/chain"
@@ -46,6 +47,32 @@ type GeneratorConfig struct {
 	MaxActive int
 	// MeanSlotGap is the mean number of slots between blocks.
 	MeanSlotGap int
+	// Clock is the slot clock of the network the chain is made for. The
+	// zero value is the devnet's own (DevnetClock, network magic 42), on
+	// which the lifecycles are played at the reference traces' times. On
+	// any other clock (UseClock) each contract is scheduled on the chain's
+	// time when it is created, so that the semantics accept its steps at
+	// that network's slots and every step is valid at its block's slot
+	// (see scheduleLifecycle).
+	Clock SlotClock
+	// After is the block the chain continues: the first block has its
+	// block number plus one, its hash as previous hash and a later slot.
+	// The zero value starts at the origin, slot 0; a header with only a
+	// slot starts at the origin with blocks after that slot.
+	After chain.BlockHeader
+}
+
+// BlockInterval is the mean time between generated blocks, mainnet's.
+const BlockInterval = 20 * time.Second
+
+// UseClock makes the chain for a network of that clock: blocks after the
+// slot of startMillis (POSIX ms), every BlockInterval on average.
+func (c *GeneratorConfig) UseClock(clock SlotClock, startMillis int64) {
+	c.Clock = clock
+	c.After = chain.BlockHeader{Slot: clock.SlotAt(startMillis)}
+	if clock.SlotLengthMillis > 0 {
+		c.MeanSlotGap = max(1, int(BlockInterval.Milliseconds()/clock.SlotLengthMillis))
+	}
 }
 
 // DefaultGeneratorConfig returns a mainnet-like configuration with 10%
@@ -73,6 +100,11 @@ func (c *GeneratorConfig) validate() error {
 	}
 	if c.MeanSlotGap <= 0 {
 		c.MeanSlotGap = 20000
+	}
+	if !c.Clock.IsZero() {
+		if err := c.Clock.Validate(); err != nil {
+			return fmt.Errorf("clock: %w", err)
+		}
 	}
 	return nil
 }
@@ -134,9 +166,16 @@ type Generator struct {
 	// snaps[i] is the state after the block numbered snapBase+i.
 	snaps    []*genState
 	snapBase uint64
-	// activity[i] is the activity of the block numbered i+1 on the current chain.
+	// activity[i] is the activity of the block numbered cfg.After.BlockNo+i+1
+	// on the current chain.
 	activity [][]Activity
 	blocks   uint64 // blocks made, forks included
+	// window is the width in slots of a scheduled step's window (0 on the
+	// devnet's clock, where lifecycles are not scheduled).
+	window uint64
+	// abandoned counts the contracts left open because the chain passed a
+	// step's window before a block took it (forks included).
+	abandoned int
 }
 
 // NewGenerator returns a generator at the origin.
@@ -152,11 +191,58 @@ func NewGenerator(cfg GeneratorConfig) (*Generator, error) {
 		cfg:        cfg,
 		rng:        rand.New(rand.NewPCG(uint64(cfg.Seed), 0x6d61726c6f7765)),
 		lifecycles: lcs,
-		st:         &genState{},
+		st:         &genState{tip: cfg.After},
+		snapBase:   cfg.After.BlockNo,
 	}
 	g.snaps = []*genState{g.st}
+	if !cfg.Clock.IsZero() {
+		g.window = stepWindowSlots(&g.cfg)
+	}
 	return g, nil
 }
+
+// stepWindowSlots is the width of a scheduled step's window: room for
+// about two steps of every contract in progress at the rate Marlowe
+// transactions come (roughly one step per block with Marlowe activity),
+// at most 12 hours.
+func stepWindowSlots(c *GeneratorConfig) uint64 {
+	blocks := math.Ceil(2 * float64(c.MaxActive) / max(c.MarloweShare, 0.01))
+	slots := uint64(blocks) * uint64(c.MeanSlotGap)
+	limit := uint64(12 * time.Hour.Milliseconds() / c.Clock.SlotLengthMillis)
+	return max(min(slots, limit), 1)
+}
+
+// scheduled reports whether lifecycles are scheduled on the chain's clock.
+func (g *Generator) scheduled() bool { return g.window > 0 }
+
+// clock is the chain's slot clock.
+func (g *Generator) clock() SlotClock {
+	if g.cfg.Clock.IsZero() {
+		return DevnetClock
+	}
+	return g.cfg.Clock
+}
+
+// intervalSlots turns a step's semantic interval into its validity
+// interval in slots on the chain's clock.
+func (g *Generator) intervalSlots(iv marlowe.TimeInterval) (start, ttl uint64) {
+	return g.clock().intervalSlots(iv)
+}
+
+// lifecycleFor is the lifecycle of the n-th contract, created in the block
+// at slot: the built-in one, or on a network's clock a copy scheduled from
+// that slot on.
+func (g *Generator) lifecycleFor(n int, slot uint64) *Lifecycle {
+	lc := &g.lifecycles[n%len(g.lifecycles)]
+	if !g.scheduled() {
+		return lc
+	}
+	return scheduleLifecycle(lc, g.cfg.Clock, slot, g.window)
+}
+
+// Abandoned returns the number of contracts left open because the chain
+// passed the window of their next step (always 0 on the devnet's clock).
+func (g *Generator) Abandoned() int { return g.abandoned }
 
 // Tip returns the header of the newest block (zero at the origin).
 func (g *Generator) Tip() chain.BlockHeader { return g.st.tip }
@@ -190,9 +276,9 @@ func (g *Generator) rollback(depth int) Op {
 	target := tipNo - d
 	g.st = g.snaps[target-g.snapBase]
 	g.snaps = g.snaps[:target-g.snapBase+1]
-	g.activity = g.activity[:target]
+	g.activity = g.activity[:target-g.cfg.After.BlockNo]
 	p := g.st.tip.Point()
-	if target == 0 {
+	if g.st.tip.Hash.IsZero() {
 		p = chain.Origin
 	}
 	return Op{Rollback: &p}
@@ -204,6 +290,9 @@ func (g *Generator) nextBlock() (*StoredBlock, error) {
 	slot := prev.Slot + 1 + uint64(g.rng.IntN(2*g.cfg.MeanSlotGap))
 	blockNo := prev.BlockNo + 1
 	bb := &blockBuild{g: g, st: st, blockNo: blockNo, slot: slot}
+	if g.scheduled() {
+		bb.dropMissed()
+	}
 	if g.rng.Float64() < g.cfg.MarloweShare {
 		n := 1 + g.rng.IntN(3)
 		for range n {
@@ -296,6 +385,9 @@ func (bb *blockBuild) walletAddress() []byte {
 
 // marloweTx adds one piece of Marlowe activity.
 func (bb *blockBuild) marloweTx() error {
+	if bb.g.scheduled() {
+		return bb.scheduledTx()
+	}
 	st := bb.st
 	r := bb.rng().IntN(100)
 	switch {
@@ -313,6 +405,55 @@ func (bb *blockBuild) marloweTx() error {
 		return bb.step(bb.rng().IntN(len(st.contracts)), true)
 	}
 	return nil
+}
+
+// scheduledTx is marloweTx on a network's clock: the same choices, but a
+// step is only taken by a contract whose step is due at the block's slot
+// (the one whose window closes first).
+func (bb *blockBuild) scheduledTx() error {
+	st := bb.st
+	r := bb.rng().IntN(100)
+	due := bb.dueContract()
+	switch {
+	case r < 3:
+		return bb.malformed()
+	case r < 8 && due >= 0:
+		return bb.step(due, false)
+	case r < 30 && bb.duePayouts() > 0:
+		return bb.withdraw()
+	case r < 70 && due >= 0:
+		return bb.step(due, true)
+	case len(st.contracts) < bb.g.cfg.MaxActive:
+		return bb.create()
+	case due >= 0:
+		return bb.step(due, true)
+	}
+	return nil
+}
+
+// dueContract returns the index of the contract in progress whose next
+// step's window holds the block's slot and closes first, or -1.
+func (bb *blockBuild) dueContract() int {
+	best, deadline := -1, uint64(math.MaxUint64)
+	for i, gc := range bb.st.contracts {
+		w := gc.lc.windows[gc.step]
+		if w.notBefore <= bb.slot && bb.slot <= w.deadline && w.deadline < deadline {
+			best, deadline = i, w.deadline
+		}
+	}
+	return best
+}
+
+// dropMissed abandons the contracts whose next step's window closed before
+// the block's slot: they stay open on chain and are not stepped again.
+func (bb *blockBuild) dropMissed() {
+	bb.st.contracts = slices.DeleteFunc(bb.st.contracts, func(gc *genContract) bool {
+		missed := gc.lc.windows[gc.step].deadline < bb.slot
+		if missed {
+			bb.g.abandoned++
+		}
+		return missed
+	})
 }
 
 func (bb *blockBuild) duePayouts() int {

@@ -27,6 +27,9 @@ type Lifecycle struct {
 	Contract marlowe.Contract
 	State    marlowe.State
 	Steps    []LifecycleStep
+	// windows[i] is when step i may be put on chain, for a lifecycle
+	// scheduled on a network's clock (scheduleLifecycle); nil otherwise.
+	windows []stepWindow
 }
 
 // LifecycleStep is one transaction of a lifecycle and what it results in.
