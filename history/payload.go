@@ -67,6 +67,18 @@ type ContractOutput struct {
 // Payout is money a step paid out of a contract: to a role (an output to
 // the payout validator, withdrawn later by the role token's holder) or
 // straight to an address.
+//
+// A payout is one output: its Assets are the output's value, and Payments
+// lists the payments of the Marlowe semantics the output carries. One output
+// may carry several payments to its payee (wallets and the Runtime's builder
+// pay each payee's total in one output, as the validator checks totals per
+// payee) and, for an address, more than the payments (the wallet's change or
+// the minimum ada beside tokens). Every payment of the step to a party is in
+// the Payments of exactly one payout of the record. A payment that no output
+// carries is a payout without Ref whose Assets are the payment's.
+//
+// Records written before Payments existed have one payout per address
+// payment with the payment's assets, and no Payments.
 type Payout struct {
 	Ref     *chain.TxOutRef `json:"payoutId,omitempty"` // the output, when found on chain
 	Role    *string         `json:"role,omitempty"`
@@ -75,6 +87,18 @@ type Payout struct {
 	// ValidatorAddress is the address of a role payout's output (the payout
 	// validator's, with whatever stake credential the output carries).
 	ValidatorAddress *string `json:"validatorAddress,omitempty"`
+	// Payments are the payments the output carries, in the order the
+	// semantics made them; absent when the semantics could not be run (or
+	// the record predates them).
+	Payments []Payment `json:"payments,omitempty"`
+}
+
+// Payment is one payment of the Marlowe semantics to a party: one token's
+// amount, from one of the contract's accounts.
+type Payment struct {
+	// From is the account's owner, a party in core JSON.
+	From   json.RawMessage `json:"from,omitempty"`
+	Assets Assets          `json:"assets"`
 }
 
 // InputsApplied is the payload of an inputs_applied record.

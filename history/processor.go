@@ -275,14 +275,17 @@ func (p *Processor) step(fs *ForwardStep, tx *classify.MarloweTx, ci *classify.C
 		payload.Closed = false
 		newParties = append(newParties, PartiesOf(c.Data.Params.RolesCurrency, c.Data.Contract, &c.Data.State)...)
 	}
-	for _, po := range tx.Payouts {
+	var roleOutputs []*classify.PayoutOutput
+	for i := range tx.Payouts {
+		po := &tx.Payouts[i]
 		if po.ContractID != id {
 			continue
 		}
 		ref, role, addr := po.Ref, marlowe.NameText(po.Payout.Role), chain.AddressText(po.Address)
 		payload.Payouts = append(payload.Payouts, Payout{Ref: &ref, Role: &role, Assets: AssetsOf(po.Value), ValidatorAddress: &addr})
+		roleOutputs = append(roleOutputs, po)
 	}
-	payload.Payouts = append(payload.Payouts, p.addressPayouts(tx, ci, inputs)...)
+	payload.Payouts = p.partyPayouts(tx, ci, inputs, payload.Payouts, roleOutputs)
 	ix := p.add(fs, tx, KindInputsApplied, id, payload)
 	if datum := p.inputDatum(ci); datum != nil {
 		for _, c := range continuations {
@@ -316,14 +319,20 @@ func (p *Processor) inputDatum(ci *classify.ContractInput) *marlowe.MarloweData 
 	return md
 }
 
-// addressPayouts finds the payments of a step to address parties. They are
-// ordinary outputs, so they are computed with the Marlowe semantics from the
-// spent datum and the inputs, then matched to the transaction's outputs.
-func (p *Processor) addressPayouts(tx *classify.MarloweTx, ci *classify.ContractInput, inputs marlowe.Redeemer) []Payout {
+// partyPayouts adds the payments of a step to parties to its payouts. The
+// role payouts are the outputs to the payout validator (rolePayouts, one per
+// roleOutputs); address payouts are ordinary outputs, so they are found
+// with the Marlowe semantics, computed from the spent datum and the inputs.
+// Each payment is attributed to the output carrying it (attribute): a
+// payout is one output, its assets the output's, listing the payments it
+// carries. It returns the role payouts, the address payouts in output
+// order, then the payments no output carries, as payouts without an id.
+func (p *Processor) partyPayouts(tx *classify.MarloweTx, ci *classify.ContractInput, inputs marlowe.Redeemer,
+	rolePayouts []Payout, roleOutputs []*classify.PayoutOutput) []Payout {
 	md := p.inputDatum(ci)
 	iv := p.slots.SemanticInterval(tx.ValidityStart, tx.TTL)
 	if md == nil || iv.FromMillis == nil || iv.ToMillis == nil {
-		return nil
+		return rolePayouts
 	}
 	out, err := marlowe.ComputeTransaction(marlowe.TransactionInput{
 		Interval: marlowe.TimeInterval{From: big.NewInt(*iv.FromMillis), To: big.NewInt(*iv.ToMillis)},
@@ -332,31 +341,117 @@ func (p *Processor) addressPayouts(tx *classify.MarloweTx, ci *classify.Contract
 	if err != nil {
 		p.log.Warn("the semantics do not accept a step the chain accepted; its address payouts are not shown",
 			zap.Stringer("tx", tx.ID), zap.Stringer("contract", ci.UTxO.ContractID), zap.Error(err))
-		return nil
+		return rolePayouts
 	}
-	var payouts []Payout
-	used := map[int]bool{}
-	for _, pay := range out.Payments {
-		if pay.To.Kind != marlowe.PayeeParty || pay.To.Party.Address == nil {
+	// The payments to each payee, in the order of its first payment.
+	type payee struct {
+		role    []byte // or
+		addr    []byte // the address, raw
+		text    string // the address, bech32
+		pays    []*marlowe.Payment
+		entries []Payment
+	}
+	var payees []*payee
+	byKey := map[string]*payee{}
+	for i := range out.Payments {
+		pay := &out.Payments[i]
+		if pay.To.Kind != marlowe.PayeeParty {
 			continue
 		}
-		addrText, err := pay.To.Party.Address.Bech32()
-		if err != nil {
-			continue
+		var key string
+		pe := &payee{}
+		if a := pay.To.Party.Address; a != nil {
+			text, err := a.Bech32()
+			if err != nil {
+				continue
+			}
+			raw, _ := a.Bytes()
+			key, pe.addr, pe.text = "a"+string(raw), raw, text
+		} else {
+			key, pe.role = "r"+string(pay.To.Party.Role), pay.To.Party.Role
 		}
-		raw, _ := pay.To.Party.Address.Bytes()
-		po := Payout{Address: &addrText, Assets: paymentAssets(pay.Token, pay.Amount)}
-		for i, o := range tx.Outputs {
-			if !used[i] && bytes.Equal(o.Address, raw) {
-				used[i] = true
-				ref := chain.TxOutRef{TxID: tx.ID, Index: uint32(i)}
-				po.Ref = &ref
-				break
+		if byKey[key] == nil {
+			byKey[key] = pe
+			payees = append(payees, pe)
+		}
+		pe = byKey[key]
+		entry := Payment{Assets: paymentAssets(pay.Token, pay.Amount)}
+		if from, err := pay.From.MarshalJSON(); err == nil {
+			entry.From = from
+		}
+		pe.pays, pe.entries = append(pe.pays, pay), append(pe.entries, entry)
+	}
+	// Outputs that are the Marlowe validators' are no party's.
+	marloweOutputs := map[uint32]bool{}
+	for _, c := range tx.Continuations {
+		marloweOutputs[c.Ref.Index] = true
+	}
+	for _, c := range tx.Creates {
+		marloweOutputs[c.Ref.Index] = true
+	}
+	for _, po := range tx.Payouts {
+		marloweOutputs[po.Ref.Index] = true
+	}
+	for _, r := range tx.Rejected {
+		marloweOutputs[r.Ref.Index] = true
+	}
+	addressPayouts := map[int]*Payout{} // by output index
+	var unpaid []Payout
+	for _, pe := range payees {
+		var outs []int // candidate outputs: in roleOutputs for a role, tx.Outputs for an address
+		var holdings []holding
+		if pe.addr == nil {
+			for k, po := range roleOutputs {
+				if bytes.Equal(po.Payout.Role, pe.role) && bytes.Equal(po.Payout.RolesCurrency, md.Params.RolesCurrency) {
+					outs, holdings = append(outs, k), append(holdings, holdingOf(po.Value))
+				}
+			}
+		} else {
+			for k := range tx.Outputs {
+				if o := &tx.Outputs[k]; !marloweOutputs[uint32(k)] && bytes.Equal(o.Address, pe.addr) {
+					outs, holdings = append(outs, k), append(holdings, holdingOf(o.Value))
+				}
 			}
 		}
-		payouts = append(payouts, po)
+		shares := make([]share, len(pe.pays))
+		for i, pay := range pe.pays {
+			shares[i] = shareOf(pay)
+		}
+		for i, o := range attribute(shares, holdings) {
+			entry := pe.entries[i]
+			switch {
+			case o < 0:
+				po := Payout{Assets: entry.Assets, Payments: []Payment{entry}}
+				if pe.addr == nil {
+					role := marlowe.NameText(pe.role)
+					po.Role = &role
+				} else {
+					text := pe.text
+					po.Address = &text
+				}
+				unpaid = append(unpaid, po)
+			case pe.addr == nil:
+				rp := &rolePayouts[outs[o]]
+				rp.Payments = append(rp.Payments, entry)
+			default:
+				k := outs[o]
+				po := addressPayouts[k]
+				if po == nil {
+					ref, text := chain.TxOutRef{TxID: tx.ID, Index: uint32(k)}, pe.text
+					po = &Payout{Ref: &ref, Address: &text, Assets: AssetsOf(tx.Outputs[k].Value)}
+					addressPayouts[k] = po
+				}
+				po.Payments = append(po.Payments, entry)
+			}
+		}
 	}
-	return payouts
+	payouts := rolePayouts
+	for k := range tx.Outputs {
+		if po := addressPayouts[k]; po != nil {
+			payouts = append(payouts, *po)
+		}
+	}
+	return append(payouts, unpaid...)
 }
 
 // paymentAssets shows a payment of amount of token.
