@@ -1,13 +1,16 @@
 package history
 
 import (
+	"bytes"
 	"encoding/json"
+	"reflect"
 	"slices"
 	"testing"
 
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest/observer"
 
+	"github.com/marlowe-follower/follower/chainsync/block"
 	"github.com/marlowe-follower/follower/chainsync/chain"
 	"github.com/marlowe-follower/follower/chainsync/classify"
 	"github.com/marlowe-follower/follower/chainsync/devnet"
@@ -18,8 +21,9 @@ import (
 var devnetSlots = SlotConfig{ZeroSlot: 0, ZeroTimeMillis: devnet.ZeroTimeMillis, SlotLengthMillis: devnet.SlotLengthMillis}
 
 // generatedRecords follows a generated chain (without rollbacks) through the
-// classifier and the processor.
-func generatedRecords(t *testing.T, cfg devnet.GeneratorConfig, blocks uint64) ([]Record, []devnet.Activity, *observer.ObservedLogs) {
+// classifier and the processor; outputs holds the outputs of the Marlowe
+// transactions.
+func generatedRecords(t *testing.T, cfg devnet.GeneratorConfig, blocks uint64) (records []Record, acts []devnet.Activity, logs *observer.ObservedLogs, outputs map[chain.TxOutRef]block.TxOut) {
 	t.Helper()
 	core, logs := observer.New(zap.WarnLevel)
 	g, err := devnet.NewGenerator(cfg)
@@ -28,7 +32,7 @@ func generatedRecords(t *testing.T, cfg devnet.GeneratorConfig, blocks uint64) (
 	}
 	c := classify.New(classify.Options{})
 	p := NewProcessor(devnetSlots, zap.New(core), nil)
-	var records []Record
+	outputs = map[chain.TxOutRef]block.TxOut{}
 	for g.Tip().BlockNo < blocks {
 		op, err := g.Next()
 		if err != nil {
@@ -38,16 +42,21 @@ func generatedRecords(t *testing.T, cfg devnet.GeneratorConfig, blocks uint64) (
 		if err != nil {
 			t.Fatal(err)
 		}
+		for _, tx := range ev.Txs {
+			for i, o := range tx.Outputs {
+				outputs[chain.TxOutRef{TxID: tx.ID, Index: uint32(i)}] = o
+			}
+		}
 		st := p.Process(ev)
 		records = append(records, st.Forward.Records...)
 	}
-	return records, g.Activity(), logs
+	return records, g.Activity(), logs, outputs
 }
 
 func TestProcessorRecordsGeneratedActivity(t *testing.T) {
 	cfg := devnet.DefaultGeneratorConfig()
 	cfg.MarloweShare, cfg.MeanBlockSize, cfg.RollbackEvery = 0.6, 2000, 0
-	records, acts, logs := generatedRecords(t, cfg, 1200)
+	records, acts, logs, outputs := generatedRecords(t, cfg, 1200)
 
 	byTx := map[chain.Hash32][]Record{}
 	for _, r := range records {
@@ -55,6 +64,9 @@ func TestProcessorRecordsGeneratedActivity(t *testing.T) {
 	}
 	counts := map[Kind]int{}
 	addressPayouts, semanticsChecked := 0, 0
+	// Payouts carrying several payments; address payouts holding more than
+	// their payments; other outputs to a payout's address (the payee's change).
+	mergedRoles, withChange, changeBeside := 0, 0, 0
 	for _, a := range acts {
 		rs := byTx[a.TxID]
 		switch a.Kind {
@@ -96,6 +108,34 @@ func TestProcessorRecordsGeneratedActivity(t *testing.T) {
 					roles = append(roles, *po.Ref)
 				case po.Address != nil && po.Ref != nil:
 					addrs = append(addrs, *po.Ref)
+				}
+				// Every payout is one output, with its value, carrying the
+				// payments the semantics made to its payee.
+				if po.Ref == nil {
+					t.Fatalf("apply %s: a payout without an output: %+v", a.TxID, po)
+				}
+				if o := outputs[*po.Ref]; !reflect.DeepEqual(po.Assets, AssetsOf(o.Value)) || len(po.Payments) == 0 {
+					t.Fatalf("apply %s: payout %+v, output %+v", a.TxID, po, o)
+				}
+				var paid uint64
+				for _, pm := range po.Payments {
+					paid += pm.Assets.Lovelace
+				}
+				switch {
+				case po.Role != nil && len(po.Payments) > 1:
+					mergedRoles++
+				case po.Address != nil && len(po.Assets.Tokens) == 0 && po.Assets.Lovelace > paid:
+					withChange++
+				case po.Address != nil:
+					for i := uint32(0); ; i++ {
+						o, ok := outputs[chain.TxOutRef{TxID: a.TxID, Index: i}]
+						if !ok {
+							break
+						}
+						if i != po.Ref.Index && bytes.Equal(o.Address, outputs[*po.Ref].Address) {
+							changeBeside++
+						}
+					}
 				}
 			}
 			if !slices.Equal(roles, a.Payouts) {
@@ -149,9 +189,13 @@ func TestProcessorRecordsGeneratedActivity(t *testing.T) {
 		}
 	}
 	rejected := logs.FilterMessageSnippet("semantics do not accept").Len()
-	t.Logf("activities %v; %d steps, %d address payouts found, semantics refused %d steps", counts, semanticsChecked, addressPayouts, rejected)
+	t.Logf("activities %v; %d steps, %d address payouts found (%d with the payee's change, %d beside it), %d role payouts of several payments; semantics refused %d steps",
+		counts, semanticsChecked, addressPayouts, withChange, changeBeside, mergedRoles, rejected)
 	if addressPayouts == 0 {
 		t.Fatal("no address payouts found: the semantics never ran")
+	}
+	if mergedRoles == 0 || withChange+changeBeside == 0 {
+		t.Fatal("the devnet made no merged payout")
 	}
 	if rejected > 0 {
 		t.Fatalf("the semantics refused %d of %d steps", rejected, semanticsChecked)

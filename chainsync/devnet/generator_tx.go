@@ -135,30 +135,10 @@ func (bb *blockBuild) step(i int, valid bool) error {
 		contIx = len(tx.Outputs)
 		tx.Outputs = append(tx.Outputs, out)
 	}
-	var payoutIxs, addressIxs []int
-	var payoutValues []block.Value
-	for _, p := range s.Payments {
-		if p.To.Kind != marlowe.PayeeParty {
-			continue
-		}
-		value := paymentValue(p.Token, p.Amount)
-		if p.To.Party.Address != nil {
-			addr, err := p.To.Party.Address.Bytes()
-			if err != nil {
-				return fmt.Errorf("devnet: lifecycle %s: address payout: %w", gc.lc.Name, err)
-			}
-			addressIxs = append(addressIxs, len(tx.Outputs))
-			tx.Outputs = append(tx.Outputs, block.TxOut{Address: addr, Value: value})
-			continue
-		}
-		datum := pd.Encode((&marlowe.PayoutDatum{RolesCurrency: gc.rolesCurrency, Role: p.To.Party.Role}).ToData())
-		out := block.TxOut{Address: bb.scriptAddress(gc.version.Payout, false), Value: value}
-		bb.datumOutput(&out, &tx, datum, bb.rng().IntN(2) == 0)
-		payoutIxs = append(payoutIxs, len(tx.Outputs))
-		payoutValues = append(payoutValues, value)
-		tx.Outputs = append(tx.Outputs, out)
+	payoutIxs, payoutValues, addressIxs, err := bb.payParties(&tx, gc, s.Payments)
+	if err != nil {
+		return err
 	}
-	tx.Outputs = append(tx.Outputs, block.TxOut{Address: bb.walletAddress(), Value: block.Value{Lovelace: 1_500_000}})
 	id := bb.add(tx)
 
 	id0 := gc.id
@@ -197,6 +177,146 @@ func (bb *blockBuild) step(i int, valid bool) error {
 		st.contracts[i] = next
 	}
 	return nil
+}
+
+// payParties adds the outputs paying a step's payments to parties, the way
+// the Runtime's builder and wallets write them: the Marlowe validator checks
+// totals per payee, so every role is paid its total in one output to the
+// payout validator (the validator wants one output holding it), and an
+// address's payments go in one output or, sometimes, in several. Sometimes an
+// address payee submits the step: the wallet's change then goes to its
+// address, in one of its payment outputs or beside them. Sometimes the
+// payment outputs are in another order than the payments. It returns the
+// role payout outputs with their values and the address payment outputs,
+// in output order; the change output comes last unless it was shuffled in.
+func (bb *blockBuild) payParties(tx *block.Tx, gc *genContract, payments []Payment) (roleIxs []int, roleValues []block.Value, addressIxs []int, err error) {
+	type payee struct {
+		role  []byte // or
+		addr  []byte
+		parts [][]Payment // the payments of each output
+	}
+	var payees []*payee
+	byKey := map[string]*payee{}
+	for _, p := range payments {
+		if p.To.Kind != marlowe.PayeeParty {
+			continue
+		}
+		pe := &payee{}
+		key := "r" + string(p.To.Party.Role)
+		if p.To.Party.Address != nil {
+			addr, err := p.To.Party.Address.Bytes()
+			if err != nil {
+				return nil, nil, nil, fmt.Errorf("devnet: lifecycle %s: address payout: %w", gc.lc.Name, err)
+			}
+			pe.addr, key = addr, "a"+string(addr)
+		} else {
+			pe.role = p.To.Party.Role
+		}
+		if byKey[key] == nil {
+			byKey[key] = pe
+			payees = append(payees, pe)
+		}
+		pe = byKey[key]
+		// A role's payments, and most often an address's, share one output;
+		// else a payment starts an output or joins a random one.
+		switch k := len(pe.parts); {
+		case k == 0:
+			pe.parts = [][]Payment{{p}}
+		case pe.role != nil || bb.rng().IntN(2) == 0:
+			pe.parts[0] = append(pe.parts[0], p)
+		default:
+			if j := bb.rng().IntN(k + 1); j < k {
+				pe.parts[j] = append(pe.parts[j], p)
+			} else {
+				pe.parts = append(pe.parts, []Payment{p})
+			}
+		}
+	}
+	type paid struct {
+		out  block.TxOut
+		kind int // 0 the change, 1 a role payout, 2 an address payment
+	}
+	var outs []paid
+	change := block.TxOut{Address: bb.walletAddress(), Value: block.Value{Lovelace: 1_500_000}}
+	merged := false // the change is in a payment output
+	var submitter *payee
+	var addressPayees []*payee
+	for _, pe := range payees {
+		if pe.addr != nil {
+			addressPayees = append(addressPayees, pe)
+		}
+	}
+	if len(addressPayees) > 0 && bb.rng().IntN(2) == 0 {
+		submitter = addressPayees[bb.rng().IntN(len(addressPayees))]
+	}
+	for _, pe := range payees {
+		for _, part := range pe.parts {
+			value := partValue(part)
+			if pe.role != nil {
+				datum := pd.Encode((&marlowe.PayoutDatum{RolesCurrency: gc.rolesCurrency, Role: pe.role}).ToData())
+				out := block.TxOut{Address: bb.scriptAddress(gc.version.Payout, false), Value: value}
+				bb.datumOutput(&out, tx, datum, bb.rng().IntN(2) == 0)
+				outs = append(outs, paid{out: out, kind: 1})
+				continue
+			}
+			outs = append(outs, paid{out: block.TxOut{Address: pe.addr, Value: value}, kind: 2})
+		}
+		if pe != submitter {
+			continue
+		}
+		// The payee's wallet pays the fee and takes the change: more than
+		// all it is paid in ada, so that it cannot pass for its payments.
+		change.Address = pe.addr
+		change.Value.Lovelace = 1_000_000 + uint64(bb.rng().IntN(4_000_000))
+		for _, part := range pe.parts {
+			change.Value.Lovelace += partValue(part).Lovelace
+		}
+		if bb.rng().IntN(2) == 0 {
+			j := len(outs) - 1 - bb.rng().IntN(len(pe.parts))
+			outs[j].out.Value = addValue(outs[j].out.Value, change.Value)
+			merged = true
+		}
+	}
+	last := !merged // the change goes last
+	if len(outs) > 0 && bb.rng().IntN(3) == 0 {
+		if !merged {
+			outs = append(outs, paid{out: change, kind: 0})
+			last = false
+		}
+		bb.rng().Shuffle(len(outs), func(i, j int) { outs[i], outs[j] = outs[j], outs[i] })
+	}
+	for _, o := range outs {
+		ix := len(tx.Outputs)
+		tx.Outputs = append(tx.Outputs, o.out)
+		switch o.kind {
+		case 1:
+			roleIxs, roleValues = append(roleIxs, ix), append(roleValues, o.out.Value)
+		case 2:
+			addressIxs = append(addressIxs, ix)
+		}
+	}
+	if last {
+		tx.Outputs = append(tx.Outputs, change)
+	}
+	return roleIxs, roleValues, addressIxs, nil
+}
+
+// partValue is the value of an output paying payments to one payee: their
+// ada and tokens (see paymentValue), with the minimum ada beside tokens
+// once.
+func partValue(part []Payment) block.Value {
+	var v block.Value
+	minAda := uint64(0)
+	for _, p := range part {
+		pv := paymentValue(p.Token, p.Amount)
+		if len(p.Token.Currency) > 0 {
+			minAda = max(minAda, pv.Lovelace)
+			pv.Lovelace = 0
+		}
+		v = addValue(v, pv)
+	}
+	v.Lovelace = max(v.Lovelace, minAda)
+	return v
 }
 
 // intervalSlots turns a semantic interval [from, to] in POSIX ms into the
