@@ -411,6 +411,12 @@ async function renderNext() {
     next = await get(contractPath(c.contractId, "/next"), { validityStart: new Date(start).toISOString(), validityEnd: new Date(end).toISOString() });
   } catch (e) {
     if (run !== nextRun) return;
+    if (e instanceof ApiError && e.code === "contract_closed") {
+      // It closed after the contract was read: read it again.
+      fill(el, h("p", { class: "muted" }, "The contract has just closed."));
+      refresh();
+      return;
+    }
     fill(el, h("p", { class: "error" }, e instanceof ApiError ? `The API cannot say: ${e.message}` : `The API did not answer: ${e.message}`));
     return;
   }

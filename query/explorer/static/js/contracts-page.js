@@ -21,6 +21,7 @@ const state = {
   loaded: false,
   live: null,
   busy: false,
+  gen: 0, // bumped when the filters or the page change
   again: null, // {minSeq, rollback} of a refresh asked while one ran
 };
 
@@ -44,15 +45,23 @@ function writeLocation(push) {
   else history.replaceState(null, "", u);
 }
 
-async function refresh({ minSeq, rollback = false } = {}) {
+// rollback, when set, is the slot the chain went back to (the lowest of a
+// burst): rows whose last activity was after it are the rows it changed.
+async function refresh({ minSeq, rollback = null } = {}) {
   if (state.busy) {
-    const a = state.again || { minSeq: 0, rollback: false };
-    state.again = { minSeq: Math.max(a.minSeq || 0, minSeq || 0), rollback: a.rollback || rollback };
+    const a = state.again || { minSeq: 0, rollback: null };
+    state.again = { minSeq: Math.max(a.minSeq || 0, minSeq || 0), rollback: lowest(a.rollback, rollback) };
     return;
   }
   state.busy = true;
+  const gen = state.gen;
   try {
     const page = await get("contracts", { ...state.filters, order: "desc", limit: state.limit, cursor: state.cursor, minSeq });
+    if (gen !== state.gen) {
+      // The filters or the page changed meanwhile: this answer is not theirs.
+      state.again = state.again || { minSeq: 0, rollback: null };
+      return;
+    }
     render(page, rollback);
     showTip({ ...page.block, seq: page.seq });
   } catch (e) {
@@ -76,14 +85,16 @@ async function refresh({ minSeq, rollback = false } = {}) {
 
 function render(page, rollback) {
   const tbody = $("contracts").tBodies[0];
+  $("contracts").dataset.query = new URLSearchParams({ ...state.filters, cursor: state.cursor }).toString();
   const before = state.rows;
   const now = Date.now();
   const next = new Map(page.results.map((c) => [c.contractId, c]));
   // Rows a rollback removed from the middle of this page stay a moment, struck through.
-  if (state.loaded && rollback) {
-    const lowest = page.results.length ? page.results[page.results.length - 1].seq : -Infinity;
+  const rolled = (c) => rollback !== null && c.lastBlock && c.lastBlock.slot > rollback;
+  if (state.loaded && rollback !== null) {
+    const oldest = page.results.length ? page.results[page.results.length - 1].seq : -Infinity;
     for (const [id, c] of before) {
-      if (!next.has(id) && c.seq >= lowest) state.gone.set(id, { row: c, until: now + GONE_MS });
+      if (!next.has(id) && c.seq >= oldest && !c.gone && rolled(c)) state.gone.set(id, { row: c, until: now + GONE_MS });
     }
   }
   for (const [id, g] of state.gone) if (g.until < now || next.has(id)) state.gone.delete(id);
@@ -97,11 +108,10 @@ function render(page, rollback) {
       if (!old || !old.gone) flash(tr, "rollback");
     } else if (!old) {
       flash(tr, "new");
+    } else if (rolled(old)) {
+      flash(tr, "rollback"); // its last activity was in a block the rollback undid
     } else if (signature(old) !== signature(c)) {
-      // A rollback took steps away (fewer steps, an older last activity,
-      // open again); anything else is new activity.
-      const undone = rollback && (c.steps < old.steps || c.lastSeq < old.lastSeq || (old.status === "closed" && c.status === "open"));
-      flash(tr, undone ? "rollback" : "update");
+      flash(tr, "update");
     }
     return tr;
   });
@@ -124,6 +134,12 @@ function render(page, rollback) {
   if (page.results.length === 0) {
     fill(tbody, h("tr", {}, h("td", { colspan: 8, class: "muted" }, "No contracts yet" + (what ? " matching the filters" : "") + ". New ones appear here as blocks arrive.")));
   }
+}
+
+function lowest(a, b) {
+  if (a === null || a === undefined) return b ?? null;
+  if (b === null || b === undefined) return a;
+  return Math.min(a, b);
 }
 
 function signature(c) {
@@ -170,7 +186,8 @@ function startLive() {
   state.live = follow(params, {
     onRecords: (recs) => {
       const minSeq = Math.max(...recs.map((r) => r.seq || 0));
-      refresh({ minSeq, rollback: recs.some((r) => r.kind === "rolled_back") });
+      const to = recs.filter((r) => r.kind === "rolled_back").map((r) => Number(r.payload.to.slot ?? 0));
+      refresh({ minSeq, rollback: to.length ? Math.min(...to) : null });
     },
     onRestart: () => refresh(),
   });
@@ -248,6 +265,7 @@ function readFiltersIntoForm() {
 }
 
 function restart() {
+  state.gen++;
   state.rows = new Map();
   state.gone = new Map();
   state.loaded = false;
@@ -292,6 +310,7 @@ async function main() {
     state.cursor = state.nextCursor;
     state.rows = new Map();
     state.loaded = false;
+    state.gen++;
     writeLocation(true);
     refresh();
   });
@@ -299,6 +318,7 @@ async function main() {
     state.cursor = state.cursors.pop() || "";
     state.rows = new Map();
     state.loaded = false;
+    state.gen++;
     writeLocation(true);
     refresh();
   });
@@ -307,6 +327,7 @@ async function main() {
     state.cursors = [];
     state.rows = new Map();
     state.loaded = false;
+    state.gen++;
     writeLocation(true);
     refresh();
   });
