@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -35,7 +36,23 @@ type RunConfig struct {
 	// included, whatever its timing (see Journal), instead of the current
 	// chain as a node does. Runs are then reproducible.
 	Journal bool
-	Logger  *zap.Logger
+	// ChainFile, when set, keeps the generated chain in this file (see
+	// ChainFile), created if missing. Started again on it, the devnet
+	// serves the stored chain (and journal), then continues generating
+	// after it exactly as an uninterrupted run would have: the generator is
+	// replayed from its seed over the stored changes, which must be what it
+	// makes (if it makes another chain, as another version of the devnet
+	// may, the stored chain is served and new contracts are generated after
+	// it). The network magic and generator settings must be those the file
+	// was made with. Not with Replay.
+	ChainFile string
+	// PrefixBlocks, when above 0, serves only the first PrefixBlocks blocks
+	// of the stored chain (a chain file's or a replay file's, with the
+	// changes between them) until Reveal shows the rest; the generator
+	// goes on only once everything stored is shown. A node restarted with
+	// it is behind its clients.
+	PrefixBlocks int
+	Logger       *zap.Logger
 }
 
 // Devnet is a running devnet node with its chain.
@@ -46,6 +63,11 @@ type Devnet struct {
 	journal *Journal
 	node    *Node
 	gen     *Generator
+
+	file    *ChainFile
+	linked  bool // blocks extend the tip (generated), or only follow it (replayed)
+	pending []Op // stored changes not shown yet (PrefixBlocks)
+	shown   chan struct{}
 
 	mu       sync.Mutex
 	genDone  chan struct{}
@@ -66,44 +88,72 @@ func Start(ctx context.Context, cfg RunConfig) (*Devnet, error) {
 	if log == nil {
 		log = zap.NewNop()
 	}
-	d := &Devnet{cfg: cfg, log: log.Named("devnet"), genDone: make(chan struct{})}
+	d := &Devnet{cfg: cfg, log: log.Named("devnet"), genDone: make(chan struct{}), shown: make(chan struct{})}
+	if cfg.Replay != "" && cfg.ChainFile != "" {
+		return nil, errors.New("devnet: a replay is not kept in a chain file")
+	}
+	d.store = NewChainStore()
+	if cfg.Journal {
+		d.journal = NewJournal()
+	}
+	var stored []Op
 	if cfg.Replay != "" {
 		blocks, err := ReadReplayFile(cfg.Replay, ReplayOptions{Header: headerOf, DetectType: detectType})
 		if err != nil {
 			return nil, err
 		}
-		if d.store, err = NewReplayStore(blocks); err != nil {
+		// Checked as a whole first, so that a bad file fails at once even
+		// when only a prefix is shown.
+		if _, err := NewReplayStore(blocks); err != nil {
 			return nil, err
+		}
+		for i := range blocks {
+			stored = append(stored, Op{Block: &blocks[i]})
 		}
 		close(d.genDone)
 	} else {
+		d.linked = true
 		gen, err := NewGenerator(cfg.Generator)
 		if err != nil {
 			return nil, err
 		}
-		d.gen, d.store = gen, NewChainStore()
-		if cfg.Journal {
-			d.journal = NewJournal()
-		}
-		if cfg.Pregenerate {
-			if cfg.Blocks == 0 {
-				return nil, errors.New("devnet: pregenerating needs a number of blocks")
+		d.gen = gen
+		if cfg.ChainFile != "" {
+			if stored, err = d.openChainFile(); err != nil {
+				return nil, err
 			}
-			start := time.Now()
-			for d.store.Tip().BlockNo < cfg.Blocks {
-				if err := d.step(); err != nil {
-					return nil, err
-				}
-			}
-			d.log.Info("chain generated", zap.Uint64("blocks", cfg.Blocks), zap.Int64("bytes", d.store.RawSize()),
-				zap.Duration("took", time.Since(start)))
 		}
+	}
+	if err := d.showStored(stored); err != nil {
+		d.closeFile()
+		return nil, err
+	}
+	if d.gen != nil && cfg.Pregenerate {
+		if cfg.Blocks == 0 {
+			d.closeFile()
+			return nil, errors.New("devnet: pregenerating needs a number of blocks")
+		}
+		if len(d.pending) > 0 {
+			d.closeFile()
+			return nil, errors.New("devnet: pregenerating after a prefix of the stored chain")
+		}
+		start := time.Now()
+		for d.store.Tip().BlockNo < cfg.Blocks {
+			if err := d.step(); err != nil {
+				d.closeFile()
+				return nil, err
+			}
+		}
+		d.log.Info("chain generated", zap.Uint64("blocks", cfg.Blocks), zap.Int64("bytes", d.store.RawSize()),
+			zap.Duration("took", time.Since(start)))
 	}
 	node, err := New(d.nodeConfig())
 	if err != nil {
+		d.closeFile()
 		return nil, err
 	}
 	if err := node.Start(ctx); err != nil {
+		d.closeFile()
 		return nil, err
 	}
 	d.node = node
@@ -114,6 +164,176 @@ func Start(ctx context.Context, cfg RunConfig) (*Devnet, error) {
 		go d.produce(runCtx)
 	}
 	return d, nil
+}
+
+// openChainFile opens the chain file and brings the generator to the end
+// of the stored changes, which it returns.
+func (d *Devnet) openChainFile() ([]Op, error) {
+	gcfg := d.cfg.Generator
+	if err := gcfg.validate(); err != nil {
+		return nil, err
+	}
+	f, stored, err := OpenChainFile(d.cfg.ChainFile, ChainMeta{NetworkMagic: d.cfg.NetworkMagic, Generator: gcfg})
+	if err != nil {
+		return nil, err
+	}
+	d.file = f
+	if len(stored) == 0 {
+		d.log.Info("devnet chain file created", zap.String("file", f.Path()))
+		return nil, nil
+	}
+	start := time.Now()
+	for i, op := range stored {
+		got, err := d.gen.Next()
+		if err == nil && sameOp(got, op) {
+			continue
+		}
+		// Another generator made this chain: serve it and generate anew
+		// after it, from a seed of its own.
+		tip, err := tipAfter(stored)
+		if err != nil {
+			return nil, err
+		}
+		cfg := d.cfg.Generator
+		cfg.After = tip
+		cfg.Seed ^= int64(tip.BlockNo)*0x5851f42d4c957f2d + 1
+		if d.gen, err = NewGenerator(cfg); err != nil {
+			return nil, err
+		}
+		d.log.Warn("the generator does not make the stored chain (another version of the devnet?): serving it and generating new contracts after it",
+			zap.String("file", f.Path()), zap.Int("change", i+1), zap.Uint64("tipBlockNo", tip.BlockNo))
+		return stored, nil
+	}
+	d.log.Info("devnet chain restored", zap.String("file", f.Path()), zap.Int("changes", len(stored)),
+		zap.Uint64("tipBlockNo", d.gen.Tip().BlockNo), zap.Duration("took", time.Since(start)))
+	return stored, nil
+}
+
+// tipAfter is the tip of the chain the changes make.
+func tipAfter(ops []Op) (chain.BlockHeader, error) {
+	s := NewChainStore()
+	for _, op := range ops {
+		if err := applyOp(s, op, true); err != nil {
+			return chain.BlockHeader{}, err
+		}
+	}
+	n := s.Len()
+	if n == 0 {
+		return chain.BlockHeader{}, nil
+	}
+	b, _ := s.Block(n - 1)
+	return b.Header, nil
+}
+
+// applyOp applies a change to a store.
+func applyOp(s *ChainStore, op Op, linked bool) error {
+	switch {
+	case op.Rollback != nil:
+		return s.RollBack(*op.Rollback)
+	case linked:
+		return s.Append(*op.Block)
+	}
+	return s.AppendUnlinked(*op.Block)
+}
+
+// showStored applies the stored changes up to the prefix to the chain and
+// keeps the rest for Reveal.
+func (d *Devnet) showStored(stored []Op) error {
+	n := len(stored)
+	if k := d.cfg.PrefixBlocks; k > 0 {
+		blocks := 0
+		for i, op := range stored {
+			if op.Block != nil {
+				if blocks == k {
+					n = i
+					break
+				}
+				blocks++
+			}
+		}
+	}
+	for _, op := range stored[:n] {
+		if err := d.apply(op); err != nil {
+			return fmt.Errorf("devnet: stored chain: %w", err)
+		}
+	}
+	d.pending = slices.Clone(stored[n:])
+	if len(d.pending) == 0 {
+		close(d.shown)
+	} else {
+		d.log.Info("serving a prefix of the stored chain", zap.Uint64("tipBlockNo", d.store.Tip().BlockNo),
+			zap.Int("hiddenChanges", len(d.pending)))
+	}
+	return nil
+}
+
+// apply applies a change to the chain (and journal). The caller holds mu
+// or is Start.
+func (d *Devnet) apply(op Op) error {
+	if err := applyOp(d.store, op, d.linked); err != nil {
+		return err
+	}
+	if d.journal != nil {
+		if op.Rollback != nil {
+			d.journal.RollBack(*op.Rollback, d.store.Tip())
+		} else {
+			d.journal.Append(*op.Block)
+		}
+	}
+	return nil
+}
+
+// Reveal shows up to blocks more blocks of the stored chain held back by
+// PrefixBlocks (with the changes between them; all of it when blocks is 0
+// or less) and returns how many stored blocks are still hidden. Once
+// nothing is hidden the generator goes on.
+func (d *Devnet) Reveal(blocks int) (int, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	shown := 0
+	for len(d.pending) > 0 {
+		op := d.pending[0]
+		if op.Block != nil && blocks > 0 && shown == blocks {
+			break
+		}
+		if err := d.apply(op); err != nil {
+			return d.hiddenLocked(), fmt.Errorf("devnet: stored chain: %w", err)
+		}
+		d.pending = d.pending[1:]
+		if op.Block != nil {
+			shown++
+		}
+		if len(d.pending) == 0 {
+			close(d.shown)
+		}
+	}
+	hidden := d.hiddenLocked()
+	d.log.Info("revealed stored blocks", zap.Int("blocks", shown), zap.Int("hidden", hidden),
+		zap.Uint64("tipBlockNo", d.store.Tip().BlockNo))
+	return hidden, nil
+}
+
+// Hidden returns the number of stored blocks not shown yet.
+func (d *Devnet) Hidden() int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.hiddenLocked()
+}
+
+func (d *Devnet) hiddenLocked() int {
+	n := 0
+	for _, op := range d.pending {
+		if op.Block != nil {
+			n++
+		}
+	}
+	return n
+}
+
+func (d *Devnet) closeFile() {
+	if d.file != nil {
+		_ = d.file.Close()
+	}
 }
 
 func (d *Devnet) nodeConfig() Config {
@@ -130,37 +350,36 @@ func headerOf(t block.Type, raw []byte) (chain.BlockHeader, error) {
 	return b.Header, err
 }
 
-// step applies the generator's next operation to the store.
+// step applies the generator's next operation to the store, after
+// writing it to the chain file.
 func (d *Devnet) step() error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
 	op, err := d.gen.Next()
 	if err != nil {
 		return err
 	}
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if op.Rollback != nil {
-		d.rolls++
-		if err := d.store.RollBack(*op.Rollback); err != nil {
+	if d.file != nil {
+		if err := d.file.Record(op); err != nil {
 			return err
 		}
-		if d.journal != nil {
-			d.journal.RollBack(*op.Rollback, d.store.Tip())
-		}
-		return nil
 	}
-	d.produced++
-	if err := d.store.Append(*op.Block); err != nil {
-		return err
+	if op.Rollback != nil {
+		d.rolls++
+	} else {
+		d.produced++
 	}
-	if d.journal != nil {
-		d.journal.Append(*op.Block)
-	}
-	return nil
+	return d.apply(op)
 }
 
 func (d *Devnet) produce(ctx context.Context) {
 	defer d.wg.Done()
 	defer close(d.genDone)
+	select {
+	case <-d.shown:
+	case <-ctx.Done():
+		return
+	}
 	var tick *time.Ticker
 	if d.cfg.BlockRate > 0 {
 		tick = time.NewTicker(time.Duration(float64(time.Second) / d.cfg.BlockRate))
@@ -237,9 +456,15 @@ func (d *Devnet) Restart(ctx context.Context) error {
 	return nil
 }
 
-// Close stops generating and serving.
+// Close stops generating and serving, and closes the chain file.
 func (d *Devnet) Close() error {
 	d.cancel()
 	d.wg.Wait()
-	return d.Node().Close()
+	err := d.Node().Close()
+	if d.file != nil {
+		if ferr := d.file.Close(); err == nil {
+			err = ferr
+		}
+	}
+	return err
 }

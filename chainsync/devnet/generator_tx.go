@@ -15,7 +15,7 @@ import (
 // with Marlowe tags in metadata.
 func (bb *blockBuild) create() error {
 	g, st := bb.g, bb.st
-	lc := &g.lifecycles[st.created%len(g.lifecycles)]
+	lc := g.lifecycleFor(st.created, bb.slot)
 	st.created++
 	version := &marlowe.ScriptVersions[bb.rng().IntN(len(marlowe.ScriptVersions))]
 	gc := &genContract{
@@ -105,7 +105,7 @@ func (bb *blockBuild) step(i int, valid bool) error {
 	if !valid {
 		tx.CollateralReturn = &block.TxOut{Address: bb.walletAddress(), Value: block.Value{Lovelace: 3_000_000}}
 	}
-	start, ttl := intervalSlots(s.Input.Interval)
+	start, ttl := bb.g.intervalSlots(s.Input.Interval)
 	tx.ValidityStart, tx.TTL = &start, &ttl
 	for _, w := range witness {
 		if tx.Datums == nil {
@@ -317,28 +317,6 @@ func partValue(part []Payment) block.Value {
 	}
 	v.Lovelace = max(v.Lovelace, minAda)
 	return v
-}
-
-// intervalSlots turns a semantic interval [from, to] in POSIX ms into the
-// validity interval of a transaction: the first valid slot and the first
-// slot no longer valid. With the devnet's 1 ms slots this is exact.
-func intervalSlots(iv marlowe.TimeInterval) (start, ttl uint64) {
-	slotOf := func(ms int64) uint64 {
-		if ms <= ZeroTimeMillis {
-			return 0
-		}
-		return uint64((ms - ZeroTimeMillis) / SlotLengthMillis)
-	}
-	from, to := int64(0), int64(0)
-	if iv.From.IsInt64() {
-		from = iv.From.Int64()
-	}
-	if iv.To.IsInt64() {
-		to = iv.To.Int64()
-	}
-	start = slotOf(from)
-	ttl = max(slotOf(to)+1, start+1)
-	return start, ttl
 }
 
 // withdraw spends the due payouts of one contract.

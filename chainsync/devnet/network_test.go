@@ -1,0 +1,166 @@
+package devnet
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/marlowe-follower/follower/chainsync/block"
+	"github.com/marlowe-follower/follower/chainsync/chain"
+	"github.com/marlowe-follower/follower/chainsync/classify"
+	"github.com/marlowe-follower/follower/history"
+	"github.com/marlowe-follower/follower/history/historytest"
+)
+
+// TestNetworkClocksMatchHistory: the devnet's built-in clocks are the
+// follower's slot configurations of the same networks.
+func TestNetworkClocksMatchHistory(t *testing.T) {
+	for magic, want := range map[uint32]history.SlotConfig{
+		MagicMainnet: history.MainnetSlots, MagicPreprod: history.PreprodSlots, MagicPreview: history.PreviewSlots,
+		NetworkMagic: {ZeroSlot: 0, ZeroTimeMillis: ZeroTimeMillis, SlotLengthMillis: SlotLengthMillis},
+	} {
+		c, err := NetworkClock(magic)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.ZeroSlot != want.ZeroSlot || c.ZeroTimeMillis != want.ZeroTimeMillis || c.SlotLengthMillis != want.SlotLengthMillis {
+			t.Errorf("magic %d: clock %+v, history %+v", magic, c, want)
+		}
+		for _, slot := range []uint64{0, 1, want.ZeroSlot, want.ZeroSlot + 12345, 160_000_000} {
+			if c.SlotStart(slot) != want.SlotStart(slot) {
+				t.Errorf("magic %d: slot %d starts at %d, history %d", magic, slot, c.SlotStart(slot), want.SlotStart(slot))
+			}
+			if slot >= want.ZeroSlot && c.SlotAt(c.SlotStart(slot)) != slot || c.SlotAt(c.SlotStart(slot+1)-1) != slot {
+				t.Errorf("magic %d: slot %d: SlotAt does not invert SlotStart", magic, slot)
+			}
+		}
+	}
+	if _, err := NetworkClock(4242); err == nil {
+		t.Fatal("a clock for magic 4242")
+	}
+}
+
+// preprodChain generates blocks on preprod's clock from 2025-01-01 and
+// returns them with the generator.
+func preprodChain(t *testing.T, cfg GeneratorConfig, blocks uint64) (*Generator, []StoredBlock) {
+	t.Helper()
+	clock, _ := NetworkClock(MagicPreprod)
+	cfg.UseClock(clock, time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC).UnixMilli())
+	g, err := NewGenerator(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []StoredBlock
+	for g.Tip().BlockNo < blocks {
+		op, err := g.Next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if op.Rollback != nil {
+			for len(out) > 0 && out[len(out)-1].Header.BlockNo > g.Tip().BlockNo {
+				out = out[:len(out)-1]
+			}
+			continue
+		}
+		out = append(out, *op.Block)
+	}
+	return g, out
+}
+
+// follow runs blocks through the classifier and the processor with the
+// given slot configuration, as the follower does.
+func followRecords(t *testing.T, blocks []StoredBlock, slots history.SlotConfig) []history.Record {
+	t.Helper()
+	c := classify.New(classify.Options{})
+	p := history.NewProcessor(slots, zap.NewNop(), nil)
+	var records []history.Record
+	for _, b := range blocks {
+		ev, err := c.RollForward(b.Type, b.Raw, chain.Tip{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		st := p.Process(ev)
+		for _, r := range st.Forward.Records {
+			r.Seq = int64(len(records) + 1)
+			records = append(records, r)
+		}
+	}
+	return records
+}
+
+// TestGeneratedChainOnPreprodClock generates a chain at preprod's slots:
+// blocks come every 20 s on average from the chosen start, every Marlowe
+// transaction is valid at the slot of its block, and followed with
+// preprod's slot configuration the semantics accept every step with the
+// real POSIX intervals. Followed with the devnet's clock instead (what
+// happened before devnets had a network), they refuse most of them.
+func TestGeneratedChainOnPreprodClock(t *testing.T) {
+	cfg := DefaultGeneratorConfig()
+	cfg.MarloweShare, cfg.MeanBlockSize, cfg.RollbackEvery, cfg.MaxRollbackDepth = 0.5, 1500, 20, 3
+	g, blocks := preprodChain(t, cfg, 2500)
+	start := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC).UnixMilli()
+	first, last := blocks[0].Header.Slot, blocks[len(blocks)-1].Header.Slot
+	if history.PreprodSlots.SlotStart(first) < start || history.PreprodSlots.SlotStart(first) > start+120_000 {
+		t.Fatalf("first block at slot %d (%s)", first, time.UnixMilli(history.PreprodSlots.SlotStart(first)).UTC())
+	}
+	if mean := float64(last-first) / float64(len(blocks)-1); mean < 15 || mean > 25 {
+		t.Fatalf("%.1f s between blocks on average", mean)
+	}
+	steps := 0
+	for _, b := range blocks {
+		d, err := block.DecodeBlock(b.Type, b.Raw, block.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, tx := range d.Txs {
+			if len(tx.Redeemers) == 0 || tx.TTL == nil {
+				continue
+			}
+			steps++
+			if tx.ValidityStart == nil || *tx.ValidityStart > b.Header.Slot || b.Header.Slot >= *tx.TTL {
+				t.Fatalf("tx %s in block %d at slot %d is valid in slots [%v, %d)", tx.ID, b.Header.BlockNo, b.Header.Slot, tx.ValidityStart, *tx.TTL)
+			}
+		}
+	}
+	records := followRecords(t, blocks, history.PreprodSlots)
+	rep, err := historytest.CheckSemantics(records)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%d blocks over %s: %d contracts, %d steps (%d closed), %d abandoned; %d transactions with a validity interval; intervals from %s to %s",
+		len(blocks), time.Duration(last-first)*time.Second, rep.Created, rep.Steps, rep.Closed, g.Abandoned(), steps,
+		time.UnixMilli(rep.FirstMillis).UTC().Format(time.RFC3339), time.UnixMilli(rep.LastMillis).UTC().Format(time.RFC3339))
+	if len(rep.Rejected) > 0 {
+		t.Fatalf("apply_inputs_rejected: %v", rep.Rejected)
+	}
+	if rep.Created < 100 || rep.Steps < 200 || rep.Closed < 40 {
+		t.Fatalf("too little activity: %+v", rep)
+	}
+	if rep.FirstMillis < start || rep.LastMillis > history.PreprodSlots.SlotStart(last)+24*3600_000 {
+		t.Fatalf("intervals from %d to %d, chain from %d", rep.FirstMillis, rep.LastMillis, start)
+	}
+	if g.Abandoned()*20 > rep.Created {
+		t.Fatalf("%d of %d contracts abandoned", g.Abandoned(), rep.Created)
+	}
+	// Address payouts are found with the semantics, so they show the clock
+	// is right too.
+	payouts := 0
+	for _, r := range records {
+		if r.Kind == history.KindInputsApplied && strings.Contains(string(r.Payload), `"address":"addr`) {
+			payouts++
+		}
+	}
+	if payouts == 0 {
+		t.Fatal("no address payout found")
+	}
+
+	// The same chain with the devnet's clock: 1969 intervals.
+	wrong := followRecords(t, blocks, history.SlotConfig{ZeroSlot: 0, ZeroTimeMillis: ZeroTimeMillis, SlotLengthMillis: SlotLengthMillis})
+	if _, err := historytest.CheckSemantics(wrong); err == nil {
+		t.Fatal("the semantics accept a preprod chain read with the devnet's clock")
+	} else {
+		t.Logf("with the devnet's clock: %v", err)
+	}
+}
