@@ -65,6 +65,7 @@ type Devnet struct {
 	gen     *Generator
 
 	file    *ChainFile
+	replay  []Op // stored changes the generator has not been replayed over yet
 	linked  bool // blocks extend the tip (generated), or only follow it (replayed)
 	pending []Op // stored changes not shown yet (PrefixBlocks)
 	shown   chan struct{}
@@ -137,6 +138,10 @@ func Start(ctx context.Context, cfg RunConfig) (*Devnet, error) {
 			d.closeFile()
 			return nil, errors.New("devnet: pregenerating after a prefix of the stored chain")
 		}
+		if err := d.catchUp(ctx); err != nil {
+			d.closeFile()
+			return nil, err
+		}
 		start := time.Now()
 		for d.store.Tip().BlockNo < cfg.Blocks {
 			if err := d.step(); err != nil {
@@ -166,8 +171,8 @@ func Start(ctx context.Context, cfg RunConfig) (*Devnet, error) {
 	return d, nil
 }
 
-// openChainFile opens the chain file and brings the generator to the end
-// of the stored changes, which it returns.
+// openChainFile opens the chain file and returns the changes it holds;
+// the generator is brought to their end by catchUp.
 func (d *Devnet) openChainFile() ([]Op, error) {
 	gcfg := d.cfg.Generator
 	if err := gcfg.validate(); err != nil {
@@ -182,31 +187,52 @@ func (d *Devnet) openChainFile() ([]Op, error) {
 		d.log.Info("devnet chain file created", zap.String("file", f.Path()))
 		return nil, nil
 	}
+	d.replay = stored
+	d.log.Info("devnet chain restored", zap.String("file", f.Path()), zap.Int("changes", len(stored)))
+	return stored, nil
+}
+
+// catchUp replays the generator from its seed over the stored changes, so
+// that it continues after them as one run would; the chain is served
+// meanwhile. If the generator makes another chain, it is replaced by one
+// generating after the stored chain from a seed of its own.
+func (d *Devnet) catchUp(ctx context.Context) error {
+	if len(d.replay) == 0 {
+		return nil
+	}
 	start := time.Now()
+	stored := d.replay
+	d.replay = nil
 	for i, op := range stored {
+		if i%256 == 0 && ctx.Err() != nil {
+			return ctx.Err()
+		}
+		d.mu.Lock()
 		got, err := d.gen.Next()
+		d.mu.Unlock()
 		if err == nil && sameOp(got, op) {
 			continue
 		}
-		// Another generator made this chain: serve it and generate anew
-		// after it, from a seed of its own.
 		tip, err := tipAfter(stored)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		cfg := d.cfg.Generator
 		cfg.After = tip
 		cfg.Seed ^= int64(tip.BlockNo)*0x5851f42d4c957f2d + 1
-		if d.gen, err = NewGenerator(cfg); err != nil {
-			return nil, err
+		gen, err := NewGenerator(cfg)
+		if err != nil {
+			return err
 		}
-		d.log.Warn("the generator does not make the stored chain (another version of the devnet?): serving it and generating new contracts after it",
-			zap.String("file", f.Path()), zap.Int("change", i+1), zap.Uint64("tipBlockNo", tip.BlockNo))
-		return stored, nil
+		d.mu.Lock()
+		d.gen = gen
+		d.mu.Unlock()
+		d.log.Warn("the generator does not make the stored chain (another version of the devnet?): generating new contracts after it",
+			zap.String("file", d.file.Path()), zap.Int("change", i+1), zap.Uint64("tipBlockNo", tip.BlockNo))
+		return nil
 	}
-	d.log.Info("devnet chain restored", zap.String("file", f.Path()), zap.Int("changes", len(stored)),
-		zap.Uint64("tipBlockNo", d.gen.Tip().BlockNo), zap.Duration("took", time.Since(start)))
-	return stored, nil
+	d.log.Info("generator caught up with the stored chain", zap.Int("changes", len(stored)), zap.Duration("took", time.Since(start)))
+	return nil
 }
 
 // tipAfter is the tip of the chain the changes make.
@@ -375,6 +401,15 @@ func (d *Devnet) step() error {
 func (d *Devnet) produce(ctx context.Context) {
 	defer d.wg.Done()
 	defer close(d.genDone)
+	if err := d.catchUp(ctx); err != nil {
+		if ctx.Err() == nil {
+			d.mu.Lock()
+			d.genErr = err
+			d.mu.Unlock()
+			d.log.Error("generator failed", zap.Error(err))
+		}
+		return
+	}
 	select {
 	case <-d.shown:
 	case <-ctx.Done():
