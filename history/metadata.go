@@ -17,7 +17,8 @@ import (
 // Transaction metadata (CBOR "metadatum" values) shown as JSON without a
 // schema, as cardano-cli shows it: integers as numbers, text as strings,
 // byte strings as "0x" and hex, lists as arrays, maps as objects whose keys
-// are the text of a text key or the JSON of any other key.
+// are a text key's text, an integer's decimal, a byte string's "0x" and hex,
+// or the JSON of a list or map key.
 
 // maxMetadataDepth bounds nesting; metadata is bounded by the transaction size anyway.
 const maxMetadataDepth = 256
@@ -169,12 +170,20 @@ func toJSONValue(v any) any {
 	return nil
 }
 
+// mapKey shows a map key as cardano-cli (cardano-api's
+// metadataValueToJsonNoSchema) does: a text key as its text, an integer
+// in decimal, a byte string as "0x" and hex, a list or map as its JSON.
 func mapKey(k any) string {
 	switch x := k.(type) {
 	case string:
+		if !utf8.ValidString(x) {
+			return "0x" + hex.EncodeToString([]byte(x))
+		}
 		return x
 	case *big.Int:
 		return x.String()
+	case []byte:
+		return "0x" + hex.EncodeToString(x)
 	}
 	js, _ := json.Marshal(toJSONValue(k))
 	return string(js)

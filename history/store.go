@@ -64,7 +64,21 @@ type StoreStats struct {
 	CommitNanos      atomic.Uint64 // total time spent committing
 	LiveSubscribers  atomic.Int64
 	LiveDropped      atomic.Uint64 // subscribers sent back to catch up
+
+	// Committed is the newest block of the committed checkpoint (nil
+	// before the first block).
+	Committed atomic.Pointer[chain.BlockHeader]
+	// Failing is set while commits fail: FailingSince is when the first of
+	// them failed (unix nanoseconds) and CommitError the newest error.
+	Failing      atomic.Bool
+	FailingSince atomic.Int64
+	CommitError  atomic.Pointer[string]
 }
+
+// ErrAnotherWriter is the store's fatal error when a commit finds the log
+// moved on under it: another process writes the same store. The store stops
+// committing and reports it on Store.Fatal; retrying cannot succeed.
+var ErrAnotherWriter = errors.New("another writer holds this store")
 
 // Store is the history store: the single writer of the log. It is an actor;
 // Handle gives the rest of the program its read side and subscriptions.
@@ -92,6 +106,8 @@ type Store struct {
 	flushArmed bool
 	failing    bool
 	done       chan struct{} // closed when the store stops
+	fatal      chan error    // receives the store's fatal error, once
+	dead       bool          // a fatal error stopped committing
 }
 
 type batch struct {
@@ -120,12 +136,16 @@ func NewStore(ctx context.Context, backend Backend, cfg StoreConfig, logger *zap
 		head: cp.Head, next: cp.Head + 1, crumbs: chain.NewBreadcrumbs(cp.Breadcrumbs),
 		horizon: cp.Horizon, recent: recent, tip: cp.Tip,
 		contracts: map[chain.TxOutRef]*ContractIndex{}, subs: map[uint64]*liveSub{},
-		checkpoint: cp, done: make(chan struct{}),
+		checkpoint: cp, done: make(chan struct{}), fatal: make(chan error, 1),
 	}
 	for _, ch := range cp.Recent {
 		s.changed = append(s.changed, ch.Block)
 	}
 	s.stats.Head.Store(cp.Head)
+	if len(cp.Breadcrumbs) > 0 {
+		h := cp.Breadcrumbs[0]
+		s.stats.Committed.Store(&h)
+	}
 	s.pending = &batch{}
 	return s, nil
 }
@@ -137,6 +157,10 @@ func (s *Store) Props() *actor.Props {
 
 // Stats returns the counters.
 func (s *Store) Stats() *StoreStats { return s.stats }
+
+// Fatal receives the error that stopped the store from committing for good
+// (ErrAnotherWriter); the process must then stop.
+func (s *Store) Fatal() <-chan error { return s.fatal }
 
 // Restore implements chainsync.Checkpoints: the follower resumes from what
 // the store committed last.
@@ -169,9 +193,15 @@ func (s *Store) Receive(ctx actor.Context) {
 	case *actor.Started:
 		s.system, s.self = ctx.ActorSystem(), ctx.Self()
 	case *Step:
+		if s.dead {
+			return // never committed, never released: the follower stops
+		}
 		s.step(msg)
 	case *flushDue:
 		s.flushArmed = false
+		if s.dead {
+			return
+		}
 		if wait := s.rollbackWait(); wait > 0 && !s.failing {
 			s.armFlush(wait)
 			return
@@ -191,7 +221,7 @@ func (s *Store) Receive(ctx actor.Context) {
 		delete(s.subs, msg.id)
 		s.stats.LiveSubscribers.Store(int64(len(s.subs)))
 	case *actor.Stopping:
-		if s.pending.blocks > 0 || len(s.pending.params.Records) > 0 {
+		if !s.dead && (s.pending.blocks > 0 || len(s.pending.params.Records) > 0) {
 			s.commit()
 		}
 		for id, sub := range s.subs {
@@ -364,19 +394,39 @@ func (s *Store) commit() {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	err := s.backend.Commit(ctx, &b.params)
 	cancel()
+	if errors.Is(err, ErrSeqMismatch) && s.landed(&b.params) {
+		// The previous attempt committed although it reported an error
+		// (a connection lost while the commit's answer was on its way).
+		s.log.Info("the batch's previous attempt was committed", zap.NamedError("attempt", err))
+		err = nil
+	}
+	if errors.Is(err, ErrSeqMismatch) {
+		s.die(fmt.Errorf("%w: the stored log moved on under this process (%w); run one marlowe-follower per store", ErrAnotherWriter, err))
+		return
+	}
 	if err != nil {
 		s.stats.CommitFailures.Add(1)
 		if !s.failing {
 			s.log.Error("commit failed; retrying (following pauses meanwhile)", zap.Error(err),
 				zap.Int("records", len(b.params.Records)), zap.Int("blocks", b.blocks))
+			s.stats.FailingSince.Store(time.Now().UnixNano())
 		}
+		msg := err.Error()
+		s.stats.CommitError.Store(&msg)
 		s.failing = true
+		s.stats.Failing.Store(true)
 		s.armFlush(s.cfg.RetryDelay)
 		return
 	}
 	if s.failing {
-		s.log.Info("commit succeeded again")
+		s.log.Info("commit succeeded again", zap.Duration("failedFor", time.Since(time.Unix(0, s.stats.FailingSince.Load()))))
 		s.failing = false
+		s.stats.Failing.Store(false)
+		s.stats.CommitError.Store(nil)
+	}
+	if crumbs := b.params.Checkpoint.Breadcrumbs; len(crumbs) > 0 {
+		h := crumbs[0]
+		s.stats.Committed.Store(&h)
 	}
 	elapsed := time.Since(start)
 	if s.cfg.ObserveCommit != nil {
@@ -395,6 +445,40 @@ func (s *Store) commit() {
 	}
 	s.fanOut(b.params.Records)
 	s.pending = &batch{}
+}
+
+// landed reports whether the backend holds the batch already: its newest
+// record and checkpoint are stored.
+func (s *Store) landed(p *CommitParams) bool {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cp, err := s.backend.CheckpointGet(ctx)
+	if err != nil || len(p.Records) == 0 || cp.Head != p.Records[len(p.Records)-1].Seq ||
+		len(cp.Breadcrumbs) == 0 || len(p.Checkpoint.Breadcrumbs) == 0 || cp.Breadcrumbs[0] != p.Checkpoint.Breadcrumbs[0] {
+		return false
+	}
+	r, err := s.backend.RecordGet(ctx, cp.Head)
+	last := p.Records[len(p.Records)-1]
+	return err == nil && r.Block == last.Block && r.Kind == last.Kind && r.TxID == last.TxID && r.TxIndex == last.TxIndex
+}
+
+// die stops committing for good and reports err on Fatal. The pending
+// batch is never committed and its credits never released, so the follower
+// stops reading.
+func (s *Store) die(err error) {
+	s.dead = true
+	s.stats.CommitFailures.Add(1)
+	msg := err.Error()
+	s.stats.CommitError.Store(&msg)
+	s.stats.Failing.Store(true)
+	if s.stats.FailingSince.Load() == 0 || !s.failing {
+		s.stats.FailingSince.Store(time.Now().UnixNano())
+	}
+	s.log.Error("commit refused: stopping", zap.Error(err))
+	select {
+	case s.fatal <- err:
+	default:
+	}
 }
 
 // fanOut pushes committed records to live subscribers. A subscriber whose

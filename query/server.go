@@ -40,7 +40,7 @@ const (
 	DefaultIdleTimeout       = 2 * time.Minute
 	DefaultMaxHeaderBytes    = 64 << 10
 	DefaultMaxBodyBytes      = 4 << 10
-	DefaultReadyMaxSeqLag    = 1000
+	DefaultReadyMaxSeqLag    = 100
 	DefaultReadyMaxBehind    = 10
 	DefaultLimit             = 100
 )
@@ -69,6 +69,53 @@ type Status struct {
 	HistorySeq   int64             // the newest committed history seq
 	// ProjectionError is the projection's newest failure ("" when healthy).
 	ProjectionError string
+
+	// Committed is the newest block whose records and checkpoint the
+	// history store has committed (Follower is what was received: up to
+	// two batches ahead).
+	Committed chain.BlockHeader
+	// NodeError is why the follower is not connected: its newest
+	// connection error ("" while connected).
+	NodeError string
+	// Handshake is set when the newest attempt failed in the handshake.
+	Handshake *HandshakeFailure
+	// Waiting is set while the node's tip is behind the follower's point.
+	Waiting *NodeWait
+	// Diverged is set once following stopped for the operator.
+	Diverged *Divergence
+	// CommitError is the newest commit failure while commits fail ("" when
+	// the last commit succeeded), CommitFailingSince when they started
+	// failing and CommitFailures how many failed since the start.
+	CommitError        string
+	CommitFailingSince time.Time
+	CommitFailures     uint64
+}
+
+// HandshakeFailure is a handshake the node refused or cut short.
+type HandshakeFailure struct {
+	Reason  string // network_magic, version, decode, refused, closed or timeout
+	Message string
+}
+
+// NodeWait is the follower waiting for a node whose tip is behind its point.
+type NodeWait struct {
+	NodeTip chain.Tip
+	Point   chain.BlockHeader
+	Since   time.Time
+}
+
+// Blocks is how many blocks the node is behind the follower.
+func (w *NodeWait) Blocks() uint64 {
+	if w.NodeTip.BlockNo >= w.Point.BlockNo {
+		return 0
+	}
+	return w.Point.BlockNo - w.NodeTip.BlockNo
+}
+
+// Divergence is why following stopped for the operator, and what to run.
+type Divergence struct {
+	Reason, Action string
+	Since          time.Time
 }
 
 // Config configures a Server.
@@ -104,9 +151,10 @@ type Config struct {
 	MinSeqWait time.Duration
 	// RequestTimeout bounds each request's reads (DefaultRequestTimeout).
 	RequestTimeout time.Duration
-	// ReadyMaxSeqLag and ReadyMaxBehind: /readyz answers 200 while the
-	// projection is at most this many seqs behind the history and the
-	// follower at most this many blocks behind the node's tip.
+	// ReadyMaxSeqLag and ReadyMaxBehind: /readyz answers 200 only while
+	// the projection is at most ReadyMaxSeqLag records behind the history
+	// and the committed point at most ReadyMaxBehind blocks behind the
+	// node's tip (besides being connected and committing; see readiness).
 	ReadyMaxSeqLag int64
 	ReadyMaxBehind uint64
 	// Server limits (defaults above).
@@ -183,6 +231,9 @@ func New(cfg Config) (*Server, error) {
 	}, []string{"route", "code"})
 	if cfg.Registerer != nil {
 		if err := cfg.Registerer.Register(s.metrics); err != nil {
+			return nil, fmt.Errorf("query: registering metrics: %w", err)
+		}
+		if err := cfg.Registerer.Register(readinessCollector{s}); err != nil {
 			return nil, fmt.Errorf("query: registering metrics: %w", err)
 		}
 	}

@@ -65,7 +65,7 @@ func serve(t testing.TB, p *projectiontest.Pipeline, tune func(*query.Config)) *
 		Status: func() query.Status {
 			tip := p.Tip()
 			return query.Status{Network: "devnet", NetworkMagic: 42, Version: "test", Connected: true,
-				NodeTip: chain.Tip{Point: tip.Point(), BlockNo: tip.BlockNo}, Follower: tip, SyncProgress: 1,
+				NodeTip: chain.Tip{Point: tip.Point(), BlockNo: tip.BlockNo}, Follower: tip, Committed: tip, SyncProgress: 1,
 				HistorySeq: p.Handle.Head(), ProjectionError: p.Projection.LastError()}
 		},
 		Metrics: promhttp.HandlerFor(reg, promhttp.HandlerOpts{}), Registerer: reg,

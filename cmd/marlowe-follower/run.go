@@ -79,7 +79,15 @@ func newRunCommand() *cobra.Command {
 			} else {
 				go service.ReportProgress(ctx, log, svc.Progress(), cfg.Progress.Period)
 			}
-			<-ctx.Done()
+			select {
+			case <-ctx.Done():
+			case err := <-svc.Fatal():
+				log.Error("stopping: the service cannot go on", zap.Error(err))
+				if serr := svc.Stop(config.DefaultShutdownGrace); serr != nil {
+					log.Error("shutdown", zap.Error(serr))
+				}
+				return err
+			}
 			log.Info("shutting down")
 			if err := svc.Stop(config.DefaultShutdownGrace); err != nil {
 				log.Error("shutdown", zap.Error(err))

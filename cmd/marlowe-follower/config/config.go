@@ -21,7 +21,9 @@ const (
 	DefaultMaxBackoff     = 30 * time.Second
 	DefaultProgressPeriod = 10 * time.Second
 	DefaultReadyDistance  = 10
-	DefaultShutdownGrace  = 15 * time.Second
+	// DefaultReadyProjectionLag is query.readyProjectionLag's default.
+	DefaultReadyProjectionLag = 100
+	DefaultShutdownGrace      = 15 * time.Second
 )
 
 // Config is every setting of marlowe-follower. Each field's tags give its
@@ -56,8 +58,10 @@ type Store struct {
 type Query struct {
 	Port          int    `yaml:"port" env:"MARLOWE_RT_QUERY_PORT" flag:"query-port" default:"3780" doc:"TCP port of the HTTP query API (0 disables it)"`
 	Host          string `yaml:"host" env:"MARLOWE_RT_QUERY_HOST" flag:"query-host" default:"0.0.0.0" doc:"address the query API listens on"`
-	ReadyDistance uint64 `yaml:"readyDistance" env:"MARLOWE_RT_READY_DISTANCE" flag:"ready-distance" default:"10" doc:"readiness: at most this many blocks behind the node's tip"`
-	UI            bool   `yaml:"ui" env:"MARLOWE_RT_QUERY_UI" flag:"ui" default:"true" doc:"serve the contract explorer, web pages reading the API, at / on the query port (false: the port serves the API only)"`
+	ReadyDistance uint64 `yaml:"readyDistance" env:"MARLOWE_RT_READY_DISTANCE" flag:"ready-distance" default:"10" doc:"readiness: the committed point at most this many blocks behind the node's tip"`
+	// ReadyProjectionLag bounds the contract projection's lag for /readyz.
+	ReadyProjectionLag uint64 `yaml:"readyProjectionLag" env:"MARLOWE_RT_READY_PROJECTION_LAG" flag:"ready-projection-lag" default:"100" doc:"readiness: the contract projection at most this many history records behind the history"`
+	UI                 bool   `yaml:"ui" env:"MARLOWE_RT_QUERY_UI" flag:"ui" default:"true" doc:"serve the contract explorer, web pages reading the API, at / on the query port (false: the port serves the API only)"`
 }
 
 // Streaming is the WebSocket streaming API.

@@ -63,6 +63,27 @@ func (m *Metrics) RegisterFollower(p *chainsync.Progress) {
 		}
 		return 0
 	})
+	gauge("marlowe_chainsync_waiting_for_node", "1 while the node's tip is behind the follower's point and the follower waits for it.",
+		func(s chainsync.ProgressSnapshot) float64 {
+			if s.Waiting != nil {
+				return 1
+			}
+			return 0
+		})
+	gauge("marlowe_chainsync_node_behind_blocks", "While waiting for the node: how many blocks its tip is behind the follower's point (0 otherwise).",
+		func(s chainsync.ProgressSnapshot) float64 {
+			if s.Waiting != nil {
+				return float64(s.Waiting.BlocksBehind())
+			}
+			return 0
+		})
+	gauge("marlowe_chainsync_diverged", "1 once following stopped because the node's chain and the stored history part (operator action needed).",
+		func(s chainsync.ProgressSnapshot) float64 {
+			if s.Diverged != nil {
+				return 1
+			}
+			return 0
+		})
 	gauge("marlowe_rollback_last_depth_blocks", "Depth of the newest rollback, in blocks.", func(s chainsync.ProgressSnapshot) float64 { return float64(s.LastRollback) })
 	counter("marlowe_blocks_total", "Blocks rolled forward (use rate() for blocks per second).", func(s chainsync.ProgressSnapshot) float64 { return float64(s.Blocks) })
 	counter("marlowe_block_bytes_total", "Raw bytes of the blocks rolled forward.", func(s chainsync.ProgressSnapshot) float64 { return float64(s.Bytes) })
@@ -112,6 +133,20 @@ func (m *Metrics) RegisterStore(st *history.StoreStats) {
 			func() float64 { return float64(st.Commits.Load()) }),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "marlowe_history_commit_failures_total", Help: "Failed commits (retried)."},
 			func() float64 { return float64(st.CommitFailures.Load()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "marlowe_history_commit_failing", Help: "1 while the history store's commits fail."},
+			func() float64 {
+				if st.Failing.Load() {
+					return 1
+				}
+				return 0
+			}),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "marlowe_history_committed_block_number", Help: "Number of the newest committed block (where a restart resumes)."},
+			func() float64 {
+				if h := st.Committed.Load(); h != nil {
+					return float64(h.BlockNo)
+				}
+				return 0
+			}),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "marlowe_history_live_subscribers", Help: "Subscriptions receiving records live."},
 			func() float64 { return float64(st.LiveSubscribers.Load()) }),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "marlowe_history_live_dropped_total", Help: "Live subscriptions sent back to catch up because they fell behind."},

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"net"
 	"net/http"
 	"os"
@@ -305,15 +306,9 @@ func (s *Service) startQuery(ctx context.Context, opts Options) error {
 	srv, err := query.New(query.Config{
 		Addr:      net.JoinHostPort(s.cfg.Query.Host, strconv.Itoa(s.cfg.Query.Port)),
 		Contracts: cb, History: s.backend, Projection: proj, Cache: cache, Slots: &slots,
-		Status: func() query.Status {
-			p := s.progress.Snapshot()
-			return query.Status{
-				Network: NetworkName(magic), NetworkMagic: magic, Version: opts.Version, Connected: p.Connected,
-				NodeTip: p.Tip, Follower: p.Point, SyncProgress: p.Fraction(), BlocksBehind: p.BlocksBehind(),
-				HistorySeq: s.store.Stats().Head.Load(), ProjectionError: proj.LastError(),
-			}
-		},
-		Metrics: s.metrics.Handler(), Registerer: s.metrics.Registry, ReadyMaxBehind: s.cfg.Query.ReadyDistance,
+		Status:  func() query.Status { return s.queryStatus(NetworkName(magic), magic, opts.Version, proj) },
+		Metrics: s.metrics.Handler(), Registerer: s.metrics.Registry,
+		ReadyMaxBehind: s.cfg.Query.ReadyDistance, ReadyMaxSeqLag: int64(min(s.cfg.Query.ReadyProjectionLag, math.MaxInt64)),
 		Handlers: opts.Handlers, Logger: s.log,
 		CORS: query.CORS{Origins: s.cfg.CORS.Origins},
 	})
@@ -352,6 +347,11 @@ func (s *Service) Progress() *chainsync.Progress { return s.progress }
 
 // Backend returns the storage backend.
 func (s *Service) Backend() history.Backend { return s.backend }
+
+// Fatal receives the error that makes the service unable to go on (another
+// writer holds the store, history.ErrAnotherWriter); the caller stops it and
+// exits with it.
+func (s *Service) Fatal() <-chan error { return s.store.Fatal() }
 
 // Stop takes the pipeline down in order, committing what was received:
 // the follower stops reading, the processor and the store drain their

@@ -1,0 +1,214 @@
+package history_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/marlowe-follower/follower/actors"
+	"github.com/marlowe-follower/follower/chainsync/chain"
+	"github.com/marlowe-follower/follower/history"
+	"github.com/marlowe-follower/follower/history/sqlitestore"
+)
+
+// faultyBackend fails commits while fail is set; with landFirst it commits
+// and then reports the error (an answer lost on its way back).
+type faultyBackend struct {
+	history.Backend
+	fail      atomic.Pointer[error]
+	landFirst atomic.Bool
+	calls     atomic.Int64
+}
+
+func (b *faultyBackend) Commit(ctx context.Context, p *history.CommitParams) error {
+	b.calls.Add(1)
+	if e := b.fail.Load(); e != nil {
+		if b.landFirst.Load() {
+			if err := b.Backend.Commit(ctx, p); err != nil {
+				return err
+			}
+		}
+		return *e
+	}
+	return b.Backend.Commit(ctx, p)
+}
+
+func (b *faultyBackend) failWith(err error) {
+	if err == nil {
+		b.fail.Store(nil)
+		return
+	}
+	b.fail.Store(&err)
+}
+
+type faultFixture struct {
+	t       *testing.T
+	backend *faultyBackend
+	store   *history.Store
+	send    func(*history.Step)
+	stop    func()
+}
+
+func newFaultFixture(t *testing.T, dir string) *faultFixture {
+	t.Helper()
+	ctx := context.Background()
+	b, err := sqlitestore.Open(ctx, dir, sqlitestore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Init(ctx, &history.InitParams{NetworkMagic: 42}); err != nil {
+		t.Fatal(err)
+	}
+	fb := &faultyBackend{Backend: b}
+	cfg := history.DefaultStoreConfig()
+	cfg.RetryDelay, cfg.BatchDelay = 20*time.Millisecond, 10*time.Millisecond
+	st, err := history.NewStore(ctx, fb, cfg, zap.NewNop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	sys := actors.NewSystem(zap.NewNop())
+	pid := sys.Root.Spawn(st.Props())
+	f := &faultFixture{t: t, backend: fb, store: st, send: func(s *history.Step) { sys.Root.Send(pid, s) }}
+	f.stop = func() {
+		_ = sys.Root.PoisonFuture(pid).Wait()
+		sys.Shutdown()
+		_ = b.Close()
+	}
+	return f
+}
+
+// block is a step of block n (at the node's tip, so it commits at once)
+// with one record; released counts its release.
+func block(n uint64, released *atomic.Int64) *history.Step {
+	h := header(n, 0)
+	id := chain.TxOutRef{TxID: h.Hash}
+	payload, _ := json.Marshal(map[string]any{"n": n})
+	return &history.Step{
+		Forward: &history.ForwardStep{Header: h, Tip: chain.Tip{Point: h.Point(), BlockNo: n},
+			Records:   []history.Record{{Kind: history.KindContractCreated, Block: h, Contract: &id, Payload: payload}},
+			Contracts: []history.ContractIndex{{ID: id, Version: "v5", Block: h}}},
+		Release: func() { released.Add(1) },
+	}
+}
+
+func waitUntil(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func committedNo(st *history.StoreStats) uint64 {
+	if h := st.Committed.Load(); h != nil {
+		return h.BlockNo
+	}
+	return 0
+}
+
+// TestStoreReportsFailingCommits: while the backend refuses commits the
+// store says so (Failing, since when, the error) and keeps its committed
+// point; once commits succeed again it clears them and moves the point.
+func TestStoreReportsFailingCommits(t *testing.T) {
+	f := newFaultFixture(t, t.TempDir())
+	defer f.stop()
+	stats := f.store.Stats()
+	var released atomic.Int64
+	f.send(block(1, &released))
+	waitUntil(t, "block 1 committed", func() bool { return committedNo(stats) == 1 })
+	if stats.Failing.Load() || stats.CommitError.Load() != nil {
+		t.Fatal("failing after a good commit")
+	}
+	f.backend.failWith(errors.New("disk I/O error: database or disk is full"))
+	before := time.Now()
+	f.send(block(2, &released))
+	waitUntil(t, "failing commits", func() bool { return stats.Failing.Load() && stats.CommitFailures.Load() >= 3 })
+	if msg := stats.CommitError.Load(); msg == nil || !strings.Contains(*msg, "disk is full") {
+		t.Fatalf("commit error %v", msg)
+	}
+	if since := time.Unix(0, stats.FailingSince.Load()); since.Before(before) || since.After(time.Now()) {
+		t.Fatalf("failing since %s", since)
+	}
+	if committedNo(stats) != 1 || released.Load() != 1 {
+		t.Fatalf("committed block %d, %d released while failing", committedNo(stats), released.Load())
+	}
+	f.backend.failWith(nil)
+	waitUntil(t, "block 2 committed", func() bool { return committedNo(stats) == 2 })
+	if stats.Failing.Load() || stats.CommitError.Load() != nil || released.Load() != 2 {
+		t.Fatalf("after recovery: failing %v, error %v, %d released", stats.Failing.Load(), stats.CommitError.Load(), released.Load())
+	}
+	select {
+	case err := <-f.store.Fatal():
+		t.Fatalf("fatal: %v", err)
+	default:
+	}
+}
+
+// TestStoreCommitAnswerLost: a commit that landed although it reported an
+// error is recognised on the retry (not taken for another writer).
+func TestStoreCommitAnswerLost(t *testing.T) {
+	f := newFaultFixture(t, t.TempDir())
+	defer f.stop()
+	stats := f.store.Stats()
+	var released atomic.Int64
+	f.backend.landFirst.Store(true)
+	f.backend.failWith(errors.New("conn closed"))
+	f.send(block(1, &released))
+	waitUntil(t, "a failed commit", func() bool { return stats.CommitFailures.Load() >= 1 })
+	f.backend.failWith(nil)
+	waitUntil(t, "block 1 committed", func() bool { return committedNo(stats) == 1 && released.Load() == 1 })
+	f.send(block(2, &released))
+	waitUntil(t, "block 2 committed", func() bool { return committedNo(stats) == 2 && stats.Head.Load() == 2 })
+	select {
+	case err := <-f.store.Fatal():
+		t.Fatalf("fatal: %v", err)
+	default:
+	}
+}
+
+// TestStoreSecondWriterIsFatal: two stores on one database. The one whose
+// commit finds the log moved on stops for good with ErrAnotherWriter: it
+// neither retries nor releases the batch.
+func TestStoreSecondWriterIsFatal(t *testing.T) {
+	dir := t.TempDir()
+	a := newFaultFixture(t, dir)
+	defer a.stop()
+	b := newFaultFixture(t, dir)
+	defer b.stop()
+	var relA, relB atomic.Int64
+	a.send(block(1, &relA))
+	waitUntil(t, "A's commit", func() bool { return committedNo(a.store.Stats()) == 1 })
+	// B numbers from the head it loaded (0): its record takes seq 1, which
+	// A's block 1 holds. (An identical batch would pass for B's own lost
+	// answer, and harm nothing.)
+	b.send(block(2, &relB))
+	var err error
+	select {
+	case err = <-b.store.Fatal():
+	case <-time.After(10 * time.Second):
+		t.Fatal("the second writer kept going")
+	}
+	if !errors.Is(err, history.ErrAnotherWriter) || !errors.Is(err, history.ErrSeqMismatch) ||
+		!strings.Contains(err.Error(), "another writer holds this store") {
+		t.Fatalf("fatal error %v", err)
+	}
+	calls := b.backend.calls.Load()
+	time.Sleep(100 * time.Millisecond)
+	if b.backend.calls.Load() != calls || relB.Load() != 0 {
+		t.Fatalf("after the fatal error: %d more commits, %d released", b.backend.calls.Load()-calls, relB.Load())
+	}
+	if !b.store.Stats().Failing.Load() {
+		t.Fatal("the dead store does not say it fails")
+	}
+	a.send(block(2, &relA))
+	waitUntil(t, "A goes on", func() bool { return committedNo(a.store.Stats()) == 2 && a.store.Stats().Head.Load() == 2 })
+}

@@ -1,0 +1,144 @@
+package query_test
+
+import (
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/marlowe-follower/follower/chainsync/chain"
+	"github.com/marlowe-follower/follower/contracts/projectiontest"
+	"github.com/marlowe-follower/follower/query"
+)
+
+type readyAnswer struct {
+	Ready    bool     `json:"ready"`
+	Reasons  []string `json:"reasons"`
+	NotReady map[string]struct {
+		Message string     `json:"message"`
+		Value   *uint64    `json:"value"`
+		Limit   *uint64    `json:"limit"`
+		Since   *time.Time `json:"since"`
+		Action  string     `json:"action"`
+	} `json:"notReady"`
+}
+
+// TestReadiness drives /readyz, /status and the readiness metrics through
+// each condition (answers checked against the OpenAPI document): every
+// reason is a named field of the 503 body, a line of reasons and a
+// marlowe_not_ready series, and /status shows the state behind it.
+func TestReadiness(t *testing.T) {
+	var (
+		mu     sync.Mutex
+		change func(*query.Status)
+	)
+	f := newFixture(t, projectiontest.SQLite, 16, 60, func(c *query.Config) {
+		base := c.Status
+		c.Status = func() query.Status {
+			st := base()
+			mu.Lock()
+			defer mu.Unlock()
+			if change != nil {
+				change(&st)
+			}
+			return st
+		}
+	})
+	set := func(fn func(*query.Status)) {
+		mu.Lock()
+		change = fn
+		mu.Unlock()
+	}
+	ready := func(want int) readyAnswer {
+		t.Helper()
+		var r readyAnswer
+		f.get("/readyz", want).decode(t, &r)
+		return r
+	}
+	metrics := func() string {
+		t.Helper()
+		return string(f.get("/metrics", http.StatusOK).body)
+	}
+	if r := ready(http.StatusOK); !r.Ready || len(r.Reasons) != 0 || len(r.NotReady) != 0 {
+		t.Fatalf("ready: %+v", r)
+	}
+	if m := metrics(); !strings.Contains(m, "marlowe_ready 1") || !strings.Contains(m, `marlowe_not_ready{reason="node_disconnected"} 0`) {
+		t.Fatal("readiness metrics missing while ready")
+	}
+	since := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	tip := f.p.Tip()
+	for _, c := range []struct {
+		reason string
+		change func(*query.Status)
+		text   string
+		status string // in /status
+	}{
+		{query.NotReadyNodeDisconnected, func(s *query.Status) {
+			s.Connected, s.NodeError = false, "dial unix /ipc/node.socket: connect: no such file or directory"
+		}, "not connected to the node: dial unix", `"nodeError":"dial unix`},
+		{query.NotReadyHandshake, func(s *query.Status) {
+			s.Connected = false
+			s.Handshake = &query.HandshakeFailure{Reason: "network_magic", Message: "handshake refused: network magic 764824073 does not match the node's (1, preprod)"}
+		}, "network magic 764824073 does not match the node's (1, preprod)", `"handshakeFailure":{"reason":"network_magic"`},
+		{query.NotReadyWaitingForNode, func(s *query.Status) {
+			s.Connected = false
+			s.Waiting = &query.NodeWait{NodeTip: chain.Tip{BlockNo: 500}, Point: chain.BlockHeader{BlockNo: 3000}, Since: since}
+			s.NodeTip = s.Waiting.NodeTip
+		}, "2500 blocks behind the follower's point", `"blocksBehind":2500,"since":"2026-01-02T03:04:05Z"}`},
+		{query.NotReadyDiverged, func(s *query.Status) {
+			s.Connected = false
+			s.Diverged = &query.Divergence{Reason: "no intersection with the node's chain: ...", Action: "marlowe-follower reset --yes", Since: since}
+		}, "following stopped: no intersection", `"action":"marlowe-follower reset --yes"`},
+		{query.NotReadyCommitFailing, func(s *query.Status) {
+			s.CommitError, s.CommitFailingSince, s.CommitFailures = "sqlitestore: commit: database or disk is full", since, 24
+		}, "database or disk is full", `"commitError":{"message":"sqlitestore: commit: database or disk is full"`},
+		{query.NotReadyBehindTip, func(s *query.Status) {
+			s.Committed = chain.BlockHeader{BlockNo: tip.BlockNo - 40}
+		}, "40 blocks behind the node's tip (at most 10)", `"committedBlocksBehind":40`},
+		{query.NotReadyProjectionLagging, func(s *query.Status) { s.HistorySeq += 288 }, "288 records behind the history (at most 100)", `"lag":288`},
+		{query.NotReadyProjectionFailing, func(s *query.Status) { s.ProjectionError = "contract store: commit: disk full" }, "disk full", `"error":"contract store: commit: disk full"`},
+	} {
+		set(c.change)
+		r := ready(http.StatusServiceUnavailable)
+		d, ok := r.NotReady[c.reason]
+		if r.Ready || len(r.NotReady) != 1 || !ok || len(r.Reasons) != 1 || r.Reasons[0] != d.Message || !strings.Contains(d.Message, c.text) {
+			t.Fatalf("%s: %+v", c.reason, r)
+		}
+		switch c.reason {
+		case query.NotReadyProjectionLagging:
+			if *d.Value != 288 || *d.Limit != 100 {
+				t.Fatalf("lag %d of %d", *d.Value, *d.Limit)
+			}
+		case query.NotReadyCommitFailing, query.NotReadyWaitingForNode:
+			if d.Since == nil || !d.Since.Equal(since) {
+				t.Fatalf("%s since %v", c.reason, d.Since)
+			}
+		case query.NotReadyDiverged:
+			if d.Action != "marlowe-follower reset --yes" {
+				t.Fatalf("action %q", d.Action)
+			}
+		}
+		if m := metrics(); !strings.Contains(m, "marlowe_ready 0") || !strings.Contains(m, `marlowe_not_ready{reason="`+c.reason+`"} 1`) {
+			t.Fatalf("%s: metrics do not say it", c.reason)
+		}
+		if body := string(f.get("/status", http.StatusOK).body); !strings.Contains(body, c.status) {
+			t.Fatalf("%s: /status %s lacks %s", c.reason, body, c.status)
+		}
+	}
+	// Several at once: each its own field.
+	set(func(s *query.Status) {
+		s.Connected, s.CommitError, s.HistorySeq = false, "disk full", s.HistorySeq+1000
+	})
+	r := ready(http.StatusServiceUnavailable)
+	for _, reason := range []string{query.NotReadyNodeDisconnected, query.NotReadyCommitFailing, query.NotReadyProjectionLagging} {
+		if _, ok := r.NotReady[reason]; !ok {
+			t.Fatalf("%s missing: %+v", reason, r)
+		}
+	}
+	if len(r.Reasons) != 3 {
+		t.Fatalf("reasons %q", r.Reasons)
+	}
+	set(nil)
+	ready(http.StatusOK)
+}
