@@ -164,3 +164,47 @@ func TestGeneratedChainOnPreprodClock(t *testing.T) {
 		t.Logf("with the devnet's clock: %v", err)
 	}
 }
+
+// TestScheduledLifecycles: every lifecycle scheduled on preprod's clock
+// keeps its steps in order inside their windows (only nft-airdrop, whose
+// second step compares exact interval times, is cut short), and at the
+// devnet command's Marlowe share no contract misses its window.
+func TestScheduledLifecycles(t *testing.T) {
+	clock, _ := NetworkClock(MagicPreprod)
+	lcs, err := Lifecycles()
+	if err != nil {
+		t.Fatal(err)
+	}
+	const created, width = 80_000_000, 1000
+	var cut []string
+	for i := range lcs {
+		s := scheduleLifecycle(&lcs[i], clock, created, width)
+		if len(s.Steps) != len(lcs[i].Steps) {
+			cut = append(cut, s.Name)
+		}
+		prev := uint64(created)
+		for k, w := range s.windows {
+			start, ttl := clock.intervalSlots(s.Steps[k].Input.Interval)
+			if w.notBefore < prev || w.notBefore > w.deadline || start != w.notBefore || ttl <= w.deadline {
+				t.Fatalf("%s step %d: window %+v after %d, validity [%d, %d)", s.Name, k, w, prev, start, ttl)
+			}
+			prev = w.notBefore
+		}
+	}
+	if strings.Join(cut, ",") != "nft-airdrop" {
+		t.Fatalf("lifecycles cut short: %v", cut)
+	}
+	cfg := DefaultGeneratorConfig()
+	cfg.MeanBlockSize = 500
+	g, _ := preprodChain(t, cfg, 5000)
+	creates := 0
+	for _, a := range g.Activity() {
+		if a.Kind == ActivityCreate {
+			creates++
+		}
+	}
+	t.Logf("Marlowe share %.2f: windows of %d slots; %d contracts in 5,000 blocks, %d abandoned", cfg.MarloweShare, g.window, creates, g.Abandoned())
+	if creates < 100 || g.Abandoned() > 0 {
+		t.Fatalf("%d contracts, %d abandoned", creates, g.Abandoned())
+	}
+}
