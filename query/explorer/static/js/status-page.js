@@ -55,7 +55,9 @@ async function tick() {
     h("strong", {}, (progress * 100).toFixed(progress < 1 ? 2 : 0) + " %"), " synced · ",
     behind > 0 ? `${count(behind)} blocks behind the node` : "at the node’s tip",
     behind > 0 ? (secs !== null ? ` · about ${duration(secs)} to go at the current rate` : " · estimating the time to go…") : "",
-    st.connected ? "" : h("span", { class: "error" }, " · not connected to the node"));
+    st.connected ? "" : h("span", { class: "error" }, " · not connected to the node"),
+    st.nodeError ? h("span", { class: "error" }, ` · ${st.nodeError}`) : "",
+    st.waitingForNode ? h("span", { class: "muted" }, " · waiting for the node to catch up with us") : "");
   $("sync-text").dataset.progress = String(progress);
   document.documentElement.dataset.syncProgress = String(progress);
 
@@ -71,7 +73,8 @@ async function tick() {
   fill($("figures"),
     figure("Network", st.network + (st.networkMagic !== undefined ? ` (magic ${st.networkMagic})` : ""), `version ${st.version || "?"} · ${st.connected ? "connected" : "disconnected"}`, "network"),
     figure("Node tip", tipMain, tipSub, "tip"),
-    figure("Follower point", folMain, folSub, "follower"),
+    figure("Follower point", folMain, [folSub, st.committedPoint && st.committedPoint.blockNo !== undefined && st.committedPoint.blockNo !== st.followerPoint?.blockNo
+      ? `committed: block ${count(st.committedPoint.blockNo)}` : null].filter(Boolean).join(" · "), "follower"),
     figure("History seq", count(st.historySeq ?? 0), "the newest record committed", "seq"),
     figure("Projection", `seq ${count(proj.seq ?? 0)}`, `lag ${count(proj.lag ?? 0)} records${st.projectionError ? " · error: " + st.projectionError : ""}`, "projection"),
     figure("Subscribers", count(m("marlowe_history_live_subscribers") ?? 0), subs || "live history subscriptions", "subscribers"),
