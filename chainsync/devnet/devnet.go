@@ -47,10 +47,11 @@ type RunConfig struct {
 	// was made with. Not with Replay.
 	ChainFile string
 	// PrefixBlocks, when above 0, serves only the first PrefixBlocks blocks
-	// of the stored chain (a chain file's or a replay file's, with the
-	// changes between them) until Reveal shows the rest; the generator
-	// goes on only once everything stored is shown. A node restarted with
-	// it is behind its clients.
+	// of the stored chain (a chain file's or a replay file's) in the order
+	// they were appended, with the rollbacks between them (blocks of forks
+	// rolled back later count, so the tip may be lower), until Reveal shows
+	// the rest; the generator goes on only once everything stored is shown.
+	// A node restarted with it is behind its clients.
 	PrefixBlocks int
 	Logger       *zap.Logger
 }
