@@ -7,6 +7,7 @@
 package history
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -45,7 +46,8 @@ type Record struct {
 	Seq   int64             `json:"seq"`
 	Kind  Kind              `json:"kind"`
 	Block chain.BlockHeader `json:"block"`
-	// TxID and TxIndex place the record in its block (zero for RolledBack).
+	// TxID and TxIndex place the record in its block. A RolledBack record
+	// has neither (zero here, left out of its JSON).
 	TxID    chain.Hash32 `json:"txId"`
 	TxIndex int          `json:"txIndex"`
 	// Contract is the contract the record is about; nil for RolledBack.
@@ -54,6 +56,32 @@ type Record struct {
 	Payload json.RawMessage `json:"payload"`
 	// RolledBackBy is the seq of the RolledBack record that undid this one.
 	RolledBackBy *int64 `json:"rolledBackBy,omitempty"`
+}
+
+// MarshalJSON writes the record; a RolledBack record, which is about no
+// transaction, without txId and txIndex.
+func (r Record) MarshalJSON() ([]byte, error) {
+	type plain Record // the fields, without this method
+	var v any = plain(r)
+	if r.Kind == KindRolledBack {
+		v = struct {
+			Seq          int64             `json:"seq"`
+			Kind         Kind              `json:"kind"`
+			Block        chain.BlockHeader `json:"block"`
+			Contract     *chain.TxOutRef   `json:"contractId,omitempty"`
+			Payload      json.RawMessage   `json:"payload"`
+			RolledBackBy *int64            `json:"rolledBackBy,omitempty"`
+		}{r.Seq, r.Kind, r.Block, r.Contract, r.Payload, r.RolledBackBy}
+	}
+	// The caller's encoder escapes HTML or not; this one leaves the payload
+	// as it is.
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
 }
 
 // Current reports whether the record was not rolled back as of seq s:

@@ -79,7 +79,7 @@ func (s *Server) one(w http.ResponseWriter, at contractstore.Position, v any) {
 }
 
 func (s *Server) contractList(w http.ResponseWriter, r *http.Request) {
-	q, err := parseQuery(r, "roleCurrency", "tag", "partyAddress", "partyRole", "status", "order", "limit", "cursor")
+	q, err := parseQuery(r, "contractId", "roleCurrency", "tag", "partyAddress", "partyRole", "status", "order", "limit", "cursor")
 	if err != nil {
 		s.fail(w, r, err, "")
 		return
@@ -133,6 +133,13 @@ func contractListParams(q *query) (*contractstore.ContractListParams, error) {
 		return err
 	}
 	f := &p.Filter
+	if err := vals("contractId", func(v string) error {
+		id, err := parseContractID("contract_id", v)
+		f.Contracts = append(f.Contracts, id)
+		return err
+	}); err != nil {
+		return nil, err
+	}
 	if err := vals("roleCurrency", func(v string) error {
 		b, err := parsePolicy(v, true)
 		f.RolesCurrency = append(f.RolesCurrency, b)

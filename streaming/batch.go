@@ -106,8 +106,43 @@ func (p *pump) stop() {
 type pendingBatch struct {
 	records []history.Record
 	cursor  history.Cursor
+	// snapshot is the snapshot its first records were read from (0: the
+	// log), for the cursors inside the batch.
+	snapshot int64
 	// sent counts its deliveries.
 	sent int
+}
+
+// cursorAfter returns the position right after the batch's i-th record
+// (as chunk.cursorAfter).
+func (p *pendingBatch) cursorAfter(i int) history.Cursor {
+	if i == len(p.records)-1 {
+		return p.cursor
+	}
+	if seq := p.records[i].Seq; p.snapshot > 0 && seq <= p.snapshot {
+		return history.Cursor{Snapshot: p.snapshot, Seq: seq}
+	}
+	return history.Cursor{Seq: p.records[i].Seq}
+}
+
+// split cuts the batch at an ack's upTo seq: done holds the records up to
+// it (the whole batch when upTo is 0 or past its last record; nil when it
+// is before the first), rest the others (nil when none is left). The rest
+// keeps its count of deliveries: its records went out before.
+func (p *pendingBatch) split(upTo int64) (done, rest *pendingBatch) {
+	if upTo <= 0 || len(p.records) == 0 || upTo >= p.records[len(p.records)-1].Seq {
+		return p, nil
+	}
+	k := 0
+	for k < len(p.records) && p.records[k].Seq <= upTo {
+		k++
+	}
+	if k == 0 {
+		return nil, p
+	}
+	done = &pendingBatch{records: p.records[:k:k], cursor: p.cursorAfter(k - 1), snapshot: p.snapshot, sent: p.sent}
+	rest = &pendingBatch{records: p.records[k:], cursor: p.cursor, snapshot: p.snapshot, sent: p.sent}
+	return done, rest
 }
 
 // appendRecord appends a record's JSON: what encoding/json makes of a
@@ -128,10 +163,13 @@ func appendRecord(buf []byte, r *history.Record) []byte {
 	buf = strconv.AppendUint(buf, r.Block.BlockNo, 10)
 	buf = append(buf, `,"hash":"`...)
 	buf = hex.AppendEncode(buf, r.Block.Hash[:])
-	buf = append(buf, `"},"txId":"`...)
-	buf = hex.AppendEncode(buf, r.TxID[:])
-	buf = append(buf, `","txIndex":`...)
-	buf = strconv.AppendInt(buf, int64(r.TxIndex), 10)
+	buf = append(buf, `"}`...)
+	if r.Kind != history.KindRolledBack { // a rollback is about no transaction
+		buf = append(buf, `,"txId":"`...)
+		buf = hex.AppendEncode(buf, r.TxID[:])
+		buf = append(buf, `","txIndex":`...)
+		buf = strconv.AppendInt(buf, int64(r.TxIndex), 10)
+	}
 	if r.Contract != nil {
 		buf = append(buf, `,"contractId":"`...)
 		buf = hex.AppendEncode(buf, r.Contract.TxID[:])

@@ -141,7 +141,7 @@ func (c *conn) execute(cmd *protocol.Command) {
 		a.st.mu.Lock()
 		d := a.st.disp
 		a.st.mu.Unlock()
-		if d == nil || !d.post(reply{att: a, batch: cmd.Batch, ack: cmd.Type == protocol.TypeAck, reason: cmd.Reason}) {
+		if d == nil || !d.post(reply{att: a, batch: cmd.Batch, ack: cmd.Type == protocol.TypeAck, upTo: cmd.UpToSeq, reason: cmd.Reason}) {
 			c.srv.m.staleAcks.Inc()
 		}
 	case protocol.TypeUnsubscribe:

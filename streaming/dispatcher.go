@@ -22,9 +22,12 @@ const (
 
 // reply is an ack or a nack from a connection.
 type reply struct {
-	att    *attachment
-	batch  int64
-	ack    bool
+	att   *attachment
+	batch int64
+	ack   bool
+	// upTo, in an ack, acknowledges only the records up to that seq (0:
+	// all).
+	upTo   int64
 	reason string
 }
 
@@ -121,6 +124,12 @@ func (d *dispatcher) run() {
 	d.startPump()
 	for {
 		if d.draining.Load() && d.inFlight == nil {
+			return
+		}
+		if d.ctx.Err() != nil {
+			// Stopped: a connection that attached meanwhile is served by
+			// the successor (dispatcherExited), which would send this one's
+			// batch again.
 			return
 		}
 		if d.pending == nil && !d.draining.Load() {
@@ -247,11 +256,13 @@ func (d *dispatcher) form() {
 	}
 	var recs []history.Record
 	var cur history.Cursor
+	var snapshot int64
 	for len(recs) < d.st.batchSize && len(d.buf) > 0 {
 		c := &d.buf[0]
 		k := min(d.st.batchSize-len(recs), len(c.records))
 		recs = append(recs, c.records[:k]...)
 		cur = c.cursorAfter(k - 1)
+		snapshot = max(snapshot, c.snapshot)
 		if k == len(c.records) {
 			d.buf = d.buf[1:]
 		} else {
@@ -260,7 +271,7 @@ func (d *dispatcher) form() {
 	}
 	d.bufLen -= len(recs)
 	d.bufSince = time.Now()
-	d.pending = &pendingBatch{records: recs, cursor: cur}
+	d.pending = &pendingBatch{records: recs, cursor: cur, snapshot: snapshot}
 	d.nacks = 0
 }
 
@@ -276,7 +287,7 @@ func (d *dispatcher) deliver() bool {
 	}
 	// Prefer a connection with room in its queue; when none has room, wait
 	// for the next one in turn (bounded: it is cut off if it does not read).
-	first := d.st.next(nil)
+	first := d.st.next(d, nil)
 	if first == nil {
 		return false
 	}
@@ -288,11 +299,11 @@ func (d *dispatcher) deliver() bool {
 			return false
 		}
 		putFrameBuf(frame)
-		if a = d.st.next(nil); a == nil || a == first {
+		if a = d.st.next(d, nil); a == nil || a == first {
 			break
 		}
 	}
-	a := d.st.next(nil)
+	a := d.st.next(d, nil)
 	if a == nil {
 		return false
 	}
@@ -373,7 +384,19 @@ func (d *dispatcher) handleReply(r reply) {
 	if r.ack {
 		d.srv.m.acks.Inc()
 		d.clearRoundTrip()
-		d.completed(rt.number, d.pending)
+		done, rest := d.pending.split(r.upTo)
+		if done == nil { // an ack of none of its records
+			d.log().Debug("a partial ack acknowledged no record; the batch goes out again", zap.Int64("batch", r.batch))
+			return
+		}
+		d.completed(rt.number, done)
+		if rest != nil {
+			// The records after upTo go out again at once, in a new batch.
+			d.pending = rest
+			d.st.mu.Lock()
+			d.st.pending = rest
+			d.st.mu.Unlock()
+		}
 		return
 	}
 	d.srv.m.nacks.Inc()

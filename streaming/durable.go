@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"strconv"
 	"time"
 
@@ -218,8 +219,37 @@ func (s *Server) StreamsHandler() http.Handler {
 	})
 }
 
+// streamsParams are the query parameters of GET /streams; the other
+// routes take only access_token.
+var (
+	streamsParams     = []string{"after", "limit", "access_token"}
+	streamsNameParams = []string{"access_token"}
+)
+
+// namedParams checks the query string of /streams/{name}: access_token only.
+func namedParams(w http.ResponseWriter, r *http.Request) bool {
+	q, err := url.ParseQuery(r.URL.RawQuery)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, "bad_query", "malformed query string: "+err.Error())
+		return false
+	}
+	if perr := checkParams(q, streamsNameParams); perr != nil {
+		writeError(w, http.StatusBadRequest, perr.code, perr.msg)
+		return false
+	}
+	return true
+}
+
 func (s *Server) handleList(w http.ResponseWriter, r *http.Request) {
-	q := r.URL.Query()
+	q, err := url.ParseQuery(r.URL.RawQuery)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, "bad_query", "malformed query string: "+err.Error())
+		return
+	}
+	if perr := checkParams(q, streamsParams, "after", "limit"); perr != nil {
+		writeError(w, http.StatusBadRequest, perr.code, perr.msg)
+		return
+	}
 	limit := 0
 	if v := q.Get("limit"); v != "" {
 		n, err := strconv.Atoi(v)
@@ -239,6 +269,9 @@ func (s *Server) handleList(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) handleGet(w http.ResponseWriter, r *http.Request) {
+	if !namedParams(w, r) {
+		return
+	}
 	in, err := s.GetStream(r.Context(), r.PathValue("name"))
 	switch {
 	case errors.Is(err, streamstore.ErrNotFound):
@@ -252,6 +285,9 @@ func (s *Server) handleGet(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) handleDelete(w http.ResponseWriter, r *http.Request) {
+	if !namedParams(w, r) {
+		return
+	}
 	err := s.DeleteStream(r.Context(), r.PathValue("name"))
 	switch {
 	case errors.Is(err, streamstore.ErrNotFound):

@@ -25,9 +25,14 @@ func TestRecordEncodingMatchesEncodingJSON(t *testing.T) {
 			Contract: &ref, Payload: json.RawMessage(`{"a":[1,2,{"b":"\u00e9\"x"}],"n":null}`)},
 		{Seq: 9_000_000_000, Kind: history.KindRolledBack, Payload: json.RawMessage(`{"to":{"slot":5,"hash":"00"}}`), RolledBackBy: &rb},
 		{Seq: 3, Kind: history.KindInputsApplied},
+		{Seq: 4, Kind: history.KindInputsApplied, Payload: json.RawMessage(`{"t":"<a&b>"}`)},
 	}
 	recs[0].Block.Hash[5] = 0xff
 	recs[0].TxID[1] = 0x10
+	// A rollback is about no transaction: no txId, no txIndex.
+	if b := appendRecord(nil, &recs[1]); bytes.Contains(b, []byte("txId")) || bytes.Contains(b, []byte("txIndex")) {
+		t.Fatalf("rolled_back record %s", b)
+	}
 	for _, r := range recs {
 		var want bytes.Buffer
 		enc := json.NewEncoder(&want)
@@ -47,7 +52,7 @@ func TestRecordEncodingMatchesEncodingJSON(t *testing.T) {
 		t.Fatalf("%s: %v", frame, err)
 	}
 	if f.Type != protocol.TypeBatch || f.Stream != "s\"1" || f.Batch != 4 || f.Cursor != "9:3" || !f.Redelivered ||
-		f.Tip.Seq != 9 || len(f.Records) != 3 || f.Records[1].Seq != 9_000_000_000 || *f.Records[1].RolledBackBy != 77 {
+		f.Tip.Seq != 9 || len(f.Records) != len(recs) || f.Records[1].Seq != 9_000_000_000 || *f.Records[1].RolledBackBy != 77 {
 		t.Fatalf("%+v", f)
 	}
 }

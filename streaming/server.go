@@ -285,18 +285,18 @@ func (s *Server) authorized(r *http.Request) bool {
 func (s *Server) admit(w http.ResponseWriter, r *http.Request) bool {
 	if !s.authorized(r) {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="marlowe-follower"`)
-		http.Error(w, "a valid bearer token is required", http.StatusUnauthorized)
+		writeError(w, http.StatusUnauthorized, "unauthorized", "a valid bearer token is required")
 		return false
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	switch {
 	case s.closing.Load():
-		http.Error(w, "the server is shutting down", http.StatusServiceUnavailable)
+		writeError(w, http.StatusServiceUnavailable, "shutting_down", "the server is shutting down")
 		return false
 	case s.clients >= s.cfg.MaxConnections:
 		w.Header().Set("Retry-After", "5")
-		http.Error(w, "too many connections", http.StatusServiceUnavailable)
+		writeError(w, http.StatusServiceUnavailable, "too_many_connections", "too many connections")
 		return false
 	}
 	s.clients++
@@ -320,8 +320,8 @@ func (s *Server) originAllowed(w http.ResponseWriter, r *http.Request) bool {
 		return true
 	}
 	s.log.Debug("WebSocket origin refused", zap.String("remote", r.RemoteAddr), zap.String("origin", o))
-	http.Error(w, fmt.Sprintf("origin %q may not open a WebSocket here: the streaming.origins setting (MARLOWE_RT_STREAMING_ORIGINS; "+
-		"by default cors.origins) lists the allowed browser origins", o), http.StatusForbidden)
+	writeError(w, http.StatusForbidden, "origin_not_allowed", fmt.Sprintf("origin %q may not open a WebSocket here: the streaming.origins setting (MARLOWE_RT_STREAMING_ORIGINS; "+
+		"by default cors.origins) lists the allowed browser origins", o))
 	return false
 }
 

@@ -6,6 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
+	"slices"
+	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -18,9 +21,11 @@ import (
 
 // EventsHandler serves the history as Server-Sent Events, for clients that
 // cannot speak WebSocket; the query API mounts it at GET /events. The
-// filter is given by query parameters (protocol.FilterFromQuery: all,
-// contract, rolesCurrency, tag, partyAddress, partyRole, kind, each
-// repeatable) and the starting point by from (origin, tip or a cursor);
+// filter is given by query parameters (protocol.FilterFromQuery: the
+// filter vocabulary contractId, roleCurrency, tag, partyAddress,
+// partyRole, kind, each repeatable, and all; contract and rolesCurrency
+// are aliases) and the starting point by from (origin, tip or a cursor);
+// other parameters are refused (400 unknown_parameter), but access_token;
 // a Last-Event-ID header (sent by EventSource when it reconnects) takes
 // precedence over from. Each record is one event:
 //
@@ -41,7 +46,16 @@ func (s *Server) serveEvents(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusMethodNotAllowed, "method_not_allowed", "use GET")
 		return
 	}
-	wf, err := protocol.FilterFromQuery(r.URL.Query())
+	q, err := url.ParseQuery(r.URL.RawQuery)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, "bad_query", "malformed query string: "+err.Error())
+		return
+	}
+	if err := checkParams(q, eventsParams, "from"); err != nil {
+		writeError(w, http.StatusBadRequest, err.code, err.msg)
+		return
+	}
+	wf, err := protocol.FilterFromQuery(q)
 	if err != nil {
 		writeError(w, http.StatusBadRequest, protocol.CodeBadFilter, err.Error())
 		return
@@ -51,7 +65,7 @@ func (s *Server) serveEvents(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, protocol.CodeBadFilter, err.Error())
 		return
 	}
-	fromText := r.URL.Query().Get("from")
+	fromText := q.Get("from")
 	if id := strings.TrimSpace(r.Header.Get("Last-Event-ID")); id != "" {
 		fromText = id
 	}
@@ -128,6 +142,50 @@ func (s *Server) serveEvents(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 	}
+}
+
+// eventsParams are the query parameters of GET /events: the filter's
+// (protocol.QueryNames), from, and access_token.
+var eventsParams = append(protocol.QueryNames(), "from", "access_token")
+
+// paramError is a query string a handler refuses: its code and message.
+type paramError struct{ code, msg string }
+
+// checkParams refuses names outside allowed (unknown_parameter, as the
+// query API answers) and a repeat of a name of once (repeated_parameter).
+func checkParams(q url.Values, allowed []string, once ...string) *paramError {
+	names := make([]string, 0, len(q))
+	for name := range q {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		if !slices.Contains(allowed, name) {
+			shown := make([]string, 0, len(allowed))
+			for _, a := range allowed {
+				if a != "access_token" {
+					shown = append(shown, a)
+				}
+			}
+			takes := "no parameters"
+			if len(shown) > 0 {
+				takes = strings.Join(shown, ", ")
+			}
+			return &paramError{"unknown_parameter", fmt.Sprintf("unknown parameter %q: this resource takes %s", clip(name), takes)}
+		}
+		if slices.Contains(once, name) && len(q[name]) > 1 {
+			return &paramError{"repeated_parameter", fmt.Sprintf("parameter %s is given %d times; it takes one value", name, len(q[name]))}
+		}
+	}
+	return nil
+}
+
+// clip shortens client text quoted in a message.
+func clip(s string) string {
+	if len(s) > 80 {
+		s = s[:80] + "…"
+	}
+	return strings.ToValidUTF8(s, "\uFFFD")
 }
 
 var errEventTimeout = errors.New("event stream: write timed out")

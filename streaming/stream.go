@@ -110,10 +110,15 @@ func (st *stream) detach(a *attachment) {
 
 // next returns the attachment whose turn it is, skipping those that are
 // gone, or nil when there is none. skip, when set, is passed over unless
-// it is the only one.
-func (st *stream) next(skip *attachment) *attachment {
+// it is the only one. A stopped dispatcher d gets none: the connections
+// that attach after it stopped (detach stops it under st.mu) belong to its
+// successor, which would deliver its batch again.
+func (st *stream) next(d *dispatcher, skip *attachment) *attachment {
 	st.mu.Lock()
 	defer st.mu.Unlock()
+	if d.ctx.Err() != nil {
+		return nil
+	}
 	n := len(st.atts)
 	for i := range n {
 		a := st.atts[(st.rr+i)%n]

@@ -22,6 +22,7 @@ import (
 // tailOptions are the tail command's own flags.
 type tailOptions struct {
 	filter    protocol.Filter
+	contracts []string // --contract, the alias of --contract-id
 	roles     []string
 	from      string
 	durable   string
@@ -33,14 +34,19 @@ type tailOptions struct {
 func newTailCommand() *cobra.Command {
 	var o tailOptions
 	cmd := &cobra.Command{
-		Use:   "tail [--contract ID]... [--role-currency P]... [--all] [--from origin|tip|SEQ] [--durable NAME] [--url ws://HOST:PORT/]",
+		Use:   "tail [--contract-id ID]... [--role-currency P]... [--tag T]... [--party-address A]... [--party-role P.NAME]... [--kind K]... [--all] [--from origin|tip|SEQ] [--durable NAME] [--url ws://HOST:PORT/]",
 		Short: "Print the Marlowe history from a running service as JSON lines, then follow it",
 		Long: "Subscribe to a running marlowe-follower's streaming API and print its history records as JSON\n" +
 			"lines on stdout: first the records current now (or those after --from), then every new one as it\n" +
 			"is committed. Rollbacks print their rolled_back record on stdout and a line on stderr. The\n" +
 			"connection is re-established after a failure and resumes where it stopped; records are printed\n" +
 			"once. With --durable NAME the position is kept by the server: a later tail --durable NAME\n" +
-			"continues after the last record printed.",
+			"continues after the last record printed.\n\n" +
+			"The filter flags are the filter vocabulary of the query API, GET /events and the WebSocket\n" +
+			"(docs/query.md, \"Filters\"): --contract-id (contractId; --contract is an alias), --role-currency\n" +
+			"(roleCurrency), --tag, --party-address (partyAddress), --party-role (partyRole, POLICY.NAME),\n" +
+			"--kind and --all, each repeatable. Values of one flag are OR-ed, flags are AND-ed, except that\n" +
+			"--party-address and --party-role are OR-ed together.",
 		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			l, err := loadConfig(cmd)
@@ -72,33 +78,35 @@ func newTailCommand() *cobra.Command {
 	}
 	config.RegisterFlags(cmd.Flags(), "streaming", "log")
 	f := cmd.Flags()
-	f.StringArrayVar(&o.filter.Contracts, "contract", nil, "a contract id (TXID#INDEX); repeatable")
-	f.StringArrayVar(&o.filter.RolesCurrencies, "role-currency", nil, "a roles currency policy id (hex); repeatable")
+	f.StringArrayVar(&o.filter.Contracts, "contract-id", nil, "a contract id (TXID#INDEX); repeatable")
+	f.StringArrayVar(&o.contracts, "contract", nil, "alias of --contract-id")
+	f.StringArrayVar(&o.filter.RolesCurrencies, "role-currency", nil, "a roles currency policy id (56 hex digits; empty: contracts without roles); repeatable")
 	f.StringArrayVar(&o.filter.Tags, "tag", nil, "a Marlowe metadata tag; repeatable")
 	f.StringArrayVar(&o.filter.PartyAddresses, "party-address", nil, "a party's bech32 address; repeatable")
-	f.StringArrayVar(&o.roles, "party-role", nil, "a role party as CURRENCY.NAME; repeatable")
+	f.StringArrayVar(&o.roles, "party-role", nil, "a role party as POLICY.NAME; repeatable")
 	f.StringArrayVar(&o.filter.Kinds, "kind", nil, "a record kind (contract_created, inputs_applied, payout_withdrawn, apply_inputs_rejected, rolled_back); repeatable")
 	f.BoolVar(&o.filter.All, "all", false, "every record")
 	f.StringVar(&o.from, "from", "origin", "where to start: origin (the current records, then new ones), tip (new ones only), or a seq or cursor from an earlier run")
 	f.StringVar(&o.durable, "durable", "", "use (or create) the server-side durable stream NAME, which remembers the position")
 	f.StringVar(&o.url, "url", "", "the streaming API's URL (default ws://HOST:PORT/ from --streaming-host and --streaming-port)")
 	f.IntVar(&o.batchSize, "batch-size", 0, "records per batch (0: the server's default)")
-	f.IntVar(&o.limit, "limit", 0, "exit after printing this many records (0: follow until interrupted); a batch cut short is not acknowledged")
+	f.IntVar(&o.limit, "limit", 0, "exit after printing this many records (0: follow until interrupted); the records printed are acknowledged, the rest of their batch is not")
 	return cmd
 }
 
 // request checks the flags and builds the subscription.
 func (o *tailOptions) request() (client.Request, error) {
-	for _, r := range o.roles {
-		cur, name, ok := cutDot(r)
-		if !ok {
-			return client.Request{}, usageErrorf("--party-role %q: want CURRENCY.NAME", r)
+	o.filter.Contracts = append(o.filter.Contracts, o.contracts...)
+	for _, s := range o.roles {
+		r, err := protocol.ParseRole(s)
+		if err != nil {
+			return client.Request{}, usageErrorf("--party-role %q: want POLICY.NAME", s)
 		}
-		o.filter.PartyRoles = append(o.filter.PartyRoles, protocol.Role{Currency: cur, Name: name})
+		o.filter.PartyRoles = append(o.filter.PartyRoles, r)
 	}
-	empty := !o.filter.All && len(o.filter.Query()) == 0
+	empty := o.filter.Empty()
 	if empty && o.durable == "" {
-		return client.Request{}, usageErrorf("choose the records: --all, or --contract, --role-currency, --tag, --party-address, --party-role, --kind")
+		return client.Request{}, usageErrorf("choose the records: --all, or --contract-id, --role-currency, --tag, --party-address, --party-role, --kind")
 	}
 	if !empty {
 		if _, err := o.filter.History(); err != nil {
@@ -120,15 +128,6 @@ func (o *tailOptions) request() (client.Request, error) {
 	}
 	return client.Request{Stream: name, Filter: o.filter, From: o.from, Durable: o.durable != "",
 		BatchSize: o.batchSize, SkipSeen: true}, nil
-}
-
-func cutDot(s string) (string, string, bool) {
-	for i := range len(s) {
-		if s[i] == '.' {
-			return s[:i], s[i+1:], true
-		}
-	}
-	return "", "", false
 }
 
 // streamingURL is the local service's streaming endpoint.
@@ -186,12 +185,17 @@ func tail(ctx context.Context, c *client.Client, req client.Request, limit int, 
 		if err := out.Flush(); err != nil {
 			return err
 		}
-		// A batch cut short by --limit is not acknowledged: its records
-		// come again next time.
-		if n == len(b.Records) {
-			if err := s.Ack(ctx, b); err != nil && !errors.Is(err, context.Canceled) {
-				return err
-			}
+		// A batch cut short by --limit is acknowledged up to the last
+		// record printed: the rest comes next time.
+		var aerr error
+		switch {
+		case n == len(b.Records):
+			aerr = s.Ack(ctx, b)
+		case n > 0:
+			aerr = s.AckUpTo(ctx, b, b.Records[n-1].Seq)
+		}
+		if aerr != nil && !errors.Is(aerr, context.Canceled) {
+			return aerr
 		}
 		if limit > 0 && printed >= limit {
 			return nil

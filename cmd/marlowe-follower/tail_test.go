@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/marlowe-follower/follower/history"
+	"github.com/marlowe-follower/follower/streaming/protocol"
 	"github.com/marlowe-follower/follower/streaming/streamstore/sqlitestreams"
 	"github.com/marlowe-follower/follower/streaming/streamtest"
 )
@@ -66,6 +67,11 @@ func TestTailPrintsRecordsAndRollbacks(t *testing.T) {
 	}
 	if err := streamtest.Same(got, want); err != nil {
 		t.Fatal(err)
+	}
+	for _, l := range lines {
+		if strings.Contains(l, `"kind":"rolled_back"`) && strings.Contains(l, `"txId"`) {
+			t.Fatalf("a rollback with a txId: %s", l)
+		}
 	}
 	if n := strings.Count(stderr, "ROLLBACK to "); n != markers {
 		t.Fatalf("%d rollback lines for %d markers: %s", n, markers, stderr)
@@ -126,6 +132,12 @@ func TestTailUsage(t *testing.T) {
 		{"--url", "ws://127.0.0.1:1/"},
 		{"--all", "--from", "yesterday"},
 		{"--contract", "nope"},
+		{"--contract-id", "nope"},
+		{"--role-currency", "00"},
+		{"--party-address", "addr_test1nope"},
+		{"--tag", ""},
+		{"--kind", "contract"},
+		{"--all", "--tag", "a"},
 		{"--durable", "bad name"},
 		{"--party-role", "nodot"},
 	} {
@@ -135,4 +147,145 @@ func TestTailUsage(t *testing.T) {
 			t.Errorf("%v: %v, want a usage error", args, err)
 		}
 	}
+	// Names outside the vocabulary are not flags.
+	for _, flag := range []string{"--rolesCurrency", "--contracts", "--roles-currency", "--party-roles"} {
+		if _, _, err := runTail(t, flag, "x", "--all"); err == nil || !strings.Contains(err.Error(), "unknown flag") {
+			t.Errorf("%s: %v", flag, err)
+		}
+	}
+}
+
+// TestTailDurableLimitAcksWhatItPrinted: three runs of
+// tail --durable X --limit 3 print nine different records, in order: each
+// acknowledges the records it printed, though the batches are larger.
+func TestTailDurableLimitAcksWhatItPrinted(t *testing.T) {
+	ctx := context.Background()
+	h := streamtest.NewHistory(t, "", nil)
+	feed, err := streamtest.NewFeed(h, 6, 0.6, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := feed.UntilRecords(ctx, 40); err != nil {
+		t.Fatal(err)
+	}
+	streams, err := sqlitestreams.Open(ctx, h.Dir, sqlitestreams.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer streams.Close()
+	srv := streamtest.StartServer(t, h, streamtest.ServerOptions{Streams: streams})
+	var seqs []int64
+	for run := range 3 {
+		args := []string{"--durable", "x", "--url", srv.URL, "--limit", "3"}
+		if run == 0 {
+			args = append(args, "--all")
+		}
+		out, stderr, err := runTail(t, args...)
+		if err != nil {
+			t.Fatalf("run %d: %v: %s", run+1, err, stderr)
+		}
+		lines := strings.Split(strings.TrimSpace(out), "\n")
+		if len(lines) != 3 {
+			t.Fatalf("run %d printed %d lines: %q", run+1, len(lines), out)
+		}
+		for _, l := range lines {
+			var r history.Record
+			if err := json.Unmarshal([]byte(l), &r); err != nil {
+				t.Fatal(err)
+			}
+			seqs = append(seqs, r.Seq)
+		}
+	}
+	for i, s := range seqs {
+		if s != int64(i+1) {
+			t.Fatalf("three runs printed seqs %v, want 1 to 9", seqs)
+		}
+	}
+}
+
+// TestTailFilterFlags: every filter flag, and the alias --contract, selects
+// what the same filter selects on the WebSocket.
+func TestTailFilterFlags(t *testing.T) {
+	ctx := context.Background()
+	h := streamtest.NewHistory(t, "", nil)
+	feed, err := streamtest.NewFeed(h, 3, 0.6, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := feed.UntilRecords(ctx, 120); err != nil {
+		t.Fatal(err)
+	}
+	srv := streamtest.StartServer(t, h, streamtest.ServerOptions{})
+	sample, err := streamtest.SampleFilters(ctx, h.Backend)
+	if err != nil {
+		t.Fatal(err)
+	}
+	head := h.Handle.Head()
+	for _, f := range append(sample.Filters(), protocol.Filter{All: true}) {
+		hf, err := f.History()
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := streamtest.Expected(ctx, h.Backend, hf, history.Cursor{Snapshot: head}, head)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, alias := range []bool{false, true} {
+			args := tailArgs(f, alias)
+			if alias && len(f.Contracts) == 0 {
+				continue
+			}
+			args = append(args, "--url", srv.URL, "--limit", strconv.Itoa(len(want)))
+			out, stderr, err := runTail(t, args...)
+			if err != nil {
+				t.Fatalf("%v: %v: %s", args, err, stderr)
+			}
+			if err := streamtest.Same(parseLines(t, out), want); err != nil {
+				t.Fatalf("%v: %v", args, err)
+			}
+		}
+	}
+}
+
+// tailArgs are the tail flags of a filter (--contract instead of
+// --contract-id with alias).
+func tailArgs(f protocol.Filter, alias bool) []string {
+	var args []string
+	add := func(flag string, vs []string) {
+		for _, v := range vs {
+			args = append(args, "--"+flag, v)
+		}
+	}
+	if f.All {
+		args = append(args, "--all")
+	}
+	if alias {
+		add("contract", f.Contracts)
+	} else {
+		add("contract-id", f.Contracts)
+	}
+	add("role-currency", f.RolesCurrencies)
+	add("tag", f.Tags)
+	add("party-address", f.PartyAddresses)
+	add("kind", f.Kinds)
+	for _, r := range f.PartyRoles {
+		args = append(args, "--party-role", r.String())
+	}
+	return args
+}
+
+func parseLines(t *testing.T, out string) []history.Record {
+	t.Helper()
+	var got []history.Record
+	for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
+		if l == "" {
+			continue
+		}
+		var r history.Record
+		if err := json.Unmarshal([]byte(l), &r); err != nil {
+			t.Fatalf("%q: %v", l, err)
+		}
+		got = append(got, r)
+	}
+	return got
 }

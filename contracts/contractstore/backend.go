@@ -277,6 +277,8 @@ type CommitParams struct {
 // currency AND tag AND (party address OR party role) AND status, each list
 // OR-ed within itself. Empty fields do not restrict.
 type ContractFilter struct {
+	// Contracts, when set, keeps only these contracts.
+	Contracts     []chain.TxOutRef
 	RolesCurrency [][]byte
 	Tags          []string
 	PartyAddress  []string

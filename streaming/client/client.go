@@ -140,23 +140,43 @@ func New(opts Options) (*Client, error) {
 
 // Close disconnects and ends every stream (Next returns ErrClosed).
 func (c *Client) Close() error {
-	c.cancel()
 	c.mu.Lock()
 	k := c.conn
-	c.mu.Unlock()
-	if k != nil {
-		_ = k.ws.CloseNow()
-	}
-	c.wg.Wait()
-	c.mu.Lock()
 	streams := c.streams
 	c.streams = map[string]*Stream{}
 	c.mu.Unlock()
+	// The streams end first, so that the reader does not wait to hand them
+	// a batch; then the connection closes with a handshake: the server
+	// reads every command sent before (the last ack) before the socket
+	// goes. Closing the socket at once, with frames unread, resets it, and
+	// the server may never read that ack.
 	for _, s := range streams {
 		s.fail(ErrClosed)
 	}
+	done := make(chan struct{})
+	if k != nil {
+		go func() {
+			defer close(done)
+			_ = k.ws.Close(websocket.StatusNormalClosure, "")
+		}()
+		select {
+		case <-done:
+		case <-time.After(closeWait):
+		}
+	} else {
+		close(done)
+	}
+	c.cancel()
+	if k != nil {
+		_ = k.ws.CloseNow()
+	}
+	<-done
+	c.wg.Wait()
 	return nil
 }
+
+// closeWait bounds Close's handshake with the server.
+const closeWait = 2 * time.Second
 
 // Tip returns the newest tip the server reported (zero before any).
 func (c *Client) Tip() protocol.Tip {

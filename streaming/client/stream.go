@@ -124,7 +124,7 @@ func (s *Stream) command() *protocol.Command {
 	cmd := &protocol.Command{Type: protocol.TypeSubscribe, Stream: s.req.Stream, Filter: &f, From: s.cursor,
 		Mode: s.req.Mode, Durable: s.req.Durable, BatchSize: s.req.BatchSize,
 		BatchTimeout: protocol.Duration(s.req.BatchTimeout)}
-	if s.req.Durable && !f.All && len(f.Query()) == 0 {
+	if s.req.Durable && f.Empty() {
 		cmd.Filter = nil
 	}
 	return cmd
@@ -248,6 +248,21 @@ func (s *Stream) Ack(ctx context.Context, b *Batch) error {
 	return s.reply(ctx, b, &protocol.Command{Type: protocol.TypeAck, Stream: s.req.Stream, Batch: b.Number})
 }
 
+// AckUpTo acknowledges the records of a batch up to seq (ack mode): the
+// server sends the batch's later records again, at once, in a new batch.
+// A client that used only part of a batch (it stopped half way) acks that
+// part. A seq at or past the batch's last record acknowledges the whole
+// batch, as Ack.
+func (s *Stream) AckUpTo(ctx context.Context, b *Batch, seq int64) error {
+	if n := len(b.Records); n == 0 || seq >= b.Records[n-1].Seq {
+		return s.Ack(ctx, b)
+	}
+	if seq <= 0 {
+		return nil
+	}
+	return s.reply(ctx, b, &protocol.Command{Type: protocol.TypeAck, Stream: s.req.Stream, Batch: b.Number, UpToSeq: seq})
+}
+
 // Nack refuses a batch: the server sends its records again after a delay.
 func (s *Stream) Nack(ctx context.Context, b *Batch, reason string) error {
 	return s.reply(ctx, b, &protocol.Command{Type: protocol.TypeNack, Stream: s.req.Stream, Batch: b.Number, Reason: reason})
@@ -272,10 +287,33 @@ func (s *Stream) reply(ctx context.Context, b *Batch, cmd *protocol.Command) err
 	}
 	if cmd.Type == protocol.TypeAck {
 		s.mu.Lock()
-		s.cursor = b.Cursor
+		if cmd.UpToSeq > 0 {
+			s.cursor = cursorUpTo(s.cursor, b.Cursor, cmd.UpToSeq)
+		} else {
+			s.cursor = b.Cursor
+		}
 		s.mu.Unlock()
 	}
 	return nil
+}
+
+// cursorUpTo is the position right after the record seq of a batch that
+// ends at end, the stream's position before the batch being prev: a
+// snapshot cursor when the record belongs to the snapshot (the batch ends
+// in it, or the stream was in it and seq is not above it), else a log
+// cursor.
+func cursorUpTo(prev, end string, seq int64) string {
+	e, err := history.ParseCursor(end)
+	if err != nil {
+		return end
+	}
+	if e.Snapshot > 0 {
+		return history.Cursor{Snapshot: e.Snapshot, Seq: seq}.String()
+	}
+	if p, err := history.ParseCursor(prev); err == nil && p.Snapshot > 0 && seq <= p.Snapshot {
+		return history.Cursor{Snapshot: p.Snapshot, Seq: seq}.String()
+	}
+	return history.Cursor{Seq: seq}.String()
 }
 
 // Close unsubscribes the stream; Next returns ErrClosed afterwards. A

@@ -89,7 +89,8 @@ const (
 //
 //	subscribe:   Stream, Filter, From, BatchSize, BatchTimeout, Mode, Durable
 //	             (Filter may be left out to resume an existing durable stream)
-//	ack:         Stream, Batch
+//	ack:         Stream, Batch, UpToSeq (optional: acknowledges only the
+//	             batch's records up to that seq; the rest come again)
 //	nack:        Stream, Batch, Reason
 //	unsubscribe: Stream
 //	ping:        (none)
@@ -103,7 +104,11 @@ type Command struct {
 	Mode         Mode     `json:"mode,omitempty"`
 	Durable      bool     `json:"durable,omitempty"`
 	Batch        int64    `json:"batch,omitempty"`
-	Reason       string   `json:"reason,omitempty"`
+	// UpToSeq, in an ack, acknowledges only the batch's records with a seq
+	// up to it (0: the whole batch): the others go out again, at once, in
+	// a new batch. A client that used part of a batch acks that part.
+	UpToSeq int64  `json:"upToSeq,omitempty"`
+	Reason  string `json:"reason,omitempty"`
 }
 
 // ErrBadCommand is wrapped by DecodeCommand's errors; Code says which error
@@ -131,14 +136,14 @@ func DecodeCommand(data []byte) (*Command, error) {
 	// decoded again strictly.
 	var c Command
 	if err := json.Unmarshal(data, &c); err != nil {
-		return nil, badCommand(CodeBadJSON, "%v", err)
+		return nil, decodeError(err)
 	}
 	if c.Type == TypeSubscribe {
 		c = Command{}
 		dec := json.NewDecoder(bytes.NewReader(data))
 		dec.DisallowUnknownFields()
 		if err := dec.Decode(&c); err != nil {
-			return nil, badCommand(CodeBadJSON, "%v", err)
+			return nil, decodeError(err)
 		}
 	}
 	switch c.Type {
@@ -167,6 +172,9 @@ func DecodeCommand(data []byte) (*Command, error) {
 		if c.Batch <= 0 {
 			return nil, badCommand(CodeBadRequest, "%s needs the batch number", c.Type)
 		}
+		if c.UpToSeq < 0 || c.UpToSeq > 0 && c.Type != TypeAck {
+			return nil, badCommand(CodeBadRequest, "upToSeq is a positive seq, in an ack only")
+		}
 		if len(c.Reason) > MaxReason {
 			c.Reason = c.Reason[:MaxReason]
 		}
@@ -181,6 +189,16 @@ func DecodeCommand(data []byte) (*Command, error) {
 		return nil, badCommand(CodeUnknownType, "unknown command type %q", c.Type)
 	}
 	return &c, nil
+}
+
+// decodeError classifies a JSON error: a filter that does not parse is
+// bad_filter, anything else bad_json.
+func decodeError(err error) error {
+	var fe *FilterError
+	if errors.As(err, &fe) {
+		return &ErrBadCommand{Code: CodeBadFilter, Err: fe}
+	}
+	return badCommand(CodeBadJSON, "%v", err)
 }
 
 func checkStreamName(s string) error {

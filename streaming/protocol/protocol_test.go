@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/url"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -113,6 +114,8 @@ func FuzzDecodeCommand(f *testing.F) {
 	f.Add([]byte(`{"type":"subscribe","stream":"s","filter":{"all":true},"batchTimeout":"1s"}`))
 	f.Add([]byte(`{"type":"nack","stream":"s","batch":3,"reason":"r"}`))
 	f.Add([]byte(`{"type":"ping"}`))
+	f.Add([]byte(`{"type":"subscribe","stream":"s","filter":{"partyRole":["ab.c.d"],"contractId":["x"],"tags":["t"]}}`))
+	f.Add([]byte(`{"type":"ack","stream":"s","batch":3,"upToSeq":7}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		c, err := protocol.DecodeCommand(data)
 		if err != nil {
@@ -138,4 +141,100 @@ func FuzzDecodeCommand(f *testing.F) {
 			_, _ = c.Filter.History()
 		}
 	})
+}
+
+// TestFilterJSON: the filter object is written with the vocabulary's names
+// and read with them or their older aliases; a name in both spellings and
+// an unknown name are bad_filter.
+func TestFilterJSON(t *testing.T) {
+	cur := "0123456789abcdef0123456789abcdef0123456789abcdef01234567"
+	id := "ab00000000000000000000000000000000000000000000000000000000000000#2"
+	f := protocol.Filter{Contracts: []string{id}, RolesCurrencies: []string{cur, ""}, Tags: []string{"t"},
+		PartyAddresses: []string{"addr_test1wqmhxfddsjj4hgpg9kzymledtu833sel6j3g5z5aw0r0vrg03kpfs"},
+		PartyRoles:     []protocol.Role{{Currency: cur, Name: "buy.er"}}, Kinds: []string{"rolled_back"}}
+	b, err := json.Marshal(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"contractId":["` + id + `"],"roleCurrency":["` + cur + `",""],"tag":["t"],` +
+		`"partyAddress":["addr_test1wqmhxfddsjj4hgpg9kzymledtu833sel6j3g5z5aw0r0vrg03kpfs"],"partyRole":["` + cur + `.buy.er"],"kind":["rolled_back"]}`
+	if string(b) != want {
+		t.Fatalf("%s\nwant %s", b, want)
+	}
+	if _, err := f.History(); err != nil {
+		t.Fatal(err)
+	}
+	alias := `{"contracts":["` + id + `"],"rolesCurrencies":["` + cur + `",""],"tags":["t"],` +
+		`"partyAddresses":["addr_test1wqmhxfddsjj4hgpg9kzymledtu833sel6j3g5z5aw0r0vrg03kpfs"],"partyRoles":[{"currency":"` + cur + `","name":"buy.er"}],"kinds":["rolled_back"]}`
+	for _, in := range []string{want, alias} {
+		var back protocol.Filter
+		if err := json.Unmarshal([]byte(in), &back); err != nil || !back.Equal(&f) || !reflect.DeepEqual(back, f) {
+			t.Fatalf("%s: %+v %v", in, back, err)
+		}
+		c, err := protocol.DecodeCommand([]byte(`{"type":"subscribe","stream":"s","filter":` + in + `}`))
+		if err != nil || !c.Filter.Equal(&f) {
+			t.Fatalf("subscribe with %s: %+v %v", in, c, err)
+		}
+	}
+	var all protocol.Filter
+	if err := json.Unmarshal([]byte(`{"all":true}`), &all); err != nil || !all.All {
+		t.Fatalf("%+v %v", all, err)
+	}
+	for _, bad := range []string{
+		`{"contract":["` + id + `"]}`,
+		`{"rolesCurrency":["` + cur + `"]}`,
+		`{"contractId":["` + id + `"],"contracts":["` + id + `"]}`,
+		`{"roleCurrency":[],"rolesCurrencies":[]}`,
+		`{"tag":["a"],"tags":["a"]}`,
+		`{"partyAddress":[],"partyAddresses":[]}`,
+		`{"partyRole":[],"partyRoles":[]}`,
+		`{"kind":[],"kinds":[]}`,
+		`{"partyRole":["nodot"]}`,
+		`{"partyRoles":[{"currency":"` + cur + `","name":"a","x":1}]}`,
+		`{"tag":"a"}`,
+		`{"all":1}`,
+		`"all"`,
+	} {
+		_, err := protocol.DecodeCommand([]byte(`{"type":"subscribe","stream":"s","filter":` + bad + `}`))
+		var bc *protocol.ErrBadCommand
+		if !errors.As(err, &bc) || bc.Code != protocol.CodeBadFilter {
+			t.Errorf("%s: %v, want bad_filter", bad, err)
+		}
+	}
+	// Values are read as the query API reads them.
+	for _, bad := range []protocol.Filter{{PartyAddresses: []string{"addr_test1nope"}}, {Tags: []string{string([]byte{0xff})}},
+		{PartyRoles: []protocol.Role{{Currency: cur, Name: strings.Repeat("n", 33)}}}, {RolesCurrencies: []string{cur[:10]}},
+		{Contracts: []string{"ab#1"}}} {
+		if _, err := bad.History(); err == nil {
+			t.Errorf("%+v accepted", bad)
+		}
+	}
+}
+
+// TestFilterQueryNames: the query string names and the aliases contract
+// and rolesCurrency; both spellings of one name are refused.
+func TestFilterQueryNames(t *testing.T) {
+	cur := "0123456789abcdef0123456789abcdef0123456789abcdef01234567"
+	if got := strings.Join(protocol.QueryNames(), ","); got != "all,contract,contractId,kind,partyAddress,partyRole,roleCurrency,rolesCurrency,tag" {
+		t.Fatal(got)
+	}
+	a, err := protocol.FilterFromQuery(url.Values{"contract": {"x"}, "rolesCurrency": {cur}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := protocol.FilterFromQuery(url.Values{"contractId": {"x"}, "roleCurrency": {cur}})
+	if err != nil || !a.Equal(&b) || len(a.Contracts) != 1 || len(a.RolesCurrencies) != 1 {
+		t.Fatalf("%+v %+v %v", a, b, err)
+	}
+	if q := a.Query(); q.Get("contractId") != "x" || q.Get("roleCurrency") != cur || len(q) != 2 {
+		t.Fatalf("%v", q)
+	}
+	for _, bad := range []url.Values{{"contract": {"x"}, "contractId": {"y"}}, {"rolesCurrency": {cur}, "roleCurrency": {cur}},
+		{"all": {"true", "true"}}, {"all": {"maybe"}}} {
+		_, err := protocol.FilterFromQuery(bad)
+		var fe *protocol.FilterError
+		if !errors.As(err, &fe) {
+			t.Errorf("%v: %v", bad, err)
+		}
+	}
 }

@@ -195,6 +195,9 @@ func (m *model) list(f *contractstore.ContractFilter) []*contractstore.Contract 
 		if f.Status != "" && c.Status != f.Status {
 			continue
 		}
+		if len(f.Contracts) > 0 && !slices.Contains(f.Contracts, c.ID) {
+			continue
+		}
 		if len(f.RolesCurrency) > 0 && !slices.ContainsFunc(f.RolesCurrency, func(rc []byte) bool { return bytes.Equal(rc, c.RolesCurrency) }) {
 			continue
 		}
@@ -255,8 +258,15 @@ func testFilters(t *testing.T, b contractstore.Backend) {
 		}
 		return out
 	}
+	ids := m.list(&contractstore.ContractFilter{})
+	some := []chain.TxOutRef{ids[0].ID, ids[len(ids)/2].ID, ids[len(ids)-1].ID}
 	filters := []contractstore.ContractFilter{
 		{},
+		{Contracts: some},
+		{Contracts: some[:1], Status: contractstore.StatusOpen},
+		{Contracts: some, Tags: []string{"alpha", "beta"}},
+		{Contracts: some, PartyAddress: []string{address(1), address(2)}, PartyRole: roles(1, 1)},
+		{Contracts: []chain.TxOutRef{{Index: 9}}},
 		{Status: contractstore.StatusOpen},
 		{Status: contractstore.StatusClosed},
 		{RolesCurrency: [][]byte{currencies[1]}},
@@ -284,7 +294,7 @@ func testFilters(t *testing.T, b contractstore.Backend) {
 		for k := range got {
 			checkContract(t, &got[k], want[k], false)
 		}
-		cheap := len(f.RolesCurrency) == 0 && len(f.Tags) == 0 && len(f.PartyAddress) == 0 && len(f.PartyRole) == 0
+		cheap := len(f.Contracts) == 0 && len(f.RolesCurrency) == 0 && len(f.Tags) == 0 && len(f.PartyAddress) == 0 && len(f.PartyRole) == 0
 		if cheap != (total != nil) || (total != nil && *total != int64(len(want))) {
 			t.Fatalf("filter %d: total %v, want %d (cheap %v)", i, total, len(want), cheap)
 		}

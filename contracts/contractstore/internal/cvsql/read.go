@@ -170,6 +170,13 @@ func contractListQuery(p *contractstore.ContractListParams) (sql string, args []
 	// The conditions on the contract itself, and the party condition when
 	// parties do not drive.
 	var w where
+	if len(f.Contracts) > 0 {
+		args := make([]any, len(f.Contracts))
+		for i, id := range f.Contracts {
+			args[i] = RefBytes(id)
+		}
+		w.add("c.contract_id IN ("+marks(len(args), 1)+")", args...)
+	}
 	if f.Status != "" {
 		w.add("c.status = ?", string(f.Status))
 	}
@@ -262,7 +269,7 @@ func finishContractPage(page *contractstore.ContractPage, head contractstore.Hea
 		page.Contracts, page.More = page.Contracts[:limit], true
 	}
 	f := &p.Filter
-	if len(f.RolesCurrency) == 0 && len(f.Tags) == 0 && len(f.PartyAddress) == 0 && len(f.PartyRole) == 0 {
+	if len(f.Contracts) == 0 && len(f.RolesCurrency) == 0 && len(f.Tags) == 0 && len(f.PartyAddress) == 0 && len(f.PartyRole) == 0 {
 		total := head.Contracts
 		switch f.Status {
 		case contractstore.StatusOpen:
