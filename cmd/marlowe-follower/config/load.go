@@ -76,14 +76,45 @@ func RegisterFlags(fs *pflag.FlagSet, sections ...string) {
 		if s.Env != "" {
 			usage += " (" + s.Env + ")"
 		}
-		fs.String(s.Flag, s.Default, usage)
+		fs.Var(&settingValue{text: s.Default, typ: flagType(s.Type)}, s.Flag, usage)
+		fs.Lookup(s.Flag).DefValue = s.Default
 		if s.Type == "bool" {
 			// --ui alone is --ui=true, and --no-ui is --ui=false.
 			fs.Lookup(s.Flag).NoOptDefVal = "true"
-			fs.String(NegatedFlag(s.Flag), "false", "the same as --"+s.Flag+"=false")
+			fs.Var(&settingValue{text: "false", typ: "bool"}, NegatedFlag(s.Flag), "the same as --"+s.Flag+"=false")
 			fs.Lookup(NegatedFlag(s.Flag)).NoOptDefVal = "true"
 		}
 	}
+}
+
+// settingValue is a setting's flag: it keeps the text given (Load reads
+// it as the setting's type, with the setting's messages) and tells --help
+// the setting's type.
+type settingValue struct {
+	text string
+	typ  string
+}
+
+func (v *settingValue) String() string     { return v.text }
+func (v *settingValue) Set(s string) error { v.text = s; return nil }
+func (v *settingValue) Type() string       { return v.typ }
+
+// flagType is the type name --help shows for a setting type (pflag's
+// names: a bool flag shows none).
+func flagType(settingType string) string {
+	switch settingType {
+	case "duration", "bool":
+		return settingType
+	case "int", "int64", "int32":
+		return "int"
+	case "uint", "uint32", "uint64":
+		return "uint"
+	case "float64", "float32":
+		return "float"
+	case "list":
+		return "strings"
+	}
+	return "string"
 }
 
 // NegatedFlag is the flag that turns a bool setting off: --no-ui for --ui.
