@@ -92,6 +92,29 @@ func OpenChainFile(path string, meta ChainMeta) (*ChainFile, []Op, error) {
 	return &ChainFile{path: path, f: f, lastSync: time.Now()}, ops, nil
 }
 
+// ReadChainMeta reads what made the chain of a chain file.
+func ReadChainMeta(path string) (ChainMeta, error) {
+	var meta ChainMeta
+	f, err := os.Open(path)
+	if err != nil {
+		return meta, err
+	}
+	defer func() { _ = f.Close() }()
+	r := bufio.NewReader(f)
+	magic, err := r.ReadString('\n')
+	if err != nil || magic != chainFileMagic {
+		return meta, fmt.Errorf("%w %s: not a devnet chain file (or of another format version)", ErrChainFile, path)
+	}
+	line, err := r.ReadBytes('\n')
+	if err == nil {
+		err = json.Unmarshal(line, &meta)
+	}
+	if err != nil {
+		return meta, fmt.Errorf("%w %s: chain description: %w", ErrChainFile, path, err)
+	}
+	return meta, nil
+}
+
 // ReadChainFile reads a chain file without changing it: what made the
 // chain and its changes, oldest first (a torn last record left out).
 func ReadChainFile(path string) (ChainMeta, []Op, error) {

@@ -289,3 +289,36 @@ func TestPrefixThenReveal(t *testing.T) {
 	}
 	waitFor(t, "the client at the tip", func() bool { return c.synced(s) })
 }
+
+// TestReplayPrefix: a replay served a prefix at a time, in both serving
+// modes, with the network magic of the blocks' network.
+func TestReplayPrefix(t *testing.T) {
+	var text strings.Builder
+	for _, era := range []string{"byron", "shelley", "allegra", "mary", "alonzo", "babbage", "conway"} {
+		data, err := os.ReadFile(filepath.Join("..", "..", "testdata", "mainnet-blocks", era+"_block.hex"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		text.WriteString(strings.TrimSpace(string(data)) + "\n")
+	}
+	file := filepath.Join(t.TempDir(), "mainnet.replay")
+	if err := os.WriteFile(file, []byte(text.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, journal := range []bool{false, true} {
+		dn, err := Start(context.Background(), RunConfig{SocketPath: socketPath(t), NetworkMagic: MagicMainnet, Replay: file,
+			Journal: journal, PrefixBlocks: 3})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if dn.Store().Len() != 3 || dn.Hidden() != 4 {
+			t.Fatalf("journal %v: %d blocks served, %d hidden", journal, dn.Store().Len(), dn.Hidden())
+		}
+		if hidden, err := dn.Reveal(0); err != nil || hidden != 0 || dn.Store().Tip().BlockNo != 12069665 {
+			t.Fatalf("journal %v: reveal: %d hidden, tip %+v, %v", journal, hidden, dn.Store().Tip(), err)
+		}
+		if err := dn.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}

@@ -104,13 +104,18 @@ func Start(ctx context.Context, cfg RunConfig) (*Devnet, error) {
 		if err != nil {
 			return nil, err
 		}
-		// Checked as a whole first, so that a bad file fails at once even
-		// when only a prefix is shown.
-		if _, err := NewReplayStore(blocks); err != nil {
+		replayed, err := NewReplayStore(blocks)
+		if err != nil {
 			return nil, err
 		}
-		for i := range blocks {
-			stored = append(stored, Op{Block: &blocks[i]})
+		if cfg.PrefixBlocks == 0 && d.journal == nil {
+			d.store = replayed
+		} else {
+			// Checked as a whole above, so that a bad file fails at once
+			// even when only a prefix is shown.
+			for i := range blocks {
+				stored = append(stored, Op{Block: &blocks[i]})
+			}
 		}
 		close(d.genDone)
 	} else {
