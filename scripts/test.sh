@@ -18,21 +18,51 @@ FUZZTIME="${FUZZTIME:-10000x}"
 
 step() { printf '\n== %s\n' "$*"; }
 
-# PostgreSQL: the storage tests run against a real server. Install it where
-# it is missing (Debian), start it where it is down, and make sure the test
-# database and a password login exist (a password is ignored under the trust
-# authentication some machines use).
+# Everything the suite writes to temporary files (go test's t.TempDir, the
+# binaries tests and scripts build, logs) goes under one directory, removed
+# when the script ends, however it ends.
+# (The browser step keeps its screenshots, CI artefacts, in the machine's
+# temporary directory; it removes everything else it makes itself.)
+machine_tmp="${TMPDIR:-/tmp}"
+work="$(mktemp -d "$machine_tmp/mft.XXXXXX")"
+trap 'rm -rf "$work"' EXIT
+trap 'exit 130' INT TERM
+export TMPDIR="$work" GOTMPDIR="$work"
+
+# PostgreSQL: the storage tests run against a real server.
+#   - MARLOWE_TEST_DATABASE_URL set: that connection is used as given, and
+#     nothing on the server is changed.
+#   - Otherwise the local server (127.0.0.1:5432) is used. It is installed
+#     with apt-get where it is missing and started where it is down. When
+#     this script installed (initialised) the cluster itself, or under CI
+#     (CI=true, as .ci/run sets), the server is the suite's: the postgres
+#     user gets the password postgres and the database test is created.
+#     On any other machine the server's users are left alone: the suite uses
+#     a role and a database of its own, marlowe_test, created once (and said
+#     so) when missing.
 ensure_postgres() {
 	if [ -n "${MARLOWE_TEST_SKIP_POSTGRES:-}" ]; then
 		echo "MARLOWE_TEST_SKIP_POSTGRES is set: PostgreSQL tests are skipped"
 		return
 	fi
-	local sudo=""
+	if [ -n "${MARLOWE_TEST_DATABASE_URL:-}" ]; then
+		echo "using MARLOWE_TEST_DATABASE_URL as given (nothing on its server is changed)"
+		if command -v pg_isready >/dev/null; then
+			pg_isready -d "$MARLOWE_TEST_DATABASE_URL"
+		fi
+		return
+	fi
+	local sudo="" ours=""
 	[ "$(id -u)" -ne 0 ] && sudo="sudo"
+	[ "${CI:-}" = "true" ] && ours="CI=true"
 	if ! ls /etc/postgresql/*/main >/dev/null 2>&1; then
-		echo "installing PostgreSQL"
+		echo "installing PostgreSQL (apt-get): its new cluster is the test suite's"
 		$sudo env DEBIAN_FRONTEND=noninteractive apt-get update -qq
 		$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null
+		if ! ls /etc/postgresql/*/main >/dev/null 2>&1; then
+			$sudo pg_createcluster "$(ls /usr/lib/postgresql | sort -V | tail -n 1)" main >/dev/null
+		fi
+		ours="installed by this script"
 	fi
 	if ! pg_isready -q -h 127.0.0.1 -p 5432; then
 		echo "starting PostgreSQL"
@@ -41,10 +71,28 @@ ensure_postgres() {
 	fi
 	local as_postgres=(su postgres -c)
 	[ "$(id -u)" -ne 0 ] && as_postgres=(sudo -u postgres sh -c)
-	"${as_postgres[@]}" "psql -q -c \"ALTER USER postgres PASSWORD 'postgres'\"" >/dev/null
-	"${as_postgres[@]}" "psql -tAc \"SELECT 1 FROM pg_database WHERE datname = 'test'\"" | grep -q 1 ||
-		"${as_postgres[@]}" "createdb test"
-	export MARLOWE_TEST_DATABASE_URL="${MARLOWE_TEST_DATABASE_URL:-postgres://postgres:postgres@127.0.0.1:5432/test?sslmode=disable}"
+	if [ -n "$ours" ]; then
+		# The suite's own server ($ours): a password login for postgres (ignored
+		# under trust authentication) and the database test.
+		"${as_postgres[@]}" "psql -q -c \"ALTER USER postgres PASSWORD 'postgres'\"" >/dev/null
+		"${as_postgres[@]}" "psql -tAc \"SELECT 1 FROM pg_database WHERE datname = 'test'\"" | grep -q 1 ||
+			"${as_postgres[@]}" "createdb test"
+		export MARLOWE_TEST_DATABASE_URL="postgres://postgres:postgres@127.0.0.1:5432/test?sslmode=disable"
+	else
+		# Someone's server: a role and a database of the suite's own.
+		if ! "${as_postgres[@]}" "psql -tAc \"SELECT 1 FROM pg_roles WHERE rolname = 'marlowe_test'\"" | grep -q 1; then
+			echo "PostgreSQL: creating the role marlowe_test (LOGIN CREATEDB, password marlowe_test) for the tests;"
+			echo "  no other role is changed. Remove it with: sudo -u postgres dropuser marlowe_test"
+			echo "  (after dropping its databases), or set MARLOWE_TEST_DATABASE_URL to use a database of your own."
+			"${as_postgres[@]}" "psql -q -c \"CREATE ROLE marlowe_test LOGIN CREATEDB PASSWORD 'marlowe_test'\""
+		fi
+		if ! "${as_postgres[@]}" "psql -tAc \"SELECT 1 FROM pg_database WHERE datname = 'marlowe_test'\"" | grep -q 1; then
+			echo "PostgreSQL: creating the database marlowe_test, owned by marlowe_test, for the tests."
+			echo "  Remove it with: sudo -u postgres dropdb marlowe_test"
+			"${as_postgres[@]}" "createdb -O marlowe_test marlowe_test"
+		fi
+		export MARLOWE_TEST_DATABASE_URL="postgres://marlowe_test:marlowe_test@127.0.0.1:5432/marlowe_test?sslmode=disable"
+	fi
 	pg_isready -h 127.0.0.1 -p 5432
 }
 
@@ -74,7 +122,7 @@ step "browser end-to-end (headless Chromium: CORS, EventSource, WebSocket origin
 # Installs chromium with apt-get where it is missing, playwright-core into a
 # cache directory (scripts/browser/run.sh).
 browser_started=$SECONDS
-bash scripts/browser/run.sh
+TMPDIR="$machine_tmp" bash scripts/browser/run.sh
 echo "browser step: $((SECONDS - browser_started))s"
 
 step "TypeScript SDK against the runtime view (@marlowe.io/runtime-rest-client 0.4.0-beta, strict, on a devnet)"
@@ -100,14 +148,13 @@ if [ "$FUZZTIME" != "0" ]; then
 		grep -o '^func Fuzz[A-Za-z0-9_]*' "$file" | sed 's/^func //' | while read -r target; do
 			echo "-- $pkg $target"
 			started=$SECONDS
-			go test -run '^$' -fuzz "^${target}\$" -fuzztime "$FUZZTIME" -fuzzminimizetime 200x "$pkg" >/tmp/fuzz.$$.log 2>&1 || {
-				cat /tmp/fuzz.$$.log
+			go test -run '^$' -fuzz "^${target}\$" -fuzztime "$FUZZTIME" -fuzzminimizetime 200x "$pkg" >"$work/fuzz.log" 2>&1 || {
+				cat "$work/fuzz.log"
 				exit 1
 			}
-			echo "   $(grep -o 'execs: [0-9]*' /tmp/fuzz.$$.log | tail -1) in $((SECONDS - started))s"
+			echo "   $(grep -o 'execs: [0-9]*' "$work/fuzz.log" | tail -1) in $((SECONDS - started))s"
 		done
 	done
-	rm -f /tmp/fuzz.$$.log
 fi
 
 step "all tests passed"
