@@ -159,6 +159,9 @@ type Options struct {
 	// Handlers are mounted on the query port beside the API (streaming's
 	// server-sent events and streams).
 	Handlers map[string]http.Handler
+	// WrapBackend, when set, wraps the history backend the store commits
+	// to (tests inject faults with it).
+	WrapBackend func(history.Backend) history.Backend
 }
 
 // Start opens the store and starts the pipeline. Stop it with Stop.
@@ -178,6 +181,9 @@ func Start(ctx context.Context, cfg *config.Config, log *zap.Logger, opts Option
 	if err := backend.Init(ctx, &history.InitParams{NetworkMagic: cfg.Node.NetworkMagic}); err != nil {
 		_ = backend.Close()
 		return nil, err
+	}
+	if opts.WrapBackend != nil {
+		backend = opts.WrapBackend(backend)
 	}
 	storeCfg := history.DefaultStoreConfig()
 	if opts.StoreConfig != nil {

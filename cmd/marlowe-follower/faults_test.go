@@ -1,0 +1,567 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/marlowe-follower/follower/chainsync/chain"
+	"github.com/marlowe-follower/follower/chainsync/devnet"
+	"github.com/marlowe-follower/follower/history"
+)
+
+// The tests of this file run the binary against nodes that misbehave the
+// way production nodes do: another network, restored from an older
+// snapshot, on another chain, killed; and against a second writer. Each
+// checks what the operator sees: the log, /readyz, /status, /metrics and
+// the exit status.
+
+// lockedBuffer collects a child's stderr.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// child is a running marlowe-follower run.
+type child struct {
+	cmd    *exec.Cmd
+	stderr *lockedBuffer
+	base   string
+	done   chan struct{}
+	err    error // once done is closed
+}
+
+// startFollower runs the binary on socket with its store in dir and the
+// query API on a free port; it is stopped when the test ends.
+func startFollower(t *testing.T, bin, socket, dir string, magic uint32) *child {
+	t.Helper()
+	qport := freePort(t)
+	c := &child{stderr: &lockedBuffer{}, base: "http://127.0.0.1:" + strconv.Itoa(qport), done: make(chan struct{})}
+	c.cmd = exec.Command(bin, "run", "--node-socket", socket, "--network-magic", strconv.FormatUint(uint64(magic), 10),
+		"--data-dir", dir, "--query-host", "127.0.0.1", "--query-port", strconv.Itoa(qport), "--streaming-port", "0",
+		"--min-backoff", "50ms", "--max-backoff", "300ms", "--log-level", "info", "--progress-bar", "never", "--progress-period", "0s")
+	c.cmd.Stderr = c.stderr
+	if err := c.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		c.err = c.cmd.Wait()
+		close(c.done)
+	}()
+	t.Cleanup(func() {
+		if !c.exited() {
+			_ = c.cmd.Process.Signal(syscall.SIGTERM)
+			select {
+			case <-c.done:
+			case <-time.After(20 * time.Second):
+				_ = c.cmd.Process.Kill()
+				<-c.done
+			}
+		}
+		if t.Failed() {
+			out := c.stderr.String()
+			t.Logf("stderr of %s (last 6000 bytes):\n%s", c.base, out[max(0, len(out)-6000):])
+		}
+	})
+	return c
+}
+
+func (c *child) exited() bool {
+	select {
+	case <-c.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// stop sends SIGTERM and returns the exit error.
+func (c *child) stop(t *testing.T) error {
+	t.Helper()
+	_ = c.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-c.done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("no exit 30 s after SIGTERM")
+	}
+	return c.err
+}
+
+type readyAnswer struct {
+	Ready    bool     `json:"ready"`
+	Reasons  []string `json:"reasons"`
+	NotReady map[string]struct {
+		Message string  `json:"message"`
+		Value   *uint64 `json:"value"`
+		Limit   *uint64 `json:"limit"`
+		Action  string  `json:"action"`
+	} `json:"notReady"`
+}
+
+func (c *child) ready() (int, readyAnswer) {
+	var r readyAnswer
+	code, err := getJSON(c.base+"/readyz", &r)
+	if err != nil {
+		return 0, r
+	}
+	return code, r
+}
+
+type statusAnswer struct {
+	Connected    bool                     `json:"connected"`
+	NodeTipBlock struct{ BlockNo uint64 } `json:"nodeTip"`
+	Follower     chain.BlockHeader        `json:"followerPoint"`
+	Committed    chain.BlockHeader        `json:"committedPoint"`
+	HistorySeq   int64                    `json:"historySeq"`
+	NodeError    string                   `json:"nodeError"`
+	Handshake    *struct {
+		Reason, Message string
+	} `json:"handshakeFailure"`
+	Waiting *struct {
+		NodeTip      struct{ BlockNo uint64 } `json:"nodeTip"`
+		Follower     chain.BlockHeader        `json:"followerPoint"`
+		BlocksBehind uint64                   `json:"blocksBehind"`
+	} `json:"waitingForNode"`
+	Diverged *struct {
+		Reason, Action string
+	} `json:"diverged"`
+}
+
+func (c *child) status(t *testing.T) statusAnswer {
+	t.Helper()
+	var st statusAnswer
+	if code, err := getJSON(c.base+"/status", &st); err != nil || code != http.StatusOK {
+		t.Fatalf("GET /status: %d %v", code, err)
+	}
+	return st
+}
+
+// connected reports whether /status answers and says connected.
+func (c *child) connected() bool {
+	var st statusAnswer
+	code, err := getJSON(c.base+"/status", &st)
+	return err == nil && code == http.StatusOK && st.Connected
+}
+
+func (c *child) metrics(t *testing.T) string {
+	t.Helper()
+	resp, err := http.Get(c.base + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	return string(body)
+}
+
+// waitUntil polls cond every 20 ms and returns how long it took.
+func waitUntil(t *testing.T, d time.Duration, what string, cond func() bool) time.Duration {
+	t.Helper()
+	start := time.Now()
+	for !cond() {
+		if time.Since(start) > d {
+			t.Fatalf("timed out after %s waiting for %s", d, what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return time.Since(start)
+}
+
+// reasonHolds reports whether /readyz is 503 with reason among its fields.
+func (c *child) reasonHolds(reason string) bool {
+	code, r := c.ready()
+	_, ok := r.NotReady[reason]
+	return code == http.StatusServiceUnavailable && ok && !r.Ready
+}
+
+func (c *child) isReady() bool {
+	code, r := c.ready()
+	return code == http.StatusOK && r.Ready
+}
+
+func (c *child) committed(t *testing.T) uint64 {
+	var st statusAnswer
+	if code, err := getJSON(c.base+"/status", &st); err != nil || code != http.StatusOK {
+		return 0
+	}
+	return st.Committed.BlockNo
+}
+
+func noRollbacks(t *testing.T, log []history.Record) {
+	t.Helper()
+	for _, r := range log {
+		if r.Kind == history.KindRolledBack || r.RolledBackBy != nil {
+			t.Fatalf("record %d: %s, rolled back by %v: the follower rolled back", r.Seq, r.Kind, r.RolledBackBy)
+		}
+	}
+}
+
+// TestWrongNetworkMagicIsNamed follows a node of network magic 43 with
+// --network-magic 42: the log has an ERROR naming both magics (not a
+// "peer closed the connection" warning), the failures are counted by
+// reason, /readyz is 503 node_handshake_failed with the cause and /status
+// says it; backoff goes on, and once the node has the follower's magic the
+// service follows and is ready.
+func TestWrongNetworkMagicIsNamed(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binary")
+	}
+	bin := buildBinary(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	socket := filepath.Join(t.TempDir(), "node.socket")
+	gcfg := devnet.DefaultGeneratorConfig()
+	gcfg.RollbackEvery = 0
+	dn, err := devnet.Start(ctx, devnet.RunConfig{SocketPath: socket, NetworkMagic: 43, Generator: gcfg, Blocks: 20, Pregenerate: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := startFollower(t, bin, socket, t.TempDir(), devnet.NetworkMagic)
+	const cause = "network magic 42 does not match the node's (43)"
+	took := waitUntil(t, 30*time.Second, "503 node_handshake_failed", func() bool { return f.reasonHolds("node_handshake_failed") })
+	t.Logf("/readyz 503 node_handshake_failed %s after start", took.Round(time.Millisecond))
+	_, r := f.ready()
+	if msg := r.NotReady["node_handshake_failed"].Message; !strings.Contains(msg, cause) {
+		t.Fatalf("readiness reason %q", msg)
+	}
+	waitUntil(t, 10*time.Second, "three failed handshakes", func() bool {
+		m := regexp.MustCompile(`marlowe_chainsync_handshake_failures_total\{reason="network_magic"\} (\d+)`).FindStringSubmatch(f.metrics(t))
+		n, _ := strconv.Atoi(m[1])
+		return n >= 3
+	})
+	if m := f.metrics(t); !strings.Contains(m, `marlowe_not_ready{reason="node_handshake_failed"} 1`) ||
+		!strings.Contains(m, `marlowe_chainsync_handshake_failures_total{reason="closed"} 0`) {
+		t.Fatal("metrics do not name the handshake failure")
+	}
+	st := f.status(t)
+	if st.Connected || st.Handshake == nil || st.Handshake.Reason != "network_magic" || !strings.Contains(st.Handshake.Message, cause) ||
+		!strings.Contains(st.NodeError, cause) {
+		t.Fatalf("status %+v", st)
+	}
+	logs := f.stderr.String()
+	var errorLine bool
+	for _, line := range strings.Split(logs, "\n") {
+		if strings.Contains(line, `"level":"error"`) && strings.Contains(line, "node handshake failed") && strings.Contains(line, cause) {
+			errorLine = true
+		}
+	}
+	if !errorLine || strings.Contains(logs, "peer closed the connection") {
+		t.Fatalf("log lines:\n%s", logs)
+	}
+
+	_ = dn.Close()
+	dn, err = devnet.Start(ctx, devnet.RunConfig{SocketPath: socket, Generator: gcfg, Blocks: 20, Pregenerate: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dn.Close()
+	waitUntil(t, 30*time.Second, "ready with the right magic", func() bool { return f.isReady() && f.committed(t) == 20 })
+	if st := f.status(t); st.Handshake != nil || !st.Connected {
+		t.Fatalf("status after the node came back with our magic: %+v", st)
+	}
+}
+
+// TestNodeBehindWaits restarts the node from older copies of its chain
+// (devnet PrefixBlocks over its chain file): 100 blocks behind the
+// follower, then 2,400 (beyond the 2,160 blocks of UTxO changes kept). The
+// follower waits each time: /status waitingForNode with the node's tip,
+// our point and the distance, /readyz 503 waiting_for_node, the metric; the
+// log is untouched (no rollback marker, the same seqs). Once the node has
+// caught up (Reveal) it follows on.
+func TestNodeBehindWaits(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binary")
+	}
+	bin := buildBinary(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	tmp := t.TempDir()
+	socket, chainFile, dir := filepath.Join(tmp, "node.socket"), filepath.Join(tmp, "devnet.chain"), filepath.Join(tmp, "data")
+	gcfg := devnet.DefaultGeneratorConfig()
+	gcfg.Seed, gcfg.RollbackEvery, gcfg.MeanBlockSize, gcfg.MarloweShare = 8, 0, 600, 0.3
+	dn, err := devnet.Start(ctx, devnet.RunConfig{SocketPath: socket, Generator: gcfg, Blocks: 3000, Pregenerate: true, ChainFile: chainFile})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := startFollower(t, bin, socket, dir, devnet.NetworkMagic)
+	waitUntil(t, 120*time.Second, "block 3000 committed and ready", func() bool { return f.committed(t) == 3000 && f.isReady() })
+
+	for _, c := range []struct{ served, grown int }{{2900, 3100}, {700, 3300}} {
+		before, _ := storeState(t, dir)
+		ours := f.status(t).Committed
+		_ = dn.Close()
+		dn, err = devnet.Start(ctx, devnet.RunConfig{SocketPath: socket, Generator: gcfg, Blocks: uint64(c.grown), ChainFile: chainFile, PrefixBlocks: c.served})
+		if err != nil {
+			t.Fatal(err)
+		}
+		took := waitUntil(t, 20*time.Second, "503 waiting_for_node", func() bool { return f.reasonHolds("waiting_for_node") })
+		want := ours.BlockNo - uint64(c.served)
+		t.Logf("node restarted %d blocks behind: /readyz 503 waiting_for_node after %s", want, took.Round(time.Millisecond))
+		st := f.status(t)
+		if st.Waiting == nil || st.Waiting.NodeTip.BlockNo != uint64(c.served) || st.Waiting.Follower != ours || st.Waiting.BlocksBehind != want ||
+			st.Connected || st.Diverged != nil || st.NodeTipBlock.BlockNo != uint64(c.served) {
+			t.Fatalf("status while the node is behind: %+v (ours %+v)", st, ours)
+		}
+		if m := f.metrics(t); !strings.Contains(m, "marlowe_chainsync_waiting_for_node 1") ||
+			!strings.Contains(m, "marlowe_chainsync_node_behind_blocks "+strconv.FormatUint(want, 10)) {
+			t.Fatal("metrics do not show the wait")
+		}
+		time.Sleep(time.Second) // several polls
+		if f.exited() || !f.reasonHolds("waiting_for_node") {
+			t.Fatal("stopped waiting while the node is behind")
+		}
+		during, _ := storeState(t, dir)
+		if !reflect.DeepEqual(before, during) {
+			t.Fatalf("the log changed while waiting: %d records, then %d", len(before), len(during))
+		}
+		if _, err := dn.Reveal(0); err != nil {
+			t.Fatal(err)
+		}
+		waitUntil(t, 120*time.Second, "the follower to follow on", func() bool { return f.committed(t) == uint64(c.grown) && f.isReady() })
+		after, _ := storeState(t, dir)
+		if len(after) < len(before) || !reflect.DeepEqual(after[:len(before)], before) {
+			t.Fatal("the records of the blocks before the restart changed (seqs or marks)")
+		}
+		noRollbacks(t, after)
+		if st := f.status(t); st.Waiting != nil || !st.Connected {
+			t.Fatalf("status after the node caught up: %+v", st)
+		}
+	}
+	_ = dn.Close()
+	logs := f.stderr.String()
+	if strings.Count(logs, "waiting for it to reach our point") != 2 || strings.Contains(logs, "operator action") {
+		t.Fatalf("log: %s", logs)
+	}
+}
+
+// TestDivergedStops replaces the node by one of another chain, longer than
+// ours and sharing none of our points: following stops for the operator;
+// /readyz is 503 diverged with the reset to run, /status says it, the log is
+// untouched and the process goes on serving.
+func TestDivergedStops(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binary")
+	}
+	bin := buildBinary(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	tmp := t.TempDir()
+	socket, dir := filepath.Join(tmp, "node.socket"), filepath.Join(tmp, "data")
+	gcfg := devnet.DefaultGeneratorConfig()
+	gcfg.RollbackEvery = 0
+	gcfg.Seed = 11
+	dn, err := devnet.Start(ctx, devnet.RunConfig{SocketPath: socket, Generator: gcfg, Blocks: 300, Pregenerate: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := startFollower(t, bin, socket, dir, devnet.NetworkMagic)
+	waitUntil(t, 60*time.Second, "block 300 committed", func() bool { return f.committed(t) == 300 && f.isReady() })
+	before, _ := storeState(t, dir)
+	_ = dn.Close()
+	gcfg.Seed = 12
+	dn, err = devnet.Start(ctx, devnet.RunConfig{SocketPath: socket, Generator: gcfg, Blocks: 400, Pregenerate: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dn.Close()
+	waitUntil(t, 20*time.Second, "503 diverged", func() bool { return f.reasonHolds("diverged") })
+	_, r := f.ready()
+	if d := r.NotReady["diverged"]; !strings.Contains(d.Action, "marlowe-follower reset --yes") || !strings.Contains(d.Message, "none of the") {
+		t.Fatalf("diverged: %+v", d)
+	}
+	st := f.status(t)
+	if st.Diverged == nil || !strings.Contains(st.Diverged.Action, "marlowe-follower reset --yes") || st.Connected {
+		t.Fatalf("status: %+v", st)
+	}
+	time.Sleep(time.Second)
+	if f.exited() || !f.reasonHolds("diverged") || !strings.Contains(f.metrics(t), "marlowe_chainsync_diverged 1") {
+		t.Fatal("not stopped for the operator")
+	}
+	after, _ := storeState(t, dir)
+	if !reflect.DeepEqual(before, after) {
+		t.Fatal("the log changed")
+	}
+	if logs := f.stderr.String(); strings.Count(logs, "following stopped: operator action needed") != 1 {
+		t.Fatalf("log: %s", logs)
+	}
+}
+
+// TestNotReadyWhileTheNodeIsGone follows a devnet node running as its own
+// process, kills it with SIGKILL and probes /readyz: 503 node_disconnected
+// well within a probe period, on every probe while it is gone, and 200 once
+// it is back.
+func TestNotReadyWhileTheNodeIsGone(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binary")
+	}
+	bin := buildBinary(t)
+	tmp := t.TempDir()
+	socket := filepath.Join(tmp, "node.socket")
+	startNode := func() *exec.Cmd {
+		cmd := exec.Command(bin, "devnet", "--socket", socket, "--seed", "3", "--blocks", "40", "--pregenerate",
+			"--block-rate", "0", "--rollback-every", "0", "--log-level", "error")
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		return cmd
+	}
+	node := startNode()
+	defer func() { _ = node.Process.Kill(); _ = node.Wait() }()
+	f := startFollower(t, bin, socket, filepath.Join(tmp, "data"), devnet.NetworkMagic)
+	waitUntil(t, 60*time.Second, "ready", func() bool { return f.committed(t) == 40 && f.isReady() })
+
+	if err := node.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	_ = node.Wait()
+	took := waitUntil(t, 5*time.Second, "503 node_disconnected", func() bool { return f.reasonHolds("node_disconnected") })
+	t.Logf("/readyz 503 node_disconnected %s after the node was killed", took.Round(time.Millisecond))
+	if took > 2*time.Second {
+		t.Fatalf("%s to notice the node is gone", took)
+	}
+	for i := range 25 { // 5 s of probes while the node is gone
+		if !f.reasonHolds("node_disconnected") {
+			t.Fatalf("probe %d while the node is gone: not 503 node_disconnected", i)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if st := f.status(t); st.Connected || st.NodeError == "" {
+		t.Fatalf("status while the node is gone: %+v", st)
+	}
+	node = startNode()
+	took = waitUntil(t, 30*time.Second, "ready again", f.isReady)
+	t.Logf("/readyz 200 %s after the node was started again", took.Round(time.Millisecond))
+}
+
+// genBlocks makes n blocks of one chain without rollbacks.
+func genBlocks(t *testing.T, seed int64, n int) []devnet.StoredBlock {
+	t.Helper()
+	gcfg := devnet.DefaultGeneratorConfig()
+	gcfg.Seed, gcfg.RollbackEvery, gcfg.MarloweShare = seed, 0, 0.9
+	g, err := devnet.NewGenerator(gcfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []devnet.StoredBlock
+	for len(out) < n {
+		op, err := g.Next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if op.Block != nil {
+			out = append(out, *op.Block)
+		}
+	}
+	return out
+}
+
+// servedChain is a devnet node over a store the test grows block by block.
+type servedChain struct {
+	t      *testing.T
+	blocks []devnet.StoredBlock
+	store  *devnet.ChainStore
+}
+
+func serveChain(t *testing.T, ctx context.Context, socket string, blocks []devnet.StoredBlock, n int) *servedChain {
+	t.Helper()
+	s := &servedChain{t: t, blocks: blocks, store: devnet.NewChainStore()}
+	s.grow(n)
+	node, err := devnet.New(devnet.Config{SocketPath: socket, NetworkMagic: devnet.NetworkMagic, Store: s.store})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := node.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = node.Close() })
+	return s
+}
+
+func (s *servedChain) grow(n int) {
+	for i := s.store.Len(); i < n; i++ {
+		if err := s.store.Append(s.blocks[i]); err != nil {
+			s.t.Fatal(err)
+		}
+	}
+}
+
+// TestSecondWriterExits starts a second marlowe-follower on the store a
+// first one writes. Each follows its own node serving the same chain; the
+// second's node gets each block only after the first has committed it, so
+// the second is the one whose commit finds the log moved on: it exits with
+// status 1 and "another writer holds this store" instead of retrying for
+// ever, and the first goes on.
+func TestSecondWriterExits(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binary")
+	}
+	bin := buildBinary(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	tmp := t.TempDir()
+	dir := filepath.Join(tmp, "data")
+	blocks := genBlocks(t, 9, 90)
+	a := serveChain(t, ctx, filepath.Join(tmp, "a.socket"), blocks, 50)
+	b := serveChain(t, ctx, filepath.Join(tmp, "b.socket"), blocks, 50)
+	first := startFollower(t, bin, filepath.Join(tmp, "a.socket"), dir, devnet.NetworkMagic)
+	waitUntil(t, 60*time.Second, "the first writer at block 50", func() bool { return first.committed(t) == 50 })
+	second := startFollower(t, bin, filepath.Join(tmp, "b.socket"), dir, devnet.NetworkMagic)
+	waitUntil(t, 60*time.Second, "the second writer connected", func() bool { return second.connected() && second.committed(t) == 50 })
+	seq := first.status(t).HistorySeq
+	a.grow(60)
+	waitUntil(t, 30*time.Second, "the first writer at block 60", func() bool { return first.committed(t) == 60 })
+	if first.status(t).HistorySeq == seq {
+		t.Fatal("blocks 51 to 60 made no records: the second writer would not conflict")
+	}
+	b.grow(60)
+	select {
+	case <-second.done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the second writer did not exit")
+	}
+	var exit *exec.ExitError
+	if !errors.As(second.err, &exit) || exit.ExitCode() != 1 {
+		t.Fatalf("the second writer exited with %v", second.err)
+	}
+	if out := second.stderr.String(); !strings.Contains(out, "marlowe-follower: another writer holds this store") {
+		t.Fatalf("stderr: %s", out)
+	}
+	a.grow(70)
+	waitUntil(t, 30*time.Second, "the first writer at block 70", func() bool { return first.committed(t) == 70 && first.isReady() })
+	if err := first.stop(t); err != nil {
+		t.Fatalf("first writer: %v", err)
+	}
+	log, cp := storeState(t, dir)
+	for i, r := range log {
+		if r.Seq != int64(i+1) {
+			t.Fatalf("record %d has seq %d", i, r.Seq)
+		}
+	}
+	if cp.Breadcrumbs[0].BlockNo != 70 || cp.Head != int64(len(log)) {
+		t.Fatalf("checkpoint at block %d, head %d, %d records", cp.Breadcrumbs[0].BlockNo, cp.Head, len(log))
+	}
+}
