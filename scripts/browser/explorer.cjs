@@ -212,7 +212,9 @@ async function main() {
     await shot(list, "contracts.png");
 
     // The search box: a contract id opens its page.
-    const target = (await api("/contracts?order=desc&limit=1&status=open")).results[0] || (await api("/contracts?order=desc&limit=1")).results[0];
+    // Not the newest one: a rollback may still take it away.
+    const older = (await api("/contracts?order=desc&limit=20")).results;
+    const target = older[older.length - 1];
     await list.fill("#q", target.contractId);
     await Promise.all([list.waitForURL(/\/ui\/contract\?id=/, { timeout: 10000 }), list.press("#q", "Enter")]);
     await list.waitForSelector("#timeline li[data-seq]", { timeout: 10000 });
@@ -226,6 +228,9 @@ async function main() {
     for (let attempt = 0; attempt < 4 && !live; attempt++) {
       const created = await waitForRecord("kind=contract_created&from=tip", () => true, 15000);
       if (!created) continue;
+      // Opened once the API has it (the projection follows the history), as from the list.
+      const known = await fetch(`${QUERY_URL}/contracts/${enc(created.contractId)}?minSeq=${created.seq}`);
+      if (!known.ok) continue; // rolled back already
       const page = await openPage(context, `${BASE}/ui/contract?id=${enc(created.contractId)}`, errors);
       await page.waitForSelector("#timeline li[data-seq]", { timeout: 10000 });
       const before = await page.$$eval("#timeline li[data-kind=inputs_applied]", (l) => l.length);

@@ -25,10 +25,11 @@ export function pageURL(page, params) {
 
 /** ApiError is an answer that is not 2xx: status, code and message of the body. */
 export class ApiError extends Error {
-  constructor(status, code, message) {
+  constructor(status, code, message, seq) {
     super(message || code || `HTTP ${status}`);
     this.status = status;
     this.code = code;
+    this.seq = seq; // X-Marlowe-Seq: the state the answer reflects
   }
 }
 
@@ -42,7 +43,10 @@ export async function get(path, params, { signal } = {}) {
   } catch {
     if (res.ok) throw new ApiError(res.status, "bad_json", "the answer is not JSON");
   }
-  if (!res.ok) throw new ApiError(res.status, body && body.code, body && body.message);
+  if (!res.ok) {
+    const seq = res.headers.get("X-Marlowe-Seq");
+    throw new ApiError(res.status, body && body.code, body && body.message, seq === null ? undefined : Number(seq));
+  }
   return body;
 }
 

@@ -53,7 +53,7 @@ async function refresh({ minSeq } = {}) {
       contract = await get(contractPath(id), { minSeq });
     } catch (e) {
       if (e instanceof ApiError && e.status === 404) {
-        showMissing();
+        showMissing(e.seq);
         return;
       }
       throw e;
@@ -82,12 +82,14 @@ async function refresh({ minSeq } = {}) {
   }
 }
 
-function showMissing() {
+// showMissing: no such contract as of seq; the events after seq bring it
+// if it is created later (or the projection had not applied it yet).
+function showMissing(seq) {
   const el = $("load-error");
   el.hidden = false;
   el.textContent = `There is no contract ${id} as of the API’s current state: it is not created yet, or a rollback removed it. This page shows it as soon as it is on chain.`;
   $("contract").hidden = true;
-  if (!S.live) startLive(null);
+  if (!S.live) startLive(Number.isFinite(seq) ? seq : null);
 }
 
 function startLive(seq) {

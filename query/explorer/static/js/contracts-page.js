@@ -45,12 +45,13 @@ function writeLocation(push) {
   else history.replaceState(null, "", u);
 }
 
-// rollback, when set, is the slot the chain went back to (the lowest of a
-// burst): rows whose last activity was after it are the rows it changed.
+// rollback, when set, is the set of contracts a rollback changed: those
+// with a record in a block it undid (seen on the event stream, which tells
+// every record before the rollback that removes it).
 async function refresh({ minSeq, rollback = null } = {}) {
   if (state.busy) {
     const a = state.again || { minSeq: 0, rollback: null };
-    state.again = { minSeq: Math.max(a.minSeq || 0, minSeq || 0), rollback: lowest(a.rollback, rollback) };
+    state.again = { minSeq: Math.max(a.minSeq || 0, minSeq || 0), rollback: union(a.rollback, rollback) };
     return;
   }
   state.busy = true;
@@ -90,7 +91,7 @@ function render(page, rollback) {
   const now = Date.now();
   const next = new Map(page.results.map((c) => [c.contractId, c]));
   // Rows a rollback removed from the middle of this page stay a moment, struck through.
-  const rolled = (c) => rollback !== null && c.lastBlock && c.lastBlock.slot > rollback;
+  const rolled = (c) => rollback !== null && rollback.has(c.contractId);
   if (state.loaded && rollback !== null) {
     const oldest = page.results.length ? page.results[page.results.length - 1].seq : -Infinity;
     for (const [id, c] of before) {
@@ -136,10 +137,38 @@ function render(page, rollback) {
   }
 }
 
-function lowest(a, b) {
-  if (a === null || a === undefined) return b ?? null;
-  if (b === null || b === undefined) return a;
-  return Math.min(a, b);
+function union(a, b) {
+  if (!a) return b || null;
+  if (!b) return a;
+  return new Set([...a, ...b]);
+}
+
+// The slots of the records seen lately, by contract: what a rollback undoes.
+const seen = new Map();
+const SEEN_MAX = 5000;
+
+// noteRecords notes the records of a burst and returns the contracts its
+// rollbacks changed (null when it has none).
+function noteRecords(recs) {
+  let changed = null;
+  for (const r of recs) {
+    if (r.kind === "rolled_back") {
+      const to = Number(r.payload && r.payload.to ? r.payload.to.slot ?? 0 : 0);
+      for (const [id, slots] of seen) {
+        if (slots.some((x) => x > to)) {
+          (changed = changed || new Set()).add(id);
+          seen.set(id, slots.filter((x) => x <= to));
+        }
+      }
+    } else if (r.contractId && r.block) {
+      const slots = seen.get(r.contractId) || [];
+      seen.delete(r.contractId); // re-inserted last: the map stays in order of activity
+      slots.push(Number(r.block.slot));
+      seen.set(r.contractId, slots.slice(-20));
+      if (seen.size > SEEN_MAX) seen.delete(seen.keys().next().value);
+    }
+  }
+  return changed;
 }
 
 function signature(c) {
@@ -186,8 +215,9 @@ function startLive() {
   state.live = follow(params, {
     onRecords: (recs) => {
       const minSeq = Math.max(...recs.map((r) => r.seq || 0));
-      const to = recs.filter((r) => r.kind === "rolled_back").map((r) => Number(r.payload.to.slot ?? 0));
-      refresh({ minSeq, rollback: to.length ? Math.min(...to) : null });
+      const changed = noteRecords(recs);
+      const rolledBack = recs.some((r) => r.kind === "rolled_back");
+      refresh({ minSeq, rollback: rolledBack ? changed || new Set() : null });
     },
     onRestart: () => refresh(),
   });
