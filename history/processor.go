@@ -67,6 +67,9 @@ type Processor struct {
 	log   *zap.Logger
 	store *actor.PID
 	stats ProcessorStats
+	// rejected counts (by reason) and logs once the outputs that cannot
+	// be followed (rejected.go).
+	rejected rejectedOutputs
 }
 
 // NewProcessor returns a processor for a network's slot configuration that
@@ -149,8 +152,7 @@ func (p *Processor) transaction(fs *ForwardStep, tx *classify.MarloweTx) {
 	for _, r := range tx.Rejected {
 		if r.ContractID == (chain.TxOutRef{}) {
 			p.stats.RejectedOutputs++
-			p.log.Warn("an output to a Marlowe validator cannot be followed", zap.Stringer("output", r.Ref),
-				zap.String("version", r.Version), zap.String("reason", r.Reason))
+			p.rejectedOutput(r.Ref, r.Version, r.Reason) // INFO, once per output, and a metric
 		}
 	}
 	for _, c := range tx.Creates {

@@ -117,6 +117,17 @@ func (d *dispatcher) run() {
 		if d.pump != nil {
 			d.pump.stop()
 		}
+		// An ack posted just before the dispatcher was stopped (the client
+		// acked, then closed: the last connection left) still counts, or
+		// the next connection would get those records again.
+		for done := false; !done; {
+			select {
+			case r := <-d.replies:
+				d.handleReply(r)
+			default:
+				done = true
+			}
+		}
 		d.finish()
 		close(d.exited)
 		d.st.dispatcherExited(d)

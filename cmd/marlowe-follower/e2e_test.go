@@ -125,7 +125,8 @@ func TestRunDevnetEndToEnd(t *testing.T) {
 	metrics, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
 	for _, name := range []string{"marlowe_chain_slot", "marlowe_node_tip_slot", "marlowe_blocks_total", "marlowe_history_records_committed_total",
-		"marlowe_store_commit_seconds_bucket", "marlowe_rollbacks_total", "marlowe_decode_failures_total", "marlowe_history_live_subscribers"} {
+		"marlowe_store_commit_seconds_bucket", "marlowe_rollbacks_total", "marlowe_decode_failures_total", "marlowe_history_live_subscribers",
+		"marlowe_rejected_outputs_total"} {
 		if !strings.Contains(string(metrics), name) {
 			t.Errorf("metric %s missing", name)
 		}

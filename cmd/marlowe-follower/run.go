@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"net"
 	"os"
@@ -58,7 +59,10 @@ func newRunCommand() *cobra.Command {
 				cfg.Node.NetworkMagic = devnet.NetworkMagic
 				gen := devnet.DefaultGeneratorConfig()
 				gen.Seed, gen.MarloweShare = devnetSeed, devnetShare
-				dn, err := devnet.Start(ctx, devnet.RunConfig{
+				// The node outlives the signal: it stops after the service
+				// (dn.Close, deferred), or the follower would see it go first
+				// and warn that it lost the node.
+				dn, err := devnet.Start(context.WithoutCancel(ctx), devnet.RunConfig{
 					SocketPath: cfg.Node.Socket, Generator: gen, Blocks: devnetStop, BlockRate: devnetRate, Journal: journal, Logger: log,
 				})
 				if err != nil {

@@ -102,6 +102,19 @@ func (m *Metrics) RegisterFollower(p *chainsync.Progress) {
 	})
 }
 
+// RegisterProcessor exposes the history processor's counters.
+func (m *Metrics) RegisterProcessor(p *history.Processor) {
+	m.Registry.MustRegister(&labelledCounters{
+		desc: prometheus.NewDesc("marlowe_rejected_outputs_total",
+			"Outputs to a Marlowe validator that cannot be followed (no contract can start from them), each counted once, by "+
+				"reason: datum_missing (no datum, or its hash without the datum), datum_undecodable (not Plutus Data), "+
+				"datum_not_marlowe_data, other.",
+			[]string{"reason"}, nil),
+		labels: history.RejectReasons,
+		values: p.RejectedOutputs,
+	})
+}
+
 // labelledCounters exposes counters kept in a map, one series per label
 // value (every listed value, zero included, so that rate() sees the first
 // increase).

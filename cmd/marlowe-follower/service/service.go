@@ -203,6 +203,7 @@ func Start(ctx context.Context, cfg *config.Config, log *zap.Logger, opts Option
 	s.pids.store = s.system.Root.Spawn(store.Props())
 	s.handle = history.NewHandle(store, s.system, s.pids.store)
 	processor := history.NewProcessor(slots, log, s.pids.store)
+	metrics.RegisterProcessor(processor)
 	s.pids.processor = s.system.Root.Spawn(processor.Props())
 	sink := &history.PipelineSink{Root: s.system.Root, Processor: s.pids.processor, Credits: actors.NewCredits(storeCfg.InFlight())}
 	s.follower, err = chainsync.NewFollower(chainsync.Config{

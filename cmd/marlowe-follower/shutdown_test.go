@@ -1,0 +1,116 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"net/http"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// TestCleanShutdownLogsNoWarning runs `run --devnet` with clients attached
+// (tail over the WebSocket, a durable tail, server-sent events), stops it
+// with SIGINT and with SIGTERM, and fails on any WARN or ERROR it logged:
+// a clean stop, and the devnet's deliberately malformed outputs, are no
+// cause for alarm.
+func TestCleanShutdownLogsNoWarning(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binary")
+	}
+	bin := buildBinary(t)
+	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {
+		t.Run(sig.String(), func(t *testing.T) {
+			qport, sport := freePort(t), freePort(t)
+			base := "http://127.0.0.1:" + strconv.Itoa(qport)
+			ws := "ws://127.0.0.1:" + strconv.Itoa(sport) + "/"
+			cmd := exec.Command(bin, "run", "--devnet", "--devnet-block-rate", "50", "--devnet-marlowe-share", "0.8",
+				"--data-dir", t.TempDir(), "--query-port", strconv.Itoa(qport), "--streaming-port", strconv.Itoa(sport),
+				"--query-host", "127.0.0.1", "--streaming-host", "127.0.0.1", "--log-level", "info", "--log-format", "json",
+				"--progress-bar", "never")
+			for _, kv := range os.Environ() {
+				if !strings.HasPrefix(kv, "MARLOWE_RT_") {
+					cmd.Env = append(cmd.Env, kv)
+				}
+			}
+			stderr, err := cmd.StderrPipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			var mu sync.Mutex
+			var bad []string
+			read := make(chan struct{})
+			go func() {
+				defer close(read)
+				sc := bufio.NewScanner(stderr)
+				sc.Buffer(make([]byte, 1<<20), 1<<20)
+				for sc.Scan() {
+					var e struct {
+						Level string `json:"level"`
+					}
+					if json.Unmarshal(sc.Bytes(), &e) == nil && (e.Level == "warn" || e.Level == "error" || e.Level == "fatal") {
+						mu.Lock()
+						bad = append(bad, sc.Text())
+						mu.Unlock()
+					}
+				}
+			}()
+			var status struct {
+				HistorySeq int64 `json:"historySeq"`
+			}
+			deadline := time.Now().Add(60 * time.Second)
+			for {
+				code, err := getJSON(base+"/status", &status)
+				if err == nil && code == 200 && status.HistorySeq >= 40 {
+					break
+				}
+				if time.Now().After(deadline) {
+					_ = cmd.Process.Kill()
+					t.Fatalf("the service did not follow: %d %v %+v", code, err, status)
+				}
+				time.Sleep(100 * time.Millisecond)
+			}
+			// Clients attached when the signal comes.
+			var clients []*exec.Cmd
+			for _, args := range [][]string{{"tail", "--all", "--url", ws}, {"tail", "--all", "--durable", "shutdown-test", "--url", ws}} {
+				c := exec.Command(bin, args...)
+				if err := c.Start(); err != nil {
+					t.Fatal(err)
+				}
+				clients = append(clients, c)
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			req, _ := http.NewRequestWithContext(ctx, http.MethodGet, base+"/events?all=true", nil)
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			time.Sleep(2 * time.Second)
+			if err := cmd.Process.Signal(sig); err != nil {
+				t.Fatal(err)
+			}
+			if err := cmd.Wait(); err != nil {
+				t.Fatalf("exit after %s: %v", sig, err)
+			}
+			<-read
+			for _, c := range clients {
+				_ = c.Process.Kill()
+				_ = c.Wait()
+			}
+			for _, l := range bad {
+				t.Errorf("logged: %s", l)
+			}
+		})
+	}
+}
