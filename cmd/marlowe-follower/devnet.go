@@ -1,29 +1,116 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 	"go.uber.org/zap"
 
 	"github.com/marlowe-follower/follower/chainsync/devnet"
 	"github.com/marlowe-follower/follower/cmd/marlowe-follower/config"
+	"github.com/marlowe-follower/follower/cmd/marlowe-follower/service"
+	"github.com/marlowe-follower/follower/history"
 )
+
+// DevnetChainFile is the name of the devnet's chain file in a data directory.
+const DevnetChainFile = "devnet.chain"
+
+// defaultStartTime is where generated chains on a public network's clock
+// begin unless --start-time says otherwise: a fixed time, so that a seed
+// always gives the same chain.
+var defaultStartTime = time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// devnetNetwork is the network a devnet serves: its magic, the slot
+// configuration followers must use, and the generator's clock (zero for
+// the devnet's own, on which the lifecycles keep the traces' times).
+type devnetNetwork struct {
+	magic uint32
+	slots history.SlotConfig
+	clock devnet.SlotClock
+}
+
+// resolveDevnetNetwork turns the network flags into a network.
+func resolveDevnetNetwork(s service.NetworkSettings) (devnetNetwork, error) {
+	if s.Genesis != "" && s.Magic == 0 {
+		g, err := history.ReadShelleyGenesis(s.Genesis)
+		if err != nil {
+			return devnetNetwork{}, err
+		}
+		s.Magic = g.NetworkMagic
+	}
+	if s.Magic == 0 {
+		s.Magic = devnet.NetworkMagic
+	}
+	sc, err := service.NetworkSlots(s, "--network-magic", "--system-start", "--slot-length", "--shelley-genesis")
+	if err != nil {
+		return devnetNetwork{}, err
+	}
+	n := devnetNetwork{magic: s.Magic, slots: sc}
+	if s.Magic != devnet.NetworkMagic || s.SystemStart != "" || s.Genesis != "" {
+		n.clock = service.DevnetClock(sc)
+	}
+	return n, nil
+}
+
+// startMillis is the POSIX time (ms) a generated chain on n's clock begins
+// at: text (RFC 3339, or now), else 2025-01-01 on a public network and
+// the system start on another.
+func (n devnetNetwork) startMillis(text string) (int64, error) {
+	switch text {
+	case "":
+		if _, err := history.SlotConfigFor(n.magic); err == nil {
+			return defaultStartTime.UnixMilli(), nil
+		}
+		return n.slots.SlotStart(0), nil
+	case "now":
+		return time.Now().UnixMilli(), nil
+	}
+	t, err := time.Parse(time.RFC3339, text)
+	if err != nil {
+		return 0, fmt.Errorf("--start-time %q: want an RFC 3339 time like 2025-01-01T00:00:00Z, or now", text)
+	}
+	if ms := t.UnixMilli(); ms >= n.slots.SlotStart(0) {
+		return ms, nil
+	}
+	return 0, fmt.Errorf("--start-time %s is before the network's slot 0", text)
+}
+
+// followHint is how to follow the devnet with the service.
+func followHint(socket string, n devnetNetwork, s service.NetworkSettings) string {
+	hint := fmt.Sprintf("marlowe-follower run --node-socket %s --network-magic %d", socket, n.magic)
+	switch {
+	case s.Genesis != "":
+		hint += " --shelley-genesis " + s.Genesis
+	case s.SystemStart != "":
+		hint += fmt.Sprintf(" --system-start %s --slot-length %s", s.SystemStart, s.SlotLength)
+	}
+	return hint
+}
 
 func newDevnetCommand() *cobra.Command {
 	def := devnet.DefaultGeneratorConfig()
 	var (
-		socket    string
-		gen       = def
-		blocks    uint64
-		rate      float64
-		replay    string
-		activity  string
-		pregen    bool
-		journal   bool
-		logFormat string
-		logLevel  string
+		socket      string
+		gen         = def
+		blocks      uint64
+		rate        float64
+		replay      string
+		activity    string
+		pregen      bool
+		journal     bool
+		network     service.NetworkSettings
+		startTime   string
+		dataDir     string
+		prefix      int
+		revealAfter time.Duration
+		logFormat   string
+		logLevel    string
 	)
 	cmd := &cobra.Command{
 		Use:   "devnet --socket PATH",
@@ -31,11 +118,58 @@ func newDevnetCommand() *cobra.Command {
 		Long: "Run the built-in devnet node: a node-to-client chain-sync server on a Unix socket that behaves like\n" +
 			"cardano-node towards local clients. It serves a deterministic Conway-era chain (from --seed) with Marlowe\n" +
 			"contract lifecycles on all five script versions, filler transactions and rollbacks, or a file of real\n" +
-			"blocks (--replay). Its network magic is 42.",
+			"blocks (--replay).\n\n" +
+			"Its network magic is 42 unless --network-magic says otherwise. Clients must propose that magic, and\n" +
+			"followers read validity intervals with that network's slot clock: built in for mainnet (764824073),\n" +
+			"preprod (1) and preview (2), given by --system-start and --slot-length (or --shelley-genesis) for any\n" +
+			"other. Replay real blocks with their network's magic. A generated chain on such a clock has its blocks\n" +
+			"at that network's slots, every 20 s from --start-time, and each contract's timeouts and validity\n" +
+			"intervals on that clock, so that the semantics accept every step.\n\n" +
+			"With --data-dir the generated chain is kept in DIR/" + DevnetChainFile + ": started again on it, the devnet\n" +
+			"serves the same chain and continues it as one uninterrupted run would. --prefix-blocks serves only the\n" +
+			"beginning of the stored chain (kept or replayed) and reveals the rest on SIGUSR1 or after --reveal-after.",
 		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if socket == "" {
 				return usageErrorf("--socket is required")
+			}
+			if dataDir != "" && replay != "" {
+				return usageErrorf("--data-dir keeps a generated chain; a --replay file is kept already")
+			}
+			if prefix < 0 {
+				return usageErrorf("--prefix-blocks must not be negative")
+			}
+			if prefix > 0 && dataDir == "" && replay == "" {
+				return usageErrorf("--prefix-blocks serves the beginning of a stored chain: give --data-dir or --replay")
+			}
+			if revealAfter != 0 && prefix == 0 {
+				return usageErrorf("--reveal-after goes with --prefix-blocks")
+			}
+			if !cmd.Flags().Changed("network-magic") {
+				network.Magic = 0 // the genesis's, or 42
+			}
+			net, err := resolveDevnetNetwork(network)
+			if err != nil {
+				return usageError{err}
+			}
+			if !net.clock.IsZero() && replay == "" {
+				ms, err := net.startMillis(startTime)
+				if err != nil {
+					return usageError{err}
+				}
+				gap := gen.MeanSlotGap
+				gen.UseClock(net.clock, ms)
+				if cmd.Flags().Changed("slot-gap") {
+					gen.MeanSlotGap = gap
+				}
+				if startTime == "now" && dataDir != "" {
+					// A kept chain began when it was made: continue it.
+					if meta, err := devnet.ReadChainMeta(filepath.Join(dataDir, DevnetChainFile)); err == nil && meta.Generator.Clock == gen.Clock {
+						gen.After = meta.Generator.After
+					}
+				}
+			} else if startTime != "" {
+				return usageErrorf("--start-time is for a generated chain on another network's clock (--network-magic)")
 			}
 			log, err := config.NewLogger(config.Log{Level: logLevel, Format: logFormat})
 			if err != nil {
@@ -44,15 +178,27 @@ func newDevnetCommand() *cobra.Command {
 			defer func() { _ = log.Sync() }()
 			ctx, stop := signalContext(cmd.Context(), cmd.ErrOrStderr())
 			defer stop()
+			chainFile := ""
+			if dataDir != "" {
+				if err := os.MkdirAll(dataDir, 0o750); err != nil {
+					return err
+				}
+				chainFile = filepath.Join(dataDir, DevnetChainFile)
+			}
 			dn, err := devnet.Start(ctx, devnet.RunConfig{
-				SocketPath: socket, Generator: gen, Blocks: blocks, BlockRate: rate,
-				Pregenerate: pregen, Replay: replay, Journal: journal, Logger: log,
+				SocketPath: socket, NetworkMagic: net.magic, Generator: gen, Blocks: blocks, BlockRate: rate,
+				Pregenerate: pregen, Replay: replay, Journal: journal, ChainFile: chainFile, PrefixBlocks: prefix, Logger: log,
 			})
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(cmd.ErrOrStderr(), "devnet node on %s (network magic %d); follow it with:\n  marlowe-follower follow --node-socket %s --network-magic %d\n",
-				socket, devnet.NetworkMagic, socket, devnet.NetworkMagic)
+			fmt.Fprintf(cmd.ErrOrStderr(), "devnet node on %s (network magic %d); follow it with:\n  %s\n",
+				socket, net.magic, followHint(socket, net, network))
+			if dn.Hidden() > 0 {
+				fmt.Fprintf(cmd.ErrOrStderr(), "serving the stored chain up to block %d; its %d other blocks on SIGUSR1 (kill -USR1 %d)%s\n",
+					dn.Store().Tip().BlockNo, dn.Hidden(), os.Getpid(), revealNote(revealAfter))
+				go revealOnSignal(ctx, dn, revealAfter, log)
+			}
 			writeActivity := func() error {
 				if activity == "" {
 					return nil
@@ -96,10 +242,49 @@ func newDevnetCommand() *cobra.Command {
 	f.IntVar(&gen.MeanBlockSize, "block-size", def.MeanBlockSize, "mean block body size in bytes (sizes vary up to 90,112)")
 	f.IntVar(&gen.RollbackEvery, "rollback-every", def.RollbackEvery, "mean blocks between rollbacks (0: none)")
 	f.IntVar(&gen.MaxRollbackDepth, "rollback-depth", def.MaxRollbackDepth, "deepest rollback in blocks")
+	f.IntVar(&gen.MeanSlotGap, "slot-gap", def.MeanSlotGap, "mean slots between blocks: 20 s of the devnet's 1 ms slots; on another network's clock 20 s of its slots unless given")
 	f.BoolVar(&journal, "journal", false, "serve every client the chain's whole history, forks included, whatever its timing (reproducible runs)")
 	f.StringVar(&replay, "replay", "", "serve the blocks of this file (hex, one block per line, optionally TYPE:HEX) instead of generating")
 	f.StringVar(&activity, "activity", "", "write the generated Marlowe activity (the expected result) to this file as JSON lines")
+	f.Uint32Var(&network.Magic, "network-magic", devnet.NetworkMagic, "network magic clients must propose: 42 (the devnet), mainnet 764824073, preprod 1, preview 2, or any other with a slot clock; with --shelley-genesis its magic unless given")
+	f.StringVar(&network.SystemStart, "system-start", "", "for a network without a built-in slot clock: the time slot 0 began, RFC 3339 (2025-01-01T00:00:00Z); with --slot-length")
+	f.DurationVar(&network.SlotLength, "slot-length", 0, "for a network without a built-in slot clock: the length of a slot (1s, 100ms); with --system-start")
+	f.StringVar(&network.Genesis, "shelley-genesis", "", "for a network without a built-in slot clock: its Shelley genesis file (networkMagic, systemStart and slotLength)")
+	f.StringVar(&startTime, "start-time", "", "on another network's clock: when the generated chain begins, RFC 3339 or now (a kept chain keeps its start; default: 2025-01-01T00:00:00Z on mainnet, preprod and preview, the system start on others)")
+	f.StringVar(&dataDir, "data-dir", "", "keep the generated chain in this directory ("+DevnetChainFile+") and continue it when started again")
+	f.IntVar(&prefix, "prefix-blocks", 0, "serve only the first N blocks of the stored chain (--data-dir or --replay) in the order they were made, forks included, until SIGUSR1 or --reveal-after reveals the rest (0: all of it)")
+	f.DurationVar(&revealAfter, "reveal-after", 0, "with --prefix-blocks: reveal the rest of the stored chain after this long (0: on SIGUSR1 only)")
 	f.StringVar(&logLevel, "log-level", config.DefaultLogLevel, "log level")
 	f.StringVar(&logFormat, "log-format", "console", "log format: json or console")
 	return cmd
+}
+
+func revealNote(after time.Duration) string {
+	if after > 0 {
+		return fmt.Sprintf(" or in %s", after)
+	}
+	return ""
+}
+
+// revealOnSignal reveals the hidden rest of the stored chain on SIGUSR1
+// or after the delay.
+func revealOnSignal(ctx context.Context, dn *devnet.Devnet, after time.Duration, log *zap.Logger) {
+	ch := make(chan os.Signal, 1)
+	signal.Notify(ch, syscall.SIGUSR1)
+	defer signal.Stop(ch)
+	var timer <-chan time.Time
+	if after > 0 {
+		t := time.NewTimer(after)
+		defer t.Stop()
+		timer = t.C
+	}
+	select {
+	case <-ctx.Done():
+		return
+	case <-ch:
+	case <-timer:
+	}
+	if _, err := dn.Reveal(0); err != nil {
+		log.Error("revealing the stored chain", zap.Error(err))
+	}
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net"
-	"os"
 	"path/filepath"
 
 	"github.com/spf13/cobra"
@@ -29,7 +28,9 @@ func newRunCommand() *cobra.Command {
 		Short: "Run the service: follow the node, store the Marlowe history, serve queries and streams",
 		Long: "Run the service: follow the node, store the Marlowe history, serve queries and streams.\n\n" +
 			"With --devnet it starts the built-in devnet node in the same process and keeps the history in an\n" +
-			"embedded store in a temporary directory (unless --data-dir is given): one command, nothing to set up.",
+			"embedded store in a temporary directory (unless --data-dir is given): one command, nothing to set up.\n" +
+			"With --data-dir (or a database URL) the devnet's chain is kept in the data directory too\n" +
+			"(devnet.chain), so a restart serves the same chain and the service resumes where it stopped.",
 		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			l, err := loadConfig(cmd)
@@ -45,30 +46,18 @@ func newRunCommand() *cobra.Command {
 			ctx, stop := signalContext(cmd.Context(), cmd.ErrOrStderr())
 			defer stop()
 
+			devnetChain := ""
 			if useDevnet {
-				tmp, err := os.MkdirTemp("", "marlowe-follower-devnet-")
+				opts := runDevnetOptions{rate: devnetRate, seed: devnetSeed, share: devnetShare, blocks: devnetStop, journal: journal}
+				// The node outlives the signal: it stops after the service
+				// (cleanup, deferred), or the follower would see it go first
+				// and warn that it lost the node.
+				_, chainFile, cleanup, err := startRunDevnet(context.WithoutCancel(ctx), l, &cfg, opts, log)
 				if err != nil {
 					return err
 				}
-				defer os.RemoveAll(tmp)
-				if l.Sources["store.dataDir"] == config.FromDefault && cfg.Store.DatabaseURL == "" {
-					cfg.Store.DataDir = filepath.Join(tmp, "data")
-				}
-				cfg.Node.Socket = filepath.Join(tmp, "node.socket")
-				l.ApplyDevnetDefaults(&cfg) // browser pages of any origin, unless cors.origins is set
-				cfg.Node.NetworkMagic = devnet.NetworkMagic
-				gen := devnet.DefaultGeneratorConfig()
-				gen.Seed, gen.MarloweShare = devnetSeed, devnetShare
-				// The node outlives the signal: it stops after the service
-				// (dn.Close, deferred), or the follower would see it go first
-				// and warn that it lost the node.
-				dn, err := devnet.Start(context.WithoutCancel(ctx), devnet.RunConfig{
-					SocketPath: cfg.Node.Socket, Generator: gen, Blocks: devnetStop, BlockRate: devnetRate, Journal: journal, Logger: log,
-				})
-				if err != nil {
-					return fmt.Errorf("devnet: %w", err)
-				}
-				defer dn.Close()
+				defer cleanup()
+				devnetChain = chainFile
 			} else if cfg.Node.Socket == "" {
 				return usageErrorf("node.socket (MARLOWE_RT_NODE_SOCKET, --node-socket) is required; or try --devnet")
 			}
@@ -77,7 +66,7 @@ func newRunCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			printEndpoints(cmd, &cfg, svc, useDevnet)
+			printEndpoints(cmd, &cfg, svc, useDevnet, devnetChain)
 			if service.WantBar(cfg.Progress.Bar) {
 				go service.ShowProgressBar(ctx, cmd.ErrOrStderr(), svc.Progress())
 			} else {
@@ -113,7 +102,7 @@ func newRunCommand() *cobra.Command {
 }
 
 // printEndpoints says where to point clients.
-func printEndpoints(cmd *cobra.Command, cfg *config.Config, svc *service.Service, devnetMode bool) {
+func printEndpoints(cmd *cobra.Command, cfg *config.Config, svc *service.Service, devnetMode bool, devnetChain string) {
 	w := cmd.ErrOrStderr()
 	fmt.Fprintln(w, "marlowe-follower is running.")
 	if addr := svc.QueryAddr(); addr != "" {
@@ -131,6 +120,9 @@ func printEndpoints(cmd *cobra.Command, cfg *config.Config, svc *service.Service
 	}
 	if devnetMode {
 		fmt.Fprintf(w, "  devnet node:   %s (network magic %d)\n", cfg.Node.Socket, devnet.NetworkMagic)
+		if devnetChain != "" {
+			fmt.Fprintf(w, "  devnet chain:  %s (kept: a restart continues it)\n", devnetChain)
+		}
 	}
 	if cfg.Store.DatabaseURL == "" {
 		fmt.Fprintf(w, "  history store: %s\n", filepath.Join(cfg.Store.DataDir, "history.sqlite"))

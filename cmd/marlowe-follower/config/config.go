@@ -43,6 +43,9 @@ type Config struct {
 type Node struct {
 	Socket       string        `yaml:"socket" env:"MARLOWE_RT_NODE_SOCKET" flag:"node-socket" doc:"path of the cardano-node's local (node-to-client) socket"`
 	NetworkMagic uint32        `yaml:"networkMagic" env:"MARLOWE_RT_NETWORK_MAGIC" flag:"network-magic" default:"764824073" doc:"network magic: mainnet 764824073, preprod 1, preview 2, devnet 42"`
+	SystemStart  string        `yaml:"systemStart" env:"MARLOWE_RT_SYSTEM_START" flag:"system-start" doc:"for a network without a built-in slot clock (not mainnet, preprod or preview): the time slot 0 began, RFC 3339 (2025-01-01T00:00:00Z), with node.slotLength"`
+	SlotLength   time.Duration `yaml:"slotLength" env:"MARLOWE_RT_SLOT_LENGTH" flag:"slot-length" doc:"for a network without a built-in slot clock: the length of its slots (1s), with node.systemStart"`
+	Genesis      string        `yaml:"shelleyGenesis" env:"MARLOWE_RT_SHELLEY_GENESIS" flag:"shelley-genesis" doc:"for a network without a built-in slot clock: its Shelley genesis file, whose systemStart and slotLength give the clock (instead of node.systemStart and node.slotLength) and whose networkMagic must be node.networkMagic"`
 	Start        string        `yaml:"start" env:"MARLOWE_RT_START" flag:"from" default:"origin" doc:"where to start when nothing is stored yet: origin, tip or SLOT.HASH"`
 	MinBackoff   time.Duration `yaml:"minBackoff" env:"MARLOWE_RT_MIN_BACKOFF" flag:"min-backoff" default:"200ms" doc:"first wait before reconnecting to the node; it doubles after each failure"`
 	MaxBackoff   time.Duration `yaml:"maxBackoff" env:"MARLOWE_RT_MAX_BACKOFF" flag:"max-backoff" default:"30s" doc:"longest wait between reconnection attempts"`

@@ -170,7 +170,7 @@ func Start(ctx context.Context, cfg *config.Config, log *zap.Logger, opts Option
 	if err != nil {
 		return nil, fmt.Errorf("node.start: %w", err)
 	}
-	slots, err := SlotConfig(cfg.Node.NetworkMagic)
+	slots, err := NodeSlotConfig(&cfg.Node)
 	if err != nil {
 		return nil, err
 	}
@@ -296,7 +296,7 @@ func (s *Service) startQuery(ctx context.Context, opts Options) error {
 		return nil
 	}
 	magic := s.cfg.Node.NetworkMagic
-	slots, err := SlotConfig(magic)
+	slots, err := NodeSlotConfig(&s.cfg.Node)
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,181 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/marlowe-follower/follower/chainsync/chain"
+	"github.com/marlowe-follower/follower/chainsync/devnet"
+	"github.com/marlowe-follower/follower/history"
+)
+
+// syncBuffer is a buffer the child's stderr is copied into while the test
+// reads it.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// startRunDevnet starts `run --devnet` (the node's default mode, as users
+// run it) with extra arguments, its log (warnings and errors) kept.
+func startRunDevnetArgs(t *testing.T, bin, workDir string, qport int, extra ...string) (*exec.Cmd, *syncBuffer) {
+	t.Helper()
+	args := append([]string{"run", "--devnet", "--devnet-block-rate", "100", "--devnet-seed", "9",
+		"--query-port", strconv.Itoa(qport), "--streaming-port", "0", "--query-host", "127.0.0.1",
+		"--min-backoff", "50ms", "--max-backoff", "500ms", "--log-level", "warn", "--progress-bar", "never"}, extra...)
+	cmd := exec.Command(bin, args...)
+	cmd.Dir = workDir
+	out := &syncBuffer{}
+	cmd.Stderr = out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	return cmd, out
+}
+
+func stopRun(t *testing.T, cmd *exec.Cmd, out *syncBuffer) {
+	t.Helper()
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("exit after SIGTERM: %v\n%s", err, out)
+	}
+}
+
+// waitSeq waits until the service's history passes seq.
+func waitSeq(t *testing.T, base string, seq int64) {
+	t.Helper()
+	var status struct {
+		HistorySeq int64 `json:"historySeq"`
+	}
+	deadline := time.Now().Add(90 * time.Second)
+	for {
+		code, err := getJSON(base+"/status", &status)
+		if err == nil && code == 200 && status.HistorySeq > seq {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the history did not pass seq %d: %d %v %+v", seq, code, err, status)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// TestRunDevnetRestartKeepsChain restarts `run --devnet --data-dir` twice.
+// The devnet keeps its chain in the data directory, so after each restart
+// the history's records up to the previous head are the same records with
+// the same seqs (a record may only be marked rolled back later by a
+// rollback the devnet's chain really made), no rolled_back record appears
+// at the restart, nothing is logged as an error (no "no intersection"),
+// and new records follow on the same chain.
+func TestRunDevnetRestartKeepsChain(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binary")
+	}
+	bin := buildBinary(t)
+	dir := t.TempDir()
+	qport := freePort(t)
+	base := "http://127.0.0.1:" + strconv.Itoa(qport)
+	chainFile := filepath.Join(dir, DevnetChainFile)
+
+	var prev []history.Record
+	for run := range 3 {
+		cmd, out := startRunDevnetArgs(t, bin, "", qport, "--data-dir", dir)
+		head := int64(len(prev))
+		waitSeq(t, base, head+40)
+		stopRun(t, cmd, out)
+		if strings.Contains(out.String(), "no intersection") || strings.Contains(out.String(), "ERROR") || strings.Contains(out.String(), `"level":"error"`) {
+			t.Fatalf("run %d logged:\n%s", run+1, out)
+		}
+		log, _ := storeState(t, dir)
+		_, ops, err := devnet.ReadChainFile(chainFile)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rollbacks := map[chain.Point]bool{}
+		for _, op := range ops {
+			if op.Rollback != nil {
+				rollbacks[*op.Rollback] = true
+			}
+		}
+		for i, r := range log {
+			if r.Seq != int64(i+1) {
+				t.Fatalf("run %d: seq %d at position %d", run+1, r.Seq, i)
+			}
+			if r.Kind == history.KindRolledBack && r.Seq > head {
+				var p history.RolledBack
+				if err := json.Unmarshal(r.Payload, &p); err != nil {
+					t.Fatal(err)
+				}
+				if !rollbacks[p.To] {
+					t.Fatalf("run %d: record %d rolls back to %s, which the devnet's chain never rolled back to (a restart rollback)", run+1, r.Seq, p.To)
+				}
+				if r.Seq == head+1 {
+					t.Fatalf("run %d: the first record after the restart is a rollback", run+1)
+				}
+			}
+		}
+		for i := range prev {
+			a, b := prev[i], log[i]
+			if a.RolledBackBy == nil && b.RolledBackBy != nil && *b.RolledBackBy > head {
+				a.RolledBackBy = b.RolledBackBy // rolled back by a later devnet rollback (checked above)
+			}
+			if !reflect.DeepEqual(a, b) {
+				t.Fatalf("run %d: record %d changed across the restart:\n before %+v %s\n after  %+v %s", run+1, i+1, a, a.Payload, b, b.Payload)
+			}
+		}
+		t.Logf("run %d: %d records (%d before), chain file of %d changes", run+1, len(log), len(prev), len(ops))
+		prev = log
+	}
+}
+
+// TestRunDevnetWithoutDataDir: without a data directory everything is in a
+// temporary directory, removed at exit, and no chain is kept.
+func TestRunDevnetWithoutDataDir(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binary")
+	}
+	bin := buildBinary(t)
+	qport := freePort(t)
+	work := t.TempDir()
+	cmd, out := startRunDevnetArgs(t, bin, work, qport)
+	waitSeq(t, "http://127.0.0.1:"+strconv.Itoa(qport), 5)
+	stopRun(t, cmd, out)
+	m := regexp.MustCompile(`devnet node: +(\S+)/node\.socket`).FindStringSubmatch(out.String())
+	if m == nil {
+		t.Fatalf("no devnet node line:\n%s", out)
+	}
+	if _, err := os.Stat(m[1]); !os.IsNotExist(err) {
+		t.Fatalf("the temporary directory %s is still there: %v", m[1], err)
+	}
+	if strings.Contains(out.String(), "devnet chain:") {
+		t.Fatalf("a chain was kept:\n%s", out)
+	}
+	if entries, _ := os.ReadDir(work); len(entries) != 0 {
+		t.Fatalf("files left in the working directory: %v", entries)
+	}
+}
