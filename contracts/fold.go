@@ -14,7 +14,7 @@ import (
 	"github.com/marlowe-follower/follower/chainsync/chain"
 	"github.com/marlowe-follower/follower/contracts/contractstore"
 	"github.com/marlowe-follower/follower/contracts/marlowe"
-	"github.com/marlowe-follower/follower/history"
+	"github.com/marlowe-follower/follower/history/record"
 )
 
 // loadFunc reads a stored contract; contractstore.ErrNotFound when there is
@@ -83,7 +83,7 @@ type datumParts struct {
 }
 
 // apply folds one record (not a RolledBack marker: the store handles those).
-func (f *folder) apply(ctx context.Context, r *history.Record) error {
+func (f *folder) apply(ctx context.Context, r *record.Record) error {
 	if r.Contract == nil {
 		return nil
 	}
@@ -92,30 +92,30 @@ func (f *folder) apply(ctx context.Context, r *history.Record) error {
 		return err
 	}
 	f.applied++
-	if r.Kind != history.KindContractCreated && e.row == nil {
+	if r.Kind != record.KindContractCreated && e.row == nil {
 		f.log.Warn("a record of a contract the projection does not know; skipped",
 			zap.Int64("seq", r.Seq), zap.String("kind", string(r.Kind)), zap.Stringer("contract", *r.Contract))
 		return nil
 	}
 	switch r.Kind {
-	case history.KindContractCreated:
+	case record.KindContractCreated:
 		return f.created(e, r)
-	case history.KindInputsApplied:
+	case record.KindInputsApplied:
 		return f.inputsApplied(e, r)
-	case history.KindApplyInputsRejected:
+	case record.KindApplyInputsRejected:
 		return f.rejected(e, r)
-	case history.KindPayoutWithdrawn:
+	case record.KindPayoutWithdrawn:
 		return f.withdrawn(e, r)
 	}
 	return nil
 }
 
-func (f *folder) touch(e *entry, r *history.Record) {
+func (f *folder) touch(e *entry, r *record.Record) {
 	e.row.LastSeq, e.row.LastBlock = r.Seq, r.Block
 }
 
-func (f *folder) created(e *entry, r *history.Record) error {
-	var p history.ContractCreated
+func (f *folder) created(e *entry, r *record.Record) error {
+	var p record.ContractCreated
 	if err := json.Unmarshal(r.Payload, &p); err != nil {
 		return fmt.Errorf("record %d: contract_created payload: %w", r.Seq, err)
 	}
@@ -162,11 +162,11 @@ func (f *folder) created(e *entry, r *history.Record) error {
 		f.log.Warn("a contract's datum does not parse: its parties are not indexed", zap.Stringer("contract", p.ContractID), zap.Error(err))
 		return nil
 	}
-	f.addParties(e, history.PartiesOf(rc, md.Contract, &md.State))
+	f.addParties(e, record.PartiesOf(rc, md.Contract, &md.State))
 	return nil
 }
 
-func (f *folder) addParties(e *entry, ps []history.Party) {
+func (f *folder) addParties(e *entry, ps []record.Party) {
 	if e.parties == nil {
 		e.parties = map[string]bool{}
 	}
@@ -188,8 +188,8 @@ func partyKey(p *contractstore.ContractParty) string {
 	return "r" + hex.EncodeToString(p.Party.RoleCurrency) + "." + hex.EncodeToString(p.Party.Role)
 }
 
-func (f *folder) inputsApplied(e *entry, r *history.Record) error {
-	var p history.InputsApplied
+func (f *folder) inputsApplied(e *entry, r *record.Record) error {
+	var p record.InputsApplied
 	if err := json.Unmarshal(r.Payload, &p); err != nil {
 		return fmt.Errorf("record %d: inputs_applied payload: %w", r.Seq, err)
 	}
@@ -207,19 +207,19 @@ func (f *folder) inputsApplied(e *entry, r *history.Record) error {
 		tx.Output = &out
 		row.Status, body.Contract, body.State, body.UTxO, body.Assets = contractstore.StatusOpen, d.Contract, d.State, &out, p.Output.Assets
 		if md, err := marlowe.ParseMarloweDataJSON(p.Output.Datum); err == nil {
-			f.addParties(e, history.PartiesOf(md.Params.RolesCurrency, md.Contract, &md.State))
+			f.addParties(e, record.PartiesOf(md.Params.RolesCurrency, md.Contract, &md.State))
 		} else {
 			f.log.Warn("a contract's new datum does not parse: its parties are not indexed", zap.Stringer("contract", row.ID), zap.Error(err))
 		}
 	} else {
 		row.Status, body.Contract, body.State, body.UTxO = contractstore.StatusClosed, json.RawMessage("null"), json.RawMessage("null"), nil
-		body.Assets = history.Assets{Tokens: map[string]map[string]json.Number{}}
+		body.Assets = record.Assets{Tokens: map[string]map[string]json.Number{}}
 	}
 	if bytes.Contains(p.Inputs, []byte(`"merkleized_continuation"`)) {
 		if in, err := marlowe.ParseRedeemerJSON(p.Inputs); err == nil {
 			for i := range in {
 				if in[i].Continuation != nil {
-					f.addParties(e, history.PartiesOf(row.RolesCurrency, in[i].Continuation, nil))
+					f.addParties(e, record.PartiesOf(row.RolesCurrency, in[i].Continuation, nil))
 				}
 			}
 		}
@@ -253,8 +253,8 @@ func (f *folder) inputsApplied(e *entry, r *history.Record) error {
 	return nil
 }
 
-func (f *folder) rejected(e *entry, r *history.Record) error {
-	var p history.ApplyInputsRejected
+func (f *folder) rejected(e *entry, r *record.Record) error {
+	var p record.ApplyInputsRejected
 	if err := json.Unmarshal(r.Payload, &p); err != nil {
 		return fmt.Errorf("record %d: apply_inputs_rejected payload: %w", r.Seq, err)
 	}
@@ -267,8 +267,8 @@ func (f *folder) rejected(e *entry, r *history.Record) error {
 	return nil
 }
 
-func (f *folder) withdrawn(e *entry, r *history.Record) error {
-	var p history.PayoutWithdrawn
+func (f *folder) withdrawn(e *entry, r *record.Record) error {
+	var p record.PayoutWithdrawn
 	if err := json.Unmarshal(r.Payload, &p); err != nil {
 		return fmt.Errorf("record %d: payout_withdrawn payload: %w", r.Seq, err)
 	}

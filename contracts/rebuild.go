@@ -10,6 +10,7 @@ import (
 	"github.com/marlowe-follower/follower/chainsync/chain"
 	"github.com/marlowe-follower/follower/contracts/contractstore"
 	"github.com/marlowe-follower/follower/history"
+	"github.com/marlowe-follower/follower/history/record"
 )
 
 // rebuildChunk is how many contracts one history read filters on.
@@ -22,8 +23,8 @@ const rebuildChunk = 500
 // its records current as of the marker's seq, read from the history
 // backend, and the rebuilt rows replace the old ones in one commit with the
 // marker as the new cursor.
-func (s *Store) rollBack(ctx context.Context, head *contractstore.Head, marker *history.Record) error {
-	var rb history.RolledBack
+func (s *Store) rollBack(ctx context.Context, head *contractstore.Head, marker *record.Record) error {
+	var rb record.RolledBack
 	if err := json.Unmarshal(marker.Payload, &rb); err != nil {
 		return fmt.Errorf("record %d: rolled_back payload: %w", marker.Seq, err)
 	}
@@ -59,8 +60,8 @@ func foldCurrent(ctx context.Context, b history.Backend, f *folder, ids []chain.
 		chunk := ids[start:min(len(ids), start+rebuildChunk)]
 		var after int64
 		for {
-			recs, err := b.RecordList(ctx, &history.RecordListParams{
-				Filter: history.Filter{Contracts: chunk}, Mode: history.ModeSnapshot, Snapshot: asOf, After: after, Limit: page,
+			recs, err := b.RecordList(ctx, &record.RecordListParams{
+				Filter: record.Filter{Contracts: chunk}, Mode: record.ModeSnapshot, Snapshot: asOf, After: after, Limit: page,
 			})
 			if err != nil {
 				return fmt.Errorf("reading records as of seq %d: %w", asOf, err)
@@ -96,7 +97,7 @@ func Fold(ctx context.Context, b history.Backend, asOf int64, ids []chain.TxOutR
 	} else {
 		var after int64
 		for {
-			recs, err := b.RecordList(ctx, &history.RecordListParams{Mode: history.ModeSnapshot, Snapshot: asOf, After: after, Limit: DefaultRebuildPage})
+			recs, err := b.RecordList(ctx, &record.RecordListParams{Mode: record.ModeSnapshot, Snapshot: asOf, After: after, Limit: DefaultRebuildPage})
 			if err != nil {
 				return nil, err
 			}

@@ -17,6 +17,7 @@ import (
 	"github.com/marlowe-follower/follower/chainsync/chain"
 	"github.com/marlowe-follower/follower/contracts/contractstore"
 	"github.com/marlowe-follower/follower/history"
+	"github.com/marlowe-follower/follower/history/record"
 )
 
 // Defaults of Config.
@@ -249,7 +250,7 @@ func (s *Store) run(ctx context.Context) error {
 		return fmt.Errorf("reading the cursor: %w", err)
 	}
 	s.setApplied(head.Position)
-	sub := s.cfg.History.Subscribe(history.Filter{}, history.From{Kind: history.FromCursor, Cursor: history.Cursor{Seq: head.Seq}})
+	sub := s.cfg.History.Subscribe(record.Filter{}, record.From{Kind: record.FromCursor, Cursor: record.Cursor{Seq: head.Seq}})
 	defer sub.Close()
 	for {
 		b, err := sub.Next(ctx)
@@ -264,13 +265,13 @@ func (s *Store) run(ctx context.Context) error {
 
 // applyBatch folds a batch of records. Records before a RolledBack marker
 // are committed first; the marker's rebuild is its own commit.
-func (s *Store) applyBatch(ctx context.Context, head *contractstore.Head, recs []history.Record) error {
+func (s *Store) applyBatch(ctx context.Context, head *contractstore.Head, recs []record.Record) error {
 	load := func(ctx context.Context, id chain.TxOutRef) (*contractstore.Contract, error) {
 		c, _, err := s.cfg.Backend.ContractGet(ctx, id)
 		return c, err
 	}
 	f := newFolder(load, s.log)
-	var last *history.Record
+	var last *record.Record
 	flush := func() error {
 		if last == nil {
 			return nil
@@ -284,7 +285,7 @@ func (s *Store) applyBatch(ctx context.Context, head *contractstore.Head, recs [
 		if r.Seq <= head.Seq {
 			continue // delivered again after a restart of the subscription
 		}
-		if r.Kind != history.KindRolledBack {
+		if r.Kind != record.KindRolledBack {
 			if err := f.apply(ctx, r); err != nil {
 				return err
 			}

@@ -13,7 +13,7 @@ import (
 	"github.com/marlowe-follower/follower/contracts"
 	"github.com/marlowe-follower/follower/contracts/contractstore"
 	"github.com/marlowe-follower/follower/contracts/projectiontest"
-	"github.com/marlowe-follower/follower/history"
+	"github.com/marlowe-follower/follower/history/record"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -57,8 +57,8 @@ func TestProjectionMatchesFold(t *testing.T) {
 }
 
 func countMarkers(t *testing.T, p *projectiontest.Pipeline) int {
-	recs, err := p.History.RecordList(context.Background(), &history.RecordListParams{
-		Filter: history.Filter{Kinds: []history.Kind{history.KindRolledBack}}, Limit: 10000})
+	recs, err := p.History.RecordList(context.Background(), &record.RecordListParams{
+		Filter: record.Filter{Kinds: []record.Kind{record.KindRolledBack}}, Limit: 10000})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/marlowe-follower/follower/chainsync/classify"
 	"github.com/marlowe-follower/follower/contracts/marlowe"
 	pd "github.com/marlowe-follower/follower/contracts/plutusdata"
+	"github.com/marlowe-follower/follower/history/record"
 )
 
 // testStep is one contract step made up for a test: the spent datum and the
@@ -37,7 +38,7 @@ var (
 )
 
 // process runs a step through the processor and returns its payload.
-func (ts *testStep) process(t *testing.T) InputsApplied {
+func (ts *testStep) process(t *testing.T) record.InputsApplied {
 	t.Helper()
 	md := marlowe.MarloweData{Params: marlowe.MarloweParams{RolesCurrency: ts.currency}, State: ts.state, Contract: ts.contract}
 	start, ttl := uint64(1_000_000_000+1000), uint64(1_000_000_000+2000) // devnet slots: POSIX 1000 to 1999 ms
@@ -68,10 +69,10 @@ func (ts *testStep) process(t *testing.T) InputsApplied {
 	}
 	p := NewProcessor(devnetSlots, zap.NewNop(), nil)
 	st := p.Process(&classify.RollForward{Header: chain.BlockHeader{Slot: 1, BlockNo: 1}, Txs: []classify.MarloweTx{tx}})
-	if st == nil || len(st.Forward.Records) != 1 || st.Forward.Records[0].Kind != KindInputsApplied {
+	if st == nil || len(st.Forward.Records) != 1 || st.Forward.Records[0].Kind != record.KindInputsApplied {
 		t.Fatalf("records %+v", st)
 	}
-	var out InputsApplied
+	var out record.InputsApplied
 	mustUnmarshal(t, st.Forward.Records[0].Payload, &out)
 	return out
 }
@@ -505,7 +506,7 @@ func addValues(a, b block.Value) block.Value {
 }
 
 // holdingOfAssets reads a payment's assets back.
-func holdingOfAssets(t *testing.T, a Assets) holding {
+func holdingOfAssets(t *testing.T, a record.Assets) holding {
 	t.Helper()
 	h := holding{"": new(big.Int).SetUint64(a.Lovelace)}
 	for policy, names := range a.Tokens {

@@ -5,6 +5,7 @@ import (
 
 	"github.com/marlowe-follower/follower/chainsync/chain"
 	"github.com/marlowe-follower/follower/chainsync/classify"
+	"github.com/marlowe-follower/follower/history/record"
 )
 
 // Backend is the storage of the history log. One process writes (the Store
@@ -37,19 +38,19 @@ type Backend interface {
 	CheckpointGet(ctx context.Context) (*Checkpoint, error)
 
 	// RecordList reads records in seq order (see RecordListParams).
-	RecordList(ctx context.Context, p *RecordListParams) ([]Record, error)
+	RecordList(ctx context.Context, p *record.RecordListParams) ([]record.Record, error)
 
 	// RecordRecent returns, in seq order, a short reference to every record
 	// of a block after the given slot (rolled back ones and markers too):
 	// the store keeps them in memory to know which records a rollback undoes.
-	RecordRecent(ctx context.Context, afterSlot uint64) ([]RecordRef, error)
+	RecordRecent(ctx context.Context, afterSlot uint64) ([]record.RecordRef, error)
 
 	// RecordGet reads one record by seq; ErrNotFound when there is none.
-	RecordGet(ctx context.Context, seq int64) (*Record, error)
+	RecordGet(ctx context.Context, seq int64) (*record.Record, error)
 
 	// ContractGet returns a contract's index entry; ErrNotFound when the
 	// contract was never created.
-	ContractGet(ctx context.Context, id chain.TxOutRef) (*ContractIndex, error)
+	ContractGet(ctx context.Context, id chain.TxOutRef) (*record.ContractIndex, error)
 
 	// Close releases the backend's resources.
 	Close() error
@@ -60,37 +61,12 @@ type InitParams struct {
 	NetworkMagic uint32
 }
 
-// ContractIndex is what subscriptions and queries filter contracts by. It is
-// written with the contract's creation and extended by later steps that
-// bring new parties in. It is never removed, not even when the creation is
-// rolled back: what a filter matches in the log must not change afterwards,
-// or a subscriber catching up would see other records than a live one saw.
-// A contract created again on a fork keeps its entry (CreatedSeq is updated).
-type ContractIndex struct {
-	ID            chain.TxOutRef
-	Version       string
-	RolesCurrency []byte // empty for contracts without roles
-	Tags          []string
-	Parties       []Party
-	CreatedSeq    int64
-	Block         chain.BlockHeader
-}
-
-// Party is a contract participant as filters see it: exactly one of an
-// address (bech32 text) or a role, which is named with its roles currency.
-type Party struct {
-	Address string // bech32, set for address parties
-	// RoleCurrency and Role are set for role parties.
-	RoleCurrency []byte
-	Role         []byte
-}
-
 // PartyAddition records parties a record brought into a contract (for
 // example through a merkleized continuation).
 type PartyAddition struct {
 	Contract chain.TxOutRef
 	Seq      int64 // the record that brought them
-	Parties  []Party
+	Parties  []record.Party
 }
 
 // RollbackMark marks records rolled back: every record other than a
@@ -106,9 +82,9 @@ type RollbackMark struct {
 // then the marks applied in MarkerSeq order, then the contract index changes
 // (whose seqs refer to records of this batch or earlier ones).
 type CommitParams struct {
-	Records        []Record
+	Records        []record.Record
 	Marks          []RollbackMark
-	Contracts      []ContractIndex
+	Contracts      []record.ContractIndex
 	PartyAdditions []PartyAddition
 
 	// Checkpoint is the chain position after the batch.
@@ -146,72 +122,4 @@ type Checkpoint struct {
 	UTxOs       []classify.TrackedUTxO
 	Recent      []classify.UTxOChanges // oldest first
 	Horizon     chain.BlockHeader
-}
-
-// Mode says which records a list returns.
-type Mode uint8
-
-// List modes.
-const (
-	// ModeLog returns every record after the cursor: rolled-back records
-	// and RolledBack markers included, as they were appended.
-	ModeLog Mode = iota
-	// ModeSnapshot returns the records current as of seq Snapshot (not
-	// rolled back by a marker at or below it), markers excluded, with seq
-	// after the cursor and at or below Snapshot.
-	ModeSnapshot
-)
-
-// Filter selects records. Empty fields do not restrict. Lists are OR-ed
-// within a field; fields are AND-ed, except that parties (addresses and
-// roles) are OR-ed together. RolledBack markers pass every filter except a
-// Kinds list without KindRolledBack.
-type Filter struct {
-	Contracts     []chain.TxOutRef
-	RolesCurrency [][]byte
-	Tags          []string
-	PartyAddress  []string
-	PartyRole     []RoleRef
-	Kinds         []Kind
-}
-
-// RoleRef names a role token: its currency and name.
-type RoleRef struct {
-	Currency []byte
-	Name     []byte
-}
-
-// IsAll reports whether the filter selects everything.
-func (f *Filter) IsAll() bool {
-	return len(f.Contracts) == 0 && len(f.RolesCurrency) == 0 && len(f.Tags) == 0 &&
-		len(f.PartyAddress) == 0 && len(f.PartyRole) == 0 && len(f.Kinds) == 0
-}
-
-// RecordListParams select a page of records.
-type RecordListParams struct {
-	Filter   Filter
-	Mode     Mode
-	After    int64 // only records with a greater seq
-	Snapshot int64 // for ModeSnapshot
-	// UpTo, when not zero, returns only records with seq <= UpTo (in
-	// ModeSnapshot, Snapshot bounds the seqs as well).
-	UpTo  int64
-	Limit int // at most this many (the backend caps it at MaxListLimit)
-}
-
-// Page limits of RecordList: the default when Limit is 0, and the cap. A
-// subscription's page size must not exceed MaxListLimit (a short page is how
-// it knows it reached the head).
-const (
-	DefaultListLimit = 1000
-	MaxListLimit     = 10000
-)
-
-// RecordRef is the short form of a record.
-type RecordRef struct {
-	Seq          int64
-	Slot         uint64
-	Kind         Kind
-	Contract     *chain.TxOutRef
-	RolledBackBy *int64
 }

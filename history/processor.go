@@ -14,6 +14,7 @@ import (
 	"github.com/marlowe-follower/follower/chainsync/classify"
 	"github.com/marlowe-follower/follower/contracts/marlowe"
 	pd "github.com/marlowe-follower/follower/contracts/plutusdata"
+	"github.com/marlowe-follower/follower/history/record"
 )
 
 // ChainEvent carries a Marlowe chain event from the follower to the
@@ -36,11 +37,11 @@ type Step struct {
 type ForwardStep struct {
 	Header  chain.BlockHeader
 	Tip     chain.Tip
-	Records []Record // Seq not yet assigned
+	Records []record.Record // Seq not yet assigned
 	// Contracts are the index entries of contracts created by the block;
 	// CreatedSeq holds the index of the creating record in Records until
 	// the store assigns seqs.
-	Contracts []ContractIndex
+	Contracts []record.ContractIndex
 	// PartyAdditions' Seq likewise holds a record index.
 	PartyAdditions []PartyAddition
 	UTxO           classify.UTxOChanges
@@ -129,14 +130,14 @@ func (p *Processor) forward(e *classify.RollForward) *ForwardStep {
 	return fs
 }
 
-func (p *Processor) add(fs *ForwardStep, tx *classify.MarloweTx, kind Kind, contract chain.TxOutRef, payload any) int {
+func (p *Processor) add(fs *ForwardStep, tx *classify.MarloweTx, kind record.Kind, contract chain.TxOutRef, payload any) int {
 	js, err := json.Marshal(payload)
 	if err != nil {
 		// Payloads are built from values that always marshal; a failure is a bug.
 		panic(fmt.Sprintf("history: marshalling a %s payload: %v", kind, err))
 	}
 	id := contract
-	fs.Records = append(fs.Records, Record{Kind: kind, Block: fs.Header, TxID: tx.ID, TxIndex: tx.Index, Contract: &id, Payload: js})
+	fs.Records = append(fs.Records, record.Record{Kind: kind, Block: fs.Header, TxID: tx.ID, TxIndex: tx.Index, Contract: &id, Payload: js})
 	return len(fs.Records) - 1
 }
 
@@ -183,7 +184,7 @@ func (p *Processor) create(fs *ForwardStep, tx *classify.MarloweTx, c *classify.
 		p.log.Warn("a contract's datum cannot be shown", zap.Stringer("contract", c.Ref), zap.Error(err))
 		return
 	}
-	payload := ContractCreated{
+	payload := record.ContractCreated{
 		ContractID: c.Ref, Version: c.Version, RolesCurrency: hexString(c.Data.Params.RolesCurrency),
 		Address: chain.AddressText(c.Address), Assets: AssetsOf(c.Value), Datum: datum, Tags: tags, Metadata: metadata,
 	}
@@ -192,14 +193,14 @@ func (p *Processor) create(fs *ForwardStep, tx *classify.MarloweTx, c *classify.
 			payload.MintedRoles = append(payload.MintedRoles, marlowe.NameText(m.Name))
 		}
 	}
-	ix := p.add(fs, tx, KindContractCreated, c.Ref, payload)
+	ix := p.add(fs, tx, record.KindContractCreated, c.Ref, payload)
 	tagNames := make([]string, 0, len(tags))
 	for t := range tags {
 		tagNames = append(tagNames, t)
 	}
-	fs.Contracts = append(fs.Contracts, ContractIndex{
+	fs.Contracts = append(fs.Contracts, record.ContractIndex{
 		ID: c.Ref, Version: c.Version, RolesCurrency: c.Data.Params.RolesCurrency, Tags: tagNames,
-		Parties:    PartiesOf(c.Data.Params.RolesCurrency, c.Data.Contract, &c.Data.State),
+		Parties:    record.PartiesOf(c.Data.Params.RolesCurrency, c.Data.Contract, &c.Data.State),
 		CreatedSeq: int64(ix), Block: fs.Header,
 	})
 }
@@ -209,7 +210,7 @@ func (p *Processor) create(fs *ForwardStep, tx *classify.MarloweTx, c *classify.
 func (p *Processor) step(fs *ForwardStep, tx *classify.MarloweTx, ci *classify.ContractInput, tags, metadata map[string]json.RawMessage) {
 	id := ci.UTxO.ContractID
 	reject := func(reason string) {
-		p.add(fs, tx, KindApplyInputsRejected, id, ApplyInputsRejected{ContractID: id, Input: ci.UTxO.Ref, Reason: reason})
+		p.add(fs, tx, record.KindApplyInputsRejected, id, record.ApplyInputsRejected{ContractID: id, Input: ci.UTxO.Ref, Reason: reason})
 	}
 	var reasons []string
 	if len(tx.ContractInputs) > 1 {
@@ -258,12 +259,12 @@ func (p *Processor) step(fs *ForwardStep, tx *classify.MarloweTx, ci *classify.C
 		reject("inputs cannot be shown: " + err.Error())
 		return
 	}
-	payload := InputsApplied{
+	payload := record.InputsApplied{
 		ContractID: id, Version: ci.UTxO.Version, Input: ci.UTxO.Ref, Inputs: inputsJSON,
-		Interval: p.slots.SemanticInterval(tx.ValidityStart, tx.TTL), Closed: true, Payouts: []Payout{},
+		Interval: p.slots.SemanticInterval(tx.ValidityStart, tx.TTL), Closed: true, Payouts: []record.Payout{},
 		Tags: nonEmpty(tags), Metadata: metadata,
 	}
-	var newParties []Party
+	var newParties []record.Party
 	for _, c := range tx.Continuations {
 		if c.ContractID != id {
 			continue
@@ -273,9 +274,9 @@ func (p *Processor) step(fs *ForwardStep, tx *classify.MarloweTx, ci *classify.C
 			reject("the new datum cannot be shown: " + err.Error())
 			return
 		}
-		payload.Output = &ContractOutput{Ref: c.Ref, Address: chain.AddressText(c.Address), Assets: AssetsOf(c.Value), Datum: datum}
+		payload.Output = &record.ContractOutput{Ref: c.Ref, Address: chain.AddressText(c.Address), Assets: AssetsOf(c.Value), Datum: datum}
 		payload.Closed = false
-		newParties = append(newParties, PartiesOf(c.Data.Params.RolesCurrency, c.Data.Contract, &c.Data.State)...)
+		newParties = append(newParties, record.PartiesOf(c.Data.Params.RolesCurrency, c.Data.Contract, &c.Data.State)...)
 	}
 	var roleOutputs []*classify.PayoutOutput
 	for i := range tx.Payouts {
@@ -284,14 +285,14 @@ func (p *Processor) step(fs *ForwardStep, tx *classify.MarloweTx, ci *classify.C
 			continue
 		}
 		ref, role, addr := po.Ref, marlowe.NameText(po.Payout.Role), chain.AddressText(po.Address)
-		payload.Payouts = append(payload.Payouts, Payout{Ref: &ref, Role: &role, Assets: AssetsOf(po.Value), ValidatorAddress: &addr})
+		payload.Payouts = append(payload.Payouts, record.Payout{Ref: &ref, Role: &role, Assets: AssetsOf(po.Value), ValidatorAddress: &addr})
 		roleOutputs = append(roleOutputs, po)
 	}
 	payload.Payouts = p.partyPayouts(tx, ci, inputs, payload.Payouts, roleOutputs)
-	ix := p.add(fs, tx, KindInputsApplied, id, payload)
+	ix := p.add(fs, tx, record.KindInputsApplied, id, payload)
 	if datum := p.inputDatum(ci); datum != nil {
 		for _, c := range continuations {
-			newParties = append(newParties, PartiesOf(datum.Params.RolesCurrency, c, nil)...)
+			newParties = append(newParties, record.PartiesOf(datum.Params.RolesCurrency, c, nil)...)
 		}
 	}
 	if len(newParties) > 0 {
@@ -330,7 +331,7 @@ func (p *Processor) inputDatum(ci *classify.ContractInput) *marlowe.MarloweData 
 // carries. It returns the role payouts, the address payouts in output
 // order, then the payments no output carries, as payouts without an id.
 func (p *Processor) partyPayouts(tx *classify.MarloweTx, ci *classify.ContractInput, inputs marlowe.Redeemer,
-	rolePayouts []Payout, roleOutputs []*classify.PayoutOutput) []Payout {
+	rolePayouts []record.Payout, roleOutputs []*classify.PayoutOutput) []record.Payout {
 	md := p.inputDatum(ci)
 	iv := p.slots.SemanticInterval(tx.ValidityStart, tx.TTL)
 	if md == nil || iv.FromMillis == nil || iv.ToMillis == nil {
@@ -351,7 +352,7 @@ func (p *Processor) partyPayouts(tx *classify.MarloweTx, ci *classify.ContractIn
 		addr    []byte // the address, raw
 		text    string // the address, bech32
 		pays    []*marlowe.Payment
-		entries []Payment
+		entries []record.Payment
 	}
 	var payees []*payee
 	byKey := map[string]*payee{}
@@ -377,7 +378,7 @@ func (p *Processor) partyPayouts(tx *classify.MarloweTx, ci *classify.ContractIn
 			payees = append(payees, pe)
 		}
 		pe = byKey[key]
-		entry := Payment{Assets: paymentAssets(pay.Token, pay.Amount)}
+		entry := record.Payment{Assets: paymentAssets(pay.Token, pay.Amount)}
 		if from, err := pay.From.MarshalJSON(); err == nil {
 			entry.From = from
 		}
@@ -397,8 +398,8 @@ func (p *Processor) partyPayouts(tx *classify.MarloweTx, ci *classify.ContractIn
 	for _, r := range tx.Rejected {
 		marloweOutputs[r.Ref.Index] = true
 	}
-	addressPayouts := map[int]*Payout{} // by output index
-	var unpaid []Payout
+	addressPayouts := map[int]*record.Payout{} // by output index
+	var unpaid []record.Payout
 	for _, pe := range payees {
 		var outs []int // candidate outputs: in roleOutputs for a role, tx.Outputs for an address
 		var holdings []holding
@@ -423,7 +424,7 @@ func (p *Processor) partyPayouts(tx *classify.MarloweTx, ci *classify.ContractIn
 			entry := pe.entries[i]
 			switch {
 			case o < 0:
-				po := Payout{Assets: entry.Assets, Payments: []Payment{entry}}
+				po := record.Payout{Assets: entry.Assets, Payments: []record.Payment{entry}}
 				if pe.addr == nil {
 					role := marlowe.NameText(pe.role)
 					po.Role = &role
@@ -440,7 +441,7 @@ func (p *Processor) partyPayouts(tx *classify.MarloweTx, ci *classify.ContractIn
 				po := addressPayouts[k]
 				if po == nil {
 					ref, text := chain.TxOutRef{TxID: tx.ID, Index: uint32(k)}, pe.text
-					po = &Payout{Ref: &ref, Address: &text, Assets: AssetsOf(tx.Outputs[k].Value)}
+					po = &record.Payout{Ref: &ref, Address: &text, Assets: AssetsOf(tx.Outputs[k].Value)}
 					addressPayouts[k] = po
 				}
 				po.Payments = append(po.Payments, entry)
@@ -457,8 +458,8 @@ func (p *Processor) partyPayouts(tx *classify.MarloweTx, ci *classify.ContractIn
 }
 
 // paymentAssets shows a payment of amount of token.
-func paymentAssets(t marlowe.Token, amount *big.Int) Assets {
-	a := Assets{Tokens: map[string]map[string]json.Number{}}
+func paymentAssets(t marlowe.Token, amount *big.Int) record.Assets {
+	a := record.Assets{Tokens: map[string]map[string]json.Number{}}
 	if len(t.Currency) == 0 {
 		if amount.IsUint64() {
 			a.Lovelace = amount.Uint64()
@@ -473,15 +474,15 @@ func paymentAssets(t marlowe.Token, amount *big.Int) Assets {
 // contract in the order of first appearance.
 func (p *Processor) withdrawals(fs *ForwardStep, tx *classify.MarloweTx) {
 	var order []chain.TxOutRef
-	byContract := map[chain.TxOutRef][]WithdrawnPayout{}
+	byContract := map[chain.TxOutRef][]record.WithdrawnPayout{}
 	for _, pi := range tx.PayoutInputs {
 		id := pi.UTxO.ContractID
 		if _, ok := byContract[id]; !ok {
 			order = append(order, id)
 		}
-		byContract[id] = append(byContract[id], WithdrawnPayout{Ref: pi.UTxO.Ref, Role: marlowe.NameText(pi.UTxO.Role)})
+		byContract[id] = append(byContract[id], record.WithdrawnPayout{Ref: pi.UTxO.Ref, Role: marlowe.NameText(pi.UTxO.Role)})
 	}
 	for _, id := range order {
-		p.add(fs, tx, KindPayoutWithdrawn, id, PayoutWithdrawn{ContractID: id, Payouts: byContract[id]})
+		p.add(fs, tx, record.KindPayoutWithdrawn, id, record.PayoutWithdrawn{ContractID: id, Payouts: byContract[id]})
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/marlowe-follower/follower/chainsync/classify"
 	"github.com/marlowe-follower/follower/chainsync/devnet"
 	"github.com/marlowe-follower/follower/contracts/marlowe"
+	"github.com/marlowe-follower/follower/history/record"
 )
 
 // devnetSlots is the devnet's slot configuration.
@@ -23,7 +24,7 @@ var devnetSlots = SlotConfig{ZeroSlot: 0, ZeroTimeMillis: devnet.ZeroTimeMillis,
 // generatedRecords follows a generated chain (without rollbacks) through the
 // classifier and the processor; outputs holds the outputs of the Marlowe
 // transactions.
-func generatedRecords(t *testing.T, cfg devnet.GeneratorConfig, blocks uint64) (records []Record, acts []devnet.Activity, logs *observer.ObservedLogs, outputs map[chain.TxOutRef]block.TxOut) {
+func generatedRecords(t *testing.T, cfg devnet.GeneratorConfig, blocks uint64) (records []record.Record, acts []devnet.Activity, logs *observer.ObservedLogs, outputs map[chain.TxOutRef]block.TxOut) {
 	t.Helper()
 	core, logs := observer.New(zap.WarnLevel)
 	g, err := devnet.NewGenerator(cfg)
@@ -58,11 +59,11 @@ func TestProcessorRecordsGeneratedActivity(t *testing.T) {
 	cfg.MarloweShare, cfg.MeanBlockSize, cfg.RollbackEvery = 0.6, 2000, 0
 	records, acts, logs, outputs := generatedRecords(t, cfg, 1200)
 
-	byTx := map[chain.Hash32][]Record{}
+	byTx := map[chain.Hash32][]record.Record{}
 	for _, r := range records {
 		byTx[r.TxID] = append(byTx[r.TxID], r)
 	}
-	counts := map[Kind]int{}
+	counts := map[record.Kind]int{}
 	addressPayouts, semanticsChecked := 0, 0
 	// Payouts carrying several payments; address payouts holding more than
 	// their payments; other outputs to a payout's address (the payee's change).
@@ -71,11 +72,11 @@ func TestProcessorRecordsGeneratedActivity(t *testing.T) {
 		rs := byTx[a.TxID]
 		switch a.Kind {
 		case devnet.ActivityCreate:
-			r := findKind(rs, KindContractCreated)
+			r := findKind(rs, record.KindContractCreated)
 			if r == nil || *r.Contract != *a.Contract {
 				t.Fatalf("create %s: no contract_created record", a.TxID)
 			}
-			var p ContractCreated
+			var p record.ContractCreated
 			mustUnmarshal(t, r.Payload, &p)
 			if p.Version != a.Version || p.ContractID != *a.Contract {
 				t.Fatalf("create %s: payload %+v", a.TxID, p)
@@ -92,11 +93,11 @@ func TestProcessorRecordsGeneratedActivity(t *testing.T) {
 				t.Fatalf("create %s: datum: %v", a.TxID, err)
 			}
 		case devnet.ActivityApply:
-			r := findKind(rs, KindInputsApplied)
+			r := findKind(rs, record.KindInputsApplied)
 			if r == nil {
 				t.Fatalf("apply %s: no inputs_applied record (%d records)", a.TxID, len(rs))
 			}
-			var p InputsApplied
+			var p record.InputsApplied
 			mustUnmarshal(t, r.Payload, &p)
 			if p.Closed != a.Closed || (a.Output != nil && (p.Output == nil || p.Output.Ref != *a.Output)) {
 				t.Fatalf("apply %s: output %+v closed %v, want %v %v", a.TxID, p.Output, p.Closed, a.Output, a.Closed)
@@ -160,11 +161,11 @@ func TestProcessorRecordsGeneratedActivity(t *testing.T) {
 				}
 			}
 		case devnet.ActivityWithdraw:
-			r := findKind(rs, KindPayoutWithdrawn)
+			r := findKind(rs, record.KindPayoutWithdrawn)
 			if r == nil {
 				t.Fatalf("withdraw %s: no payout_withdrawn record", a.TxID)
 			}
-			var p PayoutWithdrawn
+			var p record.PayoutWithdrawn
 			mustUnmarshal(t, r.Payload, &p)
 			var got []chain.TxOutRef
 			for _, w := range p.Payouts {
@@ -179,7 +180,7 @@ func TestProcessorRecordsGeneratedActivity(t *testing.T) {
 				t.Fatalf("%s %s: %d records", a.Kind, a.TxID, len(rs))
 			}
 		}
-		counts[Kind(a.Kind)]++
+		counts[record.Kind(a.Kind)]++
 	}
 	// Every record belongs to some activity, in transaction order.
 	for i := 1; i < len(records); i++ {
@@ -202,7 +203,7 @@ func TestProcessorRecordsGeneratedActivity(t *testing.T) {
 	}
 }
 
-func findKind(rs []Record, k Kind) *Record {
+func findKind(rs []record.Record, k record.Kind) *record.Record {
 	for i := range rs {
 		if rs[i].Kind == k {
 			return &rs[i]

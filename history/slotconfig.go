@@ -8,6 +8,8 @@ import (
 	"math"
 	"os"
 	"time"
+
+	"github.com/marlowe-follower/follower/history/record"
 )
 
 // SlotConfig turns slots into POSIX time for a network whose Shelley-based
@@ -121,8 +123,8 @@ func (c SlotConfig) SlotStart(slot uint64) int64 {
 // SemanticInterval turns a transaction's validity interval in slots into the
 // interval the Marlowe semantics see: [start of invalidBefore, start of
 // invalidHereafter - 1] in POSIX ms. Either end is nil when open.
-func (c SlotConfig) SemanticInterval(invalidBefore, invalidHereafter *uint64) Interval {
-	iv := Interval{InvalidBefore: invalidBefore, InvalidHereafter: invalidHereafter}
+func (c SlotConfig) SemanticInterval(invalidBefore, invalidHereafter *uint64) record.Interval {
+	iv := record.Interval{InvalidBefore: invalidBefore, InvalidHereafter: invalidHereafter}
 	if invalidBefore != nil {
 		from := c.SlotStart(*invalidBefore)
 		iv.FromMillis = &from

@@ -15,6 +15,7 @@ import (
 	"github.com/marlowe-follower/follower/chainsync"
 	"github.com/marlowe-follower/follower/chainsync/chain"
 	"github.com/marlowe-follower/follower/chainsync/classify"
+	"github.com/marlowe-follower/follower/history/record"
 )
 
 // StoreConfig tunes the store's batching.
@@ -94,10 +95,10 @@ type Store struct {
 	crumbs  *chain.Breadcrumbs
 	changed []chain.BlockHeader // blocks whose UTxO changes are kept, oldest first
 	horizon chain.BlockHeader
-	recent  []RecordRef // records of blocks after the horizon, for rollbacks
+	recent  []record.RecordRef // records of blocks after the horizon, for rollbacks
 	tip     chain.Tip
 
-	contracts map[chain.TxOutRef]*ContractIndex // index cache for live filters
+	contracts map[chain.TxOutRef]*record.ContractIndex // index cache for live filters
 	subs      map[uint64]*liveSub
 
 	checkpoint *Checkpoint // as loaded at start, for the follower
@@ -135,7 +136,7 @@ func NewStore(ctx context.Context, backend Backend, cfg StoreConfig, logger *zap
 		cfg: cfg, log: logger.Named("history.store"), backend: backend, stats: &StoreStats{},
 		head: cp.Head, next: cp.Head + 1, crumbs: chain.NewBreadcrumbs(cp.Breadcrumbs),
 		horizon: cp.Horizon, recent: recent, tip: cp.Tip,
-		contracts: map[chain.TxOutRef]*ContractIndex{}, subs: map[uint64]*liveSub{},
+		contracts: map[chain.TxOutRef]*record.ContractIndex{}, subs: map[uint64]*liveSub{},
 		checkpoint: cp, done: make(chan struct{}), fatal: make(chan error, 1),
 	}
 	for _, ch := range cp.Recent {
@@ -302,18 +303,18 @@ func (s *Store) forward(f *ForwardStep) {
 		r.Seq = s.next
 		s.next++
 		b.Records = append(b.Records, r)
-		s.recent = append(s.recent, RecordRef{Seq: r.Seq, Slot: r.Block.Slot, Kind: r.Kind, Contract: r.Contract})
+		s.recent = append(s.recent, record.RecordRef{Seq: r.Seq, Slot: r.Block.Slot, Kind: r.Kind, Contract: r.Contract})
 	}
 	for _, c := range f.Contracts {
 		c.CreatedSeq = first + c.CreatedSeq
 		b.Contracts = append(b.Contracts, c)
-		s.contracts[c.ID] = c.detached()
+		s.contracts[c.ID] = c.Detached()
 	}
 	for _, pa := range f.PartyAdditions {
 		pa.Seq = first + pa.Seq
 		b.PartyAdditions = append(b.PartyAdditions, pa)
 		if idx, ok := s.contracts[pa.Contract]; ok {
-			idx.mergeParties(pa.Parties)
+			idx.MergeParties(pa.Parties)
 		}
 	}
 	s.crumbs.Add(f.Header)
@@ -348,7 +349,7 @@ func (s *Store) rollback(r *RollbackStep) {
 	affected := false
 	for i := range s.recent {
 		ref := &s.recent[i]
-		if ref.Slot > r.To.Slot && ref.RolledBackBy == nil && ref.Kind != KindRolledBack {
+		if ref.Slot > r.To.Slot && ref.RolledBackBy == nil && ref.Kind != record.KindRolledBack {
 			affected = true
 			break
 		}
@@ -363,17 +364,17 @@ func (s *Store) rollback(r *RollbackStep) {
 				break
 			}
 		}
-		payload, _ := json.Marshal(RolledBack{To: r.To})
-		b.Records = append(b.Records, Record{Seq: marker, Kind: KindRolledBack, Block: hdr, Payload: payload})
+		payload, _ := json.Marshal(record.RolledBack{To: r.To})
+		b.Records = append(b.Records, record.Record{Seq: marker, Kind: record.KindRolledBack, Block: hdr, Payload: payload})
 		b.Marks = append(b.Marks, RollbackMark{MarkerSeq: marker, To: r.To})
 		for i := range s.recent {
 			ref := &s.recent[i]
-			if ref.Slot > r.To.Slot && ref.RolledBackBy == nil && ref.Kind != KindRolledBack {
+			if ref.Slot > r.To.Slot && ref.RolledBackBy == nil && ref.Kind != record.KindRolledBack {
 				m := marker
 				ref.RolledBackBy = &m
 			}
 		}
-		s.recent = append(s.recent, RecordRef{Seq: marker, Slot: r.To.Slot, Kind: KindRolledBack})
+		s.recent = append(s.recent, record.RecordRef{Seq: marker, Slot: r.To.Slot, Kind: record.KindRolledBack})
 	}
 	s.crumbs.RollBack(r.To)
 	s.tip = r.Tip
@@ -394,13 +395,13 @@ func (s *Store) commit() {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	err := s.backend.Commit(ctx, &b.params)
 	cancel()
-	if errors.Is(err, ErrSeqMismatch) && s.landed(&b.params) {
+	if errors.Is(err, record.ErrSeqMismatch) && s.landed(&b.params) {
 		// The previous attempt committed although it reported an error
 		// (a connection lost while the commit's answer was on its way).
 		s.log.Info("the batch's previous attempt was committed", zap.NamedError("attempt", err))
 		err = nil
 	}
-	if errors.Is(err, ErrSeqMismatch) {
+	if errors.Is(err, record.ErrSeqMismatch) {
 		s.die(fmt.Errorf("%w: the stored log moved on under this process (%w); run one marlowe-follower per store", ErrAnotherWriter, err))
 		return
 	}
@@ -483,12 +484,12 @@ func (s *Store) die(err error) {
 
 // fanOut pushes committed records to live subscribers. A subscriber whose
 // queue is full is dropped back to catch-up: the store never waits for one.
-func (s *Store) fanOut(records []Record) {
+func (s *Store) fanOut(records []record.Record) {
 	if len(records) == 0 || len(s.subs) == 0 {
 		return
 	}
 	for id, sub := range s.subs {
-		var out []Record
+		var out []record.Record
 		for i := range records {
 			if sub.filter.Matches(&records[i], s.indexOf(records[i].Contract)) {
 				out = append(out, records[i])
@@ -510,7 +511,7 @@ func (s *Store) fanOut(records []Record) {
 
 // indexOf returns a contract's index entry for filtering, from the cache or
 // the backend.
-func (s *Store) indexOf(id *chain.TxOutRef) *ContractIndex {
+func (s *Store) indexOf(id *chain.TxOutRef) *record.ContractIndex {
 	if id == nil {
 		return nil
 	}
@@ -521,7 +522,7 @@ func (s *Store) indexOf(id *chain.TxOutRef) *ContractIndex {
 	defer cancel()
 	idx, err := s.backend.ContractGet(ctx, *id)
 	if err != nil {
-		if !errors.Is(err, ErrNotFound) {
+		if !errors.Is(err, record.ErrNotFound) {
 			s.log.Warn("loading a contract index entry", zap.Stringer("contract", *id), zap.Error(err))
 		}
 		return nil
@@ -533,14 +534,14 @@ func (s *Store) indexOf(id *chain.TxOutRef) *ContractIndex {
 // liveSub is a subscription that receives committed records from the store.
 type liveSub struct {
 	id       uint64
-	filter   Filter
+	filter   record.Filter
 	ch       chan liveBatch
 	dropped  chan struct{}
 	dropOnce sync.Once
 }
 
 type liveBatch struct {
-	records []Record
+	records []record.Record
 	head    int64
 }
 

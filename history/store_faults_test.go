@@ -14,6 +14,7 @@ import (
 	"github.com/marlowe-follower/follower/actors"
 	"github.com/marlowe-follower/follower/chainsync/chain"
 	"github.com/marlowe-follower/follower/history"
+	"github.com/marlowe-follower/follower/history/record"
 	"github.com/marlowe-follower/follower/history/sqlitestore"
 )
 
@@ -91,8 +92,8 @@ func block(n uint64, released *atomic.Int64) *history.Step {
 	payload, _ := json.Marshal(map[string]any{"n": n})
 	return &history.Step{
 		Forward: &history.ForwardStep{Header: h, Tip: chain.Tip{Point: h.Point(), BlockNo: n},
-			Records:   []history.Record{{Kind: history.KindContractCreated, Block: h, Contract: &id, Payload: payload}},
-			Contracts: []history.ContractIndex{{ID: id, Version: "v5", Block: h}}},
+			Records:   []record.Record{{Kind: record.KindContractCreated, Block: h, Contract: &id, Payload: payload}},
+			Contracts: []record.ContractIndex{{ID: id, Version: "v5", Block: h}}},
 		Release: func() { released.Add(1) },
 	}
 }
@@ -197,7 +198,7 @@ func TestStoreSecondWriterIsFatal(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the second writer kept going")
 	}
-	if !errors.Is(err, history.ErrAnotherWriter) || !errors.Is(err, history.ErrSeqMismatch) ||
+	if !errors.Is(err, history.ErrAnotherWriter) || !errors.Is(err, record.ErrSeqMismatch) ||
 		!strings.Contains(err.Error(), "another writer holds this store") {
 		t.Fatalf("fatal error %v", err)
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/marlowe-follower/follower/actors"
 	"github.com/marlowe-follower/follower/chainsync/chain"
 	"github.com/marlowe-follower/follower/history"
+	"github.com/marlowe-follower/follower/history/record"
 	"github.com/marlowe-follower/follower/history/sqlitestore"
 )
 
@@ -98,18 +99,18 @@ func (m *chainModel) next(fork *byte) *history.Step {
 	fs := &history.ForwardStep{Header: h, Tip: chain.Tip{Point: h.Point(), BlockNo: h.BlockNo + 100}}
 	for i := range m.rng.IntN(4) {
 		c := m.rng.IntN(8)
-		kind := history.KindInputsApplied
+		kind := record.KindInputsApplied
 		if !m.created[c] || m.rng.IntN(5) == 0 {
 			m.created[c] = true
-			kind = history.KindContractCreated
-			fs.Contracts = append(fs.Contracts, history.ContractIndex{
+			kind = record.KindContractCreated
+			fs.Contracts = append(fs.Contracts, record.ContractIndex{
 				ID: m.contract(c), Version: "v5", RolesCurrency: []byte{byte(c % 3)},
 				Tags: []string{fmt.Sprintf("tag%d", c%2)}, CreatedSeq: int64(len(fs.Records)), Block: h,
 			})
 		}
 		id := m.contract(c)
 		payload, _ := json.Marshal(map[string]any{"n": n, "i": i})
-		fs.Records = append(fs.Records, history.Record{Kind: kind, Block: h, TxIndex: i, Contract: &id, Payload: payload})
+		fs.Records = append(fs.Records, record.Record{Kind: kind, Block: h, TxIndex: i, Contract: &id, Payload: payload})
 	}
 	return &history.Step{Forward: fs}
 }
@@ -147,19 +148,19 @@ func TestSnapshotThenLive(t *testing.T) {
 	}()
 
 	type result struct {
-		from     history.From
+		from     record.From
 		snapshot int64
-		filter   history.Filter
-		got      []history.Record
+		filter   record.Filter
+		got      []record.Record
 	}
 	var results []*result
 	var mu sync.Mutex
-	filters := []history.Filter{
+	filters := []record.Filter{
 		{},
 		{Contracts: []chain.TxOutRef{model.contract(1), model.contract(2)}},
 		{RolesCurrency: [][]byte{{1}}},
 		{Tags: []string{"tag0"}},
-		{Kinds: []history.Kind{history.KindContractCreated, history.KindRolledBack}},
+		{Kinds: []record.Kind{record.KindContractCreated, record.KindRolledBack}},
 	}
 	subRng := rand.New(rand.NewPCG(5, 6))
 	for i := range 24 {
@@ -167,15 +168,15 @@ func TestSnapshotThenLive(t *testing.T) {
 		r := &result{filter: filters[i%len(filters)]}
 		switch i % 3 {
 		case 0:
-			r.from = history.From{Kind: history.FromOrigin}
+			r.from = record.From{Kind: record.FromOrigin}
 		case 1:
-			r.from = history.From{Kind: history.FromCursor, Cursor: history.Cursor{Seq: f.handle.Head() / 2}}
+			r.from = record.From{Kind: record.FromCursor, Cursor: record.Cursor{Seq: f.handle.Head() / 2}}
 		default:
-			r.from = history.From{Kind: history.FromTip}
+			r.from = record.From{Kind: record.FromTip}
 		}
 		sub := f.handle.Subscribe(r.filter, r.from)
 		r.snapshot = sub.Cursor().Snapshot
-		if r.from.Kind == history.FromTip {
+		if r.from.Kind == record.FromTip {
 			r.from.Cursor = sub.Cursor()
 		}
 		mu.Lock()
@@ -230,9 +231,9 @@ func TestSnapshotThenLive(t *testing.T) {
 
 	// The whole log, for the expectations.
 	ctx := context.Background()
-	var log []history.Record
+	var log []record.Record
 	for {
-		page, err := f.backend.RecordList(ctx, &history.RecordListParams{After: int64(len(log)), Limit: 10000})
+		page, err := f.backend.RecordList(ctx, &record.RecordListParams{After: int64(len(log)), Limit: 10000})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -246,7 +247,7 @@ func TestSnapshotThenLive(t *testing.T) {
 			t.Fatalf("log seq %d at position %d", r.Seq, i)
 		}
 	}
-	index := map[chain.TxOutRef]*history.ContractIndex{}
+	index := map[chain.TxOutRef]*record.ContractIndex{}
 	for _, r := range log {
 		if r.Contract != nil {
 			if _, ok := index[*r.Contract]; !ok {
@@ -259,7 +260,7 @@ func TestSnapshotThenLive(t *testing.T) {
 	}
 	rolledBack := 0
 	for _, r := range log {
-		if r.Kind == history.KindRolledBack {
+		if r.Kind == record.KindRolledBack {
 			rolledBack++
 		}
 	}
@@ -267,17 +268,17 @@ func TestSnapshotThenLive(t *testing.T) {
 		t.Fatal("no rollback happened")
 	}
 	for i, r := range results {
-		var want []history.Record
+		var want []record.Record
 		for _, rec := range log {
 			if !r.filter.Matches(&rec, idxOf(index, rec.Contract)) {
 				continue
 			}
 			switch {
-			case r.from.Kind == history.FromOrigin && rec.Seq <= r.snapshot:
-				if rec.Kind != history.KindRolledBack && rec.Current(r.snapshot) {
+			case r.from.Kind == record.FromOrigin && rec.Seq <= r.snapshot:
+				if rec.Kind != record.KindRolledBack && rec.Current(r.snapshot) {
 					want = append(want, rec)
 				}
-			case r.from.Kind == history.FromOrigin || rec.Seq > r.from.Cursor.Seq:
+			case r.from.Kind == record.FromOrigin || rec.Seq > r.from.Cursor.Seq:
 				want = append(want, rec)
 			}
 		}
@@ -290,14 +291,14 @@ func TestSnapshotThenLive(t *testing.T) {
 		len(log), rolledBack, len(results), f.store.Stats().LiveDropped.Load())
 }
 
-func idxOf(m map[chain.TxOutRef]*history.ContractIndex, id *chain.TxOutRef) *history.ContractIndex {
+func idxOf(m map[chain.TxOutRef]*record.ContractIndex, id *chain.TxOutRef) *record.ContractIndex {
 	if id == nil {
 		return nil
 	}
 	return m[*id]
 }
 
-func seqs(rs []history.Record) []int64 {
+func seqs(rs []record.Record) []int64 {
 	out := make([]int64, len(rs))
 	for i, r := range rs {
 		out[i] = r.Seq

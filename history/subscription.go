@@ -4,84 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
-	"strings"
 	"sync/atomic"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/marlowe-follower/follower/chainsync/classify"
+	"github.com/marlowe-follower/follower/history/record"
 )
-
-// Cursor is a subscription's position. In snapshot phase (Snapshot > 0) it
-// walks the records current as of seq Snapshot, Seq being the last one
-// delivered; afterwards it is the seq up to which the log was delivered.
-type Cursor struct {
-	Snapshot int64
-	Seq      int64
-}
-
-// String returns the cursor's text: "SEQ" or "SNAPSHOT:SEQ".
-func (c Cursor) String() string {
-	if c.Snapshot > 0 {
-		return strconv.FormatInt(c.Snapshot, 10) + ":" + strconv.FormatInt(c.Seq, 10)
-	}
-	return strconv.FormatInt(c.Seq, 10)
-}
-
-// ErrBadCursor is wrapped by ParseCursor errors.
-var ErrBadCursor = errors.New("bad cursor")
-
-// ParseCursor reads a cursor's text.
-func ParseCursor(s string) (Cursor, error) {
-	snap, seq, two := strings.Cut(s, ":")
-	if !two {
-		seq, snap = snap, ""
-	}
-	var c Cursor
-	var err error
-	if c.Seq, err = strconv.ParseInt(seq, 10, 64); err != nil || c.Seq < 0 {
-		return Cursor{}, fmt.Errorf("%w %q", ErrBadCursor, s)
-	}
-	if two {
-		if c.Snapshot, err = strconv.ParseInt(snap, 10, 64); err != nil || c.Snapshot <= 0 || c.Seq > c.Snapshot {
-			return Cursor{}, fmt.Errorf("%w %q", ErrBadCursor, s)
-		}
-	}
-	return c, nil
-}
-
-// FromKind says where a subscription starts.
-type FromKind uint8
-
-// Starting points.
-const (
-	// FromOrigin: the current matching records (a snapshot as of the head at
-	// subscription time), then every later record.
-	FromOrigin FromKind = iota
-	// FromTip: only records committed after the subscription.
-	FromTip
-	// FromCursor: every record after the cursor, rolled-back ones and
-	// markers included.
-	FromCursor
-)
-
-// From is a subscription's starting point.
-type From struct {
-	Kind   FromKind
-	Cursor Cursor
-}
-
-// Batch is what a subscription delivers at a time.
-type Batch struct {
-	Records []Record
-	// Cursor is the position after the batch: resuming from it continues
-	// exactly after these records.
-	Cursor Cursor
-	// Live reports whether the records came straight from a commit.
-	Live bool
-}
 
 // Handle is the read side of the history store: subscriptions and reads
 // for the rest of the program. Reads go to the backend concurrently; only
@@ -114,17 +44,17 @@ func (h *Handle) Stats() *StoreStats { return h.store.stats }
 var ErrStoreStopped = errors.New("history store stopped")
 
 // Subscribe starts a subscription. It reads nothing until Next is called.
-func (h *Handle) Subscribe(filter Filter, from From) *Subscription {
+func (h *Handle) Subscribe(filter record.Filter, from record.From) *Subscription {
 	s := &Subscription{h: h, filter: filter}
 	switch from.Kind {
-	case FromOrigin:
+	case record.FromOrigin:
 		head := h.Head()
 		if head > 0 {
-			s.cursor = Cursor{Snapshot: head}
+			s.cursor = record.Cursor{Snapshot: head}
 		}
-	case FromTip:
-		s.cursor = Cursor{Seq: h.Head()}
-	case FromCursor:
+	case record.FromTip:
+		s.cursor = record.Cursor{Seq: h.Head()}
+	case record.FromCursor:
 		s.cursor = from.Cursor
 	}
 	return s
@@ -135,8 +65,8 @@ func (h *Handle) Subscribe(filter Filter, from From) *Subscription {
 // back to catching up whenever it falls behind. It is used by one goroutine.
 type Subscription struct {
 	h        *Handle
-	filter   Filter
-	cursor   Cursor
+	filter   record.Filter
+	cursor   record.Cursor
 	live     *liveSub
 	pageSize int // 0: the handle's PageSize
 }
@@ -148,34 +78,34 @@ type Subscription struct {
 func (s *Subscription) SetPageSize(n int) { s.pageSize = n }
 
 // Cursor returns the position after the last delivered batch.
-func (s *Subscription) Cursor() Cursor { return s.cursor }
+func (s *Subscription) Cursor() record.Cursor { return s.cursor }
 
 // Live reports whether the subscription has caught up and receives
 // committed records straight from the store.
 func (s *Subscription) Live() bool { return s.live != nil }
 
 // Next returns the next batch of records, waiting while there is none.
-func (s *Subscription) Next(ctx context.Context) (Batch, error) {
+func (s *Subscription) Next(ctx context.Context) (record.Batch, error) {
 	for {
 		if err := ctx.Err(); err != nil {
-			return Batch{}, err
+			return record.Batch{}, err
 		}
 		if s.live != nil {
 			select {
 			case lb := <-s.live.ch:
-				s.cursor = Cursor{Seq: lb.records[len(lb.records)-1].Seq}
-				return Batch{Records: lb.records, Cursor: s.cursor, Live: true}, nil
+				s.cursor = record.Cursor{Seq: lb.records[len(lb.records)-1].Seq}
+				return record.Batch{Records: lb.records, Cursor: s.cursor, Live: true}, nil
 			case <-s.live.dropped:
 				// Fell behind (or the store stopped): catch up from the cursor.
 				s.live = nil
 				select {
 				case <-s.h.store.done:
-					return Batch{}, ErrStoreStopped
+					return record.Batch{}, ErrStoreStopped
 				default:
 				}
 				continue
 			case <-ctx.Done():
-				return Batch{}, ctx.Err()
+				return record.Batch{}, ctx.Err()
 			}
 		}
 		b, err := s.catchUp(ctx)
@@ -183,42 +113,42 @@ func (s *Subscription) Next(ctx context.Context) (Batch, error) {
 			return b, err
 		}
 		if err := s.goLive(ctx); err != nil {
-			return Batch{}, err
+			return record.Batch{}, err
 		}
 	}
 }
 
 // catchUp reads one page from the backend. An empty batch means the cursor
 // has reached the committed head.
-func (s *Subscription) catchUp(ctx context.Context) (Batch, error) {
+func (s *Subscription) catchUp(ctx context.Context) (record.Batch, error) {
 	head := s.h.Head()
 	size := s.h.PageSize
 	if s.pageSize > 0 {
 		size = s.pageSize
 	}
-	p := &RecordListParams{Filter: s.filter, After: s.cursor.Seq, Limit: min(max(size, 1), MaxListLimit)}
+	p := &record.RecordListParams{Filter: s.filter, After: s.cursor.Seq, Limit: min(max(size, 1), record.MaxListLimit)}
 	if s.cursor.Snapshot > 0 {
-		p.Mode, p.Snapshot = ModeSnapshot, s.cursor.Snapshot
+		p.Mode, p.Snapshot = record.ModeSnapshot, s.cursor.Snapshot
 	} else {
 		if s.cursor.Seq >= head {
-			return Batch{}, nil
+			return record.Batch{}, nil
 		}
 		p.UpTo = head
 	}
 	recs, err := s.h.backend.RecordList(ctx, p)
 	if err != nil {
-		return Batch{}, err
+		return record.Batch{}, err
 	}
 	switch {
 	case len(recs) == p.Limit:
 		s.cursor.Seq = recs[len(recs)-1].Seq
 	case s.cursor.Snapshot > 0:
 		// The snapshot is complete: continue with the log after it.
-		s.cursor = Cursor{Seq: s.cursor.Snapshot}
+		s.cursor = record.Cursor{Seq: s.cursor.Snapshot}
 	default:
 		s.cursor.Seq = head
 	}
-	return Batch{Records: recs, Cursor: s.cursor}, nil
+	return record.Batch{Records: recs, Cursor: s.cursor}, nil
 }
 
 // goLive asks the store to deliver records committed after the cursor. It

@@ -8,7 +8,7 @@ import (
 
 	"github.com/marlowe-follower/follower/chainsync/chain"
 	"github.com/marlowe-follower/follower/contracts/contractstore"
-	"github.com/marlowe-follower/follower/history"
+	"github.com/marlowe-follower/follower/history/record"
 )
 
 type route struct {
@@ -316,8 +316,8 @@ func (s *Server) transactionGet(w http.ResponseWriter, r *http.Request) {
 // historyKinds are the record kinds a contract's history shows: every kind
 // but the RolledBack markers, which concern no contract (a rolled-back
 // record carries the marker's seq in rolledBackBy).
-var historyKinds = []history.Kind{history.KindContractCreated, history.KindInputsApplied,
-	history.KindPayoutWithdrawn, history.KindApplyInputsRejected}
+var historyKinds = []record.Kind{record.KindContractCreated, record.KindInputsApplied,
+	record.KindPayoutWithdrawn, record.KindApplyInputsRejected}
 
 // contractHistory lists a contract's history records, as of the history
 // head when the first page was asked: the current ones, or with
@@ -343,9 +343,9 @@ func (s *Server) contractHistory(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err, "")
 		return
 	}
-	mode := int64(history.ModeSnapshot)
+	mode := int64(record.ModeSnapshot)
 	if all {
-		mode = int64(history.ModeLog)
+		mode = int64(record.ModeLog)
 	}
 	var asOf, after int64 = -1, 0
 	if n, err := q.cursor(cursorHistory, 3); err != nil || n != nil {
@@ -374,7 +374,7 @@ func (s *Server) contractHistory(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	at := contractstore.Position{Seq: asOf}
-	recs := []history.Record{}
+	recs := []record.Record{}
 	if asOf > 0 {
 		head, err := s.cfg.History.RecordGet(ctx, asOf)
 		if err != nil {
@@ -382,9 +382,9 @@ func (s *Server) contractHistory(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		at.Block = head.Block
-		p := &history.RecordListParams{Filter: history.Filter{Contracts: []chain.TxOutRef{id}, Kinds: historyKinds},
-			Mode: history.Mode(mode), After: after, Limit: limit + 1}
-		if p.Mode == history.ModeSnapshot {
+		p := &record.RecordListParams{Filter: record.Filter{Contracts: []chain.TxOutRef{id}, Kinds: historyKinds},
+			Mode: record.Mode(mode), After: after, Limit: limit + 1}
+		if p.Mode == record.ModeSnapshot {
 			p.Snapshot = asOf
 		} else {
 			p.UpTo = asOf
@@ -395,7 +395,7 @@ func (s *Server) contractHistory(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if recs == nil {
-		recs = []history.Record{}
+		recs = []record.Record{}
 	}
 	var next string
 	if len(recs) > limit {

@@ -13,7 +13,7 @@ import (
 	"github.com/marlowe-follower/follower/chainsync/chain"
 	"github.com/marlowe-follower/follower/contracts/contractstore"
 	"github.com/marlowe-follower/follower/contracts/marlowe"
-	"github.com/marlowe-follower/follower/history"
+	"github.com/marlowe-follower/follower/history/record"
 )
 
 // Limits on query parameters.
@@ -154,20 +154,20 @@ func parsePolicy(s string, emptyOK bool) ([]byte, error) {
 
 // parseRole reads POLICY.NAME: the policy id in hex, a dot, the role name
 // as text (the Marlowe name escape for names that are not UTF-8).
-func parseRole(s string) (history.RoleRef, error) {
+func parseRole(s string) (record.RoleRef, error) {
 	policy, name, ok := strings.Cut(s, ".")
 	if !ok {
-		return history.RoleRef{}, bad("bad_role", fmt.Sprintf("role %q: want POLICY.NAME", clip(s)))
+		return record.RoleRef{}, bad("bad_role", fmt.Sprintf("role %q: want POLICY.NAME", clip(s)))
 	}
 	cur, err := parsePolicy(policy, false)
 	if err != nil {
-		return history.RoleRef{}, bad("bad_role", fmt.Sprintf("role %q: the policy id must be 56 hex digits", clip(s)))
+		return record.RoleRef{}, bad("bad_role", fmt.Sprintf("role %q: the policy id must be 56 hex digits", clip(s)))
 	}
 	nb, err := marlowe.NameFromText(name)
 	if err != nil || len(nb) > 32 {
-		return history.RoleRef{}, bad("bad_role", fmt.Sprintf("role %q: the name is not a token name of at most 32 bytes", clip(s)))
+		return record.RoleRef{}, bad("bad_role", fmt.Sprintf("role %q: the name is not a token name of at most 32 bytes", clip(s)))
 	}
-	return history.RoleRef{Currency: cur, Name: nb}, nil
+	return record.RoleRef{Currency: cur, Name: nb}, nil
 }
 
 // parseAddress reads a bech32 address and returns it as the store keeps it.

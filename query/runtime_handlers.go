@@ -11,7 +11,7 @@ import (
 
 	"github.com/marlowe-follower/follower/chainsync/chain"
 	"github.com/marlowe-follower/follower/contracts/contractstore"
-	"github.com/marlowe-follower/follower/history"
+	"github.com/marlowe-follower/follower/history/record"
 )
 
 // collect reads a list from its start through fetch (one backend page of
@@ -411,7 +411,7 @@ func (s *Server) rtTransaction(ctx context.Context, id chain.TxOutRef, tx chain.
 		return nil, nil, at, err
 	}
 	out := &rtTxJSON{rtTxHeaderJSON: rtTxHeaderOf(t, sp), InputUTxO: t.Input, Inputs: rawOr(sp.Inputs, "[]"),
-		OutputUTxO: t.Output, Assets: assetsOf(history.Assets{}), Payouts: []rtPayoutJSON{}, Interval: sp.Interval}
+		OutputUTxO: t.Output, Assets: assetsOf(record.Assets{}), Payouts: []rtPayoutJSON{}, Interval: sp.Interval}
 	links := &rtTxLinks{}
 	// The contract and state the step started from.
 	if t.Input == id {

@@ -15,7 +15,7 @@ import (
 	"github.com/marlowe-follower/follower/chainsync/chain"
 	"github.com/marlowe-follower/follower/contracts/contractstore"
 	"github.com/marlowe-follower/follower/contracts/marlowe"
-	"github.com/marlowe-follower/follower/history"
+	"github.com/marlowe-follower/follower/history/record"
 )
 
 // GET /contracts/{contractId}/next: the inputs that can be applied to a
@@ -303,7 +303,7 @@ func reconstruct(contractJSON, stateJSON json.RawMessage, sp *stepPayload) (json
 }
 
 // roleText is a role's name as payouts store it (the Marlowe name escape).
-func roleText(r history.RoleRef) string { return marlowe.NameText(r.Name) }
+func roleText(r record.RoleRef) string { return marlowe.NameText(r.Name) }
 
 // payoutValidatorAddress is a role payout's output address: as recorded,
 // or, for payouts stored before it was, the payout validator's address of

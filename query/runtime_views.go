@@ -7,7 +7,7 @@ import (
 
 	"github.com/marlowe-follower/follower/chainsync/chain"
 	"github.com/marlowe-follower/follower/contracts/contractstore"
-	"github.com/marlowe-follower/follower/history"
+	"github.com/marlowe-follower/follower/history/record"
 )
 
 // The resources of the runtime view, as the Marlowe Runtime 1.0.0 shows
@@ -79,7 +79,7 @@ type rtContractLinks struct {
 type rtUnclaimedPayoutJSON struct {
 	PayoutID chain.TxOutRef `json:"payoutId"`
 	Role     string         `json:"role"`
-	Assets   history.Assets `json:"assets"`
+	Assets   record.Assets  `json:"assets"`
 }
 
 type rtContractStateJSON struct {
@@ -89,7 +89,7 @@ type rtContractStateJSON struct {
 	CurrentContract  json.RawMessage         `json:"currentContract,omitempty"` // absent once closed
 	State            json.RawMessage         `json:"state,omitempty"`
 	UTxO             *chain.TxOutRef         `json:"utxo,omitempty"`
-	Assets           history.Assets          `json:"assets"`
+	Assets           record.Assets           `json:"assets"`
 	UnclaimedPayouts []rtUnclaimedPayoutJSON `json:"unclaimedPayouts"`
 }
 
@@ -133,9 +133,9 @@ type rtTransactionLink struct {
 // stepPayload is the part of an inputs_applied payload the view reads.
 type stepPayload struct {
 	Inputs   json.RawMessage            `json:"inputs"`
-	Interval history.Interval           `json:"interval"`
-	Output   *history.ContractOutput    `json:"output"`
-	Payouts  []history.Payout           `json:"payouts"`
+	Interval record.Interval            `json:"interval"`
+	Output   *record.ContractOutput     `json:"output"`
+	Payouts  []record.Payout            `json:"payouts"`
 	Tags     map[string]json.RawMessage `json:"tags"`
 	Metadata map[string]json.RawMessage `json:"metadata"`
 }
@@ -167,7 +167,7 @@ func rtTxHeaderOf(t *contractstore.Transaction, p *stepPayload) rtTxHeaderJSON {
 type rtPayoutJSON struct {
 	PayoutID chain.TxOutRef `json:"payoutId"`
 	Role     string         `json:"role"`
-	Assets   history.Assets `json:"assets"`
+	Assets   record.Assets  `json:"assets"`
 }
 
 type rtTxJSON struct {
@@ -182,13 +182,13 @@ type rtTxJSON struct {
 	ConsumingTx                 *chain.Hash32   `json:"consumingTx,omitempty"`
 	InvalidBefore               string          `json:"invalidBefore"`
 	InvalidHereafter            string          `json:"invalidHereafter"`
-	Assets                      history.Assets  `json:"assets"`
+	Assets                      record.Assets   `json:"assets"`
 	Payouts                     []rtPayoutJSON  `json:"payouts"`
 	ReconstructedSemanticInput  json.RawMessage `json:"reconstructedSemanticInput"`
 	ReconstructedSemanticOutput json.RawMessage `json:"reconstructedSemanticOutput"`
 	// The follower's: the interval as the semantics see it (POSIX ms, both
 	// ends inclusive) and as the ledger has it (slots).
-	Interval history.Interval `json:"interval"`
+	Interval record.Interval `json:"interval"`
 }
 
 type rtTxLinks struct {
@@ -208,10 +208,10 @@ type rtPayoutHeaderJSON struct {
 	Status       string         `json:"status"`
 	WithdrawalID *chain.Hash32  `json:"withdrawalId,omitempty"`
 	// The follower's.
-	Assets        history.Assets `json:"assets"`
-	TransactionID chain.Hash32   `json:"transactionId"`
-	Seq           int64          `json:"seq"`
-	Block         rtBlockJSON    `json:"block"`
+	Assets        record.Assets `json:"assets"`
+	TransactionID chain.Hash32  `json:"transactionId"`
+	Seq           int64         `json:"seq"`
+	Block         rtBlockJSON   `json:"block"`
 }
 
 func rtPayoutHeaderOf(p *contractstore.Payout) rtPayoutHeaderJSON {

@@ -12,7 +12,7 @@ import (
 
 	"github.com/marlowe-follower/follower/chainsync/chain"
 	"github.com/marlowe-follower/follower/contracts/contractstore"
-	"github.com/marlowe-follower/follower/history"
+	"github.com/marlowe-follower/follower/history/record"
 )
 
 // openAPIDocument is the API's OpenAPI 3 description, served at
@@ -24,7 +24,7 @@ var openAPIDocument []byte
 // OpenAPI returns the OpenAPI document.
 func OpenAPI() []byte { return append([]byte(nil), openAPIDocument...) }
 
-func isHistoryNotFound(err error) bool { return errors.Is(err, history.ErrNotFound) }
+func isHistoryNotFound(err error) bool { return errors.Is(err, record.ErrNotFound) }
 
 type projectionJSON struct {
 	Seq   int64             `json:"seq"`

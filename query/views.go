@@ -6,7 +6,7 @@ import (
 
 	"github.com/marlowe-follower/follower/chainsync/chain"
 	"github.com/marlowe-follower/follower/contracts/contractstore"
-	"github.com/marlowe-follower/follower/history"
+	"github.com/marlowe-follower/follower/history/record"
 )
 
 // The JSON shapes of the API; /openapi.json describes each.
@@ -33,7 +33,7 @@ type contractJSON struct {
 	CurrentContract json.RawMessage     `json:"currentContract"`
 	State           json.RawMessage     `json:"state"`
 	UTxO            *chain.TxOutRef     `json:"utxo"`
-	Assets          history.Assets      `json:"assets"`
+	Assets          record.Assets       `json:"assets"`
 	Payouts         []payoutSummaryJSON `json:"payouts"`
 }
 
@@ -41,7 +41,7 @@ type payoutSummaryJSON struct {
 	PayoutID     chain.TxOutRef `json:"payoutId"`
 	Role         *string        `json:"role,omitempty"`
 	Address      *string        `json:"address,omitempty"`
-	Assets       history.Assets `json:"assets"`
+	Assets       record.Assets  `json:"assets"`
 	Status       string         `json:"status"`
 	WithdrawalID *chain.Hash32  `json:"withdrawalId"`
 }
@@ -53,7 +53,7 @@ func rawOr(raw json.RawMessage, def string) json.RawMessage {
 	return raw
 }
 
-func assetsOf(a history.Assets) history.Assets {
+func assetsOf(a record.Assets) record.Assets {
 	if a.Tokens == nil {
 		a.Tokens = map[string]map[string]json.Number{}
 	}
@@ -129,7 +129,7 @@ type payoutJSON struct {
 	RolesCurrency string             `json:"roleTokenMintingPolicyId"`
 	Role          *string            `json:"role,omitempty"`
 	Address       *string            `json:"address,omitempty"`
-	Assets        history.Assets     `json:"assets"`
+	Assets        record.Assets      `json:"assets"`
 	Status        string             `json:"status"`
 	Withdrawal    *withdrawalRefJSON `json:"withdrawal"`
 }

@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/marlowe-follower/follower/history"
+	"github.com/marlowe-follower/follower/history/record"
 	"github.com/marlowe-follower/follower/streaming/protocol"
 )
 
@@ -15,9 +16,9 @@ import (
 // the snapshot the subscription was in when it read them (0: the log), and
 // the cursor after them.
 type chunk struct {
-	records  []history.Record
+	records  []record.Record
 	snapshot int64
-	end      history.Cursor
+	end      record.Cursor
 	err      error
 }
 
@@ -26,14 +27,14 @@ type chunk struct {
 // snapshot (when the snapshot's last page was empty the subscription
 // moves on to the log within one read): a record above the snapshot's seq
 // is a log record, and the position after it is a log cursor.
-func (c *chunk) cursorAfter(i int) history.Cursor {
+func (c *chunk) cursorAfter(i int) record.Cursor {
 	if i == len(c.records)-1 {
 		return c.end
 	}
 	if seq := c.records[i].Seq; c.snapshot > 0 && seq <= c.snapshot {
-		return history.Cursor{Snapshot: c.snapshot, Seq: seq}
+		return record.Cursor{Snapshot: c.snapshot, Seq: seq}
 	}
-	return history.Cursor{Seq: c.records[i].Seq}
+	return record.Cursor{Seq: c.records[i].Seq}
 }
 
 // pump reads a subscription on its own goroutine, one chunk per request:
@@ -104,8 +105,8 @@ func (p *pump) stop() {
 // pendingBatch is a batch formed and not yet acknowledged: the same records
 // go out again (with a new number) until one delivery is acknowledged.
 type pendingBatch struct {
-	records []history.Record
-	cursor  history.Cursor
+	records []record.Record
+	cursor  record.Cursor
 	// snapshot is the snapshot its first records were read from (0: the
 	// log), for the cursors inside the batch.
 	snapshot int64
@@ -115,14 +116,14 @@ type pendingBatch struct {
 
 // cursorAfter returns the position right after the batch's i-th record
 // (as chunk.cursorAfter).
-func (p *pendingBatch) cursorAfter(i int) history.Cursor {
+func (p *pendingBatch) cursorAfter(i int) record.Cursor {
 	if i == len(p.records)-1 {
 		return p.cursor
 	}
 	if seq := p.records[i].Seq; p.snapshot > 0 && seq <= p.snapshot {
-		return history.Cursor{Snapshot: p.snapshot, Seq: seq}
+		return record.Cursor{Snapshot: p.snapshot, Seq: seq}
 	}
-	return history.Cursor{Seq: p.records[i].Seq}
+	return record.Cursor{Seq: p.records[i].Seq}
 }
 
 // split cuts the batch at an ack's upTo seq: done holds the records up to
@@ -152,7 +153,7 @@ func (p *pendingBatch) split(upTo int64) (done, rest *pendingBatch) {
 // for byte (TEXT in SQLite, json in PostgreSQL), so they are valid,
 // compact JSON already; compacting them again was a third of the cost of
 // a catch-up.
-func appendRecord(buf []byte, r *history.Record) []byte {
+func appendRecord(buf []byte, r *record.Record) []byte {
 	buf = append(buf, `{"seq":`...)
 	buf = strconv.AppendInt(buf, r.Seq, 10)
 	buf = append(buf, `,"kind":`...)
@@ -164,7 +165,7 @@ func appendRecord(buf []byte, r *history.Record) []byte {
 	buf = append(buf, `,"hash":"`...)
 	buf = hex.AppendEncode(buf, r.Block.Hash[:])
 	buf = append(buf, `"}`...)
-	if r.Kind != history.KindRolledBack { // a rollback is about no transaction
+	if r.Kind != record.KindRolledBack { // a rollback is about no transaction
 		buf = append(buf, `,"txId":"`...)
 		buf = hex.AppendEncode(buf, r.TxID[:])
 		buf = append(buf, `","txIndex":`...)
@@ -216,7 +217,7 @@ func putFrameBuf(b []byte) {
 
 // batchFrame encodes a batch frame (the JSON of a protocol.Frame of type
 // batch) into a pooled buffer.
-func batchFrame(stream string, number int64, cursor history.Cursor, tip []byte, redelivered bool, recs []history.Record) []byte {
+func batchFrame(stream string, number int64, cursor record.Cursor, tip []byte, redelivered bool, recs []record.Record) []byte {
 	n := 160 + len(stream) + len(tip)
 	for i := range recs {
 		n += len(recs[i].Payload) + 512 // the fields besides the payload take at most about 480 bytes

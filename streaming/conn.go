@@ -11,7 +11,7 @@ import (
 	"github.com/coder/websocket"
 	"go.uber.org/zap"
 
-	"github.com/marlowe-follower/follower/history"
+	"github.com/marlowe-follower/follower/history/record"
 	"github.com/marlowe-follower/follower/streaming/protocol"
 	"github.com/marlowe-follower/follower/streaming/streamstore"
 )
@@ -183,7 +183,7 @@ func (c *conn) subscribe(cmd *protocol.Command) {
 		c.reject(protocol.CodeBadRequest, fmt.Sprintf("batchTimeout is above the limit %s", cfg.MaxBatchTimeout), cmd.Stream, true)
 		return
 	}
-	var filter history.Filter
+	var filter record.Filter
 	var err error
 	if cmd.Filter != nil {
 		if filter, err = cmd.Filter.History(); err != nil {
@@ -356,7 +356,7 @@ type subscribeError struct{ code, msg string }
 func (e *subscribeError) Error() string { return e.code + ": " + e.msg }
 
 // newEphemeral makes a connection's own stream.
-func (s *Server) newEphemeral(cmd *protocol.Command, filter history.Filter) (*stream, error) {
+func (s *Server) newEphemeral(cmd *protocol.Command, filter record.Filter) (*stream, error) {
 	from, err := protocol.ParseFrom(cmd.From)
 	if err != nil {
 		return nil, &subscribeError{protocol.CodeBadCursor, err.Error()}
@@ -375,10 +375,10 @@ func (s *Server) newEphemeral(cmd *protocol.Command, filter history.Filter) (*st
 
 // startCursor resolves a starting point to a cursor: origin is a snapshot
 // as of the head now, tip the head now.
-func (s *Server) startCursor(filter history.Filter, from history.From) (history.Cursor, error) {
+func (s *Server) startCursor(filter record.Filter, from record.From) (record.Cursor, error) {
 	head := s.head()
-	if from.Kind == history.FromCursor && max(from.Cursor.Seq, from.Cursor.Snapshot) > head {
-		return history.Cursor{}, &subscribeError{protocol.CodeBadCursor,
+	if from.Kind == record.FromCursor && max(from.Cursor.Seq, from.Cursor.Snapshot) > head {
+		return record.Cursor{}, &subscribeError{protocol.CodeBadCursor,
 			fmt.Sprintf("cursor %s is beyond the head of the log (%d)", from.Cursor, head)}
 	}
 	return s.h.Subscribe(filter, from).Cursor(), nil
@@ -391,7 +391,7 @@ func (s *Server) forgetEphemeral(st *stream) {
 	s.mu.Unlock()
 }
 
-func (s *Server) newStream(cmd *protocol.Command, filter history.Filter) *stream {
+func (s *Server) newStream(cmd *protocol.Command, filter record.Filter) *stream {
 	st := &stream{srv: s, name: cmd.Stream, durable: cmd.Durable, mode: cmd.Mode, filter: filter,
 		wire: cmd.Filter.Canonical(), batchSize: cmd.BatchSize, batchTimeout: time.Duration(cmd.BatchTimeout)}
 	if st.mode == "" {
@@ -412,7 +412,7 @@ func (s *Server) streamFromStored(rec *streamstore.Stream) (*stream, error) {
 	if err != nil {
 		return nil, fmt.Errorf("durable stream %s: stored filter: %w", rec.Name, err)
 	}
-	cur, err := history.ParseCursor(rec.Cursor)
+	cur, err := record.ParseCursor(rec.Cursor)
 	if err != nil {
 		return nil, fmt.Errorf("durable stream %s: stored cursor: %w", rec.Name, err)
 	}

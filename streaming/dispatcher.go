@@ -9,6 +9,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/marlowe-follower/follower/history"
+	"github.com/marlowe-follower/follower/history/record"
 	"github.com/marlowe-follower/follower/streaming/protocol"
 	"github.com/marlowe-follower/follower/streaming/streamstore"
 )
@@ -57,7 +58,7 @@ type dispatcher struct {
 	bufSince time.Time
 	pending  *pendingBatch
 	inFlight *roundTrip
-	acked    history.Cursor
+	acked    record.Cursor
 	retryAt  time.Time // no delivery before then (nack backoff)
 	nacks    int
 }
@@ -164,7 +165,7 @@ func (d *dispatcher) startPump() {
 	if d.pending != nil {
 		from = d.pending.cursor
 	}
-	sub := d.srv.h.Subscribe(d.st.filter, history.From{Kind: history.FromCursor, Cursor: from})
+	sub := d.srv.h.Subscribe(d.st.filter, record.From{Kind: record.FromCursor, Cursor: from})
 	// Catch-up pages of about one batch keep a stream's memory small when
 	// many streams catch up at once.
 	sub.SetPageSize(d.st.batchSize)
@@ -265,8 +266,8 @@ func (d *dispatcher) form() {
 	if d.bufLen < d.st.batchSize && d.st.batchTimeout > 0 && time.Since(d.bufSince) < d.st.batchTimeout {
 		return
 	}
-	var recs []history.Record
-	var cur history.Cursor
+	var recs []record.Record
+	var cur record.Cursor
 	var snapshot int64
 	for len(recs) < d.st.batchSize && len(d.buf) > 0 {
 		c := &d.buf[0]

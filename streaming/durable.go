@@ -12,7 +12,7 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/marlowe-follower/follower/history"
+	"github.com/marlowe-follower/follower/history/record"
 	"github.com/marlowe-follower/follower/streaming/protocol"
 	"github.com/marlowe-follower/follower/streaming/streamstore"
 )
@@ -26,7 +26,7 @@ var ErrNoDurableStreams = errors.New("streaming: durable streams are not enabled
 // not exist. An existing stream keeps its filter, mode and batching: a
 // command that gives another filter or mode is refused; its from is
 // ignored (the stream resumes after its last ack).
-func (s *Server) openDurable(ctx context.Context, cmd *protocol.Command, filter history.Filter) (*stream, error) {
+func (s *Server) openDurable(ctx context.Context, cmd *protocol.Command, filter record.Filter) (*stream, error) {
 	if s.store == nil {
 		return nil, &subscribeError{protocol.CodeDurableUnavailable, "this server keeps no durable streams"}
 	}
@@ -66,7 +66,7 @@ func (s *Server) openDurable(ctx context.Context, cmd *protocol.Command, filter 
 	return st, nil
 }
 
-func (s *Server) createDurable(ctx context.Context, cmd *protocol.Command, filter history.Filter) (*streamstore.Stream, error) {
+func (s *Server) createDurable(ctx context.Context, cmd *protocol.Command, filter record.Filter) (*streamstore.Stream, error) {
 	if cmd.Filter == nil {
 		return nil, &subscribeError{protocol.CodeBadFilter,
 			fmt.Sprintf("durable stream %q does not exist: give a filter to create it", cmd.Stream)}
@@ -120,7 +120,7 @@ func (s *Server) info(rec *streamstore.Stream, head int64) StreamInfo {
 	in := StreamInfo{Name: rec.Name, Filter: rec.Filter, Mode: rec.Mode, BatchSize: rec.BatchSize,
 		BatchTimeout: protocol.Duration(rec.BatchTimeout), Cursor: rec.Cursor, Batch: rec.Batch, Records: rec.Records,
 		CreatedAt: rec.CreatedAt, UpdatedAt: rec.UpdatedAt}
-	if c, err := history.ParseCursor(rec.Cursor); err == nil {
+	if c, err := record.ParseCursor(rec.Cursor); err == nil {
 		in.Lag = max(head-c.Seq, 0)
 	}
 	s.mu.Lock()

@@ -13,7 +13,7 @@ import (
 
 	"github.com/coder/websocket"
 
-	"github.com/marlowe-follower/follower/history"
+	"github.com/marlowe-follower/follower/history/record"
 	"github.com/marlowe-follower/follower/streaming"
 	"github.com/marlowe-follower/follower/streaming/protocol"
 	"github.com/marlowe-follower/follower/streaming/streamstore/sqlitestreams"
@@ -25,8 +25,8 @@ import (
 // a time, and together they receive every record exactly once.
 func TestDurableLoadBalancedAcrossThreeConnections(t *testing.T) {
 	sf := newSeedFixture(t, 300)
-	start := history.Cursor{Snapshot: sf.h.Handle.Head()}
-	want := sf.expected(t, history.Filter{}, start)
+	start := record.Cursor{Snapshot: sf.h.Handle.Head()}
+	want := sf.expected(t, record.Filter{}, start)
 	cmd := protocol.Command{Stream: "lb", Durable: true, Filter: &protocol.Filter{All: true}, BatchSize: 6}
 
 	var (
@@ -119,7 +119,7 @@ func TestDurableStreamSurvivesRestart(t *testing.T) {
 	srv := streamtest.StartServer(t, h, streamtest.ServerOptions{Streams: streams})
 	raw := streamtest.Dial(t, srv.URL, nil)
 	sub := raw.Subscribe(protocol.Command{Stream: "orders", Durable: true, Filter: filter, BatchSize: 8})
-	start, _ := history.ParseCursor(sub.Cursor)
+	start, _ := record.ParseCursor(sub.Cursor)
 	var applied streamtest.Collector
 	drain(t, raw, &applied, 40)
 	inFlight := raw.Expect(protocol.TypeBatch, 5*time.Second)
@@ -148,7 +148,7 @@ func TestDurableStreamSurvivesRestart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c, _ := history.ParseCursor(info.Cursor); c.Seq != acked || info.Records != int64(len(applied.Records)) {
+	if c, _ := record.ParseCursor(info.Cursor); c.Seq != acked || info.Records != int64(len(applied.Records)) {
 		t.Fatalf("stored cursor %s (%d records), want seq %d (%d records)", info.Cursor, info.Records, acked, len(applied.Records))
 	}
 	raw2 := streamtest.Dial(t, srv2.URL, nil)
@@ -269,7 +269,7 @@ func TestDurableStreamsHandler(t *testing.T) {
 	resp.Body.Close()
 	// The name starts over.
 	sub := raw.Subscribe(protocol.Command{Stream: "one", Durable: true, Filter: &protocol.Filter{All: true}, From: "tip"})
-	if c, _ := history.ParseCursor(sub.Cursor); c.Seq != sf.h.Handle.Head() || c.Snapshot != 0 {
+	if c, _ := record.ParseCursor(sub.Cursor); c.Seq != sf.h.Handle.Head() || c.Snapshot != 0 {
 		t.Fatalf("recreated from %s", sub.Cursor)
 	}
 }

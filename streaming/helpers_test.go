@@ -12,7 +12,7 @@ import (
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
 
-	"github.com/marlowe-follower/follower/history"
+	"github.com/marlowe-follower/follower/history/record"
 	"github.com/marlowe-follower/follower/streaming/protocol"
 	"github.com/marlowe-follower/follower/streaming/streamstore/sqlitestreams"
 	"github.com/marlowe-follower/follower/streaming/streamtest"
@@ -69,7 +69,7 @@ func drain(t *testing.T, raw *streamtest.Raw, got *streamtest.Collector, want in
 	return frames
 }
 
-func (sf *seedFixture) expected(t *testing.T, filter history.Filter, from history.Cursor) []history.Record {
+func (sf *seedFixture) expected(t *testing.T, filter record.Filter, from record.Cursor) []record.Record {
 	t.Helper()
 	exp, err := streamtest.Expected(context.Background(), sf.h.Backend, filter, from, sf.h.Handle.Head())
 	if err != nil {

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/marlowe-follower/follower/chainsync/chain"
-	"github.com/marlowe-follower/follower/history"
+	"github.com/marlowe-follower/follower/history/record"
 	"github.com/marlowe-follower/follower/streaming/protocol"
 )
 
@@ -20,12 +20,12 @@ func TestRecordEncodingMatchesEncodingJSON(t *testing.T) {
 	rb := int64(77)
 	ref := chain.TxOutRef{Index: 3}
 	ref.TxID[0], ref.TxID[31] = 0xab, 0x01
-	recs := []history.Record{
-		{Seq: 1, Kind: history.KindContractCreated, Block: chain.BlockHeader{Slot: 10, BlockNo: 2}, TxIndex: 4,
+	recs := []record.Record{
+		{Seq: 1, Kind: record.KindContractCreated, Block: chain.BlockHeader{Slot: 10, BlockNo: 2}, TxIndex: 4,
 			Contract: &ref, Payload: json.RawMessage(`{"a":[1,2,{"b":"\u00e9\"x"}],"n":null}`)},
-		{Seq: 9_000_000_000, Kind: history.KindRolledBack, Payload: json.RawMessage(`{"to":{"slot":5,"hash":"00"}}`), RolledBackBy: &rb},
-		{Seq: 3, Kind: history.KindInputsApplied},
-		{Seq: 4, Kind: history.KindInputsApplied, Payload: json.RawMessage(`{"t":"<a&b>"}`)},
+		{Seq: 9_000_000_000, Kind: record.KindRolledBack, Payload: json.RawMessage(`{"to":{"slot":5,"hash":"00"}}`), RolledBackBy: &rb},
+		{Seq: 3, Kind: record.KindInputsApplied},
+		{Seq: 4, Kind: record.KindInputsApplied, Payload: json.RawMessage(`{"t":"<a&b>"}`)},
 	}
 	recs[0].Block.Hash[5] = 0xff
 	recs[0].TxID[1] = 0x10
@@ -46,7 +46,7 @@ func TestRecordEncodingMatchesEncodingJSON(t *testing.T) {
 		}
 	}
 	// A batch frame is the JSON of a protocol.Frame.
-	frame := batchFrame("s\"1", 4, history.Cursor{Snapshot: 9, Seq: 3}, []byte(`{"slot":1,"blockNo":2,"seq":9}`), true, recs)
+	frame := batchFrame("s\"1", 4, record.Cursor{Snapshot: 9, Seq: 3}, []byte(`{"slot":1,"blockNo":2,"seq":9}`), true, recs)
 	var f protocol.Frame
 	if err := json.Unmarshal(frame, &f); err != nil {
 		t.Fatalf("%s: %v", frame, err)
@@ -124,11 +124,11 @@ func TestSendQueueBounds(t *testing.T) {
 
 // TestFrameBuffersArePooled: a written batch frame's buffer is reused.
 func TestFrameBuffersArePooled(t *testing.T) {
-	recs := []history.Record{{Seq: 1, Kind: history.KindInputsApplied, Payload: json.RawMessage(`{}`)}}
-	a := batchFrame("s", 1, history.Cursor{Seq: 1}, []byte(`{}`), false, recs)
+	recs := []record.Record{{Seq: 1, Kind: record.KindInputsApplied, Payload: json.RawMessage(`{}`)}}
+	a := batchFrame("s", 1, record.Cursor{Seq: 1}, []byte(`{}`), false, recs)
 	want := string(a)
 	putFrameBuf(a)
-	b := batchFrame("s", 1, history.Cursor{Seq: 1}, []byte(`{}`), false, recs)
+	b := batchFrame("s", 1, record.Cursor{Seq: 1}, []byte(`{}`), false, recs)
 	if string(b) != want {
 		t.Fatalf("%s != %s", b, want)
 	}
@@ -141,10 +141,10 @@ func TestFrameBuffersArePooled(t *testing.T) {
 // in the log, and for log records read from a snapshot cursor whose
 // snapshot turned out to be complete.
 func TestChunkCursors(t *testing.T) {
-	recs := func(seqs ...int64) []history.Record {
-		var out []history.Record
+	recs := func(seqs ...int64) []record.Record {
+		var out []record.Record
 		for _, s := range seqs {
-			out = append(out, history.Record{Seq: s})
+			out = append(out, record.Record{Seq: s})
 		}
 		return out
 	}
@@ -152,17 +152,17 @@ func TestChunkCursors(t *testing.T) {
 		c    chunk
 		want []string
 	}{
-		{chunk{records: recs(2, 5, 9), snapshot: 10, end: history.Cursor{Snapshot: 10, Seq: 9}}, []string{"10:2", "10:5", "10:9"}},
-		{chunk{records: recs(2, 5), snapshot: 10, end: history.Cursor{Seq: 10}}, []string{"10:2", "10"}},
-		{chunk{records: recs(12, 15, 20), snapshot: 10, end: history.Cursor{Seq: 22}}, []string{"12", "15", "22"}},
-		{chunk{records: recs(12, 15), end: history.Cursor{Seq: 15}}, []string{"12", "15"}},
+		{chunk{records: recs(2, 5, 9), snapshot: 10, end: record.Cursor{Snapshot: 10, Seq: 9}}, []string{"10:2", "10:5", "10:9"}},
+		{chunk{records: recs(2, 5), snapshot: 10, end: record.Cursor{Seq: 10}}, []string{"10:2", "10"}},
+		{chunk{records: recs(12, 15, 20), snapshot: 10, end: record.Cursor{Seq: 22}}, []string{"12", "15", "22"}},
+		{chunk{records: recs(12, 15), end: record.Cursor{Seq: 15}}, []string{"12", "15"}},
 	} {
 		for i, w := range tc.want {
 			c := tc.c.cursorAfter(i)
 			if c.String() != w {
 				t.Errorf("%+v record %d: %s, want %s", tc.c, i, c, w)
 			}
-			if _, err := history.ParseCursor(c.String()); err != nil {
+			if _, err := record.ParseCursor(c.String()); err != nil {
 				t.Error(err)
 			}
 		}

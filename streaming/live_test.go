@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/marlowe-follower/follower/history"
+	"github.com/marlowe-follower/follower/history/record"
 	"github.com/marlowe-follower/follower/streaming/protocol"
 	"github.com/marlowe-follower/follower/streaming/streamtest"
 )
@@ -21,7 +21,7 @@ type follower struct {
 	name           string
 	cmd            protocol.Command
 	reconnectEvery int
-	start          history.Cursor
+	start          record.Cursor
 	started        chan struct{} // closed once start is set
 	got            streamtest.Collector
 	err            error
@@ -31,7 +31,7 @@ func (f *follower) run(t *testing.T, url string, want func() int, done <-chan st
 	raw := streamtest.Dial(t, url, nil)
 	sub := raw.Subscribe(f.cmd)
 	var err error
-	f.start, err = history.ParseCursor(sub.Cursor)
+	f.start, err = record.ParseCursor(sub.Cursor)
 	close(f.started)
 	if err != nil {
 		f.err = err
@@ -86,7 +86,7 @@ func checkBatch(fr *protocol.Frame) error {
 	if fr.Tip.Seq < last {
 		return fmt.Errorf("batch %d holds seq %d beyond the head %d it reports", fr.Batch, last, fr.Tip.Seq)
 	}
-	c, err := history.ParseCursor(fr.Cursor)
+	c, err := record.ParseCursor(fr.Cursor)
 	switch {
 	case err != nil:
 		return fmt.Errorf("batch %d: %w", fr.Batch, err)
@@ -119,8 +119,8 @@ func TestSnapshotThenLiveUnderAppendsAndRollbacks(t *testing.T) {
 	}
 	feed.FarTip = false // commit every block from now on: live delivery
 	srv := streamtest.StartServer(t, h, streamtest.ServerOptions{})
-	some, err := h.Backend.RecordList(ctx, &history.RecordListParams{Limit: 50,
-		Filter: history.Filter{Kinds: []history.Kind{history.KindContractCreated}}})
+	some, err := h.Backend.RecordList(ctx, &record.RecordListParams{Limit: 50,
+		Filter: record.Filter{Kinds: []record.Kind{record.KindContractCreated}}})
 	if err != nil || len(some) < 3 {
 		t.Fatalf("contracts: %d %v", len(some), err)
 	}

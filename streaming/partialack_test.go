@@ -7,7 +7,7 @@ import (
 
 	"github.com/coder/websocket"
 
-	"github.com/marlowe-follower/follower/history"
+	"github.com/marlowe-follower/follower/history/record"
 	"github.com/marlowe-follower/follower/streaming/client"
 	"github.com/marlowe-follower/follower/streaming/protocol"
 	"github.com/marlowe-follower/follower/streaming/streamtest"
@@ -19,7 +19,7 @@ import (
 // snapshot and in the log.
 func TestPartialAck(t *testing.T) {
 	sf := newSeedFixture(t, 40)
-	want := sf.expected(t, history.Filter{}, history.Cursor{Snapshot: sf.h.Handle.Head()})
+	want := sf.expected(t, record.Filter{}, record.Cursor{Snapshot: sf.h.Handle.Head()})
 	raw := streamtest.Dial(t, sf.srv.URL, nil)
 	sub := raw.Subscribe(protocol.Command{Stream: "part", Durable: true, Filter: &protocol.Filter{All: true}, BatchSize: 5})
 	b1 := raw.Expect(protocol.TypeBatch, 5*time.Second)
@@ -33,8 +33,8 @@ func TestPartialAck(t *testing.T) {
 	}
 	// The acknowledged position is the cursor right after record 2, in
 	// the snapshot.
-	snap, _ := history.ParseCursor(sub.Cursor)
-	wantCursor := history.Cursor{Snapshot: snap.Snapshot, Seq: b1.Records[1].Seq}.String()
+	snap, _ := record.ParseCursor(sub.Cursor)
+	wantCursor := record.Cursor{Snapshot: snap.Snapshot, Seq: b1.Records[1].Seq}.String()
 	in, err := sf.srv.GetStream(context.Background(), "part")
 	if err != nil || in.Cursor != wantCursor || in.Records != 2 {
 		t.Fatalf("stored %+v %v, want cursor %s and 2 records", in, err, wantCursor)
@@ -87,11 +87,11 @@ func TestClientAckUpTo(t *testing.T) {
 	defer c.Close()
 	s, err := c.Subscribe(ctx, client.Request{Stream: "e", Filter: protocol.Filter{All: true}, BatchSize: 4})
 	must(t, err)
-	start, _ := history.ParseCursor(s.Cursor())
+	start, _ := record.ParseCursor(s.Cursor())
 	b, err := s.Next(ctx)
 	must(t, err)
 	must(t, s.AckUpTo(ctx, b, b.Records[1].Seq))
-	if want := (history.Cursor{Snapshot: start.Snapshot, Seq: b.Records[1].Seq}).String(); s.Cursor() != want {
+	if want := (record.Cursor{Snapshot: start.Snapshot, Seq: b.Records[1].Seq}).String(); s.Cursor() != want {
 		t.Fatalf("cursor %s, want %s", s.Cursor(), want)
 	}
 	b2, err := s.Next(ctx)

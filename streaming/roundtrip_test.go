@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/marlowe-follower/follower/history"
+	"github.com/marlowe-follower/follower/history/record"
 	"github.com/marlowe-follower/follower/streaming/protocol"
 	"github.com/marlowe-follower/follower/streaming/streamtest"
 )
@@ -21,13 +21,13 @@ import (
 func TestSeedIdleDropNoSpuriousFailure(t *testing.T) {
 	ctx := context.Background()
 	sf := newSeedFixture(t, 60)
-	start := history.Cursor{Snapshot: sf.h.Handle.Head()}
+	start := record.Cursor{Snapshot: sf.h.Handle.Head()}
 	cmd := protocol.Command{Stream: "sub1", Durable: true, Filter: &protocol.Filter{All: true}, BatchSize: 10}
 
 	a := streamtest.Dial(t, sf.srv.URL, nil)
 	a.Subscribe(cmd)
 	var got streamtest.Collector
-	drain(t, a, &got, len(sf.expected(t, history.Filter{}, start)))
+	drain(t, a, &got, len(sf.expected(t, record.Filter{}, start)))
 	// Idle now; the socket drops without a close handshake.
 	_ = a.WS.CloseNow()
 	waitFor(t, "the stream to lose its connection", func() bool { return sf.srv.Metric(t, "marlowe_streaming_connections") == 0 })
@@ -39,7 +39,7 @@ func TestSeedIdleDropNoSpuriousFailure(t *testing.T) {
 	}
 	b := streamtest.Dial(t, sf.srv.URL, nil)
 	b.Subscribe(protocol.Command{Stream: "sub1", Durable: true})
-	frames := drain(t, b, &got, len(sf.expected(t, history.Filter{}, start)))
+	frames := drain(t, b, &got, len(sf.expected(t, record.Filter{}, start)))
 	if got.Dups != 0 {
 		t.Fatalf("%d records delivered twice", got.Dups)
 	}
@@ -47,7 +47,7 @@ func TestSeedIdleDropNoSpuriousFailure(t *testing.T) {
 		t.Fatalf("first batch after the reconnect: redelivered %v, first seq %d (want %d)",
 			frames[0].Redelivered, frames[0].Records[0].Seq, head+1)
 	}
-	if err := streamtest.Same(got.Records, sf.expected(t, history.Filter{}, start)); err != nil {
+	if err := streamtest.Same(got.Records, sf.expected(t, record.Filter{}, start)); err != nil {
 		t.Fatal(err)
 	}
 	if n := sf.srv.Metric(t, "marlowe_streaming_redeliveries_total"); n != 0 {
@@ -66,8 +66,8 @@ func TestSeedIdleDropNoSpuriousFailure(t *testing.T) {
 // seq applies every record exactly once.
 func TestSeedInFlightDropRedeliversOnce(t *testing.T) {
 	sf := newSeedFixture(t, 80)
-	start := history.Cursor{Snapshot: sf.h.Handle.Head()}
-	want := sf.expected(t, history.Filter{}, start)
+	start := record.Cursor{Snapshot: sf.h.Handle.Head()}
+	want := sf.expected(t, record.Filter{}, start)
 	cmd := protocol.Command{Stream: "sub1", Durable: true, Filter: &protocol.Filter{All: true}, BatchSize: 7}
 
 	a := streamtest.Dial(t, sf.srv.URL, nil)

@@ -16,6 +16,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/marlowe-follower/follower/history"
+	"github.com/marlowe-follower/follower/history/record"
 	"github.com/marlowe-follower/follower/streaming/protocol"
 )
 
@@ -110,7 +111,7 @@ func (s *Server) serveEvents(w http.ResponseWriter, r *http.Request) {
 		}
 	}()
 	var wg sync.WaitGroup
-	p := startPump(ctx, &wg, s.h.Subscribe(filter, history.From{Kind: history.FromCursor, Cursor: start}))
+	p := startPump(ctx, &wg, s.h.Subscribe(filter, record.From{Kind: record.FromCursor, Cursor: start}))
 	defer p.stop()
 	if err := ev.comment("subscribed from " + start.String()); err != nil {
 		return

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/marlowe-follower/follower/history"
+	"github.com/marlowe-follower/follower/history/record"
 	"github.com/marlowe-follower/follower/streaming/streamtest"
 )
 
@@ -54,8 +54,8 @@ func TestServerSentEvents(t *testing.T) {
 	sf := newSeedFixture(t, 60)
 	ts := httptest.NewServer(sf.srv.EventsHandler())
 	defer ts.Close()
-	filter := history.Filter{Kinds: []history.Kind{history.KindContractCreated, history.KindInputsApplied}}
-	start := history.Cursor{Snapshot: sf.h.Handle.Head()}
+	filter := record.Filter{Kinds: []record.Kind{record.KindContractCreated, record.KindInputsApplied}}
+	start := record.Cursor{Snapshot: sf.h.Handle.Head()}
 	want := sf.expected(t, filter, start)
 
 	get := func(lastID string) *http.Response {
@@ -79,11 +79,11 @@ func TestServerSentEvents(t *testing.T) {
 			if e.event != "record" {
 				continue
 			}
-			var r history.Record
+			var r record.Record
 			if err := json.Unmarshal([]byte(e.data), &r); err != nil {
 				t.Fatal(err)
 			}
-			if err := got.Add([]history.Record{r}); err != nil {
+			if err := got.Add([]record.Record{r}); err != nil {
 				t.Fatal(err)
 			}
 			last = e.id

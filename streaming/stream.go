@@ -4,7 +4,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/marlowe-follower/follower/history"
+	"github.com/marlowe-follower/follower/history/record"
 	"github.com/marlowe-follower/follower/streaming/protocol"
 )
 
@@ -27,7 +27,7 @@ type stream struct {
 	name         string
 	durable      bool
 	mode         protocol.Mode
-	filter       history.Filter
+	filter       record.Filter
 	wire         protocol.Filter
 	batchSize    int
 	batchTimeout time.Duration
@@ -37,13 +37,13 @@ type stream struct {
 	rr       int // round-robin position among atts
 	disp     *dispatcher
 	closed   bool // deleted, or an ephemeral stream whose connection left
-	acked    history.Cursor
+	acked    record.Cursor
 	batchNo  int64 // the last batch number used
 	records  int64 // records acknowledged
 	pending  *pendingBatch
 	inFlight int64 // the batch number of the round trip in flight, 0 when none
 	// delivered is the cursor after the newest batch sent.
-	delivered history.Cursor
+	delivered record.Cursor
 }
 
 // attachment is one connection's subscription to a stream, under the name
@@ -152,7 +152,7 @@ func (st *stream) running() bool {
 
 // positions returns the acknowledged cursor and the cursor after the
 // newest batch sent.
-func (st *stream) positions() (acked, delivered history.Cursor) {
+func (st *stream) positions() (acked, delivered record.Cursor) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	return st.acked, st.delivered

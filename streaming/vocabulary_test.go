@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/marlowe-follower/follower/history"
+	"github.com/marlowe-follower/follower/history/record"
 	"github.com/marlowe-follower/follower/streaming"
 	"github.com/marlowe-follower/follower/streaming/protocol"
 	"github.com/marlowe-follower/follower/streaming/streamtest"
@@ -57,7 +57,7 @@ func aliasQuery(f protocol.Filter) url.Values {
 
 // subscribeRaw subscribes with a filter object as text and collects n
 // records.
-func subscribeRaw(t *testing.T, raw *streamtest.Raw, stream, filter string, n int) []history.Record {
+func subscribeRaw(t *testing.T, raw *streamtest.Raw, stream, filter string, n int) []record.Record {
 	t.Helper()
 	raw.SendText(`{"type":"subscribe","stream":"` + stream + `","filter":` + filter + `,"batchSize":50}`)
 	f := raw.Expect(protocol.TypeSubscribed, 5*time.Second)
@@ -78,7 +78,7 @@ func subscribeRaw(t *testing.T, raw *streamtest.Raw, stream, filter string, n in
 }
 
 // eventRecords reads n records of GET /events with a query string.
-func eventRecords(t *testing.T, base string, q url.Values, n int) []history.Record {
+func eventRecords(t *testing.T, base string, q url.Values, n int) []record.Record {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
@@ -92,12 +92,12 @@ func eventRecords(t *testing.T, base string, q url.Values, n int) []history.Reco
 		body, _ := io.ReadAll(resp.Body)
 		t.Fatalf("/events?%s: %s %s", q.Encode(), resp.Status, body)
 	}
-	var out []history.Record
+	var out []record.Record
 	for _, e := range readEvents(t, resp, n) {
 		if e.event != "record" {
 			continue
 		}
-		var r history.Record
+		var r record.Record
 		if err := json.Unmarshal([]byte(e.data), &r); err != nil {
 			t.Fatal(err)
 		}
@@ -130,7 +130,7 @@ func TestFilterVocabulary(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%+v: %v", f, err)
 		}
-		want := sf.expected(t, hf, history.Cursor{Snapshot: head})
+		want := sf.expected(t, hf, record.Cursor{Snapshot: head})
 		if len(want) == 0 {
 			t.Fatalf("filter %d %+v selects nothing", i, f)
 		}

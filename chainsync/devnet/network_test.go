@@ -12,6 +12,7 @@ import (
 	"github.com/marlowe-follower/follower/chainsync/classify"
 	"github.com/marlowe-follower/follower/history"
 	"github.com/marlowe-follower/follower/history/historytest"
+	"github.com/marlowe-follower/follower/history/record"
 )
 
 // TestNetworkClocksMatchHistory: the devnet's built-in clocks are the
@@ -71,11 +72,11 @@ func preprodChain(t *testing.T, cfg GeneratorConfig, blocks uint64) (*Generator,
 
 // follow runs blocks through the classifier and the processor with the
 // given slot configuration, as the follower does.
-func followRecords(t *testing.T, blocks []StoredBlock, slots history.SlotConfig) []history.Record {
+func followRecords(t *testing.T, blocks []StoredBlock, slots history.SlotConfig) []record.Record {
 	t.Helper()
 	c := classify.New(classify.Options{})
 	p := history.NewProcessor(slots, zap.NewNop(), nil)
-	var records []history.Record
+	var records []record.Record
 	for _, b := range blocks {
 		ev, err := c.RollForward(b.Type, b.Raw, chain.Tip{})
 		if err != nil {
@@ -148,7 +149,7 @@ func TestGeneratedChainOnPreprodClock(t *testing.T) {
 	// is right too.
 	payouts := 0
 	for _, r := range records {
-		if r.Kind == history.KindInputsApplied && strings.Contains(string(r.Payload), `"address":"addr`) {
+		if r.Kind == record.KindInputsApplied && strings.Contains(string(r.Payload), `"address":"addr`) {
 			payouts++
 		}
 	}

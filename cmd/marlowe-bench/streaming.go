@@ -20,6 +20,7 @@ import (
 	"github.com/marlowe-follower/follower/chainsync/devnet"
 	"github.com/marlowe-follower/follower/cmd/marlowe-follower/service"
 	"github.com/marlowe-follower/follower/history"
+	"github.com/marlowe-follower/follower/history/record"
 	"github.com/marlowe-follower/follower/streaming"
 	"github.com/marlowe-follower/follower/streaming/client"
 	"github.com/marlowe-follower/follower/streaming/protocol"
@@ -220,7 +221,7 @@ func runCatchUpJob(ctx context.Context, raw json.RawMessage) (any, error) {
 		return nil
 	}
 	if err := measure("in process (history.Subscription)", func(ctx context.Context) (int64, error) {
-		sub := p.handle.Subscribe(history.Filter{}, history.From{Kind: history.FromOrigin})
+		sub := p.handle.Subscribe(record.Filter{}, record.From{Kind: record.FromOrigin})
 		defer sub.Close()
 		var n int64
 		for n < head {
@@ -411,7 +412,7 @@ func (p *pipeline) latencyInProcess(ctx context.Context, n int, dur time.Duratio
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			sub := p.handle.Subscribe(history.Filter{}, history.From{Kind: history.FromTip})
+			sub := p.handle.Subscribe(record.Filter{}, record.From{Kind: record.FromTip})
 			defer sub.Close()
 			first := true
 			for {

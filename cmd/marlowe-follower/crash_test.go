@@ -16,6 +16,7 @@ import (
 
 	"github.com/marlowe-follower/follower/chainsync/devnet"
 	"github.com/marlowe-follower/follower/history"
+	"github.com/marlowe-follower/follower/history/record"
 	"github.com/marlowe-follower/follower/history/sqlitestore"
 )
 
@@ -60,7 +61,7 @@ func startRun(t *testing.T, bin, socket, dir string) *exec.Cmd {
 
 // storeState reads a store's whole log and checkpoint (a second process
 // reading the SQLite file the child writes).
-func storeState(t *testing.T, dir string) ([]history.Record, *history.Checkpoint) {
+func storeState(t *testing.T, dir string) ([]record.Record, *history.Checkpoint) {
 	t.Helper()
 	ctx := context.Background()
 	b, err := sqlitestore.Open(ctx, dir, sqlitestore.Options{})
@@ -72,9 +73,9 @@ func storeState(t *testing.T, dir string) ([]history.Record, *history.Checkpoint
 	if err != nil {
 		t.Fatal(err)
 	}
-	var log []history.Record
+	var log []record.Record
 	for {
-		page, err := b.RecordList(ctx, &history.RecordListParams{After: int64(len(log)), Limit: 10000})
+		page, err := b.RecordList(ctx, &record.RecordListParams{After: int64(len(log)), Limit: 10000})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -193,7 +194,7 @@ func TestCrashSafetyAndDeterminism(t *testing.T) {
 	}
 	rolled := 0
 	for _, r := range logA {
-		if r.Kind == history.KindRolledBack {
+		if r.Kind == record.KindRolledBack {
 			rolled++
 		}
 	}

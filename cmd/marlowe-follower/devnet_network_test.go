@@ -18,6 +18,7 @@ import (
 	"github.com/marlowe-follower/follower/chainsync/devnet"
 	"github.com/marlowe-follower/follower/history"
 	"github.com/marlowe-follower/follower/history/historytest"
+	"github.com/marlowe-follower/follower/history/record"
 )
 
 // mainnetReplay writes a replay file of the real mainnet blocks of every
@@ -159,10 +160,10 @@ func TestDevnetReplayOnMainnetMagic(t *testing.T) {
 	}
 	// Every interval is the POSIX time of its slots on mainnet's clock.
 	for _, r := range records {
-		if r.Kind != history.KindInputsApplied {
+		if r.Kind != record.KindInputsApplied {
 			continue
 		}
-		var p history.InputsApplied
+		var p record.InputsApplied
 		if err := json.Unmarshal(r.Payload, &p); err != nil {
 			t.Fatal(err)
 		}

@@ -17,7 +17,7 @@ import (
 
 	"github.com/marlowe-follower/follower/chainsync/chain"
 	"github.com/marlowe-follower/follower/chainsync/devnet"
-	"github.com/marlowe-follower/follower/history"
+	"github.com/marlowe-follower/follower/history/record"
 )
 
 // syncBuffer is a buffer the child's stderr is copied into while the test
@@ -102,7 +102,7 @@ func TestRunDevnetRestartKeepsChain(t *testing.T) {
 	base := "http://127.0.0.1:" + strconv.Itoa(qport)
 	chainFile := filepath.Join(dir, DevnetChainFile)
 
-	var prev []history.Record
+	var prev []record.Record
 	for run := range 3 {
 		cmd, out := startRunDevnetArgs(t, bin, "", qport, "--data-dir", dir)
 		head := int64(len(prev))
@@ -126,8 +126,8 @@ func TestRunDevnetRestartKeepsChain(t *testing.T) {
 			if r.Seq != int64(i+1) {
 				t.Fatalf("run %d: seq %d at position %d", run+1, r.Seq, i)
 			}
-			if r.Kind == history.KindRolledBack && r.Seq > head {
-				var p history.RolledBack
+			if r.Kind == record.KindRolledBack && r.Seq > head {
+				var p record.RolledBack
 				if err := json.Unmarshal(r.Payload, &p); err != nil {
 					t.Fatal(err)
 				}

@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/marlowe-follower/follower/history"
+	"github.com/marlowe-follower/follower/history/record"
 )
 
 // freePort returns a TCP port that was free a moment ago.
@@ -218,7 +218,7 @@ func contentType(t *testing.T, url string) (string, int) {
 	return resp.Header.Get("Content-Type"), resp.StatusCode
 }
 
-func recordsEqual(a, b history.Record) bool {
+func recordsEqual(a, b record.Record) bool {
 	return a.Seq == b.Seq && a.Kind == b.Kind && a.Block == b.Block && a.TxID == b.TxID &&
 		string(a.Payload) == string(b.Payload)
 }

@@ -19,7 +19,7 @@ import (
 
 	"github.com/marlowe-follower/follower/chainsync/chain"
 	"github.com/marlowe-follower/follower/chainsync/devnet"
-	"github.com/marlowe-follower/follower/history"
+	"github.com/marlowe-follower/follower/history/record"
 )
 
 // The tests of this file run the binary against nodes that misbehave the
@@ -211,10 +211,10 @@ func (c *child) committed(t *testing.T) uint64 {
 	return st.Committed.BlockNo
 }
 
-func noRollbacks(t *testing.T, log []history.Record) {
+func noRollbacks(t *testing.T, log []record.Record) {
 	t.Helper()
 	for _, r := range log {
-		if r.Kind == history.KindRolledBack || r.RolledBackBy != nil {
+		if r.Kind == record.KindRolledBack || r.RolledBackBy != nil {
 			t.Fatalf("record %d: %s, rolled back by %v: the follower rolled back", r.Seq, r.Kind, r.RolledBackBy)
 		}
 	}

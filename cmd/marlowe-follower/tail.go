@@ -14,7 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/marlowe-follower/follower/cmd/marlowe-follower/config"
-	"github.com/marlowe-follower/follower/history"
+	"github.com/marlowe-follower/follower/history/record"
 	"github.com/marlowe-follower/follower/streaming/client"
 	"github.com/marlowe-follower/follower/streaming/protocol"
 )
@@ -174,7 +174,7 @@ func tail(ctx context.Context, c *client.Client, req client.Request, limit int, 
 			}
 			out.Write(js)
 			out.WriteByte('\n')
-			if r.Kind == history.KindRolledBack {
+			if r.Kind == record.KindRolledBack {
 				if err := out.Flush(); err != nil {
 					return err
 				}
@@ -204,8 +204,8 @@ func tail(ctx context.Context, c *client.Client, req client.Request, limit int, 
 }
 
 // rollbackLine describes a rollback for a person.
-func rollbackLine(r *history.Record) string {
-	var rb history.RolledBack
+func rollbackLine(r *record.Record) string {
+	var rb record.RolledBack
 	if err := json.Unmarshal(r.Payload, &rb); err != nil {
 		return fmt.Sprintf("marlowe-follower tail: ROLLBACK (seq %d)", r.Seq)
 	}

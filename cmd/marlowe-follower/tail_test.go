@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/marlowe-follower/follower/history"
+	"github.com/marlowe-follower/follower/history/record"
 	"github.com/marlowe-follower/follower/streaming/protocol"
 	"github.com/marlowe-follower/follower/streaming/streamstore/sqlitestreams"
 	"github.com/marlowe-follower/follower/streaming/streamtest"
@@ -39,13 +39,13 @@ func TestTailPrintsRecordsAndRollbacks(t *testing.T) {
 		t.Fatal(err)
 	}
 	srv := streamtest.StartServer(t, h, streamtest.ServerOptions{})
-	want, err := streamtest.Expected(ctx, h.Backend, history.Filter{}, history.Cursor{}, h.Handle.Head())
+	want, err := streamtest.Expected(ctx, h.Backend, record.Filter{}, record.Cursor{}, h.Handle.Head())
 	if err != nil {
 		t.Fatal(err)
 	}
 	markers := 0
 	for _, r := range want {
-		if r.Kind == history.KindRolledBack {
+		if r.Kind == record.KindRolledBack {
 			markers++
 		}
 	}
@@ -57,9 +57,9 @@ func TestTailPrintsRecordsAndRollbacks(t *testing.T) {
 		t.Fatalf("%v: %s", err, stderr)
 	}
 	lines := strings.Split(strings.TrimSpace(stdout), "\n")
-	var got []history.Record
+	var got []record.Record
 	for _, l := range lines {
-		var r history.Record
+		var r record.Record
 		if err := json.Unmarshal([]byte(l), &r); err != nil {
 			t.Fatalf("%q: %v", l, err)
 		}
@@ -111,7 +111,7 @@ func TestTailDurableResumes(t *testing.T) {
 	}
 	var seqs []int64
 	for _, l := range strings.Split(strings.TrimSpace(out1+out2), "\n") {
-		var r history.Record
+		var r record.Record
 		if err := json.Unmarshal([]byte(l), &r); err != nil {
 			t.Fatal(err)
 		}
@@ -189,7 +189,7 @@ func TestTailDurableLimitAcksWhatItPrinted(t *testing.T) {
 			t.Fatalf("run %d printed %d lines: %q", run+1, len(lines), out)
 		}
 		for _, l := range lines {
-			var r history.Record
+			var r record.Record
 			if err := json.Unmarshal([]byte(l), &r); err != nil {
 				t.Fatal(err)
 			}
@@ -226,7 +226,7 @@ func TestTailFilterFlags(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		want, err := streamtest.Expected(ctx, h.Backend, hf, history.Cursor{Snapshot: head}, head)
+		want, err := streamtest.Expected(ctx, h.Backend, hf, record.Cursor{Snapshot: head}, head)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -274,14 +274,14 @@ func tailArgs(f protocol.Filter, alias bool) []string {
 	return args
 }
 
-func parseLines(t *testing.T, out string) []history.Record {
+func parseLines(t *testing.T, out string) []record.Record {
 	t.Helper()
-	var got []history.Record
+	var got []record.Record
 	for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
 		if l == "" {
 			continue
 		}
-		var r history.Record
+		var r record.Record
 		if err := json.Unmarshal([]byte(l), &r); err != nil {
 			t.Fatalf("%q: %v", l, err)
 		}

@@ -15,7 +15,7 @@ import (
 
 	"github.com/marlowe-follower/follower/chainsync/chain"
 	"github.com/marlowe-follower/follower/contracts/projectiontest"
-	"github.com/marlowe-follower/follower/history"
+	"github.com/marlowe-follower/follower/history/record"
 	"github.com/marlowe-follower/follower/query"
 	"github.com/marlowe-follower/follower/streaming"
 	"github.com/marlowe-follower/follower/streaming/client"
@@ -85,7 +85,7 @@ func TestFilterVocabularyAcrossSurfaces(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		want, err := streamtest.Expected(ctx, p.History, hf, history.Cursor{Snapshot: head}, head)
+		want, err := streamtest.Expected(ctx, p.History, hf, record.Cursor{Snapshot: head}, head)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -97,7 +97,7 @@ func TestFilterVocabularyAcrossSurfaces(t *testing.T) {
 		if len(f.Kinds) == 0 {
 			var created []string
 			for _, r := range want {
-				if r.Kind == history.KindContractCreated {
+				if r.Kind == record.KindContractCreated {
 					created = append(created, r.Contract.String())
 				}
 			}
@@ -118,7 +118,7 @@ func TestFilterVocabularyAcrossSurfaces(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var got []history.Record
+		var got []record.Record
 		for len(got) < len(want) {
 			b, err := s.Next(sctx)
 			if err != nil {
@@ -180,7 +180,7 @@ func listContracts(t *testing.T, base string, q url.Values) []string {
 }
 
 // events reads n records of GET /events.
-func events(t *testing.T, base string, q url.Values, n int) []history.Record {
+func events(t *testing.T, base string, q url.Values, n int) []record.Record {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
@@ -194,12 +194,12 @@ func events(t *testing.T, base string, q url.Values, n int) []history.Record {
 		body, _ := io.ReadAll(resp.Body)
 		t.Fatalf("/events?%s: %s %s", q.Encode(), resp.Status, body)
 	}
-	var out []history.Record
+	var out []record.Record
 	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(make([]byte, 1<<20), 16<<20)
 	for len(out) < n && sc.Scan() {
 		if data, ok := strings.CutPrefix(sc.Text(), "data: "); ok && strings.HasPrefix(data, `{"seq"`) {
-			var r history.Record
+			var r record.Record
 			if err := json.Unmarshal([]byte(data), &r); err != nil {
 				t.Fatal(err)
 			}

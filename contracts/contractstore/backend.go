@@ -18,7 +18,7 @@ import (
 	"errors"
 
 	"github.com/marlowe-follower/follower/chainsync/chain"
-	"github.com/marlowe-follower/follower/history"
+	"github.com/marlowe-follower/follower/history/record"
 )
 
 // Sentinel errors of the contract store.
@@ -160,7 +160,7 @@ type ContractBody struct {
 	State    json.RawMessage `json:"state"`
 	UTxO     *chain.TxOutRef `json:"utxo"`
 	// Assets are the assets locked in the contract's output.
-	Assets  history.Assets  `json:"assets"`
+	Assets  record.Assets   `json:"assets"`
 	Payouts []PayoutSummary `json:"payouts"`
 }
 
@@ -169,7 +169,7 @@ type PayoutSummary struct {
 	ID         chain.TxOutRef `json:"payoutId"`
 	Role       *string        `json:"role,omitempty"`
 	Address    *string        `json:"address,omitempty"`
-	Assets     history.Assets `json:"assets"`
+	Assets     record.Assets  `json:"assets"`
 	Status     PayoutStatus   `json:"status"`
 	Withdrawal *chain.Hash32  `json:"withdrawalId"`
 }
@@ -202,7 +202,7 @@ type Payout struct {
 	RolesCurrency []byte
 	Role          *string // role name as text (Marlowe name escape)
 	Address       *string
-	Assets        history.Assets
+	Assets        record.Assets
 	Status        PayoutStatus
 	Withdrawal    *WithdrawalRef
 	// ValidatorAddress is the address of a role payout's output (bech32);
@@ -248,7 +248,7 @@ type ContractTag struct {
 type ContractParty struct {
 	ContractID chain.TxOutRef
 	Seq        int64 // the contract's creation seq (list order)
-	Party      history.Party
+	Party      record.Party
 }
 
 // PayoutWithdrawal marks a stored payout withdrawn.
@@ -282,7 +282,7 @@ type ContractFilter struct {
 	RolesCurrency [][]byte
 	Tags          []string
 	PartyAddress  []string
-	PartyRole     []history.RoleRef
+	PartyRole     []record.RoleRef
 	Status        Status
 }
 
@@ -336,7 +336,7 @@ type PayoutKey struct {
 // PayoutListParams select a page of payouts in PayoutKey order.
 type PayoutListParams struct {
 	Contracts []chain.TxOutRef
-	Roles     []history.RoleRef
+	Roles     []record.RoleRef
 	Status    PayoutStatus // "" for any
 	// RolesOnly keeps payouts to roles only (no address payouts).
 	RolesOnly bool

@@ -10,7 +10,7 @@ import (
 	"github.com/marlowe-follower/follower/chainsync/chain"
 	"github.com/marlowe-follower/follower/contracts"
 	"github.com/marlowe-follower/follower/contracts/contractstore"
-	"github.com/marlowe-follower/follower/history"
+	"github.com/marlowe-follower/follower/history/record"
 )
 
 // Summary counts what a check compared.
@@ -171,7 +171,7 @@ func (p *Pipeline) checkIndexes(ctx context.Context, want *contractstore.CommitP
 			k, f = "address "+pt.Party.Address, contractstore.ContractFilter{PartyAddress: []string{pt.Party.Address}}
 		} else {
 			k = "role " + string(pt.Party.RoleCurrency) + "." + string(pt.Party.Role)
-			f = contractstore.ContractFilter{PartyRole: []history.RoleRef{{Currency: nonNil(pt.Party.RoleCurrency), Name: pt.Party.Role}}}
+			f = contractstore.ContractFilter{PartyRole: []record.RoleRef{{Currency: nonNil(pt.Party.RoleCurrency), Name: pt.Party.Role}}}
 		}
 		if !seen[k] && len(seen) >= 40 {
 			continue

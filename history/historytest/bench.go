@@ -11,6 +11,7 @@ import (
 	"github.com/marlowe-follower/follower/chainsync/chain"
 	"github.com/marlowe-follower/follower/chainsync/classify"
 	"github.com/marlowe-follower/follower/history"
+	"github.com/marlowe-follower/follower/history/record"
 )
 
 // BenchRollbackDepth is how many blocks of UTxO changes the benchmarks
@@ -59,17 +60,17 @@ func (c *benchChain) add(p *history.CommitParams, blocks int) {
 		step := chain.TxOutRef{TxID: hashOf('S', c.block, 0, 0)}
 		cur := currencies[1+c.block%3]
 		c.seq++
-		p.Records = append(p.Records, history.Record{Seq: c.seq, Kind: history.KindContractCreated, Block: h,
+		p.Records = append(p.Records, record.Record{Seq: c.seq, Kind: record.KindContractCreated, Block: h,
 			TxID: created.TxID, Contract: &created, Payload: json.RawMessage(benchPayload)})
-		p.Contracts = append(p.Contracts, history.ContractIndex{ID: created, Version: "v3", RolesCurrency: cur,
+		p.Contracts = append(p.Contracts, record.ContractIndex{ID: created, Version: "v3", RolesCurrency: cur,
 			Tags: []string{tagNames[c.block%4]}, CreatedSeq: c.seq, Block: h,
-			Parties: []history.Party{{Address: address(int(c.block % 1000))}, {RoleCurrency: cur, Role: roleNames[0]},
+			Parties: []record.Party{{Address: address(int(c.block % 1000))}, {RoleCurrency: cur, Role: roleNames[0]},
 				{RoleCurrency: cur, Role: roleNames[1]}}})
 		ch := classify.UTxOChanges{Block: h, Added: []classify.TrackedUTxO{{Ref: created, Kind: classify.KindContract,
 			ContractID: created, Version: "v3", Address: []byte{0x70, 1, 2, 3}, RolesCurrency: cur, Datum: benchDatum}}}
 		if c.block > 1 {
 			c.seq++
-			p.Records = append(p.Records, history.Record{Seq: c.seq, Kind: history.KindInputsApplied, Block: h,
+			p.Records = append(p.Records, record.Record{Seq: c.seq, Kind: record.KindInputsApplied, Block: h,
 				TxID: step.TxID, TxIndex: 1, Contract: &prev, Payload: json.RawMessage(benchPayload)})
 			ch.Removed = []classify.TrackedUTxO{{Ref: prev, Kind: classify.KindContract, ContractID: prev, Version: "v3",
 				Address: []byte{0x70, 1, 2, 3}, Datum: benchDatum}}
@@ -132,8 +133,8 @@ func BenchCommit(b *testing.B, open func(tb testing.TB) history.Backend, blocksP
 // BenchListParams select what BenchRecordList reads.
 type BenchListParams struct {
 	Page   int // records a page
-	Mode   history.Mode
-	Filter history.Filter // see BenchTag
+	Mode   record.Mode
+	Filter record.Filter // see BenchTag
 }
 
 // BenchTag is the tag of one contract in four of the benchmark chain: a
@@ -155,7 +156,7 @@ func BenchRecordList(b *testing.B, open func(tb testing.TB) history.Backend, bp 
 	}
 	read := 0
 	for b.Loop() {
-		p := history.RecordListParams{Limit: bp.Page, Mode: bp.Mode, Snapshot: c.seq, Filter: bp.Filter}
+		p := record.RecordListParams{Limit: bp.Page, Mode: bp.Mode, Snapshot: c.seq, Filter: bp.Filter}
 		for {
 			recs, err := be.RecordList(context.Background(), &p)
 			if err != nil {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/marlowe-follower/follower/chainsync/chain"
 	"github.com/marlowe-follower/follower/history"
+	"github.com/marlowe-follower/follower/history/record"
 )
 
 // testCheckpoint checks the chain checkpoint and the tracked UTxO set:
@@ -39,7 +40,7 @@ func (s *suite) testCheckpoint(t *testing.T) {
 				t.Fatalf("a weak scenario: horizon %+v, at most %d recent changes, %d outputs, %d commits",
 					w.utxo.horizon, recent, len(w.utxo.set), flushes)
 			}
-			checkRecords(t, "log", readAll(t, b, history.RecordListParams{}, 1000), w.log)
+			checkRecords(t, "log", readAll(t, b, record.RecordListParams{}, 1000), w.log)
 			// What a restarted follower restores: the same, from a new handle.
 			b2 := reopen(t, b)
 			if err := b2.Init(t.Context(), &history.InitParams{NetworkMagic: TestMagic}); err != nil {
@@ -74,7 +75,7 @@ func (s *suite) testCheckpoint(t *testing.T) {
 		pt := below.Point()
 		err := b.Commit(t.Context(), &history.CommitParams{Checkpoint: history.CheckpointUpdate{
 			Breadcrumbs: []chain.BlockHeader{below}, UTxO: []history.UTxOStep{{Rollback: &pt}}}})
-		wantErr(t, "rollback below the horizon", err, history.ErrRollbackTooDeep)
+		wantErr(t, "rollback below the horizon", err, record.ErrRollbackTooDeep)
 		checkCheckpoint(t, b, w.checkpoint())
 		// To the horizon itself is fine.
 		w.rollBackTo(hz)

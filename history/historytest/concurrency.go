@@ -7,12 +7,13 @@ import (
 	"testing"
 
 	"github.com/marlowe-follower/follower/history"
+	"github.com/marlowe-follower/follower/history/record"
 )
 
 // snapshotRead is what a reader saw of a snapshot taken while the writer ran.
 type snapshotRead struct {
 	at   int64
-	recs []history.Record
+	recs []record.Record
 }
 
 // testConcurrency runs readers against a writer: log readers page from the
@@ -47,7 +48,7 @@ func (s *suite) testConcurrency(t *testing.T) {
 		cancel()
 		readers.Wait()
 	}()
-	logs := make([][]history.Record, 3)
+	logs := make([][]record.Record, 3)
 	snaps := make([][]snapshotRead, 2)
 	for i := range logs {
 		readers.Add(1)
@@ -71,8 +72,8 @@ func (s *suite) testConcurrency(t *testing.T) {
 					t.Errorf("head: %v", err)
 					return
 				}
-				p := history.RecordListParams{Mode: history.ModeSnapshot, Snapshot: head, Limit: 50}
-				var recs []history.Record
+				p := record.RecordListParams{Mode: record.ModeSnapshot, Snapshot: head, Limit: 50}
+				var recs []record.Record
 				for {
 					page, err := b.RecordList(ctx, &p)
 					if err != nil {
@@ -165,9 +166,9 @@ func (s *suite) testConcurrency(t *testing.T) {
 // followLog pages through the log from the start, as a subscriber catching
 // up does, until the writer is done and the log read to its end, checking
 // that seqs follow each other without gaps.
-func followLog(ctx context.Context, t *testing.T, b history.Backend, done <-chan struct{}, page int) []history.Record {
-	var out []history.Record
-	p := history.RecordListParams{Limit: page}
+func followLog(ctx context.Context, t *testing.T, b history.Backend, done <-chan struct{}, page int) []record.Record {
+	var out []record.Record
+	p := record.RecordListParams{Limit: page}
 	finished := false
 	for ctx.Err() == nil {
 		if !finished {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/marlowe-follower/follower/chainsync/classify"
 	"github.com/marlowe-follower/follower/history"
+	"github.com/marlowe-follower/follower/history/record"
 )
 
 // testInit checks schema setup: migrations are idempotent, a reopened
@@ -67,19 +68,19 @@ func (s *suite) testInit(t *testing.T) {
 		if err := b2.Init(t.Context(), &history.InitParams{NetworkMagic: TestMagic}); err != nil {
 			t.Fatalf("init of the reopened database: %v", err)
 		}
-		checkRecords(t, "log after reopening", readAll(t, b2, history.RecordListParams{}, 1000), w.log)
+		checkRecords(t, "log after reopening", readAll(t, b2, record.RecordListParams{}, 1000), w.log)
 		checkCheckpoint(t, b2, w.checkpoint())
 		// The first handle still works beside the second.
 		w.grow(3)
 		w.flush()
-		checkRecords(t, "log through the second handle", readAll(t, b2, history.RecordListParams{}, 1000), w.log)
+		checkRecords(t, "log through the second handle", readAll(t, b2, record.RecordListParams{}, 1000), w.log)
 	})
 
 	t.Run("wrong network", func(t *testing.T) {
 		b := s.backend(t)
 		b2 := reopen(t, b)
 		err := b2.Init(t.Context(), &history.InitParams{NetworkMagic: TestMagic + 1})
-		wantErr(t, "init with another network", err, history.ErrWrongNetwork)
+		wantErr(t, "init with another network", err, record.ErrWrongNetwork)
 		if err := b2.Init(t.Context(), &history.InitParams{NetworkMagic: TestMagic}); err != nil {
 			t.Fatalf("init with the right network after a refusal: %v", err)
 		}
@@ -107,11 +108,11 @@ func (s *suite) testInit(t *testing.T) {
 			t.Fatalf("schema version after the newer binary: %d, %v; want %d", stored, err, latest+1)
 		}
 		wantErr(t, "init of a newer schema", b2.Init(t.Context(), &history.InitParams{NetworkMagic: TestMagic}),
-			history.ErrSchemaTooNew)
+			record.ErrSchemaTooNew)
 		_, _, err = migrator(t, b2).Migrate(t.Context())
-		wantErr(t, "migrate of a newer schema", err, history.ErrSchemaTooNew)
+		wantErr(t, "migrate of a newer schema", err, record.ErrSchemaTooNew)
 		// The refusal changed nothing.
-		checkRecords(t, "log after the refusal", readAll(t, b2, history.RecordListParams{}, 1000), w.log)
+		checkRecords(t, "log after the refusal", readAll(t, b2, record.RecordListParams{}, 1000), w.log)
 	})
 }
 

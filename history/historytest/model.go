@@ -12,6 +12,7 @@ import (
 	"github.com/marlowe-follower/follower/chainsync/chain"
 	"github.com/marlowe-follower/follower/chainsync/classify"
 	"github.com/marlowe-follower/follower/history"
+	"github.com/marlowe-follower/follower/history/record"
 )
 
 // The generated chain draws its contracts' attributes from small sets, so
@@ -38,10 +39,10 @@ func hashOf(tag byte, a, b, c uint64) chain.Hash32 {
 // genBlock is one generated block: what the processor would hand the store.
 type genBlock struct {
 	Header  chain.BlockHeader
-	Records []history.Record // seqs not yet assigned
+	Records []record.Record // seqs not yet assigned
 	// Contracts' CreatedSeq and Additions' Seq index Records until the
 	// writer assigns seqs.
-	Contracts []history.ContractIndex
+	Contracts []record.ContractIndex
 	Additions []history.PartyAddition
 	Changes   classify.UTxOChanges
 }
@@ -90,22 +91,22 @@ func (g generator) next(st *genState, fork uint64) (genBlock, *genState) {
 	}
 	for i := range rng.IntN(maxTxs + 1) {
 		txID := hashOf('t', g.seed, fork, no<<16|uint64(i))
-		rec := history.Record{Block: hdr, TxID: txID, TxIndex: i}
+		rec := record.Record{Block: hdr, TxID: txID, TxIndex: i}
 		switch x := rng.IntN(100); {
 		case x < 35 || len(next.Open) == 0:
 			id := chain.TxOutRef{TxID: txID}
 			cur := currencies[rng.IntN(len(currencies))]
-			idx := history.ContractIndex{ID: id, Version: []string{"v1", "v3"}[rng.IntN(2)], RolesCurrency: cur,
+			idx := record.ContractIndex{ID: id, Version: []string{"v1", "v3"}[rng.IntN(2)], RolesCurrency: cur,
 				CreatedSeq: int64(len(blk.Records)), Block: hdr}
 			for _, t := range tagNames {
 				if rng.IntN(3) == 0 {
 					idx.Tags = append(idx.Tags, t)
 				}
 			}
-			idx.Parties = append(idx.Parties, history.Party{Address: address(rng.IntN(12))})
+			idx.Parties = append(idx.Parties, record.Party{Address: address(rng.IntN(12))})
 			if cur != nil {
 				for _, r := range roleNames[:1+rng.IntN(len(roleNames))] {
-					idx.Parties = append(idx.Parties, history.Party{RoleCurrency: cur, Role: r})
+					idx.Parties = append(idx.Parties, record.Party{RoleCurrency: cur, Role: r})
 				}
 			}
 			u := classify.TrackedUTxO{Ref: id, Kind: classify.KindContract, ContractID: id, Version: idx.Version,
@@ -113,12 +114,12 @@ func (g generator) next(st *genState, fork uint64) (genBlock, *genState) {
 			next.Open = append(next.Open, u)
 			blk.Changes.Added = append(blk.Changes.Added, u)
 			blk.Contracts = append(blk.Contracts, idx)
-			rec.Kind, rec.Contract = history.KindContractCreated, &id
+			rec.Kind, rec.Contract = record.KindContractCreated, &id
 		case x < 75:
 			k := rng.IntN(len(next.Open))
 			spent := next.Open[k]
 			id := spent.ContractID
-			rec.Kind, rec.Contract = history.KindInputsApplied, &id
+			rec.Kind, rec.Contract = record.KindInputsApplied, &id
 			spendIn(&blk.Changes, spent)
 			next.Open = slices.Delete(next.Open, k, k+1)
 			if rng.IntN(10) < 7 {
@@ -137,21 +138,21 @@ func (g generator) next(st *genState, fork uint64) (genBlock, *genState) {
 			}
 			if rng.IntN(5) == 0 {
 				blk.Additions = append(blk.Additions, history.PartyAddition{Contract: id, Seq: int64(len(blk.Records)),
-					Parties: []history.Party{{Address: address(100 + rng.IntN(20))}}})
+					Parties: []record.Party{{Address: address(100 + rng.IntN(20))}}})
 			}
 		case x < 88 && len(next.Payouts) > 0:
 			k := rng.IntN(len(next.Payouts))
 			p := next.Payouts[k]
 			id := p.ContractID
-			rec.Kind, rec.Contract = history.KindPayoutWithdrawn, &id
+			rec.Kind, rec.Contract = record.KindPayoutWithdrawn, &id
 			spendIn(&blk.Changes, p)
 			next.Payouts = slices.Delete(next.Payouts, k, k+1)
 		case x < 95:
 			id := next.Open[rng.IntN(len(next.Open))].ContractID
-			rec.Kind, rec.Contract = history.KindApplyInputsRejected, &id
+			rec.Kind, rec.Contract = record.KindApplyInputsRejected, &id
 		default:
 			// A rejected creation: a record about no contract.
-			rec.Kind = history.KindApplyInputsRejected
+			rec.Kind = record.KindApplyInputsRejected
 		}
 		rec.Payload = payload(rng, &rec)
 		blk.Records = append(blk.Records, rec)
@@ -173,7 +174,7 @@ func datum(rng *rand.Rand) []byte {
 
 // payload makes a record's JSON in one of several spellings (spaces,
 // escapes, big numbers, non-objects): backends must return it byte for byte.
-func payload(rng *rand.Rand, r *history.Record) json.RawMessage {
+func payload(rng *rand.Rand, r *record.Record) json.RawMessage {
 	switch rng.IntN(4) {
 	case 0:
 		return json.RawMessage(fmt.Sprintf(`{"kind":%q,"block":%d,"tx":%d}`, r.Kind, r.Block.BlockNo, r.TxIndex))

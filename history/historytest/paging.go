@@ -10,7 +10,7 @@ import (
 
 	"github.com/marlowe-follower/follower/chainsync/chain"
 	"github.com/marlowe-follower/follower/chainsync/classify"
-	"github.com/marlowe-follower/follower/history"
+	"github.com/marlowe-follower/follower/history/record"
 )
 
 // bulkBlock makes a block of n records about contracts (created in the
@@ -20,15 +20,15 @@ func bulkBlock(prev chain.BlockHeader, fork uint64, n int, contracts []chain.TxO
 	blk := genBlock{Header: h, Changes: classify.UTxOChanges{Block: h}}
 	for i := range n {
 		id := contracts[(int(h.BlockNo)*7+i)%len(contracts)]
-		kind := history.KindInputsApplied
+		kind := record.KindInputsApplied
 		if h.BlockNo == 1 && i < len(contracts) {
 			id = contracts[i]
-			kind = history.KindContractCreated
-			blk.Contracts = append(blk.Contracts, history.ContractIndex{ID: id, Version: "v1",
+			kind = record.KindContractCreated
+			blk.Contracts = append(blk.Contracts, record.ContractIndex{ID: id, Version: "v1",
 				RolesCurrency: currencies[i%len(currencies)], Tags: []string{tagNames[i%len(tagNames)]},
-				Parties: []history.Party{{Address: address(i % 5)}}, CreatedSeq: int64(i), Block: h})
+				Parties: []record.Party{{Address: address(i % 5)}}, CreatedSeq: int64(i), Block: h})
 		}
-		blk.Records = append(blk.Records, history.Record{Kind: kind, Block: h, TxID: hashOf('T', fork, h.BlockNo, uint64(i)),
+		blk.Records = append(blk.Records, record.Record{Kind: kind, Block: h, TxID: hashOf('T', fork, h.BlockNo, uint64(i)),
 			TxIndex: i, Contract: &id,
 			Payload: json.RawMessage(fmt.Sprintf(`{"block":%d,"tx":%d,"inputs":[{"deposit":%d,"into":"role%d"}]}`,
 				h.BlockNo, i, 1000+i, i%3))})
@@ -76,13 +76,13 @@ func (s *suite) testPaging(t *testing.T) {
 	if w.head != 10000 {
 		t.Fatalf("head %d, want 10000", w.head)
 	}
-	tag := history.Filter{Tags: []string{"beta"}}
-	for _, p := range []history.RecordListParams{
+	tag := record.Filter{Tags: []string{"beta"}}
+	for _, p := range []record.RecordListParams{
 		{},
-		{Mode: history.ModeSnapshot, Snapshot: w.head},
-		{Mode: history.ModeSnapshot, Snapshot: w.heads[len(w.heads)/2]},
+		{Mode: record.ModeSnapshot, Snapshot: w.head},
+		{Mode: record.ModeSnapshot, Snapshot: w.heads[len(w.heads)/2]},
 		{Filter: tag},
-		{Filter: tag, Mode: history.ModeSnapshot, Snapshot: w.head},
+		{Filter: tag, Mode: record.ModeSnapshot, Snapshot: w.head},
 	} {
 		what := fmt.Sprintf("%+v", p)
 		p.Limit = maxPage
@@ -91,7 +91,7 @@ func (s *suite) testPaging(t *testing.T) {
 			t.Fatalf("%s: one read: %v", what, err)
 		}
 		want := w.log
-		if p.Mode == history.ModeSnapshot {
+		if p.Mode == record.ModeSnapshot {
 			want = w.current(p.Snapshot)
 		}
 		checkRecords(t, what+" one read", big, w.matching(&p.Filter, want))
@@ -99,12 +99,12 @@ func (s *suite) testPaging(t *testing.T) {
 	}
 	// The limit defaults to 1,000 and is capped at 10,000.
 	for limit, want := range map[int]int{0: 1000, -5: 1000, 1: 1, maxPage: maxPage, 5 * maxPage: maxPage} {
-		recs, err := b.RecordList(t.Context(), &history.RecordListParams{Limit: limit})
+		recs, err := b.RecordList(t.Context(), &record.RecordListParams{Limit: limit})
 		if err != nil || len(recs) != want {
 			t.Fatalf("limit %d: %d records, %v; want %d", limit, len(recs), err, want)
 		}
 	}
-	recs, err := b.RecordList(t.Context(), &history.RecordListParams{After: w.head})
+	recs, err := b.RecordList(t.Context(), &record.RecordListParams{After: w.head})
 	if err != nil || len(recs) != 0 {
 		t.Fatalf("after the head: %d records, %v", len(recs), err)
 	}
@@ -136,15 +136,15 @@ func (s *suite) testLarge(t *testing.T) {
 	fillBulk(w, n, 100, 100)
 	wrote := time.Since(start)
 	start = time.Now()
-	checkRecords(t, "log", readAll(t, b, history.RecordListParams{}, maxPage), w.log)
+	checkRecords(t, "log", readAll(t, b, record.RecordListParams{}, maxPage), w.log)
 	read := time.Since(start)
 	mid := w.heads[len(w.heads)/2]
-	checkRecords(t, "snapshot at the middle", readAll(t, b, history.RecordListParams{Mode: history.ModeSnapshot, Snapshot: mid}, 5000),
+	checkRecords(t, "snapshot at the middle", readAll(t, b, record.RecordListParams{Mode: record.ModeSnapshot, Snapshot: mid}, 5000),
 		w.current(mid))
-	one := history.Filter{Contracts: bulkContracts(40)[7:8]}
-	checkRecords(t, "one contract's log", readAll(t, b, history.RecordListParams{Filter: one}, 1000), w.matching(&one, w.log))
+	one := record.Filter{Contracts: bulkContracts(40)[7:8]}
+	checkRecords(t, "one contract's log", readAll(t, b, record.RecordListParams{Filter: one}, 1000), w.matching(&one, w.log))
 	checkRecords(t, "one contract's current records",
-		readAll(t, b, history.RecordListParams{Filter: one, Mode: history.ModeSnapshot, Snapshot: w.head}, 1000),
+		readAll(t, b, record.RecordListParams{Filter: one, Mode: record.ModeSnapshot, Snapshot: w.head}, 1000),
 		w.matching(&one, w.current(w.head)))
 	t.Logf("%d records: written in %v (%.0f records/s), read back in pages of %d in %v (%.0f records/s)",
 		w.head, wrote, float64(w.head)/wrote.Seconds(), maxPage, read, float64(w.head)/read.Seconds())

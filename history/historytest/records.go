@@ -12,10 +12,11 @@ import (
 
 	"github.com/marlowe-follower/follower/chainsync/chain"
 	"github.com/marlowe-follower/follower/history"
+	"github.com/marlowe-follower/follower/history/record"
 )
 
 // show formats a record for a failure message.
-func show(r *history.Record) string {
+func show(r *record.Record) string {
 	c, rb := "-", "-"
 	if r.Contract != nil {
 		c = r.Contract.String()[:8]
@@ -40,13 +41,13 @@ func (s *suite) testRecords(t *testing.T) {
 		payloads := []string{"", `{}`, `  { "a" :1 }  `, `"\u00e9\ud83d\ude00 é"`, `1e400`, `[null]`, "{\n\t\"deep\": [[[[{}]]]]\n}"}
 		blk := genBlock{Header: hdr}
 		for i, p := range payloads {
-			blk.Records = append(blk.Records, history.Record{Kind: history.KindApplyInputsRejected, Block: hdr,
+			blk.Records = append(blk.Records, record.Record{Kind: record.KindApplyInputsRejected, Block: hdr,
 				TxID: hashOf('y', 0, 0, uint64(i)), TxIndex: i, Payload: json.RawMessage(p)})
 		}
 		w.forward(blk, &genState{Header: hdr})
 		w.flush()
 		w.log[len(w.log)-len(payloads)].Payload = json.RawMessage("null")
-		checkRecords(t, "log", readAll(t, b, history.RecordListParams{}, 1000), w.log)
+		checkRecords(t, "log", readAll(t, b, record.RecordListParams{}, 1000), w.log)
 		for _, want := range w.log {
 			got, err := b.RecordGet(t.Context(), want.Seq)
 			if err != nil {
@@ -58,16 +59,16 @@ func (s *suite) testRecords(t *testing.T) {
 		}
 		for _, seq := range []int64{0, -1, w.head + 1} {
 			_, err := b.RecordGet(t.Context(), seq)
-			wantErr(t, fmt.Sprintf("record get %d", seq), err, history.ErrNotFound)
+			wantErr(t, fmt.Sprintf("record get %d", seq), err, record.ErrNotFound)
 		}
 		if head, err := b.Head(t.Context()); err != nil || head != w.head {
 			t.Fatalf("head %d, %v; want %d", head, err, w.head)
 		}
-		recs, err := b.RecordList(t.Context(), &history.RecordListParams{})
+		recs, err := b.RecordList(t.Context(), &record.RecordListParams{})
 		if err != nil || len(recs) != min(1000, len(w.log)) {
 			t.Fatalf("default page: %d records, %v", len(recs), err)
 		}
-		recs, err = b.RecordList(t.Context(), &history.RecordListParams{After: 5, UpTo: 17, Limit: 100})
+		recs, err = b.RecordList(t.Context(), &record.RecordListParams{After: 5, UpTo: 17, Limit: 100})
 		checkRecords(t, "UpTo", recs, w.log[5:17])
 		if err != nil {
 			t.Fatal(err)
@@ -82,21 +83,21 @@ func (s *suite) testRecords(t *testing.T) {
 			t.Helper()
 			id := chain.TxOutRef{TxID: hashOf('z', 1, 0, 0)}
 			p := &history.CommitParams{
-				Contracts:  []history.ContractIndex{{ID: id, Version: "v1", CreatedSeq: seqs[0], Block: hdr}},
+				Contracts:  []record.ContractIndex{{ID: id, Version: "v1", CreatedSeq: seqs[0], Block: hdr}},
 				Checkpoint: history.CheckpointUpdate{Breadcrumbs: []chain.BlockHeader{hdr}},
 			}
 			for _, seq := range seqs {
-				p.Records = append(p.Records, history.Record{Seq: seq, Kind: history.KindContractCreated, Block: hdr,
+				p.Records = append(p.Records, record.Record{Seq: seq, Kind: record.KindContractCreated, Block: hdr,
 					Contract: &id, Payload: json.RawMessage(`{}`)})
 			}
-			wantErr(t, what, b.Commit(t.Context(), p), history.ErrSeqMismatch)
+			wantErr(t, what, b.Commit(t.Context(), p), record.ErrSeqMismatch)
 			// Nothing of the refused batch was written.
 			if head, err := b.Head(t.Context()); err != nil || head != w.head {
 				t.Fatalf("%s: head %d, %v after the refusal; want %d", what, head, err, w.head)
 			}
 			_, err := b.ContractGet(t.Context(), id)
-			wantErr(t, what+": contract of the refused batch", err, history.ErrNotFound)
-			checkRecords(t, what, readAll(t, b, history.RecordListParams{}, 1000), w.log)
+			wantErr(t, what+": contract of the refused batch", err, record.ErrNotFound)
+			checkRecords(t, what, readAll(t, b, record.RecordListParams{}, 1000), w.log)
 			if w.head > 0 {
 				checkCheckpoint(t, b, w.checkpoint())
 			} else if cp, err := b.CheckpointGet(t.Context()); err != nil || len(cp.Breadcrumbs) != 0 {
@@ -116,7 +117,7 @@ func (s *suite) testRecords(t *testing.T) {
 		// The log still continues from its head.
 		w.grow(5)
 		w.flush()
-		checkRecords(t, "log", readAll(t, b, history.RecordListParams{}, 1000), w.log)
+		checkRecords(t, "log", readAll(t, b, record.RecordListParams{}, 1000), w.log)
 	})
 
 	t.Run("refusals", func(t *testing.T) {
@@ -125,26 +126,26 @@ func (s *suite) testRecords(t *testing.T) {
 		w.grow(5)
 		w.flush()
 		head := w.head
-		rec := history.Record{Seq: head + 1, Kind: history.KindInputsApplied, Block: w.tipHeader(), Payload: json.RawMessage(`{"a":`)}
+		rec := record.Record{Seq: head + 1, Kind: record.KindInputsApplied, Block: w.tipHeader(), Payload: json.RawMessage(`{"a":`)}
 		for what, p := range map[string]*history.CommitParams{
-			"payload not JSON": {Records: []history.Record{rec}},
-			"unknown kind":     {Records: []history.Record{{Seq: head + 1, Kind: "created", Payload: json.RawMessage(`{}`)}}},
+			"payload not JSON": {Records: []record.Record{rec}},
+			"unknown kind":     {Records: []record.Record{{Seq: head + 1, Kind: "created", Payload: json.RawMessage(`{}`)}}},
 			"empty UTxO step":  {Checkpoint: history.CheckpointUpdate{UTxO: []history.UTxOStep{{}}}},
 			"party addition to an unknown contract": {PartyAdditions: []history.PartyAddition{
-				{Contract: chain.TxOutRef{Index: 7}, Seq: head, Parties: []history.Party{{Address: "addr_x"}}}}},
+				{Contract: chain.TxOutRef{Index: 7}, Seq: head, Parties: []record.Party{{Address: "addr_x"}}}}},
 			"mark beyond the head": {Marks: []history.RollbackMark{{MarkerSeq: head + 1}}},
 		} {
 			p.Checkpoint.Breadcrumbs = []chain.BlockHeader{{Slot: 1e9, BlockNo: 1e6}}
 			if err := b.Commit(t.Context(), p); err == nil {
 				t.Fatalf("%s: commit accepted", what)
 			}
-			checkRecords(t, what, readAll(t, b, history.RecordListParams{}, 1000), w.log)
+			checkRecords(t, what, readAll(t, b, record.RecordListParams{}, 1000), w.log)
 			checkCheckpoint(t, b, w.checkpoint())
 		}
 		// A refused commit is not a broken store: the next one goes through.
 		w.grow(3)
 		w.flush()
-		checkRecords(t, "log after the refusals", readAll(t, b, history.RecordListParams{}, 1000), w.log)
+		checkRecords(t, "log after the refusals", readAll(t, b, record.RecordListParams{}, 1000), w.log)
 	})
 
 	t.Run("recent", func(t *testing.T) {
@@ -161,10 +162,10 @@ func (s *suite) testRecords(t *testing.T) {
 			if err != nil {
 				t.Fatalf("record recent after slot %d: %v", after, err)
 			}
-			var want []history.RecordRef
+			var want []record.RecordRef
 			for _, r := range w.log {
 				if r.Block.Slot > after {
-					want = append(want, history.RecordRef{Seq: r.Seq, Slot: r.Block.Slot, Kind: r.Kind,
+					want = append(want, record.RecordRef{Seq: r.Seq, Slot: r.Block.Slot, Kind: r.Kind,
 						Contract: r.Contract, RolledBackBy: r.RolledBackBy})
 				}
 			}
@@ -184,19 +185,19 @@ func (s *suite) testRecords(t *testing.T) {
 		}
 		ctx := context.Background()
 		_, err := b.Head(ctx)
-		wantErr(t, "head after close", err, history.ErrBackendClosed)
-		_, err = b.RecordList(ctx, &history.RecordListParams{})
-		wantErr(t, "record list after close", err, history.ErrBackendClosed)
-		wantErr(t, "commit after close", b.Commit(ctx, &history.CommitParams{}), history.ErrBackendClosed)
+		wantErr(t, "head after close", err, record.ErrBackendClosed)
+		_, err = b.RecordList(ctx, &record.RecordListParams{})
+		wantErr(t, "record list after close", err, record.ErrBackendClosed)
+		wantErr(t, "commit after close", b.Commit(ctx, &history.CommitParams{}), record.ErrBackendClosed)
 		_, err = b.CheckpointGet(ctx)
-		wantErr(t, "checkpoint after close", err, history.ErrBackendClosed)
+		wantErr(t, "checkpoint after close", err, record.ErrBackendClosed)
 	})
 
 	t.Run("cancelled", func(t *testing.T) {
 		b := s.backend(t)
 		ctx, cancel := context.WithCancel(t.Context())
 		cancel()
-		_, err := b.RecordList(ctx, &history.RecordListParams{})
+		_, err := b.RecordList(ctx, &record.RecordListParams{})
 		if !errors.Is(err, context.Canceled) {
 			t.Fatalf("record list with a cancelled context: %v", err)
 		}
@@ -213,49 +214,49 @@ func (s *suite) testContracts(t *testing.T) {
 	h5 := chain.BlockHeader{Slot: 50, BlockNo: 5, Hash: hashOf('b', 0, 0, 5)}
 	h6 := chain.BlockHeader{Slot: 60, BlockNo: 6, Hash: hashOf('b', 0, 0, 6)}
 	h7 := chain.BlockHeader{Slot: 70, BlockNo: 7, Hash: hashOf('b', 1, 0, 7)}
-	rec := func(seq int64, h chain.BlockHeader, k history.Kind) history.Record {
-		return history.Record{Seq: seq, Kind: k, Block: h, TxID: hashOf('t', 0, h.BlockNo, 0), Contract: &id, Payload: json.RawMessage(`{}`)}
+	rec := func(seq int64, h chain.BlockHeader, k record.Kind) record.Record {
+		return record.Record{Seq: seq, Kind: k, Block: h, TxID: hashOf('t', 0, h.BlockNo, 0), Contract: &id, Payload: json.RawMessage(`{}`)}
 	}
-	created := history.ContractIndex{ID: id, Version: "v3", RolesCurrency: cur, Tags: []string{"beta", "alpha"},
-		Parties: []history.Party{{Address: "addr_a"}, {RoleCurrency: cur, Role: []byte("buyer")}}, CreatedSeq: 1, Block: h6}
+	created := record.ContractIndex{ID: id, Version: "v3", RolesCurrency: cur, Tags: []string{"beta", "alpha"},
+		Parties: []record.Party{{Address: "addr_a"}, {RoleCurrency: cur, Role: []byte("buyer")}}, CreatedSeq: 1, Block: h6}
 	// The creation, and the same contract listed twice in one batch: the
 	// last entry wins, tags and parties are the union.
 	twice := created
-	twice.Tags, twice.Parties = []string{"gamma"}, []history.Party{{Address: "addr_b"}}
+	twice.Tags, twice.Parties = []string{"gamma"}, []record.Party{{Address: "addr_b"}}
 	commit(t, b, &history.CommitParams{
-		Records:        []history.Record{rec(1, h6, history.KindContractCreated), rec(2, h6, history.KindInputsApplied)},
-		Contracts:      []history.ContractIndex{created, twice},
-		PartyAdditions: []history.PartyAddition{{Contract: id, Seq: 2, Parties: []history.Party{{Address: "addr_c"}, {Address: "addr_a"}}}},
+		Records:        []record.Record{rec(1, h6, record.KindContractCreated), rec(2, h6, record.KindInputsApplied)},
+		Contracts:      []record.ContractIndex{created, twice},
+		PartyAdditions: []history.PartyAddition{{Contract: id, Seq: 2, Parties: []record.Party{{Address: "addr_c"}, {Address: "addr_a"}}}},
 	})
 	want := created
 	want.Tags = []string{"alpha", "beta", "gamma"}
-	want.Parties = []history.Party{{Address: "addr_a"}, {RoleCurrency: cur, Role: []byte("buyer")}, {Address: "addr_b"}, {Address: "addr_c"}}
+	want.Parties = []record.Party{{Address: "addr_a"}, {RoleCurrency: cur, Role: []byte("buyer")}, {Address: "addr_b"}, {Address: "addr_c"}}
 	checkContract(t, b, &want)
 	// A later addition in its own batch.
 	commit(t, b, &history.CommitParams{
-		Records:        []history.Record{rec(3, h6, history.KindInputsApplied)},
-		PartyAdditions: []history.PartyAddition{{Contract: id, Seq: 3, Parties: []history.Party{{RoleCurrency: cur, Role: []byte("seller")}}}},
+		Records:        []record.Record{rec(3, h6, record.KindInputsApplied)},
+		PartyAdditions: []history.PartyAddition{{Contract: id, Seq: 3, Parties: []record.Party{{RoleCurrency: cur, Role: []byte("seller")}}}},
 	})
-	want.Parties = append(want.Parties, history.Party{RoleCurrency: cur, Role: []byte("seller")})
+	want.Parties = append(want.Parties, record.Party{RoleCurrency: cur, Role: []byte("seller")})
 	checkContract(t, b, &want)
 	// Rolled back to block 5 and created again in block 7 of the fork: the
 	// entry keeps everything and takes the new seq and block.
-	marker := history.Record{Seq: 4, Kind: history.KindRolledBack, Block: h5, Payload: json.RawMessage(`{}`)}
+	marker := record.Record{Seq: 4, Kind: record.KindRolledBack, Block: h5, Payload: json.RawMessage(`{}`)}
 	again := created
 	again.CreatedSeq, again.Block, again.Tags = 5, h7, []string{"delta"}
 	commit(t, b, &history.CommitParams{
-		Records:   []history.Record{marker, rec(5, h7, history.KindContractCreated)},
+		Records:   []record.Record{marker, rec(5, h7, record.KindContractCreated)},
 		Marks:     []history.RollbackMark{{MarkerSeq: 4, To: h5.Point()}},
-		Contracts: []history.ContractIndex{again},
+		Contracts: []record.ContractIndex{again},
 	})
 	want.CreatedSeq, want.Block, want.Tags = 5, h7, []string{"alpha", "beta", "delta", "gamma"}
 	checkContract(t, b, &want)
 	_, err := b.ContractGet(ctx, chain.TxOutRef{TxID: id.TxID, Index: 3})
-	wantErr(t, "contract get of an unknown contract", err, history.ErrNotFound)
+	wantErr(t, "contract get of an unknown contract", err, record.ErrNotFound)
 	// A contract without roles reads back without a roles currency.
-	plain := history.ContractIndex{ID: chain.TxOutRef{Index: 9}, Version: "v1", CreatedSeq: 6, Block: h7}
-	commit(t, b, &history.CommitParams{Records: []history.Record{rec(6, h7, history.KindContractCreated)},
-		Contracts: []history.ContractIndex{plain}})
+	plain := record.ContractIndex{ID: chain.TxOutRef{Index: 9}, Version: "v1", CreatedSeq: 6, Block: h7}
+	commit(t, b, &history.CommitParams{Records: []record.Record{rec(6, h7, record.KindContractCreated)},
+		Contracts: []record.ContractIndex{plain}})
 	checkContract(t, b, &plain)
 }
 
@@ -269,16 +270,16 @@ func commit(t *testing.T, b history.Backend, p *history.CommitParams) {
 
 // checkContract compares an index entry with want: tags as sorted sets,
 // parties as sets.
-func checkContract(t *testing.T, b history.Backend, want *history.ContractIndex) {
+func checkContract(t *testing.T, b history.Backend, want *record.ContractIndex) {
 	t.Helper()
 	got, err := b.ContractGet(t.Context(), want.ID)
 	if err != nil {
 		t.Fatalf("contract get %s: %v", want.ID, err)
 	}
-	norm := func(c history.ContractIndex) history.ContractIndex {
+	norm := func(c record.ContractIndex) record.ContractIndex {
 		c.Tags = slices.Sorted(slices.Values(c.Tags))
 		c.Parties = slices.Clone(c.Parties)
-		slices.SortFunc(c.Parties, func(a, b history.Party) int {
+		slices.SortFunc(c.Parties, func(a, b record.Party) int {
 			return strings.Compare(fmt.Sprintf("%s|%x|%x", a.Address, a.RoleCurrency, a.Role), fmt.Sprintf("%s|%x|%x", b.Address, b.RoleCurrency, b.Role))
 		})
 		if len(c.RolesCurrency) == 0 {

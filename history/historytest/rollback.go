@@ -6,7 +6,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/marlowe-follower/follower/history"
+	"github.com/marlowe-follower/follower/history/record"
 )
 
 // testRollback is the suite's main job: apply blocks, roll back, apply a
@@ -87,7 +87,7 @@ func (s *suite) testRollback(t *testing.T) {
 func (s *suite) checkAgainstModel(t *testing.T, w *writer) {
 	t.Helper()
 	b := w.b
-	log := readAll(t, b, history.RecordListParams{}, 1000)
+	log := readAll(t, b, record.RecordListParams{}, 1000)
 	checkRecords(t, "log", log, w.log)
 	rolledBack := 0
 	for _, r := range log {
@@ -96,10 +96,10 @@ func (s *suite) checkAgainstModel(t *testing.T, w *writer) {
 		}
 		rolledBack++
 		m := *r.RolledBackBy
-		if r.Kind == history.KindRolledBack {
+		if r.Kind == record.KindRolledBack {
 			t.Fatalf("marker %s is marked rolled back", show(&r))
 		}
-		if m <= r.Seq || log[m-1].Kind != history.KindRolledBack || log[m-1].Block.Slot >= r.Block.Slot {
+		if m <= r.Seq || log[m-1].Kind != record.KindRolledBack || log[m-1].Block.Slot >= r.Block.Slot {
 			t.Fatalf("record %s rolled back by %s", show(&r), show(&log[m-1]))
 		}
 	}
@@ -110,13 +110,13 @@ func (s *suite) checkAgainstModel(t *testing.T, w *writer) {
 	for i := len(w.heads) - 1; i >= 0; i -= step {
 		h := w.heads[i]
 		checkRecords(t, fmt.Sprintf("snapshot at %d", h),
-			readAll(t, b, history.RecordListParams{Mode: history.ModeSnapshot, Snapshot: h}, 1000), w.current(h))
+			readAll(t, b, record.RecordListParams{Mode: record.ModeSnapshot, Snapshot: h}, 1000), w.current(h))
 	}
 	// A snapshot between commits, read from a cursor inside it.
 	mid := w.head / 2
 	cur := w.current(mid)
 	checkRecords(t, fmt.Sprintf("snapshot at %d after %d", mid, cur[len(cur)/2].Seq),
-		readAll(t, b, history.RecordListParams{Mode: history.ModeSnapshot, Snapshot: mid, After: cur[len(cur)/2].Seq}, 10),
+		readAll(t, b, record.RecordListParams{Mode: record.ModeSnapshot, Snapshot: mid, After: cur[len(cur)/2].Seq}, 10),
 		cur[len(cur)/2+1:])
 	checkCheckpoint(t, b, w.checkpoint())
 }
@@ -128,7 +128,7 @@ func (s *suite) checkAgainstModel(t *testing.T, w *writer) {
 func (s *suite) checkAgainstFresh(t *testing.T, w *writer) {
 	t.Helper()
 	fresh := w.replay(t, s.backend(t), 7)
-	if !slices.ContainsFunc(fresh.log, func(r history.Record) bool { return r.Kind == history.KindContractCreated }) {
+	if !slices.ContainsFunc(fresh.log, func(r record.Record) bool { return r.Kind == record.KindContractCreated }) {
 		t.Fatalf("the surviving chain has no contract")
 	}
 	filters := modelFilters(w)
@@ -137,8 +137,8 @@ func (s *suite) checkAgainstFresh(t *testing.T, w *writer) {
 			// Party additions of rolled-back steps stay in the index.
 			continue
 		}
-		got := readAll(t, w.b, history.RecordListParams{Filter: f, Mode: history.ModeSnapshot, Snapshot: w.head}, 1000)
-		want := readAll(t, fresh.b, history.RecordListParams{Filter: f, Mode: history.ModeSnapshot, Snapshot: fresh.head}, 1000)
+		got := readAll(t, w.b, record.RecordListParams{Filter: f, Mode: record.ModeSnapshot, Snapshot: w.head}, 1000)
+		want := readAll(t, fresh.b, record.RecordListParams{Filter: f, Mode: record.ModeSnapshot, Snapshot: fresh.head}, 1000)
 		if len(got) != len(want) {
 			t.Fatalf("filter %d %+v: %d current records, %d in the fresh backend", i, f, len(got), len(want))
 		}

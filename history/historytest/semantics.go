@@ -8,7 +8,7 @@ import (
 	"github.com/marlowe-follower/follower/chainsync/chain"
 	"github.com/marlowe-follower/follower/contracts/marlowe"
 	pd "github.com/marlowe-follower/follower/contracts/plutusdata"
-	"github.com/marlowe-follower/follower/history"
+	"github.com/marlowe-follower/follower/history/record"
 )
 
 // SemanticsReport says what CheckSemantics went through.
@@ -30,7 +30,7 @@ type SemanticsReport struct {
 // the contract closed. It fails on the first step that does not hold. A
 // step the chain accepted whose validity interval was turned into POSIX
 // time with another network's slot clock fails here.
-func CheckSemantics(records []history.Record) (SemanticsReport, error) {
+func CheckSemantics(records []record.Record) (SemanticsReport, error) {
 	rep := SemanticsReport{FirstMillis: 1<<63 - 1, LastMillis: -1 << 63}
 	datums := map[chain.TxOutRef]*marlowe.MarloweData{}
 	for _, r := range records {
@@ -38,8 +38,8 @@ func CheckSemantics(records []history.Record) (SemanticsReport, error) {
 			continue
 		}
 		switch r.Kind {
-		case history.KindContractCreated:
-			var p history.ContractCreated
+		case record.KindContractCreated:
+			var p record.ContractCreated
 			if err := json.Unmarshal(r.Payload, &p); err != nil {
 				return rep, fmt.Errorf("record %d: %w", r.Seq, err)
 			}
@@ -49,14 +49,14 @@ func CheckSemantics(records []history.Record) (SemanticsReport, error) {
 			}
 			datums[p.ContractID] = md
 			rep.Created++
-		case history.KindApplyInputsRejected:
-			var p history.ApplyInputsRejected
+		case record.KindApplyInputsRejected:
+			var p record.ApplyInputsRejected
 			if err := json.Unmarshal(r.Payload, &p); err != nil {
 				return rep, fmt.Errorf("record %d: %w", r.Seq, err)
 			}
 			rep.Rejected = append(rep.Rejected, p.Reason)
-		case history.KindInputsApplied:
-			var p history.InputsApplied
+		case record.KindInputsApplied:
+			var p record.InputsApplied
 			if err := json.Unmarshal(r.Payload, &p); err != nil {
 				return rep, fmt.Errorf("record %d: %w", r.Seq, err)
 			}

@@ -17,6 +17,7 @@ import (
 	"testing"
 
 	"github.com/marlowe-follower/follower/history"
+	"github.com/marlowe-follower/follower/history/record"
 )
 
 // TestMagic is the network magic the suite initializes backends with.
@@ -75,10 +76,10 @@ func (s *suite) backend(t *testing.T) history.Backend {
 }
 
 // readAll pages through a list with the given page size until a short page.
-func readAll(t testing.TB, b history.Backend, p history.RecordListParams, page int) []history.Record {
+func readAll(t testing.TB, b history.Backend, p record.RecordListParams, page int) []record.Record {
 	t.Helper()
 	p.Limit = page
-	var out []history.Record
+	var out []record.Record
 	for {
 		recs, err := b.RecordList(context.Background(), &p)
 		if err != nil {
@@ -93,17 +94,17 @@ func readAll(t testing.TB, b history.Backend, p history.RecordListParams, page i
 }
 
 // recordEqual compares two records field by field, payloads byte for byte.
-func recordEqual(a, b *history.Record) bool {
+func recordEqual(a, b *record.Record) bool {
 	return sameImmutable(a, b) && ptrEqual(a.RolledBackBy, b.RolledBackBy)
 }
 
 // sameImmutable compares what never changes once a record is written.
-func sameImmutable(a, b *history.Record) bool {
+func sameImmutable(a, b *record.Record) bool {
 	return a.Seq == b.Seq && sameContent(a, b)
 }
 
 // sameContent compares what a record says, without its seq or rollback.
-func sameContent(a, b *history.Record) bool {
+func sameContent(a, b *record.Record) bool {
 	return a.Kind == b.Kind && a.Block == b.Block && a.TxID == b.TxID && a.TxIndex == b.TxIndex &&
 		ptrEqual(a.Contract, b.Contract) && bytes.Equal(a.Payload, b.Payload)
 }
@@ -116,7 +117,7 @@ func ptrEqual[T comparable](a, b *T) bool {
 }
 
 // checkRecords fails unless got equals want record for record.
-func checkRecords(t testing.TB, what string, got, want []history.Record) {
+func checkRecords(t testing.TB, what string, got, want []record.Record) {
 	t.Helper()
 	if len(got) != len(want) {
 		t.Fatalf("%s: %d records, want %d%s", what, len(got), len(want), firstDiff(got, want))
@@ -129,7 +130,7 @@ func checkRecords(t testing.TB, what string, got, want []history.Record) {
 }
 
 // firstDiff describes where two record lists part.
-func firstDiff(got, want []history.Record) string {
+func firstDiff(got, want []record.Record) string {
 	for i := range min(len(got), len(want)) {
 		if !recordEqual(&got[i], &want[i]) {
 			return "; first difference at " + show(&got[i]) + " vs " + show(&want[i])
@@ -139,7 +140,7 @@ func firstDiff(got, want []history.Record) string {
 }
 
 // seqs returns the seqs of records.
-func seqs(rs []history.Record) []int64 {
+func seqs(rs []record.Record) []int64 {
 	out := make([]int64, len(rs))
 	for i := range rs {
 		out[i] = rs[i].Seq

@@ -10,6 +10,7 @@ import (
 	"github.com/marlowe-follower/follower/chainsync/chain"
 	"github.com/marlowe-follower/follower/chainsync/classify"
 	"github.com/marlowe-follower/follower/history"
+	"github.com/marlowe-follower/follower/history/record"
 )
 
 // writer plays the history store in front of a backend: it numbers the
@@ -24,8 +25,8 @@ type writer struct {
 	depth uint64 // blocks of UTxO changes kept; 0 keeps all
 
 	head  int64
-	log   []history.Record // every record, log[seq-1], RolledBackBy as marked
-	index map[chain.TxOutRef]*history.ContractIndex
+	log   []record.Record // every record, log[seq-1], RolledBackBy as marked
+	index map[chain.TxOutRef]*record.ContractIndex
 	utxo  utxoModel
 	tip   chain.Tip
 
@@ -43,7 +44,7 @@ type writer struct {
 func newWriter(tb testing.TB, b history.Backend, seed uint64, depth uint64) *writer {
 	return &writer{
 		tb: tb, b: b, gen: generator{seed: seed}, depth: depth,
-		index: make(map[chain.TxOutRef]*history.ContractIndex), utxo: newUTxOModel(),
+		index: make(map[chain.TxOutRef]*record.ContractIndex), utxo: newUTxOModel(),
 		states: []*genState{{}},
 	}
 }
@@ -96,7 +97,7 @@ func (w *writer) forward(blk genBlock, st *genState) {
 // indexContract updates the index model with a creation: a re-creation
 // keeps the entry, with the new seq and block, and the union of tags and
 // parties.
-func (w *writer) indexContract(c history.ContractIndex) {
+func (w *writer) indexContract(c record.ContractIndex) {
 	old, ok := w.index[c.ID]
 	if !ok {
 		cp := c
@@ -115,16 +116,16 @@ func (w *writer) indexContract(c history.ContractIndex) {
 }
 
 // mergeParties adds the parties of add not yet in ps.
-func mergeParties(ps, add []history.Party) []history.Party {
+func mergeParties(ps, add []record.Party) []record.Party {
 	for _, p := range add {
-		if !slices.ContainsFunc(ps, func(q history.Party) bool { return partyEqual(p, q) }) {
+		if !slices.ContainsFunc(ps, func(q record.Party) bool { return partyEqual(p, q) }) {
 			ps = append(ps, p)
 		}
 	}
 	return ps
 }
 
-func partyEqual(a, b history.Party) bool {
+func partyEqual(a, b record.Party) bool {
 	return a.Address == b.Address && bytes.Equal(a.RoleCurrency, b.RoleCurrency) && bytes.Equal(a.Role, b.Role)
 }
 
@@ -149,19 +150,19 @@ func (w *writer) rollBack(n int) {
 // rollBackTo adds a rollback to the header's point to the batch.
 func (w *writer) rollBackTo(to chain.BlockHeader) {
 	p := &w.pending
-	affected := slices.ContainsFunc(w.log, func(r history.Record) bool {
-		return r.Block.Slot > to.Slot && r.RolledBackBy == nil && r.Kind != history.KindRolledBack
+	affected := slices.ContainsFunc(w.log, func(r record.Record) bool {
+		return r.Block.Slot > to.Slot && r.RolledBackBy == nil && r.Kind != record.KindRolledBack
 	})
 	if affected {
 		w.head++
 		marker := w.head
 		payload, _ := json.Marshal(map[string]any{"to": to.Point()})
-		w.log = append(w.log, history.Record{Seq: marker, Kind: history.KindRolledBack, Block: to, Payload: payload})
+		w.log = append(w.log, record.Record{Seq: marker, Kind: record.KindRolledBack, Block: to, Payload: payload})
 		p.Records = append(p.Records, w.log[marker-1])
 		p.Marks = append(p.Marks, history.RollbackMark{MarkerSeq: marker, To: to.Point()})
 		for i := range w.log[:marker-1] {
 			r := &w.log[i]
-			if r.Block.Slot > to.Slot && r.RolledBackBy == nil && r.Kind != history.KindRolledBack {
+			if r.Block.Slot > to.Slot && r.RolledBackBy == nil && r.Kind != record.KindRolledBack {
 				m := marker
 				r.RolledBackBy = &m
 			}
@@ -219,10 +220,10 @@ func (w *writer) checkpoint() *history.Checkpoint {
 
 // current returns the records current as of seq s, markers excluded, in
 // seq order: what ModeSnapshot lists.
-func (w *writer) current(s int64) []history.Record {
-	var out []history.Record
+func (w *writer) current(s int64) []record.Record {
+	var out []record.Record
 	for _, r := range w.log[:min(int(s), len(w.log))] {
-		if r.Kind != history.KindRolledBack && r.Current(s) {
+		if r.Kind != record.KindRolledBack && r.Current(s) {
 			out = append(out, r)
 		}
 	}
@@ -231,10 +232,10 @@ func (w *writer) current(s int64) []history.Record {
 
 // matching returns the records of list that pass the filter, per
 // history.Filter.Matches over the index model.
-func (w *writer) matching(f *history.Filter, list []history.Record) []history.Record {
-	var out []history.Record
+func (w *writer) matching(f *record.Filter, list []record.Record) []record.Record {
+	var out []record.Record
 	for i := range list {
-		var idx *history.ContractIndex
+		var idx *record.ContractIndex
 		if c := list[i].Contract; c != nil {
 			idx = w.index[*c]
 		}

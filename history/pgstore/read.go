@@ -8,6 +8,7 @@ import (
 	"github.com/marlowe-follower/follower/chainsync/chain"
 	"github.com/marlowe-follower/follower/history"
 	"github.com/marlowe-follower/follower/history/internal/sqlcommon"
+	"github.com/marlowe-follower/follower/history/record"
 )
 
 // readOnly is a consistent snapshot for reads made of several statements.
@@ -26,7 +27,7 @@ func (s *Store) Head(ctx context.Context) (int64, error) {
 // RecordList reads a page of records (see history.RecordListParams): one
 // statement, keyset-paginated on seq; the planner chooses between reading
 // a filter's contracts record by record and scanning the log.
-func (s *Store) RecordList(ctx context.Context, p *history.RecordListParams) ([]history.Record, error) {
+func (s *Store) RecordList(ctx context.Context, p *record.RecordListParams) ([]record.Record, error) {
 	if err := s.check(); err != nil {
 		return nil, err
 	}
@@ -38,7 +39,7 @@ func (s *Store) RecordList(ctx context.Context, p *history.RecordListParams) ([]
 	if err != nil {
 		return nil, s.translate("record list", err)
 	}
-	out := make([]history.Record, 0, min(sqlcommon.Limit(p.Limit), 1024))
+	out := make([]record.Record, 0, min(sqlcommon.Limit(p.Limit), 1024))
 	var row sqlcommon.RecordRow
 	_, err = pgx.ForEachRow(rows, row.Dest(), func() error {
 		rec, err := row.Record()
@@ -53,7 +54,7 @@ func (s *Store) RecordList(ctx context.Context, p *history.RecordListParams) ([]
 
 // RecordRecent returns the short form of every record of a block after
 // afterSlot (markers and rolled-back records too), in seq order.
-func (s *Store) RecordRecent(ctx context.Context, afterSlot uint64) ([]history.RecordRef, error) {
+func (s *Store) RecordRecent(ctx context.Context, afterSlot uint64) ([]record.RecordRef, error) {
 	if err := s.check(); err != nil {
 		return nil, err
 	}
@@ -65,7 +66,7 @@ func (s *Store) RecordRecent(ctx context.Context, afterSlot uint64) ([]history.R
 	if err != nil {
 		return nil, s.translate("record recent", err)
 	}
-	var out []history.RecordRef
+	var out []record.RecordRef
 	var row sqlcommon.RecordRefRow
 	_, err = pgx.ForEachRow(rows, row.Dest(), func() error {
 		ref, err := row.Ref()
@@ -79,7 +80,7 @@ func (s *Store) RecordRecent(ctx context.Context, afterSlot uint64) ([]history.R
 }
 
 // RecordGet reads one record; history.ErrNotFound when there is none.
-func (s *Store) RecordGet(ctx context.Context, seq int64) (*history.Record, error) {
+func (s *Store) RecordGet(ctx context.Context, seq int64) (*record.Record, error) {
 	if err := s.check(); err != nil {
 		return nil, err
 	}
@@ -98,11 +99,11 @@ func (s *Store) RecordGet(ctx context.Context, seq int64) (*history.Record, erro
 // ContractGet reads a contract's index entry; history.ErrNotFound when the
 // contract was never created. Tags come sorted, parties in the order they
 // were added.
-func (s *Store) ContractGet(ctx context.Context, id chain.TxOutRef) (*history.ContractIndex, error) {
+func (s *Store) ContractGet(ctx context.Context, id chain.TxOutRef) (*record.ContractIndex, error) {
 	if err := s.check(); err != nil {
 		return nil, err
 	}
-	var out *history.ContractIndex
+	var out *record.ContractIndex
 	key := sqlcommon.RefBytes(id)
 	err := pgx.BeginTxFunc(ctx, s.read, readOnly, func(tx pgx.Tx) error {
 		var row sqlcommon.ContractRow
@@ -127,7 +128,7 @@ func (s *Store) ContractGet(ctx context.Context, id chain.TxOutRef) (*history.Co
 		if err != nil {
 			return err
 		}
-		var parties []history.Party
+		var parties []record.Party
 		var addr *string
 		var cur, role []byte
 		if _, err := pgx.ForEachRow(rows, []any{&addr, &cur, &role}, func() error {

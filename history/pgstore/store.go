@@ -22,6 +22,7 @@ import (
 
 	"github.com/marlowe-follower/follower/history"
 	"github.com/marlowe-follower/follower/history/internal/sqlcommon"
+	"github.com/marlowe-follower/follower/history/record"
 )
 
 //go:embed migrations/*.sql
@@ -101,7 +102,7 @@ func (s *Store) Close() error {
 // check refuses calls on a closed store.
 func (s *Store) check() error {
 	if s.closed.Load() {
-		return fmt.Errorf("pgstore: %w", history.ErrBackendClosed)
+		return fmt.Errorf("pgstore: %w", record.ErrBackendClosed)
 	}
 	return nil
 }
@@ -114,14 +115,14 @@ func (s *Store) translate(op string, err error) error {
 		return nil
 	}
 	if errors.Is(err, pgx.ErrNoRows) {
-		return fmt.Errorf("pgstore: %s: %w", op, history.ErrNotFound)
+		return fmt.Errorf("pgstore: %s: %w", op, record.ErrNotFound)
 	}
-	if s.closed.Load() && !errors.Is(err, history.ErrBackendClosed) {
-		return fmt.Errorf("pgstore: %s: %w: %w", op, history.ErrBackendClosed, err)
+	if s.closed.Load() && !errors.Is(err, record.ErrBackendClosed) {
+		return fmt.Errorf("pgstore: %s: %w: %w", op, record.ErrBackendClosed, err)
 	}
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) && pgErr.Code == "23505" && pgErr.TableName == "records" {
-		return fmt.Errorf("pgstore: %s: %w: %w", op, history.ErrSeqMismatch, err)
+		return fmt.Errorf("pgstore: %s: %w: %w", op, record.ErrSeqMismatch, err)
 	}
 	return fmt.Errorf("pgstore: %s: %w", op, err)
 }
@@ -210,7 +211,7 @@ func (s *Store) Init(ctx context.Context, p *history.InitParams) error {
 	}
 	if stored != int64(p.NetworkMagic) {
 		return fmt.Errorf("pgstore: init: %w: the database follows network magic %d, not %d",
-			history.ErrWrongNetwork, stored, p.NetworkMagic)
+			record.ErrWrongNetwork, stored, p.NetworkMagic)
 	}
 	return nil
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/marlowe-follower/follower/history"
 	"github.com/marlowe-follower/follower/history/historytest"
+	"github.com/marlowe-follower/follower/history/record"
 )
 
 func benchOpen(tb testing.TB) history.Backend { return openTest(tb) }
@@ -19,15 +20,15 @@ func BenchmarkCommit(b *testing.B) {
 
 // BenchmarkRecordList: catch-up through 100,000 records.
 func BenchmarkRecordList(b *testing.B) {
-	tag := history.Filter{Tags: []string{historytest.BenchTag}}
+	tag := record.Filter{Tags: []string{historytest.BenchTag}}
 	for _, c := range []struct {
 		name string
 		p    historytest.BenchListParams
 	}{
 		{"log/page=1000", historytest.BenchListParams{Page: 1000}},
 		{"log/page=10000", historytest.BenchListParams{Page: 10000}},
-		{"snapshot/page=1000", historytest.BenchListParams{Page: 1000, Mode: history.ModeSnapshot}},
-		{"snapshot/page=10000", historytest.BenchListParams{Page: 10000, Mode: history.ModeSnapshot}},
+		{"snapshot/page=1000", historytest.BenchListParams{Page: 1000, Mode: record.ModeSnapshot}},
+		{"snapshot/page=10000", historytest.BenchListParams{Page: 10000, Mode: record.ModeSnapshot}},
 		{"log/tag/page=1000", historytest.BenchListParams{Page: 1000, Filter: tag}},
 	} {
 		b.Run(c.name, func(b *testing.B) { historytest.BenchRecordList(b, benchOpen, c.p) })

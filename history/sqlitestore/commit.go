@@ -6,6 +6,7 @@ import (
 
 	"github.com/marlowe-follower/follower/history"
 	"github.com/marlowe-follower/follower/history/internal/sqlcommon"
+	"github.com/marlowe-follower/follower/history/record"
 )
 
 // The statements of a commit, prepared once per store (see Store.prepare).
@@ -74,7 +75,7 @@ func (s *Store) prepare(ctx context.Context) error {
 	s.stmtsMu.Lock()
 	defer s.stmtsMu.Unlock()
 	if s.stmts == nil {
-		return history.ErrBackendClosed
+		return record.ErrBackendClosed
 	}
 	for _, q := range commitStatements {
 		if _, ok := s.stmts[q]; ok {

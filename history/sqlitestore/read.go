@@ -8,6 +8,7 @@ import (
 	"github.com/marlowe-follower/follower/chainsync/chain"
 	"github.com/marlowe-follower/follower/history"
 	"github.com/marlowe-follower/follower/history/internal/sqlcommon"
+	"github.com/marlowe-follower/follower/history/record"
 )
 
 // readTx runs fn in a read transaction on a read-only connection: one
@@ -54,7 +55,7 @@ func (s *Store) Head(ctx context.Context) (int64, error) {
 // statement, keyset-paginated on seq. For a filter on contracts it first
 // counts the matching contracts: few are read contract by contract, many
 // by scanning the log (SQLite has no statistics to choose with).
-func (s *Store) RecordList(ctx context.Context, p *history.RecordListParams) ([]history.Record, error) {
+func (s *Store) RecordList(ctx context.Context, p *record.RecordListParams) ([]record.Record, error) {
 	if err := s.check(); err != nil {
 		return nil, err
 	}
@@ -70,7 +71,7 @@ func (s *Store) RecordList(ctx context.Context, p *history.RecordListParams) ([]
 		scan = n > sqlcommon.ManyContracts
 	}
 	query, args := sqlcommon.RecordListQuery(sqlcommon.SQLite, p, scan)
-	out := make([]history.Record, 0, min(sqlcommon.Limit(p.Limit), 1024))
+	out := make([]record.Record, 0, min(sqlcommon.Limit(p.Limit), 1024))
 	var row sqlcommon.RecordRow
 	rows, err := s.read.QueryContext(ctx, query, args...)
 	err = scanAll(rows, err, row.Dest(), func() error {
@@ -86,7 +87,7 @@ func (s *Store) RecordList(ctx context.Context, p *history.RecordListParams) ([]
 
 // RecordRecent returns the short form of every record of a block after
 // afterSlot (markers and rolled-back records too), in seq order.
-func (s *Store) RecordRecent(ctx context.Context, afterSlot uint64) ([]history.RecordRef, error) {
+func (s *Store) RecordRecent(ctx context.Context, afterSlot uint64) ([]record.RecordRef, error) {
 	if err := s.check(); err != nil {
 		return nil, err
 	}
@@ -94,7 +95,7 @@ func (s *Store) RecordRecent(ctx context.Context, afterSlot uint64) ([]history.R
 	if err != nil {
 		return nil, s.translate("record recent", err)
 	}
-	var out []history.RecordRef
+	var out []record.RecordRef
 	var row sqlcommon.RecordRefRow
 	rows, err := s.read.QueryContext(ctx, `SELECT `+sqlcommon.RecordRefColumns+` FROM records WHERE slot > ? ORDER BY seq`, slot)
 	err = scanAll(rows, err, row.Dest(), func() error {
@@ -109,7 +110,7 @@ func (s *Store) RecordRecent(ctx context.Context, afterSlot uint64) ([]history.R
 }
 
 // RecordGet reads one record; history.ErrNotFound when there is none.
-func (s *Store) RecordGet(ctx context.Context, seq int64) (*history.Record, error) {
+func (s *Store) RecordGet(ctx context.Context, seq int64) (*record.Record, error) {
 	if err := s.check(); err != nil {
 		return nil, err
 	}
@@ -128,11 +129,11 @@ func (s *Store) RecordGet(ctx context.Context, seq int64) (*history.Record, erro
 // ContractGet reads a contract's index entry; history.ErrNotFound when the
 // contract was never created. Tags come sorted, parties in the order they
 // were added.
-func (s *Store) ContractGet(ctx context.Context, id chain.TxOutRef) (*history.ContractIndex, error) {
+func (s *Store) ContractGet(ctx context.Context, id chain.TxOutRef) (*record.ContractIndex, error) {
 	if err := s.check(); err != nil {
 		return nil, err
 	}
-	var out *history.ContractIndex
+	var out *record.ContractIndex
 	key := sqlcommon.RefBytes(id)
 	err := s.readTx(ctx, func(tx *sql.Tx) error {
 		var row sqlcommon.ContractRow
@@ -149,7 +150,7 @@ func (s *Store) ContractGet(ctx context.Context, id chain.TxOutRef) (*history.Co
 		}); err != nil {
 			return err
 		}
-		var parties []history.Party
+		var parties []record.Party
 		var addr *string
 		var cur, role []byte
 		rows, err = tx.QueryContext(ctx, `SELECT address, role_currency, role_name FROM contract_parties

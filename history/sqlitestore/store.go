@@ -28,6 +28,7 @@ import (
 
 	"github.com/marlowe-follower/follower/history"
 	"github.com/marlowe-follower/follower/history/internal/sqlcommon"
+	"github.com/marlowe-follower/follower/history/record"
 )
 
 //go:embed migrations/*.sql
@@ -147,7 +148,7 @@ func (s *Store) Close() error {
 // check refuses calls on a closed store.
 func (s *Store) check() error {
 	if s.closed.Load() {
-		return fmt.Errorf("sqlitestore: %w", history.ErrBackendClosed)
+		return fmt.Errorf("sqlitestore: %w", record.ErrBackendClosed)
 	}
 	return nil
 }
@@ -160,15 +161,15 @@ func (s *Store) translate(op string, err error) error {
 		return nil
 	}
 	if errors.Is(err, sql.ErrNoRows) {
-		return fmt.Errorf("sqlitestore: %s: %w", op, history.ErrNotFound)
+		return fmt.Errorf("sqlitestore: %s: %w", op, record.ErrNotFound)
 	}
-	if s.closed.Load() && !errors.Is(err, history.ErrBackendClosed) {
-		return fmt.Errorf("sqlitestore: %s: %w: %w", op, history.ErrBackendClosed, err)
+	if s.closed.Load() && !errors.Is(err, record.ErrBackendClosed) {
+		return fmt.Errorf("sqlitestore: %s: %w: %w", op, record.ErrBackendClosed, err)
 	}
 	var se *sqlite.Error
 	if errors.As(err, &se) && se.Code() == sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY &&
 		strings.Contains(se.Error(), "records.seq") {
-		return fmt.Errorf("sqlitestore: %s: %w: %w", op, history.ErrSeqMismatch, err)
+		return fmt.Errorf("sqlitestore: %s: %w: %w", op, record.ErrSeqMismatch, err)
 	}
 	return fmt.Errorf("sqlitestore: %s: %w", op, err)
 }
@@ -263,7 +264,7 @@ func (s *Store) Init(ctx context.Context, p *history.InitParams) error {
 	}
 	if stored != int64(p.NetworkMagic) {
 		return fmt.Errorf("sqlitestore: init: %w: the database follows network magic %d, not %d",
-			history.ErrWrongNetwork, stored, p.NetworkMagic)
+			record.ErrWrongNetwork, stored, p.NetworkMagic)
 	}
 	return nil
 }

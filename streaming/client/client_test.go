@@ -12,7 +12,7 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/marlowe-follower/follower/history"
+	"github.com/marlowe-follower/follower/history/record"
 	"github.com/marlowe-follower/follower/streaming"
 	"github.com/marlowe-follower/follower/streaming/client"
 	"github.com/marlowe-follower/follower/streaming/protocol"
@@ -51,7 +51,7 @@ func newFixture(t *testing.T, records int64, opts streamtest.ServerOptions) *fix
 	return &fixture{h: h, feed: feed, srv: streamtest.StartServer(t, h, opts)}
 }
 
-func (fx *fixture) expected(t *testing.T, filter history.Filter, from history.Cursor) []history.Record {
+func (fx *fixture) expected(t *testing.T, filter record.Filter, from record.Cursor) []record.Record {
 	t.Helper()
 	exp, err := streamtest.Expected(context.Background(), fx.h.Backend, filter, from, fx.h.Handle.Head())
 	if err != nil {
@@ -98,8 +98,8 @@ func TestSubscribeReceiveAck(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	start, _ := history.ParseCursor(s.Cursor())
-	want := fx.expected(t, history.Filter{}, start)
+	start, _ := record.ParseCursor(s.Cursor())
+	want := fx.expected(t, record.Filter{}, start)
 	var applied streamtest.Collector
 	consume(t, s, &applied, len(want))
 	if err := streamtest.Same(applied.Records, want); err != nil || applied.Dups != 0 {
@@ -129,8 +129,8 @@ func TestReconnectResumesEphemeralStream(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	start, _ := history.ParseCursor(s.Cursor())
-	want := fx.expected(t, history.Filter{}, start)
+	start, _ := record.ParseCursor(s.Cursor())
+	want := fx.expected(t, record.Filter{}, start)
 	var applied streamtest.Collector
 	drops := 0
 	ctx2, cancel := context.WithTimeout(ctx, 30*time.Second)
@@ -178,13 +178,13 @@ func TestReconnectResumesDurableStreamSkippingSeen(t *testing.T) {
 	proxy := streamtest.NewProxy(t, fx.srv.Addr().String())
 	c := newClient(t, proxy.URL())
 	ctx := context.Background()
-	start := history.Cursor{Snapshot: fx.h.Handle.Head()}
+	start := record.Cursor{Snapshot: fx.h.Handle.Head()}
 	s, err := c.Subscribe(ctx, client.Request{Stream: "d", Durable: true, Filter: protocol.Filter{All: true},
 		BatchSize: 8, SkipSeen: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := fx.expected(t, history.Filter{}, start)
+	want := fx.expected(t, record.Filter{}, start)
 	var applied streamtest.Collector
 	ctx2, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()

@@ -9,7 +9,7 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/marlowe-follower/follower/history"
+	"github.com/marlowe-follower/follower/history/record"
 	"github.com/marlowe-follower/follower/streaming/protocol"
 )
 
@@ -41,7 +41,7 @@ type Request struct {
 type Batch struct {
 	Stream  string
 	Number  int64
-	Records []history.Record
+	Records []record.Record
 	// Cursor is the position after the batch.
 	Cursor      string
 	Tip         protocol.Tip
@@ -303,17 +303,17 @@ func (s *Stream) reply(ctx context.Context, b *Batch, cmd *protocol.Command) err
 // in it, or the stream was in it and seq is not above it), else a log
 // cursor.
 func cursorUpTo(prev, end string, seq int64) string {
-	e, err := history.ParseCursor(end)
+	e, err := record.ParseCursor(end)
 	if err != nil {
 		return end
 	}
 	if e.Snapshot > 0 {
-		return history.Cursor{Snapshot: e.Snapshot, Seq: seq}.String()
+		return record.Cursor{Snapshot: e.Snapshot, Seq: seq}.String()
 	}
-	if p, err := history.ParseCursor(prev); err == nil && p.Snapshot > 0 && seq <= p.Snapshot {
-		return history.Cursor{Snapshot: p.Snapshot, Seq: seq}.String()
+	if p, err := record.ParseCursor(prev); err == nil && p.Snapshot > 0 && seq <= p.Snapshot {
+		return record.Cursor{Snapshot: p.Snapshot, Seq: seq}.String()
 	}
-	return history.Cursor{Seq: seq}.String()
+	return record.Cursor{Seq: seq}.String()
 }
 
 // Close unsubscribes the stream; Next returns ErrClosed afterwards. A

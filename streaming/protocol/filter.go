@@ -13,7 +13,7 @@ import (
 
 	"github.com/marlowe-follower/follower/chainsync/chain"
 	"github.com/marlowe-follower/follower/contracts/marlowe"
-	"github.com/marlowe-follower/follower/history"
+	"github.com/marlowe-follower/follower/history/record"
 )
 
 // MaxFilterTerms bounds the number of values in one filter.
@@ -278,8 +278,8 @@ func (f *Filter) Empty() bool { return !f.All && f.terms() == 0 }
 // The values are read as the query API reads them: contract ids TXID#INDEX,
 // policy ids of 56 hex digits (or empty: no roles), tags of 1 to 1,024
 // bytes of UTF-8, bech32 addresses, role names of at most 32 bytes.
-func (f *Filter) History() (history.Filter, error) {
-	var h history.Filter
+func (f *Filter) History() (record.Filter, error) {
+	var h record.Filter
 	n := f.terms()
 	switch {
 	case f.All && n > 0:
@@ -332,10 +332,10 @@ func (f *Filter) History() (history.Filter, error) {
 		if err != nil {
 			return h, fmt.Errorf("%s %q: %w", NamePartyRole, clip(r.String()), err)
 		}
-		h.PartyRole = append(h.PartyRole, history.RoleRef{Currency: cur, Name: name})
+		h.PartyRole = append(h.PartyRole, record.RoleRef{Currency: cur, Name: name})
 	}
 	for _, k := range f.Kinds {
-		kind, err := history.ParseKind(k)
+		kind, err := record.ParseKind(k)
 		if err != nil {
 			return h, fmt.Errorf("%s: %w", NameKind, err)
 		}

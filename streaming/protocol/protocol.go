@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/marlowe-follower/follower/chainsync/chain"
-	"github.com/marlowe-follower/follower/history"
+	"github.com/marlowe-follower/follower/history/record"
 )
 
 // Command types: frames from the client.
@@ -239,8 +239,8 @@ type Frame struct {
 	Stream string `json:"stream,omitempty"`
 	// Batch is the batch number: increasing per stream, never reused for
 	// another delivery (a redelivery gets a new number).
-	Batch   int64            `json:"batch,omitempty"`
-	Records []history.Record `json:"records,omitempty"`
+	Batch   int64           `json:"batch,omitempty"`
+	Records []record.Record `json:"records,omitempty"`
 	// Cursor is, in a batch, the position after its records: subscribing
 	// from it continues right after them. In subscribed, the position the
 	// stream starts from.
@@ -309,16 +309,16 @@ func (d *Duration) UnmarshalJSON(b []byte) error {
 
 // ParseFrom reads a starting point: "origin" (or empty), "tip", or a cursor
 // ("SEQ", or "SNAPSHOT:SEQ" as given in batch frames).
-func ParseFrom(s string) (history.From, error) {
+func ParseFrom(s string) (record.From, error) {
 	switch strings.TrimSpace(s) {
 	case "", "origin":
-		return history.From{Kind: history.FromOrigin}, nil
+		return record.From{Kind: record.FromOrigin}, nil
 	case "tip":
-		return history.From{Kind: history.FromTip}, nil
+		return record.From{Kind: record.FromTip}, nil
 	}
-	c, err := history.ParseCursor(strings.TrimSpace(s))
+	c, err := record.ParseCursor(strings.TrimSpace(s))
 	if err != nil {
-		return history.From{}, fmt.Errorf("from %q: want origin, tip or a cursor (SEQ or SNAPSHOT:SEQ): %w", s, err)
+		return record.From{}, fmt.Errorf("from %q: want origin, tip or a cursor (SEQ or SNAPSHOT:SEQ): %w", s, err)
 	}
-	return history.From{Kind: history.FromCursor, Cursor: c}, nil
+	return record.From{Kind: record.FromCursor, Cursor: c}, nil
 }

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/marlowe-follower/follower/history"
+	"github.com/marlowe-follower/follower/history/record"
 	"github.com/marlowe-follower/follower/streaming/protocol"
 )
 
@@ -41,12 +41,12 @@ func TestDecodeCommand(t *testing.T) {
 }
 
 func TestParseFrom(t *testing.T) {
-	for in, want := range map[string]history.From{
-		"":       {Kind: history.FromOrigin},
-		"origin": {Kind: history.FromOrigin},
-		"tip":    {Kind: history.FromTip},
-		"42":     {Kind: history.FromCursor, Cursor: history.Cursor{Seq: 42}},
-		"50:7":   {Kind: history.FromCursor, Cursor: history.Cursor{Snapshot: 50, Seq: 7}},
+	for in, want := range map[string]record.From{
+		"":       {Kind: record.FromOrigin},
+		"origin": {Kind: record.FromOrigin},
+		"tip":    {Kind: record.FromTip},
+		"42":     {Kind: record.FromCursor, Cursor: record.Cursor{Seq: 42}},
+		"50:7":   {Kind: record.FromCursor, Cursor: record.Cursor{Snapshot: 50, Seq: 7}},
 	} {
 		got, err := protocol.ParseFrom(in)
 		if err != nil || got != want {
@@ -73,7 +73,7 @@ func TestFilter(t *testing.T) {
 		t.Fatal(err)
 	}
 	if len(h.Contracts) != 1 || h.Contracts[0].Index != 2 || len(h.RolesCurrency[0]) != 28 ||
-		string(h.PartyRole[0].Name) != "buyer" || string(h.PartyRole[1].Name) != "\xff\x00" || h.Kinds[0] != history.KindRolledBack {
+		string(h.PartyRole[0].Name) != "buyer" || string(h.PartyRole[1].Name) != "\xff\x00" || h.Kinds[0] != record.KindRolledBack {
 		t.Fatalf("%+v", h)
 	}
 	back, err := protocol.FilterFromQuery(f.Query())

@@ -7,6 +7,7 @@ import (
 
 	"github.com/marlowe-follower/follower/contracts/marlowe"
 	"github.com/marlowe-follower/follower/history"
+	"github.com/marlowe-follower/follower/history/record"
 	"github.com/marlowe-follower/follower/streaming/protocol"
 )
 
@@ -35,8 +36,8 @@ func SampleFilters(ctx context.Context, b history.Backend) (*Sample, error) {
 	}
 	var roles []string
 	for after := int64(0); ; {
-		recs, err := b.RecordList(ctx, &history.RecordListParams{After: after, Limit: 1000,
-			Filter: history.Filter{Kinds: []history.Kind{history.KindContractCreated}}})
+		recs, err := b.RecordList(ctx, &record.RecordListParams{After: after, Limit: 1000,
+			Filter: record.Filter{Kinds: []record.Kind{record.KindContractCreated}}})
 		if err != nil {
 			return nil, err
 		}
@@ -116,7 +117,7 @@ func (s *Sample) Filters() []protocol.Filter {
 	}
 	if len(s.RoleCurrencies) > 0 && len(s.Tags) > 0 {
 		out = append(out, protocol.Filter{RolesCurrencies: first(s.RoleCurrencies, 3), Tags: first(s.Tags, 3),
-			Kinds: []string{string(history.KindContractCreated), string(history.KindInputsApplied)}})
+			Kinds: []string{string(record.KindContractCreated), string(record.KindInputsApplied)}})
 	}
 	return out
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/marlowe-follower/follower/chainsync/classify"
 	"github.com/marlowe-follower/follower/chainsync/devnet"
 	"github.com/marlowe-follower/follower/history"
+	"github.com/marlowe-follower/follower/history/record"
 	"github.com/marlowe-follower/follower/history/sqlitestore"
 )
 
@@ -90,7 +91,7 @@ type Feed struct {
 	OnCommit func(blockNo uint64)
 
 	pending atomic.Int64
-	pool    []history.Record // records seen, for Replicate
+	pool    []record.Record // records seen, for Replicate
 	last    chain.BlockHeader
 	mu      sync.Mutex
 	cond    *sync.Cond

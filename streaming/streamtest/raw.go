@@ -13,7 +13,7 @@ import (
 
 	"github.com/coder/websocket"
 
-	"github.com/marlowe-follower/follower/history"
+	"github.com/marlowe-follower/follower/history/record"
 	"github.com/marlowe-follower/follower/streaming/protocol"
 )
 
@@ -162,7 +162,7 @@ func (r *Raw) Ack(f *protocol.Frame) {
 
 // Collector accumulates records by seq and checks their order.
 type Collector struct {
-	Records []history.Record
+	Records []record.Record
 	seen    map[int64]int
 	Dups    int
 }
@@ -170,7 +170,7 @@ type Collector struct {
 // Add appends a batch's records; it returns an error when a record is out
 // of order (a seq not above the last one) unless it was seen before (a
 // duplicate, counted).
-func (c *Collector) Add(recs []history.Record) error {
+func (c *Collector) Add(recs []record.Record) error {
 	if c.seen == nil {
 		c.seen = map[int64]int{}
 	}
@@ -198,7 +198,7 @@ func (c *Collector) Last() int64 {
 
 // Same checks that got and want hold the same records (seq and kind), in
 // order.
-func Same(got, want []history.Record) error {
+func Same(got, want []record.Record) error {
 	for i := range min(len(got), len(want)) {
 		if got[i].Seq != want[i].Seq || got[i].Kind != want[i].Kind {
 			return fmt.Errorf("record %d: got seq %d (%s), want seq %d (%s)", i, got[i].Seq, got[i].Kind, want[i].Seq, want[i].Kind)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/marlowe-follower/follower/chainsync/chain"
 	"github.com/marlowe-follower/follower/history"
+	"github.com/marlowe-follower/follower/history/record"
 	"github.com/marlowe-follower/follower/streaming"
 	"github.com/marlowe-follower/follower/streaming/streamstore"
 )
@@ -116,9 +117,9 @@ func (s *Server) Metric(t testing.TB, name string) float64 {
 // starts at cursor from must deliver up to seq upTo: the records current as
 // of its snapshot (when from is in a snapshot), then every matching record
 // of the log after it, rolled-back ones and markers included.
-func Expected(ctx context.Context, b history.Backend, filter history.Filter, from history.Cursor, upTo int64) ([]history.Record, error) {
-	var out []history.Record
-	page := func(p history.RecordListParams) error {
+func Expected(ctx context.Context, b history.Backend, filter record.Filter, from record.Cursor, upTo int64) ([]record.Record, error) {
+	var out []record.Record
+	page := func(p record.RecordListParams) error {
 		for {
 			p.Limit = 5000
 			recs, err := b.RecordList(ctx, &p)
@@ -134,13 +135,13 @@ func Expected(ctx context.Context, b history.Backend, filter history.Filter, fro
 	}
 	after := from.Seq
 	if from.Snapshot > 0 {
-		if err := page(history.RecordListParams{Filter: filter, Mode: history.ModeSnapshot, Snapshot: from.Snapshot, After: from.Seq}); err != nil {
+		if err := page(record.RecordListParams{Filter: filter, Mode: record.ModeSnapshot, Snapshot: from.Snapshot, After: from.Seq}); err != nil {
 			return nil, err
 		}
 		after = from.Snapshot
 	}
 	if after < upTo {
-		if err := page(history.RecordListParams{Filter: filter, Mode: history.ModeLog, After: after, UpTo: upTo}); err != nil {
+		if err := page(record.RecordListParams{Filter: filter, Mode: record.ModeLog, After: after, UpTo: upTo}); err != nil {
 			return nil, err
 		}
 	}

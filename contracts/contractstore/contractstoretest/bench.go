@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/marlowe-follower/follower/contracts/contractstore"
-	"github.com/marlowe-follower/follower/history"
+	"github.com/marlowe-follower/follower/history/record"
 )
 
 // BenchmarkLists measures pages of 100 contract headers per filter over a
@@ -47,7 +47,7 @@ func BenchmarkLists(b *testing.B, store contractstore.Backend, n int, settle fun
 		{"twoTags", contractstore.ContractFilter{Tags: []string{tagNames[0], tagNames[1]}}},
 		{"tagAndStatus", contractstore.ContractFilter{Tags: []string{tagNames[1]}, Status: contractstore.StatusOpen}},
 		{"partyAddress", contractstore.ContractFilter{PartyAddress: []string{address(3)}}},
-		{"partyRole", contractstore.ContractFilter{PartyRole: []history.RoleRef{{Currency: currencies[2], Name: []byte(roleNames[2])}}}},
+		{"partyRole", contractstore.ContractFilter{PartyRole: []record.RoleRef{{Currency: currencies[2], Name: []byte(roleNames[2])}}}},
 	}
 	for _, fc := range filters {
 		b.Run(fc.name, func(b *testing.B) {

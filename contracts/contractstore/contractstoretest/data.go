@@ -22,7 +22,7 @@ import (
 
 	"github.com/marlowe-follower/follower/chainsync/chain"
 	"github.com/marlowe-follower/follower/contracts/contractstore"
-	"github.com/marlowe-follower/follower/history"
+	"github.com/marlowe-follower/follower/history/record"
 )
 
 // Attribute sets the generated contracts draw from, so that filters match
@@ -54,8 +54,8 @@ func block(seq int64) chain.BlockHeader {
 	return chain.BlockHeader{Slot: uint64(seq) * 10, BlockNo: uint64(seq), Hash: hashOf('b', uint64(seq))}
 }
 
-func assets(lovelace uint64) history.Assets {
-	return history.Assets{Lovelace: lovelace, Tokens: map[string]map[string]json.Number{}}
+func assets(lovelace uint64) record.Assets {
+	return record.Assets{Lovelace: lovelace, Tokens: map[string]map[string]json.Number{}}
 }
 
 // model is everything committed, as the reads must show it.
@@ -63,7 +63,7 @@ type model struct {
 	head        contractstore.Head
 	contracts   map[chain.TxOutRef]*contractstore.Contract
 	tags        map[chain.TxOutRef][]string
-	parties     map[chain.TxOutRef][]history.Party
+	parties     map[chain.TxOutRef][]record.Party
 	txs         map[chain.TxOutRef][]contractstore.Transaction
 	payouts     map[chain.TxOutRef]*contractstore.Payout
 	withdrawals []contractstore.WithdrawalRow
@@ -72,7 +72,7 @@ type model struct {
 func newModel() *model {
 	return &model{
 		contracts: map[chain.TxOutRef]*contractstore.Contract{}, tags: map[chain.TxOutRef][]string{},
-		parties: map[chain.TxOutRef][]history.Party{}, txs: map[chain.TxOutRef][]contractstore.Transaction{},
+		parties: map[chain.TxOutRef][]record.Party{}, txs: map[chain.TxOutRef][]contractstore.Transaction{},
 		payouts: map[chain.TxOutRef]*contractstore.Payout{},
 	}
 }
@@ -101,7 +101,7 @@ func (m *model) apply(p *contractstore.CommitParams) {
 		}
 	}
 	for _, pt := range p.Parties {
-		if !slices.ContainsFunc(m.parties[pt.ContractID], func(q history.Party) bool { return samePartyModel(q, pt.Party) }) {
+		if !slices.ContainsFunc(m.parties[pt.ContractID], func(q record.Party) bool { return samePartyModel(q, pt.Party) }) {
 			m.parties[pt.ContractID] = append(m.parties[pt.ContractID], pt.Party)
 		}
 	}
@@ -122,7 +122,7 @@ func (m *model) apply(p *contractstore.CommitParams) {
 	m.head = p.Head
 }
 
-func samePartyModel(a, b history.Party) bool {
+func samePartyModel(a, b record.Party) bool {
 	return a.Address == b.Address && string(a.RoleCurrency) == string(b.RoleCurrency) && string(a.Role) == string(b.Role)
 }
 
@@ -178,8 +178,8 @@ func (g *gen) next(creates, steps, withdraws int) *contractstore.CommitParams {
 			p.Tags = append(p.Tags, contractstore.ContractTag{ContractID: id, Seq: g.seq, Tag: t})
 		}
 		p.Parties = append(p.Parties,
-			contractstore.ContractParty{ContractID: id, Seq: g.seq, Party: history.Party{Address: address(n % 7)}},
-			contractstore.ContractParty{ContractID: id, Seq: g.seq, Party: history.Party{RoleCurrency: rc, Role: []byte(roleNames[n%3])}})
+			contractstore.ContractParty{ContractID: id, Seq: g.seq, Party: record.Party{Address: address(n % 7)}},
+			contractstore.ContractParty{ContractID: id, Seq: g.seq, Party: record.Party{RoleCurrency: rc, Role: []byte(roleNames[n%3])}})
 		g.open = append(g.open, id)
 	}
 	for i := 0; i < steps && len(g.open) > 0; i++ {

@@ -11,7 +11,7 @@ import (
 
 	"github.com/marlowe-follower/follower/chainsync/chain"
 	"github.com/marlowe-follower/follower/contracts/contractstore"
-	"github.com/marlowe-follower/follower/history"
+	"github.com/marlowe-follower/follower/history/record"
 )
 
 // Open returns a new, empty, initialised backend; the suite closes it.
@@ -205,11 +205,11 @@ func (m *model) list(f *contractstore.ContractFilter) []*contractstore.Contract 
 			continue
 		}
 		if len(f.PartyAddress) > 0 || len(f.PartyRole) > 0 {
-			match := slices.ContainsFunc(m.parties[id], func(p history.Party) bool {
+			match := slices.ContainsFunc(m.parties[id], func(p record.Party) bool {
 				if p.Address != "" {
 					return slices.Contains(f.PartyAddress, p.Address)
 				}
-				return slices.ContainsFunc(f.PartyRole, func(r history.RoleRef) bool {
+				return slices.ContainsFunc(f.PartyRole, func(r record.RoleRef) bool {
 					return bytes.Equal(r.Currency, p.RoleCurrency) && bytes.Equal(r.Name, p.Role)
 				})
 			})
@@ -251,10 +251,10 @@ func listAll(t *testing.T, b contractstore.Backend, f contractstore.ContractFilt
 
 func testFilters(t *testing.T, b contractstore.Backend) {
 	m, _ := fillStore(t, b, 8)
-	roles := func(pairs ...int) []history.RoleRef {
-		var out []history.RoleRef
+	roles := func(pairs ...int) []record.RoleRef {
+		var out []record.RoleRef
 		for i := 0; i+1 < len(pairs); i += 2 {
-			out = append(out, history.RoleRef{Currency: currencies[pairs[i]], Name: []byte(roleNames[pairs[i+1]])})
+			out = append(out, record.RoleRef{Currency: currencies[pairs[i]], Name: []byte(roleNames[pairs[i+1]])})
 		}
 		return out
 	}

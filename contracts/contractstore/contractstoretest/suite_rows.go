@@ -13,7 +13,7 @@ import (
 	"github.com/marlowe-follower/follower/chainsync/chain"
 	"github.com/marlowe-follower/follower/contracts/contractstore"
 	"github.com/marlowe-follower/follower/contracts/marlowe"
-	"github.com/marlowe-follower/follower/history"
+	"github.com/marlowe-follower/follower/history/record"
 )
 
 func testTransactions(t *testing.T, b contractstore.Backend) {
@@ -175,7 +175,7 @@ func (m *model) payoutList(p *contractstore.PayoutListParams) []*contractstore.P
 		if len(p.Contracts) > 0 && !slices.Contains(p.Contracts, po.ContractID) {
 			continue
 		}
-		if len(p.Roles) > 0 && (po.Role == nil || !slices.ContainsFunc(p.Roles, func(r history.RoleRef) bool {
+		if len(p.Roles) > 0 && (po.Role == nil || !slices.ContainsFunc(p.Roles, func(r record.RoleRef) bool {
 			return bytes.Equal(r.Currency, po.RolesCurrency) && marlowe.NameText(r.Name) == *po.Role
 		})) {
 			continue
@@ -215,8 +215,8 @@ func testPayouts(t *testing.T, b contractstore.Backend) {
 		{Status: contractstore.PayoutWithdrawn},
 		{Status: contractstore.PayoutPaid},
 		{Contracts: someContracts},
-		{Roles: []history.RoleRef{{Currency: currencies[1], Name: []byte(roleNames[1])}}},
-		{Roles: []history.RoleRef{{Currency: currencies[0], Name: []byte(roleNames[2])}, {Currency: currencies[2], Name: []byte(roleNames[0])}},
+		{Roles: []record.RoleRef{{Currency: currencies[1], Name: []byte(roleNames[1])}}},
+		{Roles: []record.RoleRef{{Currency: currencies[0], Name: []byte(roleNames[2])}, {Currency: currencies[2], Name: []byte(roleNames[0])}},
 			Status: contractstore.PayoutAvailable},
 		{RolesOnly: true},
 		{RolesOnly: true, Descending: true},

@@ -15,7 +15,7 @@ import (
 
 	"github.com/marlowe-follower/follower/chainsync/chain"
 	"github.com/marlowe-follower/follower/chainsync/classify"
-	"github.com/marlowe-follower/follower/history"
+	"github.com/marlowe-follower/follower/history/record"
 )
 
 // RefLen is the length of an encoded output reference: the transaction id
@@ -119,7 +119,7 @@ func NilIfEmpty(b []byte) []byte {
 
 // PartyKey is the primary-key part of a contract party: it tells address
 // parties and role parties apart and is unique per party.
-func PartyKey(p history.Party) []byte {
+func PartyKey(p record.Party) []byte {
 	k := make([]byte, 0, 3*binary.MaxVarintLen16+len(p.Address)+len(p.RoleCurrency)+len(p.Role))
 	k = binary.AppendUvarint(k, uint64(len(p.Address)))
 	k = append(k, p.Address...)

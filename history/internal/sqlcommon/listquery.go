@@ -6,7 +6,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/marlowe-follower/follower/history"
+	"github.com/marlowe-follower/follower/history/record"
 )
 
 // Dialect tells the SQL builders how a backend spells parameters and lists.
@@ -80,7 +80,7 @@ func in[T any](b *builder, expr string, vals []T) {
 }
 
 // inRoles writes a condition on the role columns of contract_parties p.
-func (b *builder) inRoles(roles []history.RoleRef) {
+func (b *builder) inRoles(roles []record.RoleRef) {
 	if b.d == Postgres {
 		cur := make([][]byte, len(roles))
 		name := make([][]byte, len(roles))
@@ -105,13 +105,13 @@ func (b *builder) inRoles(roles []history.RoleRef) {
 
 // hasContractConditions reports whether the filter restricts contracts:
 // the records of no contract, other than the RolledBack markers, pass it.
-func hasContractConditions(f *history.Filter) bool {
+func hasContractConditions(f *record.Filter) bool {
 	return len(f.Contracts) > 0 || hasIndexConditions(f)
 }
 
 // hasIndexConditions reports whether the filter restricts contracts by
 // their index entry.
-func hasIndexConditions(f *history.Filter) bool {
+func hasIndexConditions(f *record.Filter) bool {
 	return len(f.RolesCurrency) > 0 || len(f.Tags) > 0 || len(f.PartyAddress) > 0 || len(f.PartyRole) > 0
 }
 
@@ -119,7 +119,7 @@ func hasIndexConditions(f *history.Filter) bool {
 // column col, AND-ed: the listed contracts, and one semi-join per index
 // field (roles currency, tags, parties), each a single index probe per
 // record (history.Filter.Matches is the in-memory twin).
-func (b *builder) contractConditions(f *history.Filter, col string) {
+func (b *builder) contractConditions(f *record.Filter, col string) {
 	and := false
 	sep := func() {
 		if and {
@@ -171,12 +171,12 @@ func (b *builder) contractConditions(f *history.Filter, col string) {
 
 // where writes the conditions on records r that do not involve contracts:
 // the cursor, the upper bound, the snapshot and the kinds.
-func (b *builder) where(p *history.RecordListParams) {
+func (b *builder) where(p *record.RecordListParams) {
 	b.w(" WHERE r.seq > ", b.arg(p.After))
 	if p.UpTo != 0 {
 		b.w(" AND r.seq <= ", b.arg(p.UpTo))
 	}
-	if p.Mode == history.ModeSnapshot {
+	if p.Mode == record.ModeSnapshot {
 		s := b.arg(p.Snapshot)
 		b.w(" AND r.seq <= ", s, " AND r.kind <> 'rolled_back'")
 		b.w(" AND (r.rolled_back_by IS NULL OR r.rolled_back_by > ", b.arg(p.Snapshot), ")")
@@ -192,8 +192,8 @@ func (b *builder) where(p *history.RecordListParams) {
 }
 
 // CheckListParams refuses a mode RecordListQuery does not know.
-func CheckListParams(p *history.RecordListParams) error {
-	if p.Mode != history.ModeLog && p.Mode != history.ModeSnapshot {
+func CheckListParams(p *record.RecordListParams) error {
+	if p.Mode != record.ModeLog && p.Mode != record.ModeSnapshot {
 		return fmt.Errorf("record list: unknown mode %d", p.Mode)
 	}
 	return nil
@@ -207,7 +207,7 @@ const ManyContracts = 64
 // ContractCountQuery returns a statement counting the contracts that match
 // the filter's contract conditions, up to ManyContracts+1, and false when
 // the filter has no such conditions.
-func ContractCountQuery(d Dialect, f *history.Filter) (string, []any, bool) {
+func ContractCountQuery(d Dialect, f *record.Filter) (string, []any, bool) {
 	switch {
 	case !hasContractConditions(f):
 		return "", nil, false
@@ -235,12 +235,12 @@ func ContractCountQuery(d Dialect, f *history.Filter) (string, []any, bool) {
 // at the limit; good when many contracts match. PostgreSQL's planner makes
 // that choice itself from its statistics; SQLite's is told by the caller
 // (ContractCountQuery against ManyContracts).
-func RecordListQuery(d Dialect, p *history.RecordListParams, scan bool) (string, []any) {
+func RecordListQuery(d Dialect, p *record.RecordListParams, scan bool) (string, []any) {
 	b := &builder{d: d}
 	limit := Limit(p.Limit)
 	cols := RecordColumns
-	markers := p.Mode == history.ModeLog &&
-		(len(p.Filter.Kinds) == 0 || slices.Contains(p.Filter.Kinds, history.KindRolledBack))
+	markers := p.Mode == record.ModeLog &&
+		(len(p.Filter.Kinds) == 0 || slices.Contains(p.Filter.Kinds, record.KindRolledBack))
 	switch {
 	case !hasContractConditions(&p.Filter):
 		b.w("SELECT ", cols, " FROM records r")

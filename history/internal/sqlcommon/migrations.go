@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 
-	"github.com/marlowe-follower/follower/history"
+	"github.com/marlowe-follower/follower/history/record"
 	"github.com/marlowe-follower/follower/history/sqlmigrate"
 )
 
@@ -19,7 +19,7 @@ func LoadMigrations(fsys fs.FS, dir string) ([]Migration, error) { return sqlmig
 // Pending returns the migrations after version stored; an error wrapping
 // history.ErrSchemaTooNew when stored is newer than the newest migration.
 func Pending(ms []Migration, stored int) ([]Migration, error) {
-	return sqlmigrate.Pending(ms, stored, history.ErrSchemaTooNew)
+	return sqlmigrate.Pending(ms, stored, record.ErrSchemaTooNew)
 }
 
 // MigrationTx is what Migrate needs of a backend's write transaction.

@@ -7,6 +7,7 @@ import (
 
 	"github.com/marlowe-follower/follower/chainsync/chain"
 	"github.com/marlowe-follower/follower/history"
+	"github.com/marlowe-follower/follower/history/record"
 )
 
 // Mark is a rollback mark as statement arguments.
@@ -101,7 +102,7 @@ func NewPlan(d Dialect, p *history.CommitParams) (*Plan, error) {
 
 // addContracts encodes the contract index entries. A contract listed twice
 // keeps its last creation; tags and parties are the union.
-func (pl *Plan) addContracts(cs []history.ContractIndex) error {
+func (pl *Plan) addContracts(cs []record.ContractIndex) error {
 	at := make(map[string]int, len(cs))
 	for _, c := range cs {
 		block, err := NewHeaderRow(c.Block)
@@ -135,7 +136,7 @@ func (pl *Plan) CheckHead(head int64) error {
 	for i := range pl.Records {
 		if want := head + 1 + int64(i); pl.Records[i].Seq != want {
 			return fmt.Errorf("%w: record %d of the batch has seq %d, want %d (head %d)",
-				history.ErrSeqMismatch, i, pl.Records[i].Seq, want, head)
+				record.ErrSeqMismatch, i, pl.Records[i].Seq, want, head)
 		}
 	}
 	newHead := head + int64(len(pl.Records))
@@ -172,7 +173,7 @@ func (pl *Plan) ResolveAdditions(stored map[string]bool) error {
 	for _, a := range pl.additions {
 		id := RefBytes(a.Contract)
 		if !pl.indexed[string(id)] && !stored[string(id)] {
-			return fmt.Errorf("party addition by seq %d: contract %s: %w", a.Seq, a.Contract, history.ErrNotFound)
+			return fmt.Errorf("party addition by seq %d: contract %s: %w", a.Seq, a.Contract, record.ErrNotFound)
 		}
 		for _, p := range a.Parties {
 			pl.Parties = append(pl.Parties, newPartyRow(id, p, a.Seq))

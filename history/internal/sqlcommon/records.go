@@ -6,7 +6,7 @@ import (
 	"math"
 
 	"github.com/marlowe-follower/follower/chainsync/chain"
-	"github.com/marlowe-follower/follower/history"
+	"github.com/marlowe-follower/follower/history/record"
 )
 
 // RecordColumns are the records columns in the order of RecordRow.
@@ -34,8 +34,8 @@ var nullPayload = []byte("null")
 // The payload is checked here unless the database checks it (d is
 // Postgres: its json type refuses what is not JSON). RolledBackBy is not
 // taken from the record: only rollback marks set it.
-func NewRecordRow(d Dialect, r *history.Record) (RecordRow, error) {
-	if _, err := history.ParseKind(string(r.Kind)); err != nil {
+func NewRecordRow(d Dialect, r *record.Record) (RecordRow, error) {
+	if _, err := record.ParseKind(string(r.Kind)); err != nil {
 		return RecordRow{}, fmt.Errorf("record %d: %w", r.Seq, err)
 	}
 	h, err := NewHeaderRow(r.Block)
@@ -68,8 +68,8 @@ func (r *RecordRow) Dest() []any {
 }
 
 // Record decodes the row.
-func (r *RecordRow) Record() (history.Record, error) {
-	rec := history.Record{
+func (r *RecordRow) Record() (record.Record, error) {
+	rec := record.Record{
 		Seq: r.Seq, Kind: internKind(r.Kind), TxIndex: int(r.TxIndex),
 		Payload: json.RawMessage(r.Payload), RolledBackBy: r.RolledBackBy,
 	}
@@ -92,13 +92,13 @@ func (r *RecordRow) Record() (history.Record, error) {
 
 // internKind returns the shared constant for a known kind, so that a page of
 // records does not hold a copy of the kind name per record.
-func internKind(s string) history.Kind {
-	for _, k := range history.Kinds {
+func internKind(s string) record.Kind {
+	for _, k := range record.Kinds {
 		if string(k) == s {
 			return k
 		}
 	}
-	return history.Kind(s)
+	return record.Kind(s)
 }
 
 // ContractRow is a contract index entry as the columns of the contracts table.
@@ -146,7 +146,7 @@ func (r *PartyRow) Args() []any {
 // newPartyRow encodes a party as given. A party with an address is an
 // address party; its role columns, if any, are kept but filters do not
 // match them (as history.Filter.Matches).
-func newPartyRow(contract []byte, p history.Party, seq int64) PartyRow {
+func newPartyRow(contract []byte, p record.Party, seq int64) PartyRow {
 	row := PartyRow{ContractID: contract, Key: PartyKey(p), AddedSeq: seq}
 	if p.Address != "" {
 		a := p.Address
@@ -161,8 +161,8 @@ func newPartyRow(contract []byte, p history.Party, seq int64) PartyRow {
 
 // PartyFromColumns decodes a party read with the columns address,
 // role_currency, role_name.
-func PartyFromColumns(address *string, currency, role []byte) history.Party {
-	var p history.Party
+func PartyFromColumns(address *string, currency, role []byte) record.Party {
+	var p record.Party
 	if address != nil {
 		p.Address = *address
 	}
@@ -172,7 +172,7 @@ func PartyFromColumns(address *string, currency, role []byte) history.Party {
 }
 
 // ContractFromRow decodes a contract row with its tags and parties.
-func ContractFromRow(r *ContractRow, tags []string, parties []history.Party) (*history.ContractIndex, error) {
+func ContractFromRow(r *ContractRow, tags []string, parties []record.Party) (*record.ContractIndex, error) {
 	id, err := RefFromBytes(r.ContractID)
 	if err != nil {
 		return nil, err
@@ -181,7 +181,7 @@ func ContractFromRow(r *ContractRow, tags []string, parties []history.Party) (*h
 	if err != nil {
 		return nil, err
 	}
-	return &history.ContractIndex{
+	return &record.ContractIndex{
 		ID: id, Version: r.Version, RolesCurrency: NilIfEmpty(r.RolesCurrency),
 		Tags: tags, Parties: parties, CreatedSeq: r.CreatedSeq, Block: block,
 	}, nil
@@ -225,8 +225,8 @@ func (r *RecordRefRow) Dest() []any {
 }
 
 // Ref decodes the row.
-func (r *RecordRefRow) Ref() (history.RecordRef, error) {
-	ref := history.RecordRef{Seq: r.Seq, Kind: internKind(r.Kind), RolledBackBy: r.RolledBackBy}
+func (r *RecordRefRow) Ref() (record.RecordRef, error) {
+	ref := record.RecordRef{Seq: r.Seq, Kind: internKind(r.Kind), RolledBackBy: r.RolledBackBy}
 	var err error
 	if ref.Slot, err = Uint64("slot", r.Slot); err != nil {
 		return ref, fmt.Errorf("record %d: %w", r.Seq, err)

@@ -4,7 +4,7 @@ import (
 	"fmt"
 
 	"github.com/marlowe-follower/follower/chainsync/classify"
-	"github.com/marlowe-follower/follower/history"
+	"github.com/marlowe-follower/follower/history/record"
 )
 
 // ChangeRow is one block's changes to the tracked set as the columns of the
@@ -147,7 +147,7 @@ func (pl *Plan) PlanUTxO(stored []ChangeRow, horizon HeaderRow) (*UTxOPlan, erro
 		p := *s.Rollback
 		if !isZero(horizon.Hash) && p.Slot < uint64(horizon.Slot) {
 			return nil, fmt.Errorf("%w: to slot %d, but UTxO changes before slot %d are no longer kept",
-				history.ErrRollbackTooDeep, p.Slot, horizon.Slot)
+				record.ErrRollbackTooDeep, p.Slot, horizon.Slot)
 		}
 		for len(list) > 0 {
 			last := list[len(list)-1]

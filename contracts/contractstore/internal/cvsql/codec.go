@@ -9,7 +9,7 @@ import (
 	"github.com/marlowe-follower/follower/chainsync/chain"
 	"github.com/marlowe-follower/follower/contracts/contractstore"
 	"github.com/marlowe-follower/follower/contracts/marlowe"
-	"github.com/marlowe-follower/follower/history"
+	"github.com/marlowe-follower/follower/history/record"
 )
 
 // Rows is what a query returns: pgx.Rows and an adapter of *sql.Rows.
@@ -311,4 +311,4 @@ func (p *payoutScan) payout() (*contractstore.Payout, error) {
 }
 
 // emptyAssets is the value of nothing.
-var emptyAssets = history.Assets{Tokens: map[string]map[string]json.Number{}}
+var emptyAssets = record.Assets{Tokens: map[string]map[string]json.Number{}}

@@ -1,13 +1,9 @@
-package history
+package record
 
 import (
-	"encoding/hex"
 	"encoding/json"
-	"strconv"
 
-	"github.com/marlowe-follower/follower/chainsync/block"
 	"github.com/marlowe-follower/follower/chainsync/chain"
-	"github.com/marlowe-follower/follower/contracts/marlowe"
 )
 
 // Assets is a value as records show it: lovelace and native tokens by
@@ -16,19 +12,6 @@ import (
 type Assets struct {
 	Lovelace uint64                            `json:"lovelace"`
 	Tokens   map[string]map[string]json.Number `json:"tokens"`
-}
-
-// AssetsOf converts a ledger value.
-func AssetsOf(v block.Value) Assets {
-	a := Assets{Lovelace: v.Lovelace, Tokens: map[string]map[string]json.Number{}}
-	for _, t := range v.Assets {
-		p := t.Policy.String()
-		if a.Tokens[p] == nil {
-			a.Tokens[p] = map[string]json.Number{}
-		}
-		a.Tokens[p][marlowe.NameText(t.Name)] = json.Number(strconv.FormatUint(t.Quantity, 10))
-	}
-	return a
 }
 
 // ContractCreated is the payload of a contract_created record.
@@ -146,6 +129,3 @@ type ApplyInputsRejected struct {
 type RolledBack struct {
 	To chain.Point `json:"to"`
 }
-
-// hexString is the lowercase hex of b.
-func hexString(b []byte) string { return hex.EncodeToString(b) }

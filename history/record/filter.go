@@ -1,4 +1,4 @@
-package history
+package record
 
 import (
 	"bytes"
@@ -49,12 +49,12 @@ func (f *Filter) Matches(r *Record, idx *ContractIndex) bool {
 }
 
 // mergeParties adds parties not yet in idx.
-func (idx *ContractIndex) mergeParties(ps []Party) {
+func (idx *ContractIndex) MergeParties(ps []Party) {
 	for _, p := range ps {
 		if !slices.ContainsFunc(idx.Parties, func(q Party) bool {
 			return q.Address == p.Address && bytes.Equal(q.RoleCurrency, p.RoleCurrency) && bytes.Equal(q.Role, p.Role)
 		}) {
-			idx.Parties = append(idx.Parties, p.detached())
+			idx.Parties = append(idx.Parties, p.Detached())
 		}
 	}
 }
@@ -63,18 +63,18 @@ func (idx *ContractIndex) mergeParties(ps []Party) {
 // byte slices point into the raw block they were decoded from (the decoders
 // do not copy), so an entry kept for the process's lifetime must not hold
 // them: one roles currency would keep a whole block alive.
-func (idx *ContractIndex) detached() *ContractIndex {
+func (idx *ContractIndex) Detached() *ContractIndex {
 	c := *idx
 	c.RolesCurrency = bytes.Clone(idx.RolesCurrency)
 	c.Tags = slices.Clone(idx.Tags)
 	c.Parties = make([]Party, len(idx.Parties))
 	for i, p := range idx.Parties {
-		c.Parties[i] = p.detached()
+		c.Parties[i] = p.Detached()
 	}
 	return &c
 }
 
-func (p Party) detached() Party {
+func (p Party) Detached() Party {
 	p.RoleCurrency = bytes.Clone(p.RoleCurrency)
 	p.Role = bytes.Clone(p.Role)
 	return p

@@ -1,8 +1,6 @@
-package history
+package record
 
-import (
-	"github.com/marlowe-follower/follower/contracts/marlowe"
-)
+import "github.com/marlowe-follower/follower/contracts/marlowe"
 
 // PartiesOf collects the parties a contract and state mention, in first-seen
 // order: addresses as bech32, roles with the contract's roles currency.
