@@ -18,11 +18,12 @@ test-short: ## quick tests without the race detector
 
 bench: ## the benchmark suite (cmd/marlowe-bench, under 10 minutes): rewrites the generated part of docs/benchmarks.md and its plots; BENCHFLAGS=--quick for a short run
 	$(GO) build -o bin/marlowe-follower ./cmd/marlowe-follower
-	$(GO) build -o bin/marlowe-bench ./cmd/marlowe-bench
+	cd cmd/marlowe-bench && $(GO) build -o ../../bin/marlowe-bench .
 	bin/marlowe-bench --follower-bin bin/marlowe-follower --out bin/benchmarks.json --markdown docs/benchmarks.md $(BENCHFLAGS)
 
-lint: ## go vet and gofmt
+lint: ## go vet (the service's module and the bench's) and gofmt
 	$(GO) vet ./...
+	cd cmd/marlowe-bench && $(GO) vet ./...
 	@out=$$(find . -name '*.go' -not -path './.git/*' -print0 | xargs -0 gofmt -l); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 
 fmt: ## format the code
