@@ -38,7 +38,7 @@ func (s *Store) rollBack(ctx context.Context, head *contractstore.Head, marker *
 		f.seed(ref)
 		ids[i] = ref.ID
 	}
-	if err := foldCurrent(ctx, s.cfg.History.Backend(), f, ids, marker.Seq, s.cfg.RebuildPage); err != nil {
+	if err := foldCurrent(ctx, s.cfg.History, f, ids, marker.Seq, s.cfg.RebuildPage); err != nil {
 		return fmt.Errorf("rollback at seq %d: %w", marker.Seq, err)
 	}
 	p := f.finish(*head, contractstore.Position{Seq: marker.Seq, Block: marker.Block})
@@ -55,7 +55,7 @@ func (s *Store) rollBack(ctx context.Context, head *contractstore.Head, marker *
 // foldCurrent folds the records of the given contracts that are current as
 // of seq asOf (the log's state after its first asOf records), in seq order
 // per contract.
-func foldCurrent(ctx context.Context, b history.Backend, f *folder, ids []chain.TxOutRef, asOf int64, page int) error {
+func foldCurrent(ctx context.Context, b recordLister, f *folder, ids []chain.TxOutRef, asOf int64, page int) error {
 	for start := 0; start < len(ids); start += rebuildChunk {
 		chunk := ids[start:min(len(ids), start+rebuildChunk)]
 		var after int64
@@ -78,6 +78,11 @@ func foldCurrent(ctx context.Context, b history.Backend, f *folder, ids []chain.
 		}
 	}
 	return nil
+}
+
+// recordLister reads the log: the history's Handle, or a backend in tests.
+type recordLister interface {
+	RecordList(ctx context.Context, p *record.RecordListParams) ([]record.Record, error)
 }
 
 // Fold folds, from scratch, every record of the history log that is current

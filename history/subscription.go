@@ -31,9 +31,6 @@ func NewHandle(store *Store, system *actor.ActorSystem, pid *actor.PID) *Handle 
 	return &Handle{store: store, system: system, pid: pid, backend: store.backend, PageSize: 1000}
 }
 
-// Backend returns the storage backend, for reads.
-func (h *Handle) Backend() Backend { return h.backend }
-
 // Head returns the newest committed seq.
 func (h *Handle) Head() int64 { return h.store.stats.Head.Load() }
 

@@ -271,7 +271,7 @@ func TestCORS(t *testing.T) {
 func TestCORSOriginsAreValidated(t *testing.T) {
 	p := projectiontest.Start(t, projectiontest.Options{Backend: projectiontest.SQLite, Generator: projectiontest.DefaultGenerator(4)})
 	for _, bad := range []string{"dapp.example", "https://dapp.example/", "https://*.example", "http://localhost:99999"} {
-		_, err := query.New(query.Config{Contracts: p.Contracts, History: p.History, Projection: p.Projection,
+		_, err := query.New(query.Config{Contracts: p.Projection, History: p.Handle, Projection: p.Projection,
 			CORS: query.CORS{Origins: []string{"https://ok.example", bad}}})
 		if err == nil || !strings.Contains(err.Error(), `"`+bad+`"`) || !strings.Contains(err.Error(), "scheme://host[:port]") {
 			t.Errorf("%q: %v", bad, err)

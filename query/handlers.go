@@ -368,10 +368,7 @@ func (s *Server) contractHistory(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if asOf < 0 {
-		if asOf, err = s.cfg.History.Head(ctx); err != nil {
-			s.fail(w, r, err, "")
-			return
-		}
+		asOf = s.cfg.History.Head()
 	}
 	at := contractstore.Position{Seq: asOf}
 	recs := []record.Record{}

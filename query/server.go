@@ -28,6 +28,7 @@ import (
 	"github.com/marlowe-follower/follower/chainsync/chain"
 	"github.com/marlowe-follower/follower/contracts/contractstore"
 	"github.com/marlowe-follower/follower/history"
+	"github.com/marlowe-follower/follower/history/record"
 )
 
 // Defaults of Config.
@@ -118,14 +119,42 @@ type Divergence struct {
 	Since          time.Time
 }
 
+// ContractReader is the read side of the contract projection
+// (contracts.Store; a contractstore.Backend has the same methods).
+type ContractReader interface {
+	Ping(ctx context.Context) error
+	ContractGet(ctx context.Context, id chain.TxOutRef) (*contractstore.Contract, contractstore.Position, error)
+	ContractList(ctx context.Context, p *contractstore.ContractListParams) (*contractstore.ContractPage, error)
+	TransactionList(ctx context.Context, p *contractstore.TransactionListParams) (*contractstore.TransactionPage, error)
+	TransactionGet(ctx context.Context, contract chain.TxOutRef, tx chain.Hash32) (*contractstore.Transaction, contractstore.Position, error)
+	TransactionProducing(ctx context.Context, contract, out chain.TxOutRef) (*contractstore.Transaction, contractstore.Position, error)
+	TransactionSpending(ctx context.Context, contract, in chain.TxOutRef) (*contractstore.Transaction, contractstore.Position, error)
+	PayoutList(ctx context.Context, p *contractstore.PayoutListParams) (*contractstore.PayoutPage, error)
+	PayoutGet(ctx context.Context, id chain.TxOutRef) (*contractstore.Payout, contractstore.Position, error)
+	WithdrawalList(ctx context.Context, p *contractstore.WithdrawalListParams) (*contractstore.WithdrawalPage, error)
+	WithdrawalGet(ctx context.Context, tx chain.Hash32) (*contractstore.Withdrawal, contractstore.Position, error)
+}
+
+// HistoryReader is the read side of the history log (history.Handle): reads
+// of committed records only.
+type HistoryReader interface {
+	// Head is the newest committed seq.
+	Head() int64
+	RecordList(ctx context.Context, p *record.RecordListParams) ([]record.Record, error)
+	RecordGet(ctx context.Context, seq int64) (*record.Record, error)
+	ContractGet(ctx context.Context, id chain.TxOutRef) (*record.ContractIndex, error)
+}
+
 // Config configures a Server.
 type Config struct {
 	// Addr is the address to listen on, host:port (":0" picks a port).
 	Addr string
-	// Contracts is the contract store; History the history backend (for
-	// /contracts/{contractId}/history).
-	Contracts contractstore.Backend
-	History   history.Backend
+	// Contracts reads the contract projection (contracts.Store); History
+	// reads the history log (history.Handle, for
+	// /contracts/{contractId}/history). The API holds no storage backend:
+	// the stores own their reads, which run concurrently on their pools.
+	Contracts ContractReader
+	History   HistoryReader
 	// Projection reports and awaits the projection's position.
 	Projection Projection
 	// Cache, when set, serves contract lookups from memory; the same cache

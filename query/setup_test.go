@@ -61,7 +61,7 @@ func newFixtureFor(t testing.TB, p *projectiontest.Pipeline, tune func(*query.Co
 func serve(t testing.TB, p *projectiontest.Pipeline, tune func(*query.Config)) *fixture {
 	reg := prometheus.NewRegistry()
 	cfg := query.Config{
-		Addr: "127.0.0.1:0", Contracts: p.Contracts, History: p.History, Projection: p.Projection,
+		Addr: "127.0.0.1:0", Contracts: p.Projection, History: p.Handle, Projection: p.Projection,
 		Status: func() query.Status {
 			tip := p.Tip()
 			return query.Status{Network: "devnet", NetworkMagic: 42, Version: "test", Connected: true,

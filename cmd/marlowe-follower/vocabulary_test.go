@@ -52,7 +52,7 @@ func TestFilterVocabularyAcrossSurfaces(t *testing.T) {
 		_ = ws.Shutdown(sctx)
 	})
 	wsURL := "ws://" + ws.Addr().String() + "/"
-	qs, err := query.New(query.Config{Addr: "127.0.0.1:0", Contracts: p.Contracts, History: p.History, Projection: p.Projection,
+	qs, err := query.New(query.Config{Addr: "127.0.0.1:0", Contracts: p.Projection, History: p.Handle, Projection: p.Projection,
 		Handlers: map[string]http.Handler{"GET /events": ws.EventsHandler()}})
 	if err != nil {
 		t.Fatal(err)

@@ -247,7 +247,7 @@ func TestOnTheQueryPort(t *testing.T) {
 	p.Sync()
 	serve := func(ui bool) http.Handler {
 		cfg := query.Config{
-			Contracts: p.Contracts, History: p.History, Projection: p.Projection,
+			Contracts: p.Projection, History: p.Handle, Projection: p.Projection,
 			Status: func() query.Status {
 				tip := p.Tip()
 				return query.Status{Network: "devnet", NetworkMagic: 42, Connected: true, NodeTip: chain.Tip{Point: tip.Point(), BlockNo: tip.BlockNo}, Follower: tip, SyncProgress: 1}

@@ -312,7 +312,7 @@ func (s *Service) startQuery(ctx context.Context, opts Options) error {
 	}
 	srv, err := query.New(query.Config{
 		Addr:      net.JoinHostPort(s.cfg.Query.Host, strconv.Itoa(s.cfg.Query.Port)),
-		Contracts: cb, History: s.backend, Projection: proj, Cache: cache, Slots: &slots,
+		Contracts: proj, History: s.handle, Projection: proj, Cache: cache, Slots: &slots,
 		Status:  func() query.Status { return s.queryStatus(NetworkName(magic), magic, opts.Version, proj) },
 		Metrics: s.metrics.Handler(), Registerer: s.metrics.Registry,
 		ReadyMaxBehind: s.cfg.Query.ReadyDistance, ReadyMaxSeqLag: int64(min(s.cfg.Query.ReadyProjectionLag, math.MaxInt64)),
