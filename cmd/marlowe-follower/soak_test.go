@@ -1,0 +1,845 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"maps"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"text/tabwriter"
+	"time"
+
+	"github.com/coder/websocket"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/marlowe-follower/follower/chainsync/devnet"
+	"github.com/marlowe-follower/follower/history"
+	"github.com/marlowe-follower/follower/history/pgstore"
+	"github.com/marlowe-follower/follower/history/record"
+	"github.com/marlowe-follower/follower/history/sqlitestore"
+	"github.com/marlowe-follower/follower/streaming/protocol"
+)
+
+// The soak runs the adversarial set against the binary for a while and
+// prints a table: kill -9 and SIGTERM at random moments, the node gone (its
+// socket cut and refused), the database gone (PostgreSQL behind a proxy that
+// cuts every connection and refuses new ones), WebSocket subscribers that
+// drop their connection mid-batch and resume from their cursor, durable
+// streams acknowledged and reconnected at once, fuzzed HTTP requests and
+// hostile WebSocket frames, all at the same time. At the end the service
+// must have lost nothing and duplicated nothing: its log and checkpoint are
+// those of a fresh run over the same chain, every subscriber received every
+// record exactly once in seq order, and no request got a 5xx other than a
+// 503 (the answer for a database that is down).
+//
+// The test suite runs it briefly (about 25 s per backend); scripts/soak.sh
+// runs it for longer (docs/operations.md, "Soak").
+var (
+	soakDuration = flag.Duration("soak.duration", 0, "how long the soak's faults run per backend (0: the short run of the test suite)")
+	soakBackends = flag.String("soak.backends", "", "sqlite, postgres or both (default: both where a test database is configured, else sqlite)")
+	soakSeed     = flag.Uint64("soak.seed", 0, "the faults' random seed (0: from the clock)")
+	soakReport   = flag.String("soak.report", "", "also write the table to this file")
+)
+
+func TestSoak(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the binary under faults")
+	}
+	dur := *soakDuration
+	if dur == 0 {
+		dur = 20 * time.Second
+	}
+	backends := []string{"sqlite"}
+	pgURL := os.Getenv("MARLOWE_TEST_DATABASE_URL")
+	switch *soakBackends {
+	case "sqlite":
+	case "postgres":
+		backends = []string{"postgres"}
+	case "both", "":
+		if pgURL != "" {
+			backends = append(backends, "postgres")
+		} else if *soakBackends == "both" || os.Getenv("CI") == "true" {
+			t.Fatal("MARLOWE_TEST_DATABASE_URL is not set: the soak cannot run on PostgreSQL")
+		}
+	default:
+		t.Fatalf("-soak.backends %q: want sqlite, postgres or both", *soakBackends)
+	}
+	seed := *soakSeed
+	if seed == 0 {
+		seed = uint64(time.Now().UnixNano())
+	}
+	bin := buildBinary(t)
+	rows := make([]soakRow, 0, len(backends))
+	for _, be := range backends {
+		t.Run(be, func(t *testing.T) {
+			rows = append(rows, soakRow{})
+			runSoak(t, bin, be, pgURL, dur, seed, &rows[len(rows)-1])
+		})
+	}
+	var out bytes.Buffer
+	tw := tabwriter.NewWriter(&out, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(tw, "backend\tfaults for\tkill -9\tSIGTERM\tnode cut\tdb cut\tWS resumes\tdurable acks\trecords\trepeated forks\tlost\tduplicated\tHTTP requests\t5xx (not 503)\t503\thostile frames\tresult\t\n")
+	for i := range rows {
+		r := &rows[i]
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%s\t\n", r.backend, r.duration.Round(time.Second),
+			r.kills, r.terms, r.nodeCuts, r.dbCuts, r.resumes.Load(), r.durableAcks.Load(), r.records, r.repeated, r.lost, r.duplicated,
+			r.requests.Load(), r.server5xx.Load(), r.unavailable.Load(), r.hostile.Load(), r.result)
+	}
+	_ = tw.Flush()
+	fmt.Fprintf(&out, "seed %d (-soak.seed to repeat the faults' schedule)\n", seed)
+	t.Logf("soak:\n%s", out.String())
+	fmt.Fprint(os.Stderr, "\n"+out.String())
+	if *soakReport != "" {
+		if err := os.WriteFile(*soakReport, out.Bytes(), 0o644); err != nil {
+			t.Error(err)
+		}
+	}
+}
+
+// soakRow is one backend's line of the table.
+type soakRow struct {
+	backend                             string
+	duration                            time.Duration
+	kills, terms, nodeCuts, dbCuts      int
+	resumes, durableAcks                atomic.Int64
+	records, repeated, lost, duplicated int
+	requests, server5xx, unavailable    atomic.Int64
+	hostile                             atomic.Int64
+	result                              string
+}
+
+// soakService is the service under test: restarted at will on fixed ports.
+type soakService struct {
+	t                *testing.T
+	bin, socket, dir string
+	dbURL            string
+	qport, sport     int
+	mu               sync.Mutex
+	cmd              *exec.Cmd
+	done             chan struct{}
+	stderr           *lockedBuffer
+}
+
+func (s *soakService) start() {
+	s.t.Helper()
+	args := []string{"run", "--node-socket", s.socket, "--network-magic", strconv.Itoa(devnet.NetworkMagic),
+		"--data-dir", s.dir, "--query-host", "127.0.0.1", "--query-port", strconv.Itoa(s.qport),
+		"--streaming-host", "127.0.0.1", "--streaming-port", strconv.Itoa(s.sport),
+		"--min-backoff", "50ms", "--max-backoff", "400ms", "--log-level", "warn", "--progress-bar", "never", "--progress-period", "0s"}
+	if s.dbURL != "" {
+		args = append(args, "--database-url", s.dbURL)
+	}
+	cmd := exec.Command(s.bin, args...)
+	cmd.Stderr = s.stderr
+	if err := cmd.Start(); err != nil {
+		s.t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(done) }()
+	s.mu.Lock()
+	s.cmd, s.done = cmd, done
+	s.mu.Unlock()
+}
+
+// stop ends the running process with sig and waits for it.
+func (s *soakService) stop(sig syscall.Signal) {
+	s.mu.Lock()
+	cmd, done := s.cmd, s.done
+	s.mu.Unlock()
+	if cmd == nil {
+		return
+	}
+	_ = cmd.Process.Signal(sig)
+	select {
+	case <-done:
+	case <-time.After(60 * time.Second):
+		s.t.Errorf("no exit 60 s after %v", sig)
+		_ = cmd.Process.Kill()
+		<-done
+	}
+	if sig == syscall.SIGTERM && cmd.ProcessState != nil && !cmd.ProcessState.Success() {
+		s.t.Errorf("exit after SIGTERM: %v", cmd.ProcessState)
+	}
+}
+
+func (s *soakService) base() string { return "http://127.0.0.1:" + strconv.Itoa(s.qport) }
+
+// faultProxy forwards connections from its address to a target and can cut
+// them: every open connection closed and new ones refused for a while.
+type faultProxy struct {
+	network, addr, target string
+	mu                    sync.Mutex
+	ln                    net.Listener
+	conns                 map[net.Conn]struct{}
+	wg                    sync.WaitGroup
+}
+
+func newFaultProxy(t *testing.T, network, addr, target string) *faultProxy {
+	p := &faultProxy{network: network, addr: addr, target: target, conns: map[net.Conn]struct{}{}}
+	if err := p.listen(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.cut(); p.wg.Wait() })
+	return p
+}
+
+func (p *faultProxy) listen() error {
+	if p.network == "unix" {
+		_ = os.Remove(p.addr)
+	}
+	ln, err := net.Listen(p.network, p.addr)
+	if err != nil {
+		return err
+	}
+	p.mu.Lock()
+	p.ln = ln
+	p.mu.Unlock()
+	p.wg.Add(1)
+	go func() {
+		defer p.wg.Done()
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			p.wg.Add(1)
+			go func() { defer p.wg.Done(); p.forward(c) }()
+		}
+	}()
+	return nil
+}
+
+func (p *faultProxy) forward(c net.Conn) {
+	u, err := net.Dial(p.network, p.target)
+	if err != nil {
+		_ = c.Close()
+		return
+	}
+	p.mu.Lock()
+	p.conns[c], p.conns[u] = struct{}{}, struct{}{}
+	p.mu.Unlock()
+	var wg sync.WaitGroup
+	wg.Add(2)
+	pipe := func(dst, src net.Conn) {
+		defer wg.Done()
+		_, _ = io.Copy(dst, src)
+		_ = dst.Close()
+		_ = src.Close()
+	}
+	go pipe(u, c)
+	go pipe(c, u)
+	wg.Wait()
+	p.mu.Lock()
+	delete(p.conns, c)
+	delete(p.conns, u)
+	p.mu.Unlock()
+}
+
+// cut closes the listener and every connection.
+func (p *faultProxy) cut() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.ln != nil {
+		_ = p.ln.Close()
+		p.ln = nil
+	}
+	for c := range p.conns {
+		_ = c.Close()
+	}
+}
+
+// restore listens again.
+func (p *faultProxy) restore(t *testing.T) {
+	for i := 0; ; i++ {
+		err := p.listen()
+		if err == nil {
+			return
+		}
+		if i == 50 {
+			t.Fatalf("proxy: listening again on %s: %v", p.addr, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func runSoak(t *testing.T, bin, backend, pgURL string, dur time.Duration, seed uint64, row *soakRow) {
+	*row = soakRow{backend: backend, duration: dur, result: "FAIL"}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	rng := rand.New(rand.NewPCG(seed, uint64(len(backend))))
+
+	// A journal devnet: every client sees the same chain events (forks
+	// included) whatever its timing, so a run that was killed and a fresh
+	// run end with the same log.
+	tmp := t.TempDir()
+	nodeSocket := filepath.Join(tmp, "node.socket")
+	gcfg := devnet.DefaultGeneratorConfig()
+	gcfg.Seed, gcfg.MarloweShare, gcfg.MeanBlockSize = 31, 0.4, 2000
+	gcfg.RollbackEvery, gcfg.MaxRollbackDepth = 20, 4
+	const rate = 40.0
+	blocks := uint64(rate * dur.Seconds())
+	dn, err := devnet.Start(ctx, devnet.RunConfig{SocketPath: nodeSocket, Generator: gcfg, Blocks: blocks, BlockRate: rate, Journal: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dn.Close()
+	node := newFaultProxy(t, "unix", filepath.Join(tmp, "proxy.socket"), nodeSocket)
+
+	svc := &soakService{t: t, bin: bin, socket: node.addr, dir: filepath.Join(tmp, "svc"), qport: freePort(t), sport: freePort(t), stderr: &lockedBuffer{}}
+	var db *faultProxy
+	if backend == "postgres" {
+		dbURL, pgAddr := soakDatabase(t, pgURL)
+		db = newFaultProxy(t, "tcp", "127.0.0.1:"+strconv.Itoa(freePort(t)), pgAddr)
+		u, _ := url.Parse(dbURL)
+		u.Host = db.addr
+		svc.dbURL = u.String()
+	}
+	t.Cleanup(func() {
+		svc.stop(syscall.SIGKILL)
+		if t.Failed() {
+			out := svc.stderr.String()
+			t.Logf("service stderr (last 8000 bytes):\n%s", out[max(0, len(out)-8000):])
+		}
+	})
+	svc.start()
+
+	// Load: subscribers, durable streams, fuzzed requests, hostile frames.
+	loadCtx, stopLoad := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	filters := []protocol.Filter{{All: true}, {All: true}, {Kinds: []string{string(record.KindContractCreated), string(record.KindInputsApplied)}}}
+	subs := make([]*soakSubscriber, len(filters))
+	for i, f := range filters {
+		subs[i] = &soakSubscriber{name: fmt.Sprintf("s%d", i), filter: f, durable: i == 1, row: row, rng: rand.New(rand.NewPCG(seed, uint64(i+10)))}
+		wg.Add(1)
+		go func() { defer wg.Done(); subs[i].run(loadCtx, svc.sport) }()
+	}
+	wg.Add(2)
+	go func() { defer wg.Done(); soakHTTPFuzz(loadCtx, svc.base(), row, rand.New(rand.NewPCG(seed, 3))) }()
+	go func() { defer wg.Done(); soakHostile(loadCtx, svc.sport, row, rand.New(rand.NewPCG(seed, 4))) }()
+
+	// Faults, one at a time at random moments, until the time is up.
+	end := time.Now().Add(dur)
+	for time.Now().Before(end) {
+		time.Sleep(time.Duration(300+rng.IntN(1500)) * time.Millisecond)
+		switch n := rng.IntN(10); {
+		case n < 4:
+			svc.stop(syscall.SIGKILL)
+			row.kills++
+			time.Sleep(time.Duration(rng.IntN(500)) * time.Millisecond)
+			svc.start()
+		case n < 6:
+			svc.stop(syscall.SIGTERM)
+			row.terms++
+			svc.start()
+		case n < 8:
+			node.cut()
+			row.nodeCuts++
+			time.Sleep(time.Duration(200+rng.IntN(2000)) * time.Millisecond)
+			node.restore(t)
+		default:
+			if db == nil {
+				continue
+			}
+			db.cut()
+			row.dbCuts++
+			time.Sleep(time.Duration(200+rng.IntN(2000)) * time.Millisecond)
+			db.restore(t)
+		}
+	}
+
+	// Quiet: the chain ends, the service catches up.
+	<-dn.Done()
+	final := dn.Store().Tip()
+	waitFor := func(what string, d time.Duration, cond func() bool) {
+		deadline := time.Now().Add(d)
+		for !cond() {
+			if time.Now().After(deadline) {
+				t.Fatalf("timed out after %s waiting for %s", d, what)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	committed := func(base string) uint64 {
+		var st statusAnswer
+		if code, err := getJSON(base+"/status", &st); err != nil || code != http.StatusOK {
+			return 0
+		}
+		return st.Committed.BlockNo
+	}
+	waitFor("the service to commit the chain's tip", 3*time.Minute, func() bool { return committed(svc.base()) == final.BlockNo })
+	var head struct {
+		HistorySeq int64 `json:"historySeq"`
+	}
+	if _, err := getJSON(svc.base()+"/status", &head); err != nil {
+		t.Fatal(err)
+	}
+	waitFor("the subscribers to reach the head", 3*time.Minute, func() bool {
+		for _, s := range subs {
+			if s.lastSeq.Load() < head.HistorySeq && !s.filtered() {
+				return false
+			}
+		}
+		return true
+	})
+	stopLoad()
+	wg.Wait()
+	svc.stop(syscall.SIGTERM)
+
+	// The reference: a fresh run over the same chain, never interrupted.
+	ref := &soakService{t: t, bin: bin, socket: nodeSocket, dir: filepath.Join(tmp, "ref"), qport: freePort(t), sport: freePort(t), stderr: &lockedBuffer{}}
+	ref.start()
+	waitFor("the reference run to commit the chain's tip", 3*time.Minute, func() bool { return committed(ref.base()) == final.BlockNo })
+	ref.stop(syscall.SIGTERM)
+
+	want, wantCP := soakLog(t, "sqlite", ref.dir, "")
+	got, gotCP := soakLog(t, backend, svc.dir, svc.dbURL)
+	row.records = len(got)
+	if len(want) == 0 {
+		t.Fatal("the reference run recorded nothing")
+	}
+	// What a follower sees of forks depends on its timing, on a real node
+	// and on the journal devnet alike: a follower restarted at a block it
+	// rolled back to is served the fork it already saw once more (the
+	// chain-sync protocol cannot tell the node where in the history it
+	// was). So the runs agree on the records that stand (not rolled back)
+	// and on the chain position; seqs may differ by the repeated forks.
+	gotLive, wantLive := standing(got), standing(want)
+	if len(gotLive) != len(wantLive) {
+		t.Errorf("the service under faults holds %d standing records (of %d), a fresh run %d (of %d)", len(gotLive), len(got), len(wantLive), len(want))
+	}
+	for i := range min(len(gotLive), len(wantLive)) {
+		g, w := gotLive[i], wantLive[i]
+		if g.Kind != w.Kind || g.Block != w.Block || g.TxID != w.TxID || g.TxIndex != w.TxIndex ||
+			!reflect.DeepEqual(g.Contract, w.Contract) || !bytes.Equal(g.Payload, w.Payload) {
+			t.Errorf("standing record %d differs:\n faults seq %d %s\n fresh  seq %d %s", i+1, g.Seq, brief(&g), w.Seq, brief(&w))
+			break
+		}
+	}
+	if !reflect.DeepEqual(gotCP.Breadcrumbs, wantCP.Breadcrumbs) || gotCP.Head != int64(len(got)) {
+		t.Errorf("checkpoints differ: faults head %d of %d records, fresh head %d", gotCP.Head, len(got), wantCP.Head)
+	}
+	row.repeated = len(got) - len(want)
+	// Every subscriber received exactly the service's own log.
+	for _, s := range subs {
+		lost, dup := s.check(t, got)
+		row.lost += lost
+		row.duplicated += dup
+	}
+	if n := row.server5xx.Load(); n > 0 {
+		t.Errorf("%d requests were answered with a 5xx other than 503", n)
+	}
+	if row.kills+row.terms == 0 {
+		t.Error("the soak restarted nothing: it ran too briefly to test anything")
+	}
+	if !t.Failed() {
+		row.result = "ok"
+	}
+}
+
+// soakDatabase creates a database of its own on the test server, dropped
+// when the test ends, and returns its URL and the server's address.
+func soakDatabase(t *testing.T, base string) (string, string) {
+	t.Helper()
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, base)
+	if err != nil {
+		t.Fatalf("PostgreSQL at MARLOWE_TEST_DATABASE_URL: %v", err)
+	}
+	name := fmt.Sprintf("soak_%d_%08x", os.Getpid(), rand.Uint32())
+	if _, err := conn.Exec(ctx, "CREATE DATABASE "+name); err != nil {
+		t.Fatal(err)
+	}
+	_ = conn.Close(ctx)
+	t.Cleanup(func() {
+		conn, err := pgx.Connect(ctx, base)
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		defer conn.Close(ctx)
+		if _, err := conn.Exec(ctx, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)"); err != nil {
+			t.Errorf("dropping %s: %v", name, err)
+		}
+	})
+	u, err := url.Parse(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.Path = "/" + name
+	host := u.Host
+	if !strings.Contains(host, ":") {
+		host += ":5432"
+	}
+	return u.String(), host
+}
+
+// soakLog reads a stopped service's whole log and checkpoint.
+func soakLog(t *testing.T, backend, dir, dbURL string) ([]record.Record, *history.Checkpoint) {
+	t.Helper()
+	ctx := context.Background()
+	var b history.Backend
+	var err error
+	if backend == "postgres" {
+		b, err = pgstore.Open(ctx, dbURL, pgstore.Options{})
+	} else {
+		b, err = sqlitestore.Open(ctx, dir, sqlitestore.Options{})
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	cp, err := b.CheckpointGet(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var log []record.Record
+	for {
+		page, err := b.RecordList(ctx, &record.RecordListParams{After: int64(len(log)), Limit: record.MaxListLimit})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(page) == 0 {
+			return log, cp
+		}
+		log = append(log, page...)
+	}
+}
+
+// soakSubscriber is a WebSocket subscriber that drops its connection at
+// random (mid-batch too) and resumes from its cursor. It checks, per
+// connection, that seqs only go up, and keeps a digest of every record
+// received (a long soak receives millions).
+type soakSubscriber struct {
+	name    string
+	filter  protocol.Filter
+	durable bool
+	row     *soakRow
+	rng     *rand.Rand
+
+	mu       sync.Mutex
+	received map[int64]recordDigest // each seq's last copy
+	problems []string
+	cursor   string
+	lastSeq  atomic.Int64
+}
+
+func (s *soakSubscriber) filtered() bool { return !s.filter.All }
+
+func (s *soakSubscriber) problem(format string, args ...any) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.problems) < 20 {
+		s.problems = append(s.problems, fmt.Sprintf(format, args...))
+	}
+}
+
+func (s *soakSubscriber) run(ctx context.Context, port int) {
+	s.cursor = "0"
+	for ctx.Err() == nil {
+		s.connection(ctx, port)
+		if ctx.Err() == nil {
+			s.row.resumes.Add(1)
+			time.Sleep(time.Duration(s.rng.IntN(200)) * time.Millisecond)
+		}
+	}
+}
+
+// connection subscribes once and reads until the connection ends or this
+// subscriber decides to drop it.
+func (s *soakSubscriber) connection(ctx context.Context, port int) {
+	dctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	c, _, err := websocket.Dial(dctx, "ws://127.0.0.1:"+strconv.Itoa(port)+"/", nil)
+	cancel()
+	if err != nil {
+		return // the service is down: try again
+	}
+	defer c.CloseNow()
+	c.SetReadLimit(64 << 20)
+	name := s.name
+	cmd := protocol.Command{Type: protocol.TypeSubscribe, Stream: name, From: s.cursor, BatchSize: 1 + s.rng.IntN(300)}
+	if s.durable {
+		// The stream keeps its cursor in the service; the client resumes
+		// it by name, and the service decides where it continues.
+		cmd.Stream, cmd.Durable, cmd.From = "soak-durable", true, ""
+		if s.cursor == "0" {
+			cmd.From = "0"
+		}
+		name = cmd.Stream
+	}
+	f := s.filter
+	cmd.Filter = &f
+	if err := writeJSON(ctx, c, cmd); err != nil {
+		return
+	}
+	dropAfter := s.rng.IntN(40) // batches before this connection is dropped
+	var last int64 = -1         // newest seq received on this connection
+	for n := 0; ; n++ {
+		_, data, err := c.Read(ctx)
+		if err != nil {
+			return
+		}
+		var fr protocol.Frame
+		if err := json.Unmarshal(data, &fr); err != nil {
+			s.problem("undecodable frame %q: %v", data, err)
+			return
+		}
+		switch fr.Type {
+		case protocol.TypeSubscribed:
+			// Where the stream starts: nothing at or before it may come.
+			start, err := cursorSeq(fr.Cursor)
+			if err != nil {
+				s.problem("subscribed with cursor %q: %v", fr.Cursor, err)
+				return
+			}
+			if !s.durable {
+				if want, _ := cursorSeq(cmd.From); start != want {
+					s.problem("subscribed from %q, the server starts at %q", cmd.From, fr.Cursor)
+				}
+			}
+			last = start
+			continue
+		case protocol.TypeError:
+			if fr.Stream != "" {
+				return // shutting down, deleted, ...: reconnect
+			}
+			continue
+		case protocol.TypeBatch:
+		default:
+			continue
+		}
+		s.mu.Lock()
+		for _, r := range fr.Records {
+			if r.Seq <= last {
+				s.problems = append(s.problems, fmt.Sprintf("seq %d after %d on one connection (its start or its last record): a duplicate or a step back", r.Seq, last))
+			}
+			last = r.Seq
+			if s.received == nil {
+				s.received = map[int64]recordDigest{}
+			}
+			s.received[r.Seq] = digest(&r)
+		}
+		s.mu.Unlock()
+		if n >= dropAfter && s.rng.IntN(3) == 0 {
+			return // dropped before the ack: these records come again
+		}
+		if err := writeJSON(ctx, c, protocol.Command{Type: protocol.TypeAck, Stream: name, Batch: fr.Batch}); err != nil {
+			return
+		}
+		s.mu.Lock()
+		s.cursor = fr.Cursor
+		s.mu.Unlock()
+		if len(fr.Records) > 0 {
+			s.lastSeq.Store(fr.Records[len(fr.Records)-1].Seq)
+		}
+		if s.durable {
+			s.row.durableAcks.Add(1)
+		}
+		if n >= dropAfter {
+			return // dropped right after an ack
+		}
+	}
+}
+
+// check compares what the subscriber received with the log: every
+// matching record once (records received again because their batch was
+// never acknowledged are the at-least-once redelivery, not duplicates).
+func (s *soakSubscriber) check(t *testing.T, log []record.Record) (lost, duplicated int) {
+	t.Helper()
+	for _, p := range s.problems {
+		t.Errorf("subscriber %s: %s", s.name, p)
+	}
+	// Each seq's last copy (a batch dropped before its ack comes again).
+	seen := maps.Clone(s.received)
+	for _, r := range log {
+		if s.filtered() && !matchesKinds(s.filter, &r) {
+			continue
+		}
+		got, ok := seen[r.Seq]
+		if !ok {
+			lost++
+			if lost <= 3 {
+				t.Errorf("subscriber %s never received seq %d (%s)", s.name, r.Seq, brief(&r))
+			}
+			continue
+		}
+		if got != digest(&r) {
+			t.Errorf("subscriber %s: seq %d received with other contents than logged (%s)", s.name, r.Seq, brief(&r))
+		}
+		delete(seen, r.Seq)
+	}
+	duplicated = len(seen) // received but not in the log (or not matching)
+	if duplicated > 0 {
+		t.Errorf("subscriber %s received %d records that are not in the log or do not match its filter", s.name, duplicated)
+	}
+	if len(s.received) == 0 {
+		t.Errorf("subscriber %s received nothing", s.name)
+	}
+	return lost, duplicated
+}
+
+// matchesKinds is the kind filter: a rolled_back record passes only when
+// the list names rolled_back (docs/streaming.md, "Filters").
+func matchesKinds(f protocol.Filter, r *record.Record) bool {
+	for _, k := range f.Kinds {
+		if k == string(r.Kind) {
+			return true
+		}
+	}
+	return false
+}
+
+func writeJSON(ctx context.Context, c *websocket.Conn, v any) error {
+	data, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	return c.Write(wctx, websocket.MessageText, data)
+}
+
+// soakHTTPFuzz sends random requests to the query port: known routes with
+// odd ids, parameters and Range headers, and paths that are not routes.
+func soakHTTPFuzz(ctx context.Context, base string, row *soakRow, rng *rand.Rand) {
+	client := &http.Client{Timeout: 10 * time.Second}
+	ids := []string{"", "x", "%00", "00#0", strings.Repeat("ab", 32) + "#1", strings.Repeat("f", 64) + "#99999999999",
+		"../../etc/passwd", "%ff%fe", strings.Repeat("a", 5000)}
+	params := []string{"", "?limit=-1", "?limit=1000000", "?status=closed", "?status=bogus", "?roleCurrency=zz", "?tag=a&tag=b",
+		"?partyAddress=addr_test1", "?minSeq=99999999", "?minSeq=-5", "?after=abc", "?validityStart=1&validityEnd=0", "?kind=nope", "?from=origin"}
+	paths := []string{"/contracts/%s", "/contracts/%s/transactions", "/contracts/%s/transactions/%s", "/contracts/%s/next",
+		"/contracts/%s/history", "/payouts/%s", "/withdrawals/%s", "/runtime/contracts/%s", "/runtime/contracts/%s/next",
+		"/runtime/payouts/%s", "/contracts", "/payouts", "/withdrawals", "/runtime/contracts", "/runtime/withdrawals",
+		"/status", "/readyz", "/healthz", "/openapi.json", "/streams", "/nope/%s", "/%s"}
+	ranges := []string{"", "contractId", "contractId ;limit 3", "contractId x;limit 0", "bogus", "contractId;order sideways", "contractId;offset 99999999"}
+	for ctx.Err() == nil {
+		p := paths[rng.IntN(len(paths))]
+		for strings.Contains(p, "%s") {
+			p = strings.Replace(p, "%s", ids[rng.IntN(len(ids))], 1)
+		}
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+p+params[rng.IntN(len(params))], nil)
+		if err != nil {
+			continue // not a URL at all: nothing to send
+		}
+		if r := ranges[rng.IntN(len(ranges))]; r != "" {
+			req.Header.Set("Range", r)
+		}
+		resp, err := client.Do(req)
+		if err != nil {
+			time.Sleep(20 * time.Millisecond) // the service is down
+			continue
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		_ = resp.Body.Close()
+		row.requests.Add(1)
+		switch {
+		case resp.StatusCode == http.StatusServiceUnavailable:
+			row.unavailable.Add(1)
+		case resp.StatusCode >= 500:
+			row.server5xx.Add(1)
+		}
+		time.Sleep(time.Duration(rng.IntN(5)) * time.Millisecond)
+	}
+}
+
+// soakHostile sends hostile frames on WebSocket connections: binary
+// frames, broken JSON, unknown types, oversized frames, floods. Each must
+// get an error frame or a close, never take the service down.
+func soakHostile(ctx context.Context, port int, row *soakRow, rng *rand.Rand) {
+	frames := [][]byte{[]byte("{"), []byte(`{"type":"subscribe"}`), []byte(`{"type":"ack","stream":"nope","batch":-1}`),
+		[]byte(`{"type":"subscribe","stream":"a","filter":{"all":true},"batchSize":100000000}`), []byte(`{"type":"zzz"}`),
+		[]byte(`{"type":"subscribe","stream":"` + strings.Repeat("x", 500) + `","filter":{"all":true}}`),
+		[]byte(`{"type":"subscribe","stream":"d","durable":true,"filter":{"kind":["bogus"]}}`), bytes.Repeat([]byte("["), 100000)}
+	for ctx.Err() == nil {
+		dctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		c, _, err := websocket.Dial(dctx, "ws://127.0.0.1:"+strconv.Itoa(port)+"/", nil)
+		cancel()
+		if err != nil {
+			time.Sleep(50 * time.Millisecond)
+			continue
+		}
+		go func() {
+			for {
+				if _, _, err := c.Read(ctx); err != nil {
+					return
+				}
+			}
+		}()
+		for range 1 + rng.IntN(30) {
+			typ, data := websocket.MessageText, frames[rng.IntN(len(frames))]
+			if rng.IntN(6) == 0 {
+				typ = websocket.MessageBinary
+			}
+			wctx, cancel := context.WithTimeout(ctx, time.Second)
+			err := c.Write(wctx, typ, data)
+			cancel()
+			if err != nil {
+				break
+			}
+			row.hostile.Add(1)
+		}
+		_ = c.CloseNow()
+		time.Sleep(time.Duration(rng.IntN(100)) * time.Millisecond)
+	}
+}
+
+// brief names a record in a line.
+func brief(r *record.Record) string {
+	s := fmt.Sprintf("%s block %d %x", r.Kind, r.Block.BlockNo, r.Block.Hash[:4])
+	if r.Kind != record.KindRolledBack {
+		s += fmt.Sprintf(" tx %x#%d", r.TxID[:4], r.TxIndex)
+	}
+	if r.RolledBackBy != nil {
+		s += fmt.Sprintf(" rolledBackBy %d", *r.RolledBackBy)
+	}
+	return s
+}
+
+// standing returns the records no rollback undid, without rollback marks.
+func standing(log []record.Record) []record.Record {
+	var out []record.Record
+	for _, r := range log {
+		if r.Kind != record.KindRolledBack && r.RolledBackBy == nil {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// cursorSeq returns the seq of a cursor, "SEQ" or "SNAPSHOT:SEQ".
+func cursorSeq(c string) (int64, error) {
+	if i := strings.LastIndexByte(c, ':'); i >= 0 {
+		c = c[i+1:]
+	}
+	return strconv.ParseInt(c, 10, 64)
+}
+
+// recordDigest identifies a record's contents (without its rollback mark,
+// which a record gains when a later rollback undoes it).
+type recordDigest [sha256.Size]byte
+
+func digest(r *record.Record) recordDigest {
+	c := *r
+	c.RolledBackBy = nil
+	data, err := json.Marshal(&c)
+	if err != nil {
+		panic(err)
+	}
+	return sha256.Sum256(data)
+}
