@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -17,9 +18,10 @@ func newMigrateCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "migrate [--check]",
 		Short: "Apply the database schema migrations and exit (run applies them at start too)",
-		Long: "Apply the pending schema migrations of the configured store (PostgreSQL when MARLOWE_RT_DATABASE_URL\n" +
-			"is set, else the embedded SQLite file in the data directory) and exit. With --check, only report the\n" +
-			"stored and the latest schema version (exit status 1 when migrations are pending).",
+		Long: "Apply the pending schema migrations of every store (history, contract projection, durable streams, in\n" +
+			"that order) to the configured database (PostgreSQL when MARLOWE_RT_DATABASE_URL is set, else the\n" +
+			"embedded SQLite files in the data directory) and exit. With --check, change nothing: report each\n" +
+			"store's stored and latest schema version and the migrations pending (exit status 1 when any are).",
 		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			l, err := loadConfig(cmd)
@@ -27,40 +29,52 @@ func newMigrateCommand() *cobra.Command {
 				return err
 			}
 			ctx := cmd.Context()
-			backend, where, err := service.OpenBackend(ctx, &l.Config)
+			db, where, err := service.OpenStorage(ctx, &l.Config)
 			if err != nil {
 				return err
 			}
-			defer backend.Close()
-			m, ok := backend.(service.Migrator)
-			if !ok {
-				return fmt.Errorf("%s: this store cannot migrate", where)
+			defer db.Close()
+			lines, err := service.MigrationLines(db.Dialect())
+			if err != nil {
+				return err
 			}
+			out := cmd.OutOrStdout()
 			if check {
-				stored, latest, err := m.SchemaVersion(ctx)
+				sts, err := db.Check(ctx, lines...)
 				if err != nil {
-					return err
+					return fmt.Errorf("%s: %w", where, err)
 				}
-				fmt.Fprintf(cmd.OutOrStdout(), "%s: schema version %d, latest %d\n", where, stored, latest)
-				if stored < latest {
-					return fmt.Errorf("%d migrations pending", latest-stored)
+				pending := 0
+				for _, st := range sts {
+					if st.Current() {
+						fmt.Fprintf(out, "%s: %s: schema version %d, latest %d: current\n", where, st.Line, st.Stored, st.Latest)
+						continue
+					}
+					pending += len(st.Pending)
+					fmt.Fprintf(out, "%s: %s: schema version %d, latest %d: pending %s\n", where, st.Line, st.Stored,
+						st.Latest, strings.Join(st.Pending, ", "))
+				}
+				if pending > 0 {
+					return fmt.Errorf("%d migrations pending", pending)
 				}
 				return nil
 			}
-			from, to, err := m.Migrate(ctx)
+			res, err := db.Migrate(ctx, lines...)
 			if err != nil {
-				return err
+				return fmt.Errorf("%s: %w", where, err)
 			}
-			if from == to {
-				fmt.Fprintf(cmd.OutOrStdout(), "%s: schema version %d is up to date\n", where, to)
-			} else {
-				fmt.Fprintf(cmd.OutOrStdout(), "%s: migrated from schema version %d to %d\n", where, from, to)
+			for _, r := range res {
+				if r.From == r.To {
+					fmt.Fprintf(out, "%s: %s: schema version %d is up to date\n", where, r.Line, r.To)
+				} else {
+					fmt.Fprintf(out, "%s: %s: migrated from schema version %d to %d\n", where, r.Line, r.From, r.To)
+				}
 			}
 			return nil
 		},
 	}
 	config.RegisterFlags(cmd.Flags(), "store", "log")
-	cmd.Flags().BoolVar(&check, "check", false, "only report the schema versions")
+	cmd.Flags().BoolVar(&check, "check", false, "only report the schema versions; change nothing")
 	return cmd
 }
 

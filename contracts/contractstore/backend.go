@@ -28,8 +28,9 @@ var (
 	// ErrConflict: the stored cursor is not the one a commit continues from
 	// (another writer committed meanwhile).
 	ErrConflict = errors.New("the contract store's cursor moved: another writer is active")
-	// ErrSchemaTooNew: the schema was written by a newer binary.
-	ErrSchemaTooNew = errors.New("the contract store's schema is newer than this binary")
+	// ErrSchemaTooNew: the schema was written by a newer binary (the one
+	// sentinel of the storage layer, record.ErrSchemaTooNew).
+	ErrSchemaTooNew = record.ErrSchemaTooNew
 	// ErrClosed: the backend was closed.
 	ErrClosed = errors.New("contract store closed")
 )

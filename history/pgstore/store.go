@@ -13,20 +13,26 @@ import (
 	"embed"
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"sync/atomic"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/jackc/pgx/v5/stdlib"
 
 	"github.com/marlowe-follower/follower/history"
-	"github.com/marlowe-follower/follower/history/internal/sqlcommon"
 	"github.com/marlowe-follower/follower/history/record"
+	"github.com/marlowe-follower/follower/storage"
 )
 
 //go:embed migrations/*.sql
 var migrationFS embed.FS
+
+// Line is the history's migration line on PostgreSQL (its versions in
+// schema_migrations).
+func Line() (storage.Line, error) {
+	return storage.NewLine("history", "schema_migrations", migrationFS, "migrations", storage.FileSpec{})
+}
 
 // Options tune Open. The zero value is a good default.
 type Options struct {
@@ -43,11 +49,11 @@ type Options struct {
 // Store is the PostgreSQL history backend. It is safe for concurrent use:
 // one writer (Commit) and any number of readers.
 type Store struct {
-	read       *pgxpool.Pool
-	write      *pgxpool.Pool // one connection: commits and migrations
-	schema     string
-	migrations []sqlcommon.Migration
-	closed     atomic.Bool
+	read   *pgxpool.Pool
+	write  *pgxpool.Pool // one connection: commits and migrations
+	schema string
+	line   storage.Line
+	closed atomic.Bool
 }
 
 var _ history.Backend = (*Store)(nil)
@@ -56,7 +62,7 @@ var _ history.Backend = (*Store)(nil)
 // connection string) and checks that it answers. It does not touch the
 // schema: call Init (or Migrate) next.
 func Open(ctx context.Context, url string, opts Options) (*Store, error) {
-	ms, err := sqlcommon.LoadMigrations(migrationFS, "migrations")
+	line, err := Line()
 	if err != nil {
 		return nil, fmt.Errorf("pgstore: %w", err)
 	}
@@ -86,7 +92,7 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 		read.Close()
 		return nil, fmt.Errorf("pgstore: connect: %w", err)
 	}
-	return &Store{read: read, write: write, schema: opts.Schema, migrations: ms}, nil
+	return &Store{read: read, write: write, schema: opts.Schema, line: line}, nil
 }
 
 // Close releases the connections. Calls after Close return
@@ -127,69 +133,37 @@ func (s *Store) translate(op string, err error) error {
 	return fmt.Errorf("pgstore: %s: %w", op, err)
 }
 
-// lockKey is the advisory lock that serializes migrations of one schema.
-func (s *Store) lockKey() int64 {
-	h := fnv.New64a()
-	h.Write([]byte("marlowe-follower/history/" + s.schema))
-	return int64(h.Sum64())
-}
-
 // SchemaVersion returns the version of the stored schema (0 for an empty
 // database) and the newest version this binary knows. It changes nothing.
 func (s *Store) SchemaVersion(ctx context.Context) (stored, latest int, err error) {
 	if err := s.check(); err != nil {
 		return 0, 0, err
 	}
-	latest = len(s.migrations)
-	var exists bool
-	if err := s.read.QueryRow(ctx, `SELECT to_regclass('schema_migrations') IS NOT NULL`).Scan(&exists); err != nil {
-		return 0, latest, s.translate("schema version", err)
+	db := stdlib.OpenDBFromPool(s.read)
+	defer db.Close()
+	st, err := storage.Versions(ctx, storage.DialectPostgres, db, s.line)
+	if err != nil {
+		return 0, s.line.Latest(), s.translate("schema version", err)
 	}
-	if !exists {
-		return 0, latest, nil
-	}
-	err = s.read.QueryRow(ctx, `SELECT COALESCE(max(version), 0) FROM schema_migrations`).Scan(&stored)
-	return stored, latest, s.translate("schema version", err)
+	return st[0].Stored, st[0].Latest, nil
 }
 
-// Migrate applies the pending migrations in one transaction and returns the
-// schema version before and after. It refuses a schema newer than the
-// binary with history.ErrSchemaTooNew and changes nothing then. Concurrent
-// migrations of one schema wait for each other (an advisory lock).
+// Migrate applies the pending migrations of the history's line in one
+// transaction (storage.Apply) and returns the schema version before and
+// after. It refuses a schema newer than the binary with
+// history.ErrSchemaTooNew and changes nothing then. Concurrent migrations
+// of one schema wait for each other (an advisory lock).
 func (s *Store) Migrate(ctx context.Context) (from, to int, err error) {
 	if err := s.check(); err != nil {
 		return 0, 0, err
 	}
-	err = pgx.BeginFunc(ctx, s.write, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, s.lockKey()); err != nil {
-			return err
-		}
-		if s.schema != "" {
-			if _, err := tx.Exec(ctx, `CREATE SCHEMA IF NOT EXISTS `+pgx.Identifier{s.schema}.Sanitize()); err != nil {
-				return err
-			}
-		}
-		from, to, err = sqlcommon.Migrate(ctx, migrationTx{tx}, sqlcommon.Postgres, s.migrations)
-		return err
-	})
+	db := stdlib.OpenDBFromPool(s.write)
+	defer db.Close()
+	res, err := storage.Apply(ctx, storage.DialectPostgres, db, s.schema, s.line)
 	if err != nil {
-		return from, from, s.translate("migrate", err)
+		return 0, 0, s.translate("migrate", err)
 	}
-	return from, to, nil
-}
-
-// migrationTx adapts a transaction to sqlcommon.Migrate.
-type migrationTx struct{ tx pgx.Tx }
-
-func (m migrationTx) Exec(ctx context.Context, sql string, args ...any) error {
-	_, err := m.tx.Exec(ctx, sql, args...)
-	return err
-}
-
-func (m migrationTx) QueryInt(ctx context.Context, sql string) (int, error) {
-	var n int
-	err := m.tx.QueryRow(ctx, sql).Scan(&n)
-	return n, err
+	return res[0].From, res[0].To, nil
 }
 
 // Init applies pending migrations, then records the network on first use

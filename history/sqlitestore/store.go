@@ -27,8 +27,8 @@ import (
 	sqlite3 "modernc.org/sqlite/lib"
 
 	"github.com/marlowe-follower/follower/history"
-	"github.com/marlowe-follower/follower/history/internal/sqlcommon"
 	"github.com/marlowe-follower/follower/history/record"
+	"github.com/marlowe-follower/follower/storage"
 )
 
 //go:embed migrations/*.sql
@@ -36,6 +36,19 @@ var migrationFS embed.FS
 
 // FileName is the database file Open creates in the data directory.
 const FileName = "history.sqlite"
+
+// File is the history's SQLite file: commits are durable when they return
+// (synchronous=FULL: a record must never be seen by a subscriber and then
+// lost), foreign keys are enforced, and the page caches are 64 MiB for the
+// writer, whose index inserts (keys are hashes) land on pages all over the
+// file, and 16 MiB for each reader.
+var File = storage.FileSpec{Name: FileName, Synchronous: "FULL", ForeignKeys: true, WriteCacheKiB: 65536, ReadCacheKiB: 16384}
+
+// Line is the history's migration line on SQLite (its versions in
+// schema_migrations of history.sqlite).
+func Line() (storage.Line, error) {
+	return storage.NewLine("history", "schema_migrations", migrationFS, "migrations", File)
+}
 
 // Defaults of Options.
 const (
@@ -57,11 +70,11 @@ type Options struct {
 // Store is the SQLite history backend. It is safe for concurrent use: one
 // writer (Commit) and any number of readers.
 type Store struct {
-	path       string
-	write      *sql.DB // one connection
-	read       *sql.DB // read-only connections
-	migrations []sqlcommon.Migration
-	closed     atomic.Bool
+	path   string
+	write  *sql.DB // one connection
+	read   *sql.DB // read-only connections
+	line   storage.Line
+	closed atomic.Bool
 
 	stmtsMu sync.Mutex
 	stmts   map[string]*sql.Stmt // the commit's statements, prepared on the writer
@@ -73,7 +86,7 @@ var _ history.Backend = (*Store)(nil)
 // database file in it. It does not touch the schema: call Init (or Migrate)
 // next.
 func Open(ctx context.Context, dir string, opts Options) (*Store, error) {
-	ms, err := sqlcommon.LoadMigrations(migrationFS, "migrations")
+	line, err := Line()
 	if err != nil {
 		return nil, fmt.Errorf("sqlitestore: %w", err)
 	}
@@ -123,7 +136,7 @@ func Open(ctx context.Context, dir string, opts Options) (*Store, error) {
 		read.Close()
 		return nil, fmt.Errorf("sqlitestore: open %s: %w", path, err)
 	}
-	return &Store{path: path, write: write, read: read, migrations: ms, stmts: make(map[string]*sql.Stmt)}, nil
+	return &Store{path: path, write: write, read: read, line: line, stmts: make(map[string]*sql.Stmt)}, nil
 }
 
 // Path returns the database file's path.
@@ -180,17 +193,11 @@ func (s *Store) SchemaVersion(ctx context.Context) (stored, latest int, err erro
 	if err := s.check(); err != nil {
 		return 0, 0, err
 	}
-	latest = len(s.migrations)
-	var n int
-	if err := s.read.QueryRowContext(ctx,
-		`SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = 'schema_migrations'`).Scan(&n); err != nil {
-		return 0, latest, s.translate("schema version", err)
+	st, err := storage.Versions(ctx, storage.DialectSQLite, s.read, s.line)
+	if err != nil {
+		return 0, s.line.Latest(), s.translate("schema version", err)
 	}
-	if n == 0 {
-		return 0, latest, nil
-	}
-	err = s.read.QueryRowContext(ctx, `SELECT COALESCE(max(version), 0) FROM schema_migrations`).Scan(&stored)
-	return stored, latest, s.translate("schema version", err)
+	return st[0].Stored, st[0].Latest, nil
 }
 
 // inTx runs fn in a write transaction (BEGIN IMMEDIATE on the writer
@@ -214,35 +221,19 @@ func ignoreDone(err error) error {
 	return err
 }
 
-// Migrate applies the pending migrations in one transaction and returns the
-// schema version before and after. It refuses a schema newer than the
-// binary with history.ErrSchemaTooNew and changes nothing then.
+// Migrate applies the pending migrations of the history's line in one
+// transaction (storage.Apply) and returns the schema version before and
+// after. It refuses a schema newer than the binary with
+// history.ErrSchemaTooNew and changes nothing then.
 func (s *Store) Migrate(ctx context.Context) (from, to int, err error) {
 	if err := s.check(); err != nil {
 		return 0, 0, err
 	}
-	err = s.inTx(ctx, func(tx *sql.Tx) error {
-		from, to, err = sqlcommon.Migrate(ctx, migrationTx{tx}, sqlcommon.SQLite, s.migrations)
-		return err
-	})
+	res, err := storage.Apply(ctx, storage.DialectSQLite, s.write, "", s.line)
 	if err != nil {
-		return from, from, s.translate("migrate", err)
+		return 0, 0, s.translate("migrate", err)
 	}
-	return from, to, nil
-}
-
-// migrationTx adapts a transaction to sqlcommon.Migrate.
-type migrationTx struct{ tx *sql.Tx }
-
-func (m migrationTx) Exec(ctx context.Context, query string, args ...any) error {
-	_, err := m.tx.ExecContext(ctx, query, args...)
-	return err
-}
-
-func (m migrationTx) QueryInt(ctx context.Context, query string) (int, error) {
-	var n int
-	err := m.tx.QueryRowContext(ctx, query).Scan(&n)
-	return n, err
+	return res[0].From, res[0].To, nil
 }
 
 // Init applies pending migrations, then records the network on first use

@@ -12,6 +12,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/marlowe-follower/follower/history/record"
 	"github.com/marlowe-follower/follower/streaming/protocol"
 )
 
@@ -25,8 +26,9 @@ var (
 	ErrStale = errors.New("acknowledgement older than the stored one")
 	// ErrClosed: the store was closed.
 	ErrClosed = errors.New("stream store closed")
-	// ErrSchemaTooNew: the database was migrated by a newer binary.
-	ErrSchemaTooNew = errors.New("the stream store schema is newer than this binary")
+	// ErrSchemaTooNew: the database was migrated by a newer binary (the one
+	// sentinel of the storage layer, record.ErrSchemaTooNew).
+	ErrSchemaTooNew = record.ErrSchemaTooNew
 )
 
 // Stream is a durable stream as stored.

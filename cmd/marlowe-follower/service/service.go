@@ -60,12 +60,6 @@ func OpenBackend(ctx context.Context, cfg *config.Config) (history.Backend, stri
 	return b, "sqlite " + filepath.Join(cfg.Store.DataDir, "history.sqlite"), nil
 }
 
-// Migrator is what both history backends offer for schema migrations.
-type Migrator interface {
-	SchemaVersion(ctx context.Context) (stored, latest int, err error)
-	Migrate(ctx context.Context) (from, to int, err error)
-}
-
 // OpenContractStore opens the contract projection's store beside the history.
 func OpenContractStore(ctx context.Context, cfg *config.Config) (contractstore.Backend, error) {
 	var (

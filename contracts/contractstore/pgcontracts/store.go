@@ -14,18 +14,25 @@ import (
 	"embed"
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"sync/atomic"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/jackc/pgx/v5/stdlib"
 
 	"github.com/marlowe-follower/follower/contracts/contractstore"
 	"github.com/marlowe-follower/follower/contracts/contractstore/internal/cvsql"
+	"github.com/marlowe-follower/follower/storage"
 )
 
 //go:embed migrations/*.sql
 var migrationFS embed.FS
+
+// Line is the contract projection's migration line on PostgreSQL (its
+// versions in cv_schema_migrations).
+func Line() (storage.Line, error) {
+	return storage.NewLine("contracts", cvsql.MigrationsTable, migrationFS, "migrations", storage.FileSpec{})
+}
 
 // Options tune Open. The zero value is a good default.
 type Options struct {
@@ -41,10 +48,10 @@ type Options struct {
 // Store is the PostgreSQL contract store, safe for concurrent use.
 type Store struct {
 	cvsql.Reader
-	pool       *pgxpool.Pool
-	schema     string
-	migrations []cvsql.Migration
-	closed     atomic.Bool
+	pool   *pgxpool.Pool
+	schema string
+	line   storage.Line
+	closed atomic.Bool
 }
 
 var _ contractstore.Backend = (*Store)(nil)
@@ -52,7 +59,7 @@ var _ contractstore.Backend = (*Store)(nil)
 // Open connects to the database at url and checks that it answers. It does
 // not touch the schema: call Init next.
 func Open(ctx context.Context, url string, opts Options) (*Store, error) {
-	ms, err := cvsql.LoadMigrations(migrationFS, "migrations")
+	line, err := Line()
 	if err != nil {
 		return nil, fmt.Errorf("pgcontracts: %w", err)
 	}
@@ -75,7 +82,7 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 		pool.Close()
 		return nil, fmt.Errorf("pgcontracts: connect to %s:%d: %w", cfg.ConnConfig.Host, cfg.ConnConfig.Port, err)
 	}
-	s := &Store{pool: pool, schema: opts.Schema, migrations: ms}
+	s := &Store{pool: pool, schema: opts.Schema, line: line}
 	s.Reader = cvsql.Reader{One: s.one, Tx: s.readTx, Lateral: true}
 	return s, nil
 }
@@ -119,71 +126,31 @@ func (s *Store) Ping(ctx context.Context) error {
 	return s.translate("ping", s.pool.Ping(ctx))
 }
 
-// lockKey is the advisory lock that serialises migrations of one schema.
-func (s *Store) lockKey() int64 {
-	h := fnv.New64a()
-	h.Write([]byte("marlowe-follower/contracts/" + s.schema))
-	return int64(h.Sum64())
-}
-
 // SchemaVersion returns the stored schema version (0 for none) and the
 // newest this binary knows.
 func (s *Store) SchemaVersion(ctx context.Context) (stored, latest int, err error) {
 	if err := s.check(); err != nil {
 		return 0, 0, err
 	}
-	latest = len(s.migrations)
-	var exists bool
-	if err := s.pool.QueryRow(ctx, `SELECT to_regclass('`+cvsql.MigrationsTable+`') IS NOT NULL`).Scan(&exists); err != nil {
-		return 0, latest, s.translate("schema version", err)
+	db := stdlib.OpenDBFromPool(s.pool)
+	defer db.Close()
+	st, err := storage.Versions(ctx, storage.DialectPostgres, db, s.line)
+	if err != nil {
+		return 0, s.line.Latest(), s.translate("schema version", err)
 	}
-	if !exists {
-		return 0, latest, nil
-	}
-	err = s.pool.QueryRow(ctx, `SELECT COALESCE(max(version), 0) FROM `+cvsql.MigrationsTable).Scan(&stored)
-	return stored, latest, s.translate("schema version", err)
+	return st[0].Stored, st[0].Latest, nil
 }
 
-// Init applies the pending migrations in one transaction. Concurrent
-// migrations of one schema wait for each other (an advisory lock).
+// Init applies the pending migrations of the contract line in one
+// transaction (storage.Apply). Concurrent migrations of one schema wait for
+// each other (an advisory lock).
 func (s *Store) Init(ctx context.Context) error {
 	if err := s.check(); err != nil {
 		return err
 	}
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, s.lockKey()); err != nil {
-			return err
-		}
-		if s.schema != "" {
-			if _, err := tx.Exec(ctx, `CREATE SCHEMA IF NOT EXISTS `+pgx.Identifier{s.schema}.Sanitize()); err != nil {
-				return err
-			}
-		}
-		if _, err := tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS `+cvsql.MigrationsTable+` (
-			version    integer     PRIMARY KEY,
-			name       text        NOT NULL,
-			applied_at timestamptz NOT NULL DEFAULT now())`); err != nil {
-			return err
-		}
-		var from int
-		if err := tx.QueryRow(ctx, `SELECT COALESCE(max(version), 0) FROM `+cvsql.MigrationsTable).Scan(&from); err != nil {
-			return err
-		}
-		pending, err := cvsql.Pending(s.migrations, from)
-		if err != nil {
-			return err
-		}
-		for _, m := range pending {
-			if _, err := tx.Exec(ctx, m.SQL); err != nil {
-				return fmt.Errorf("migration %s: %w", m.Name, err)
-			}
-			if _, err := tx.Exec(ctx, `INSERT INTO `+cvsql.MigrationsTable+` (version, name) VALUES ($1, $2)`,
-				m.Version, m.Name); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
+	db := stdlib.OpenDBFromPool(s.pool)
+	defer db.Close()
+	_, err := storage.Apply(ctx, storage.DialectPostgres, db, s.schema, s.line)
 	return s.translate("init", err)
 }
 

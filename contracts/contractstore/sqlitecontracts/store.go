@@ -28,6 +28,7 @@ import (
 
 	"github.com/marlowe-follower/follower/contracts/contractstore"
 	"github.com/marlowe-follower/follower/contracts/contractstore/internal/cvsql"
+	"github.com/marlowe-follower/follower/storage"
 )
 
 //go:embed migrations/*.sql
@@ -35,6 +36,17 @@ var migrationFS embed.FS
 
 // FileName is the database file Open creates in the data directory.
 const FileName = "contracts.sqlite"
+
+// File is the contract projection's SQLite file: synchronous=NORMAL, since
+// the projection is derived from the history and a commit lost in a power
+// cut is folded again from the log.
+var File = storage.FileSpec{Name: FileName, Synchronous: "NORMAL"}
+
+// Line is the contract projection's migration line on SQLite (its versions
+// in cv_schema_migrations of contracts.sqlite).
+func Line() (storage.Line, error) {
+	return storage.NewLine("contracts", cvsql.MigrationsTable, migrationFS, "migrations", File)
+}
 
 // Defaults of Options.
 const (
@@ -55,11 +67,11 @@ type Options struct {
 // Store is the SQLite contract store, safe for concurrent use.
 type Store struct {
 	cvsql.Reader
-	path       string
-	write      *sql.DB
-	read       *sql.DB
-	migrations []cvsql.Migration
-	closed     atomic.Bool
+	path   string
+	write  *sql.DB
+	read   *sql.DB
+	line   storage.Line
+	closed atomic.Bool
 }
 
 var _ contractstore.Backend = (*Store)(nil)
@@ -67,7 +79,7 @@ var _ contractstore.Backend = (*Store)(nil)
 // Open opens (creating them if needed) the data directory and its
 // contracts.sqlite. It does not touch the schema: call Init next.
 func Open(ctx context.Context, dir string, opts Options) (*Store, error) {
-	ms, err := cvsql.LoadMigrations(migrationFS, "migrations")
+	line, err := Line()
 	if err != nil {
 		return nil, fmt.Errorf("sqlitecontracts: %w", err)
 	}
@@ -112,7 +124,7 @@ func Open(ctx context.Context, dir string, opts Options) (*Store, error) {
 		read.Close()
 		return nil, fmt.Errorf("sqlitecontracts: open %s: %w", path, err)
 	}
-	s := &Store{path: path, write: write, read: read, migrations: ms}
+	s := &Store{path: path, write: write, read: read, line: line}
 	s.Reader = cvsql.Reader{One: s.one, Tx: s.readTx}
 	return s, nil
 }
@@ -180,50 +192,20 @@ func (s *Store) SchemaVersion(ctx context.Context) (stored, latest int, err erro
 	if err := s.check(); err != nil {
 		return 0, 0, err
 	}
-	latest = len(s.migrations)
-	var n int
-	if err := s.read.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = ?`,
-		cvsql.MigrationsTable).Scan(&n); err != nil {
-		return 0, latest, s.translate("schema version", err)
+	st, err := storage.Versions(ctx, storage.DialectSQLite, s.read, s.line)
+	if err != nil {
+		return 0, s.line.Latest(), s.translate("schema version", err)
 	}
-	if n == 0 {
-		return 0, latest, nil
-	}
-	err = s.read.QueryRowContext(ctx, `SELECT COALESCE(max(version), 0) FROM `+cvsql.MigrationsTable).Scan(&stored)
-	return stored, latest, s.translate("schema version", err)
+	return st[0].Stored, st[0].Latest, nil
 }
 
-// Init applies the pending migrations in one transaction.
+// Init applies the pending migrations of the contract line in one
+// transaction (storage.Apply).
 func (s *Store) Init(ctx context.Context) error {
 	if err := s.check(); err != nil {
 		return err
 	}
-	err := s.inTx(ctx, func(tx *sql.Tx) error {
-		if _, err := tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS `+cvsql.MigrationsTable+` (
-			version    INTEGER PRIMARY KEY,
-			name       TEXT    NOT NULL,
-			applied_at TEXT    NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now')))`); err != nil {
-			return err
-		}
-		var from int
-		if err := tx.QueryRowContext(ctx, `SELECT COALESCE(max(version), 0) FROM `+cvsql.MigrationsTable).Scan(&from); err != nil {
-			return err
-		}
-		pending, err := cvsql.Pending(s.migrations, from)
-		if err != nil {
-			return err
-		}
-		for _, m := range pending {
-			if _, err := tx.ExecContext(ctx, m.SQL); err != nil {
-				return fmt.Errorf("migration %s: %w", m.Name, err)
-			}
-			if _, err := tx.ExecContext(ctx, `INSERT INTO `+cvsql.MigrationsTable+` (version, name) VALUES (?, ?)`,
-				m.Version, m.Name); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
+	_, err := storage.Apply(ctx, storage.DialectSQLite, s.write, "", s.line)
 	return s.translate("init", err)
 }
 

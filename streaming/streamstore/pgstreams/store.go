@@ -10,21 +10,27 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/jackc/pgx/v5/stdlib"
 
-	"github.com/marlowe-follower/follower/history/sqlmigrate"
+	"github.com/marlowe-follower/follower/storage"
 	"github.com/marlowe-follower/follower/streaming/protocol"
 	"github.com/marlowe-follower/follower/streaming/streamstore"
 )
 
 //go:embed migrations/*.sql
 var migrationFS embed.FS
+
+// Line is the durable streams' migration line on PostgreSQL (its versions
+// in ws_schema_migrations).
+func Line() (storage.Line, error) {
+	return storage.NewLine("streams", "ws_schema_migrations", migrationFS, "migrations", storage.FileSpec{})
+}
 
 // DefaultMaxConns is the pool size when Options.MaxConns is 0.
 const DefaultMaxConns = 4
@@ -49,7 +55,7 @@ var _ streamstore.Store = (*Store)(nil)
 
 // Open connects to the database at url and applies pending migrations.
 func Open(ctx context.Context, url string, opts Options) (*Store, error) {
-	ms, err := sqlmigrate.Load(migrationFS, "migrations")
+	line, err := Line()
 	if err != nil {
 		return nil, fmt.Errorf("pgstreams: %w", err)
 	}
@@ -74,59 +80,20 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 		return nil, fmt.Errorf("pgstreams: connect to %s:%d: %w", cfg.ConnConfig.Host, cfg.ConnConfig.Port, err)
 	}
 	s := &Store{pool: pool, schema: opts.Schema}
-	if err := s.migrate(ctx, ms); err != nil {
+	if err := s.migrate(ctx, line); err != nil {
 		pool.Close()
 		return nil, err
 	}
 	return s, nil
 }
 
-// lockKey serializes migrations of one schema across processes.
-func (s *Store) lockKey() int64 {
-	h := fnv.New64a()
-	h.Write([]byte("marlowe-follower/streams/" + s.schema))
-	return int64(h.Sum64())
-}
-
-func (s *Store) migrate(ctx context.Context, ms []sqlmigrate.Migration) error {
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, s.lockKey()); err != nil {
-			return err
-		}
-		if s.schema != "" {
-			if _, err := tx.Exec(ctx, `CREATE SCHEMA IF NOT EXISTS `+pgx.Identifier{s.schema}.Sanitize()); err != nil {
-				return err
-			}
-		}
-		_, _, err := sqlmigrate.Apply(ctx, pgDialect{tx}, ms, `CREATE TABLE IF NOT EXISTS ws_schema_migrations (
-			version    integer     PRIMARY KEY,
-			name       text        NOT NULL,
-			applied_at timestamptz NOT NULL DEFAULT now())`, streamstore.ErrSchemaTooNew)
-		return err
-	})
+// migrate applies the pending migrations of the streams' line
+// (storage.Apply).
+func (s *Store) migrate(ctx context.Context, line storage.Line) error {
+	db := stdlib.OpenDBFromPool(s.pool)
+	defer db.Close()
+	_, err := storage.Apply(ctx, storage.DialectPostgres, db, s.schema, line)
 	return s.translate("migrate", err)
-}
-
-// pgDialect applies migrations in a transaction.
-type pgDialect struct{ tx pgx.Tx }
-
-// Exec implements sqlmigrate.Dialect.
-func (d pgDialect) Exec(ctx context.Context, query string) error {
-	_, err := d.tx.Exec(ctx, query)
-	return err
-}
-
-// Version implements sqlmigrate.Dialect.
-func (d pgDialect) Version(ctx context.Context) (int, error) {
-	var v int
-	err := d.tx.QueryRow(ctx, `SELECT COALESCE(max(version), 0) FROM ws_schema_migrations`).Scan(&v)
-	return v, err
-}
-
-// Record implements sqlmigrate.Dialect.
-func (d pgDialect) Record(ctx context.Context, m sqlmigrate.Migration) error {
-	_, err := d.tx.Exec(ctx, `INSERT INTO ws_schema_migrations (version, name) VALUES ($1, $2)`, m.Version, m.Name)
-	return err
 }
 
 // Close releases the pool. Calls after Close return streamstore.ErrClosed.

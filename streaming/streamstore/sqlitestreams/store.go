@@ -22,7 +22,7 @@ import (
 	"modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
 
-	"github.com/marlowe-follower/follower/history/sqlmigrate"
+	"github.com/marlowe-follower/follower/storage"
 	"github.com/marlowe-follower/follower/streaming/protocol"
 	"github.com/marlowe-follower/follower/streaming/streamstore"
 )
@@ -32,6 +32,17 @@ var migrationFS embed.FS
 
 // FileName is the database file Open creates in the data directory.
 const FileName = "streams.sqlite"
+
+// File is the durable streams' SQLite file: one connection (the traffic is
+// a write per acknowledged batch), synchronous=FULL (an acknowledgement is
+// on disk when StreamAck returns).
+var File = storage.FileSpec{Name: FileName, Synchronous: "FULL", ReadConns: -1}
+
+// Line is the durable streams' migration line on SQLite (its versions in
+// ws_schema_migrations of streams.sqlite).
+func Line() (storage.Line, error) {
+	return storage.NewLine("streams", "ws_schema_migrations", migrationFS, "migrations", File)
+}
 
 // DefaultBusyTimeout is how long a connection waits for another one's lock.
 const DefaultBusyTimeout = 10 * time.Second
@@ -55,7 +66,7 @@ var _ streamstore.Store = (*Store)(nil)
 // Open opens (creating them if needed) the data directory dir and
 // streams.sqlite in it, and applies pending migrations.
 func Open(ctx context.Context, dir string, opts Options) (*Store, error) {
-	ms, err := sqlmigrate.Load(migrationFS, "migrations")
+	line, err := Line()
 	if err != nil {
 		return nil, fmt.Errorf("sqlitestreams: %w", err)
 	}
@@ -80,7 +91,7 @@ func Open(ctx context.Context, dir string, opts Options) (*Store, error) {
 	db.SetConnMaxLifetime(0)
 	db.SetConnMaxIdleTime(0)
 	s := &Store{path: path, db: db}
-	if err := s.migrate(ctx, ms); err != nil {
+	if err := s.migrate(ctx, line); err != nil {
 		db.Close()
 		return nil, err
 	}
@@ -90,38 +101,11 @@ func Open(ctx context.Context, dir string, opts Options) (*Store, error) {
 // Path returns the database file's path.
 func (s *Store) Path() string { return s.path }
 
-func (s *Store) migrate(ctx context.Context, ms []sqlmigrate.Migration) error {
-	err := s.inTx(ctx, func(tx *sql.Tx) error {
-		_, _, err := sqlmigrate.Apply(ctx, sqliteDialect{tx}, ms, `CREATE TABLE IF NOT EXISTS ws_schema_migrations (
-			version    INTEGER PRIMARY KEY,
-			name       TEXT    NOT NULL,
-			applied_at INTEGER NOT NULL) STRICT`, streamstore.ErrSchemaTooNew)
-		return err
-	})
+// migrate applies the pending migrations of the streams' line
+// (storage.Apply).
+func (s *Store) migrate(ctx context.Context, line storage.Line) error {
+	_, err := storage.Apply(ctx, storage.DialectSQLite, s.db, "", line)
 	return s.translate("migrate", err)
-}
-
-// sqliteDialect applies migrations in a transaction.
-type sqliteDialect struct{ tx *sql.Tx }
-
-// Exec implements sqlmigrate.Dialect.
-func (d sqliteDialect) Exec(ctx context.Context, query string) error {
-	_, err := d.tx.ExecContext(ctx, query)
-	return err
-}
-
-// Version implements sqlmigrate.Dialect.
-func (d sqliteDialect) Version(ctx context.Context) (int, error) {
-	var v int
-	err := d.tx.QueryRowContext(ctx, `SELECT COALESCE(max(version), 0) FROM ws_schema_migrations`).Scan(&v)
-	return v, err
-}
-
-// Record implements sqlmigrate.Dialect.
-func (d sqliteDialect) Record(ctx context.Context, m sqlmigrate.Migration) error {
-	_, err := d.tx.ExecContext(ctx, `INSERT INTO ws_schema_migrations (version, name, applied_at) VALUES (?, ?, ?)`,
-		m.Version, m.Name, time.Now().UnixMicro())
-	return err
 }
 
 // Close closes the database. Calls after Close return streamstore.ErrClosed.

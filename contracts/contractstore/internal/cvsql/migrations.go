@@ -1,36 +1,18 @@
 // Package cvsql is the SQL the two contract store backends share: the
-// commit as a list of statements, the reads, row encoding and scanning, and
-// the migration loader. Statements are written with ? placeholders; the
+// commit as a list of statements, the reads, row encoding and scanning. Statements are written with ? placeholders; the
 // PostgreSQL backend numbers them ($1, $2, ...) before sending. Both
 // dialects accept the rest as written (ON CONFLICT upserts, row values).
 package cvsql
 
 import (
-	"io/fs"
 	"strconv"
 	"strings"
-
-	"github.com/marlowe-follower/follower/contracts/contractstore"
-	"github.com/marlowe-follower/follower/history/sqlmigrate"
 )
 
 // MigrationsTable is the table that records the contract store's applied
 // migrations; it is separate from the history's schema_migrations, so the
 // two schemas version independently in one database.
 const MigrationsTable = "cv_schema_migrations"
-
-// Migration is one numbered schema change.
-type Migration = sqlmigrate.Migration
-
-// LoadMigrations reads the migrations in dir of fsys: files named
-// NNNN_description.sql, numbered from 1 without gaps.
-func LoadMigrations(fsys fs.FS, dir string) ([]Migration, error) { return sqlmigrate.Load(fsys, dir) }
-
-// Pending returns the migrations after version stored, or an error wrapping
-// contractstore.ErrSchemaTooNew when stored is newer than the newest one.
-func Pending(ms []Migration, stored int) ([]Migration, error) {
-	return sqlmigrate.Pending(ms, stored, contractstore.ErrSchemaTooNew)
-}
 
 // Dollar numbers the ? placeholders of a statement for PostgreSQL. The
 // shared statements hold no ? inside literals.

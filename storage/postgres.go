@@ -1,0 +1,93 @@
+package storage
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"sync/atomic"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/jackc/pgx/v5/stdlib"
+)
+
+// PostgresOptions tune OpenPostgres. The zero value is a good default.
+type PostgresOptions struct {
+	// Schema, when set, is the PostgreSQL schema that holds every store's
+	// tables: every connection's search_path. Migrate creates it when it is
+	// missing. Empty means the server's default search_path (public).
+	Schema string
+	// MaxConns caps the pool; 0 keeps pgxpool's default (the greater of 4
+	// and the number of CPUs).
+	MaxConns int32
+	// ApplicationName is the connections' application_name
+	// ("marlowe-follower" when empty).
+	ApplicationName string
+}
+
+// Postgres is the process's one PostgreSQL connection pool, shared by the
+// stores: Pool for pgx's own interface (the history's COPY and pipelined
+// batches), SQL for database/sql over the same connections.
+type Postgres struct {
+	Pool   *pgxpool.Pool
+	SQL    *sql.DB
+	Schema string
+	closed atomic.Bool
+}
+
+// OpenPostgres connects to the database at url (a PostgreSQL URL or
+// key=value connection string) and checks that it answers. It does not
+// touch the schema.
+func OpenPostgres(ctx context.Context, url string, opts PostgresOptions) (*Postgres, error) {
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		return nil, fmt.Errorf("database URL: %w", err)
+	}
+	if opts.Schema != "" {
+		cfg.ConnConfig.RuntimeParams["search_path"] = pgx.Identifier{opts.Schema}.Sanitize()
+	}
+	name := opts.ApplicationName
+	if name == "" {
+		name = "marlowe-follower"
+	}
+	cfg.ConnConfig.RuntimeParams["application_name"] = name
+	if opts.MaxConns > 0 {
+		cfg.MaxConns = opts.MaxConns
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("connect: %w", err)
+	}
+	if err := pool.Ping(ctx); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("connect to %s:%d: %w", cfg.ConnConfig.Host, cfg.ConnConfig.Port, err)
+	}
+	return &Postgres{Pool: pool, SQL: stdlib.OpenDBFromPool(pool), Schema: opts.Schema}, nil
+}
+
+// Dialect is DialectPostgres.
+func (p *Postgres) Dialect() Dialect { return DialectPostgres }
+
+// Close releases the pool.
+func (p *Postgres) Close() error {
+	if !p.closed.CompareAndSwap(false, true) {
+		return nil
+	}
+	err := p.SQL.Close()
+	p.Pool.Close()
+	return err
+}
+
+// Closed tells whether Close was called.
+func (p *Postgres) Closed() bool { return p.closed.Load() }
+
+// Migrate applies the pending migrations of every line, in the order
+// given, in one transaction.
+func (p *Postgres) Migrate(ctx context.Context, lines ...Line) ([]Result, error) {
+	return Apply(ctx, DialectPostgres, p.SQL, p.Schema, lines...)
+}
+
+// Check reports where the database stands on each line, creating nothing.
+func (p *Postgres) Check(ctx context.Context, lines ...Line) ([]Status, error) {
+	return Versions(ctx, DialectPostgres, p.SQL, lines...)
+}
