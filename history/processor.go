@@ -64,7 +64,7 @@ type ProcessorStats struct {
 // Processor turns Marlowe chain events into history records. As an actor it
 // receives *ChainEvent and sends *Step to the store.
 type Processor struct {
-	slots SlotConfig
+	slots chain.SlotConfig
 	log   *zap.Logger
 	store *actor.PID
 	stats ProcessorStats
@@ -75,7 +75,7 @@ type Processor struct {
 
 // NewProcessor returns a processor for a network's slot configuration that
 // sends its steps to store.
-func NewProcessor(slots SlotConfig, logger *zap.Logger, store *actor.PID) *Processor {
+func NewProcessor(slots chain.SlotConfig, logger *zap.Logger, store *actor.PID) *Processor {
 	return &Processor{slots: slots, log: logger.Named("history.processor"), store: store}
 }
 
@@ -261,7 +261,7 @@ func (p *Processor) step(fs *ForwardStep, tx *classify.MarloweTx, ci *classify.C
 	}
 	payload := record.InputsApplied{
 		ContractID: id, Version: ci.UTxO.Version, Input: ci.UTxO.Ref, Inputs: inputsJSON,
-		Interval: p.slots.SemanticInterval(tx.ValidityStart, tx.TTL), Closed: true, Payouts: []record.Payout{},
+		Interval: SemanticInterval(p.slots, tx.ValidityStart, tx.TTL), Closed: true, Payouts: []record.Payout{},
 		Tags: nonEmpty(tags), Metadata: metadata,
 	}
 	var newParties []record.Party
@@ -333,7 +333,7 @@ func (p *Processor) inputDatum(ci *classify.ContractInput) *marlowe.MarloweData 
 func (p *Processor) partyPayouts(tx *classify.MarloweTx, ci *classify.ContractInput, inputs marlowe.Redeemer,
 	rolePayouts []record.Payout, roleOutputs []*classify.PayoutOutput) []record.Payout {
 	md := p.inputDatum(ci)
-	iv := p.slots.SemanticInterval(tx.ValidityStart, tx.TTL)
+	iv := SemanticInterval(p.slots, tx.ValidityStart, tx.TTL)
 	if md == nil || iv.FromMillis == nil || iv.ToMillis == nil {
 		return rolePayouts
 	}

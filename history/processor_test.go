@@ -19,7 +19,7 @@ import (
 )
 
 // devnetSlots is the devnet's slot configuration.
-var devnetSlots = SlotConfig{ZeroSlot: 0, ZeroTimeMillis: devnet.ZeroTimeMillis, SlotLengthMillis: devnet.SlotLengthMillis}
+var devnetSlots = chain.SlotConfig{ZeroSlot: 0, ZeroTimeMillis: devnet.ZeroTimeMillis, SlotLengthMillis: devnet.SlotLengthMillis}
 
 // generatedRecords follows a generated chain (without rollbacks) through the
 // classifier and the processor; outputs holds the outputs of the Marlowe

@@ -15,7 +15,6 @@ import (
 
 	"github.com/marlowe-follower/follower/chainsync/chain"
 	"github.com/marlowe-follower/follower/contracts/contractstore"
-	"github.com/marlowe-follower/follower/history"
 )
 
 // The runtime view: the read side of the Marlowe Runtime 1.0.0 REST API
@@ -149,7 +148,7 @@ func utcTime(ms int64) string {
 
 // genesisMillis is the network's start: the time of slot 0, where Byron
 // slots (20 s) precede the Shelley-based eras of a public network.
-func genesisMillis(c history.SlotConfig) int64 {
+func genesisMillis(c chain.SlotConfig) int64 {
 	return c.ZeroTimeMillis - int64(c.ZeroSlot)*byronSlotLengthMillis
 }
 

@@ -22,8 +22,8 @@ import (
 	"github.com/getkin/kin-openapi/routers/gorillamux"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
+	"github.com/marlowe-follower/follower/chainsync/chain"
 	"github.com/marlowe-follower/follower/chainsync/devnet"
-	"github.com/marlowe-follower/follower/history"
 	"github.com/marlowe-follower/follower/query"
 )
 
@@ -31,7 +31,7 @@ import (
 // golden OpenAPI document (testdata/marlowe-runtime, copied unchanged).
 
 // devnetSlots is the devnet's slot clock.
-var devnetSlots = history.SlotConfig{ZeroTimeMillis: devnet.ZeroTimeMillis, SlotLengthMillis: devnet.SlotLengthMillis}
+var devnetSlots = chain.SlotConfig{ZeroTimeMillis: devnet.ZeroTimeMillis, SlotLengthMillis: devnet.SlotLengthMillis}
 
 // withRuntime serves the runtime view.
 func withRuntime(c *query.Config) { c.Slots = &devnetSlots }

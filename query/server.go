@@ -27,7 +27,6 @@ import (
 
 	"github.com/marlowe-follower/follower/chainsync/chain"
 	"github.com/marlowe-follower/follower/contracts/contractstore"
-	"github.com/marlowe-follower/follower/history"
 	"github.com/marlowe-follower/follower/history/record"
 )
 
@@ -165,7 +164,7 @@ type Config struct {
 	// Slots is the network's slot clock. When set, the runtime view (the
 	// Marlowe Runtime's REST API at RuntimePrefix) is served: it shows
 	// times, which the native API does not.
-	Slots *history.SlotConfig
+	Slots *chain.SlotConfig
 	// Metrics, when set, is served at GET /metrics.
 	Metrics http.Handler
 	// Registerer, when set, gets the request latency histogram.

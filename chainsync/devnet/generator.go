@@ -54,7 +54,7 @@ type GeneratorConfig struct {
 	// time when it is created, so that the semantics accept its steps at
 	// that network's slots and every step is valid at its block's slot
 	// (see scheduleLifecycle).
-	Clock SlotClock
+	Clock chain.SlotConfig
 	// After is the block the chain continues: the first block has its
 	// block number plus one, its hash as previous hash and a later slot.
 	// The zero value starts at the origin, slot 0; a header with only a
@@ -67,7 +67,7 @@ const BlockInterval = 20 * time.Second
 
 // UseClock makes the chain for a network of that clock: blocks after the
 // slot of startMillis (POSIX ms), every BlockInterval on average.
-func (c *GeneratorConfig) UseClock(clock SlotClock, startMillis int64) {
+func (c *GeneratorConfig) UseClock(clock chain.SlotConfig, startMillis int64) {
 	c.Clock = clock
 	c.After = chain.BlockHeader{Slot: clock.SlotAt(startMillis)}
 	if clock.SlotLengthMillis > 0 {
@@ -216,7 +216,7 @@ func stepWindowSlots(c *GeneratorConfig) uint64 {
 func (g *Generator) scheduled() bool { return g.window > 0 }
 
 // clock is the chain's slot clock.
-func (g *Generator) clock() SlotClock {
+func (g *Generator) clock() chain.SlotConfig {
 	if g.cfg.Clock.IsZero() {
 		return DevnetClock
 	}
@@ -226,7 +226,7 @@ func (g *Generator) clock() SlotClock {
 // intervalSlots turns a step's semantic interval into its validity
 // interval in slots on the chain's clock.
 func (g *Generator) intervalSlots(iv marlowe.TimeInterval) (start, ttl uint64) {
-	return g.clock().intervalSlots(iv)
+	return intervalSlots(g.clock(), iv)
 }
 
 // lifecycleFor is the lifecycle of the n-th contract, created in the block

@@ -1,6 +1,7 @@
 package devnet
 
 import (
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -15,31 +16,19 @@ import (
 	"github.com/marlowe-follower/follower/history/record"
 )
 
-// TestNetworkClocksMatchHistory: the devnet's built-in clocks are the
-// follower's slot configurations of the same networks.
-func TestNetworkClocksMatchHistory(t *testing.T) {
-	for magic, want := range map[uint32]history.SlotConfig{
-		MagicMainnet: history.MainnetSlots, MagicPreprod: history.PreprodSlots, MagicPreview: history.PreviewSlots,
+// TestNetworkClock: the devnet's clock for its own magic, the public
+// networks' for theirs, none for another.
+func TestNetworkClock(t *testing.T) {
+	for magic, want := range map[uint32]chain.SlotConfig{
+		MagicMainnet: chain.MainnetSlots, MagicPreprod: chain.PreprodSlots, MagicPreview: chain.PreviewSlots,
 		NetworkMagic: {ZeroSlot: 0, ZeroTimeMillis: ZeroTimeMillis, SlotLengthMillis: SlotLengthMillis},
 	} {
-		c, err := NetworkClock(magic)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if c.ZeroSlot != want.ZeroSlot || c.ZeroTimeMillis != want.ZeroTimeMillis || c.SlotLengthMillis != want.SlotLengthMillis {
-			t.Errorf("magic %d: clock %+v, history %+v", magic, c, want)
-		}
-		for _, slot := range []uint64{0, 1, want.ZeroSlot, want.ZeroSlot + 12345, 160_000_000} {
-			if c.SlotStart(slot) != want.SlotStart(slot) {
-				t.Errorf("magic %d: slot %d starts at %d, history %d", magic, slot, c.SlotStart(slot), want.SlotStart(slot))
-			}
-			if slot >= want.ZeroSlot && c.SlotAt(c.SlotStart(slot)) != slot || c.SlotAt(c.SlotStart(slot+1)-1) != slot {
-				t.Errorf("magic %d: slot %d: SlotAt does not invert SlotStart", magic, slot)
-			}
+		if c, err := NetworkClock(magic); err != nil || c != want {
+			t.Errorf("magic %d: clock %+v (%v), want %+v", magic, c, err, want)
 		}
 	}
-	if _, err := NetworkClock(4242); err == nil {
-		t.Fatal("a clock for magic 4242")
+	if _, err := NetworkClock(4242); !errors.Is(err, ErrNoClock) {
+		t.Fatalf("magic 4242: %v", err)
 	}
 }
 
@@ -72,7 +61,7 @@ func preprodChain(t *testing.T, cfg GeneratorConfig, blocks uint64) (*Generator,
 
 // follow runs blocks through the classifier and the processor with the
 // given slot configuration, as the follower does.
-func followRecords(t *testing.T, blocks []StoredBlock, slots history.SlotConfig) []record.Record {
+func followRecords(t *testing.T, blocks []StoredBlock, slots chain.SlotConfig) []record.Record {
 	t.Helper()
 	c := classify.New(classify.Options{})
 	p := history.NewProcessor(slots, zap.NewNop(), nil)
@@ -103,8 +92,8 @@ func TestGeneratedChainOnPreprodClock(t *testing.T) {
 	g, blocks := preprodChain(t, cfg, 2500)
 	start := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC).UnixMilli()
 	first, last := blocks[0].Header.Slot, blocks[len(blocks)-1].Header.Slot
-	if history.PreprodSlots.SlotStart(first) < start || history.PreprodSlots.SlotStart(first) > start+120_000 {
-		t.Fatalf("first block at slot %d (%s)", first, time.UnixMilli(history.PreprodSlots.SlotStart(first)).UTC())
+	if chain.PreprodSlots.SlotStart(first) < start || chain.PreprodSlots.SlotStart(first) > start+120_000 {
+		t.Fatalf("first block at slot %d (%s)", first, time.UnixMilli(chain.PreprodSlots.SlotStart(first)).UTC())
 	}
 	if mean := float64(last-first) / float64(len(blocks)-1); mean < 15 || mean > 25 {
 		t.Fatalf("%.1f s between blocks on average", mean)
@@ -125,7 +114,7 @@ func TestGeneratedChainOnPreprodClock(t *testing.T) {
 			}
 		}
 	}
-	records := followRecords(t, blocks, history.PreprodSlots)
+	records := followRecords(t, blocks, chain.PreprodSlots)
 	rep, err := historytest.CheckSemantics(records)
 	if err != nil {
 		t.Fatal(err)
@@ -139,7 +128,7 @@ func TestGeneratedChainOnPreprodClock(t *testing.T) {
 	if rep.Created < 100 || rep.Steps < 200 || rep.Closed < 40 {
 		t.Fatalf("too little activity: %+v", rep)
 	}
-	if rep.FirstMillis < start || rep.LastMillis > history.PreprodSlots.SlotStart(last)+24*3600_000 {
+	if rep.FirstMillis < start || rep.LastMillis > chain.PreprodSlots.SlotStart(last)+24*3600_000 {
 		t.Fatalf("intervals from %d to %d, chain from %d", rep.FirstMillis, rep.LastMillis, start)
 	}
 	if g.Abandoned()*20 > rep.Created {
@@ -158,7 +147,7 @@ func TestGeneratedChainOnPreprodClock(t *testing.T) {
 	}
 
 	// The same chain with the devnet's clock: 1969 intervals.
-	wrong := followRecords(t, blocks, history.SlotConfig{ZeroSlot: 0, ZeroTimeMillis: ZeroTimeMillis, SlotLengthMillis: SlotLengthMillis})
+	wrong := followRecords(t, blocks, chain.SlotConfig{ZeroSlot: 0, ZeroTimeMillis: ZeroTimeMillis, SlotLengthMillis: SlotLengthMillis})
 	if _, err := historytest.CheckSemantics(wrong); err == nil {
 		t.Fatal("the semantics accept a preprod chain read with the devnet's clock")
 	} else {
@@ -185,7 +174,7 @@ func TestScheduledLifecycles(t *testing.T) {
 		}
 		prev := uint64(created)
 		for k, w := range s.windows {
-			start, ttl := clock.intervalSlots(s.Steps[k].Input.Interval)
+			start, ttl := intervalSlots(clock, s.Steps[k].Input.Interval)
 			if w.notBefore < prev || w.notBefore > w.deadline || start != w.notBefore || ttl <= w.deadline {
 				t.Fatalf("%s step %d: window %+v after %d, validity [%d, %d)", s.Name, k, w, prev, start, ttl)
 			}

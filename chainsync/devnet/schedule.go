@@ -4,6 +4,7 @@ import (
 	"math/big"
 	"slices"
 
+	"github.com/marlowe-follower/follower/chainsync/chain"
 	"github.com/marlowe-follower/follower/contracts/marlowe"
 )
 
@@ -44,7 +45,7 @@ type stepWindow struct {
 // scheduleLifecycle returns a copy of lc moved onto clock for a contract
 // created in the block at slot created, with windows of width slots for
 // the times steps happen at.
-func scheduleLifecycle(lc *Lifecycle, clock SlotClock, created, width uint64) *Lifecycle {
+func scheduleLifecycle(lc *Lifecycle, clock chain.SlotConfig, created, width uint64) *Lifecycle {
 	type span struct{ first, last uint64 }
 	used := map[string]bool{} // times some step's interval starts or ends at
 	var times []*big.Int

@@ -12,10 +12,10 @@ import (
 	"github.com/spf13/cobra"
 	"go.uber.org/zap"
 
+	"github.com/marlowe-follower/follower/chainsync/chain"
 	"github.com/marlowe-follower/follower/chainsync/devnet"
 	"github.com/marlowe-follower/follower/cmd/marlowe-follower/config"
 	"github.com/marlowe-follower/follower/cmd/marlowe-follower/service"
-	"github.com/marlowe-follower/follower/history"
 )
 
 // DevnetChainFile is the name of the devnet's chain file in a data directory.
@@ -31,14 +31,14 @@ var defaultStartTime = time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
 // the devnet's own, on which the lifecycles keep the traces' times).
 type devnetNetwork struct {
 	magic uint32
-	slots history.SlotConfig
-	clock devnet.SlotClock
+	slots chain.SlotConfig
+	clock chain.SlotConfig
 }
 
 // resolveDevnetNetwork turns the network flags into a network.
 func resolveDevnetNetwork(s service.NetworkSettings) (devnetNetwork, error) {
 	if s.Genesis != "" && s.Magic == 0 {
-		g, err := history.ReadShelleyGenesis(s.Genesis)
+		g, err := chain.ReadShelleyGenesis(s.Genesis)
 		if err != nil {
 			return devnetNetwork{}, err
 		}
@@ -53,7 +53,7 @@ func resolveDevnetNetwork(s service.NetworkSettings) (devnetNetwork, error) {
 	}
 	n := devnetNetwork{magic: s.Magic, slots: sc}
 	if s.Magic != devnet.NetworkMagic || s.SystemStart != "" || s.Genesis != "" {
-		n.clock = service.DevnetClock(sc)
+		n.clock = sc
 	}
 	return n, nil
 }
@@ -64,7 +64,7 @@ func resolveDevnetNetwork(s service.NetworkSettings) (devnetNetwork, error) {
 func (n devnetNetwork) startMillis(text string) (int64, error) {
 	switch text {
 	case "":
-		if _, err := history.SlotConfigFor(n.magic); err == nil {
+		if _, err := chain.SlotConfigFor(n.magic); err == nil {
 			return defaultStartTime.UnixMilli(), nil
 		}
 		return n.slots.SlotStart(0), nil

@@ -16,7 +16,6 @@ import (
 	"github.com/marlowe-follower/follower/chainsync/block"
 	"github.com/marlowe-follower/follower/chainsync/chain"
 	"github.com/marlowe-follower/follower/chainsync/devnet"
-	"github.com/marlowe-follower/follower/history"
 	"github.com/marlowe-follower/follower/history/historytest"
 	"github.com/marlowe-follower/follower/history/record"
 )
@@ -154,8 +153,8 @@ func TestDevnetReplayOnMainnetMagic(t *testing.T) {
 	if len(rep.Rejected) > 0 {
 		t.Fatalf("apply_inputs_rejected: %v", rep.Rejected)
 	}
-	conway := history.MainnetSlots.SlotStart(159835207)
-	if rep.Steps < 100 || rep.FirstMillis < conway || rep.LastMillis > history.MainnetSlots.SlotStart(tip.Slot)+24*3600_000 {
+	conway := chain.MainnetSlots.SlotStart(159835207)
+	if rep.Steps < 100 || rep.FirstMillis < conway || rep.LastMillis > chain.MainnetSlots.SlotStart(tip.Slot)+24*3600_000 {
 		t.Fatalf("%+v: intervals not on mainnet's clock after the Conway block (%d)", rep, conway)
 	}
 	// Every interval is the POSIX time of its slots on mainnet's clock.
@@ -168,7 +167,7 @@ func TestDevnetReplayOnMainnetMagic(t *testing.T) {
 			t.Fatal(err)
 		}
 		iv := p.Interval
-		if *iv.FromMillis != history.MainnetSlots.SlotStart(*iv.InvalidBefore) || *iv.ToMillis != history.MainnetSlots.SlotStart(*iv.InvalidHereafter)-1 ||
+		if *iv.FromMillis != chain.MainnetSlots.SlotStart(*iv.InvalidBefore) || *iv.ToMillis != chain.MainnetSlots.SlotStart(*iv.InvalidHereafter)-1 ||
 			r.Block.Slot < *iv.InvalidBefore || r.Block.Slot >= *iv.InvalidHereafter {
 			t.Fatalf("record %d at slot %d: interval %+v", r.Seq, r.Block.Slot, iv)
 		}
@@ -234,12 +233,12 @@ func TestDevnetGeneratedOnNetworkClock(t *testing.T) {
 	for _, c := range []struct {
 		name    string
 		network []string
-		slots   history.SlotConfig
+		slots   chain.SlotConfig
 		start   time.Time
 	}{
-		{"preprod", []string{"--network-magic", "1"}, history.PreprodSlots, time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)},
+		{"preprod", []string{"--network-magic", "1"}, chain.PreprodSlots, time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)},
 		{"own network", []string{"--network-magic", "4242", "--system-start", "2024-06-01T00:00:00Z", "--slot-length", "200ms"},
-			history.SlotConfig{ZeroTimeMillis: time.Date(2024, 6, 1, 0, 0, 0, 0, time.UTC).UnixMilli(), SlotLengthMillis: 200},
+			chain.SlotConfig{ZeroTimeMillis: time.Date(2024, 6, 1, 0, 0, 0, 0, time.UTC).UnixMilli(), SlotLengthMillis: 200},
 			time.Date(2024, 6, 1, 0, 0, 0, 0, time.UTC)},
 	} {
 		t.Run(c.name, func(t *testing.T) {

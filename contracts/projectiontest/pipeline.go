@@ -129,7 +129,7 @@ func Start(tb testing.TB, opts Options) *Pipeline {
 		tb.Fatal(err)
 	}
 	p.cls = classify.New(classify.Options{})
-	p.proc = history.NewProcessor(history.SlotConfig{ZeroTimeMillis: devnet.ZeroTimeMillis, SlotLengthMillis: devnet.SlotLengthMillis}, log, nil)
+	p.proc = history.NewProcessor(chain.SlotConfig{ZeroTimeMillis: devnet.ZeroTimeMillis, SlotLengthMillis: devnet.SlotLengthMillis}, log, nil)
 	p.StartProjection()
 	tb.Cleanup(p.Close)
 	return p

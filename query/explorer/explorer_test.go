@@ -19,7 +19,6 @@ import (
 	"github.com/marlowe-follower/follower/chainsync/chain"
 	"github.com/marlowe-follower/follower/chainsync/devnet"
 	"github.com/marlowe-follower/follower/contracts/projectiontest"
-	"github.com/marlowe-follower/follower/history"
 	"github.com/marlowe-follower/follower/query"
 	"github.com/marlowe-follower/follower/query/explorer"
 )
@@ -188,8 +187,8 @@ func TestSlotConfigsMatch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := map[string]history.SlotConfig{
-		"mainnet": history.MainnetSlots, "preprod": history.PreprodSlots, "preview": history.PreviewSlots,
+	want := map[string]chain.SlotConfig{
+		"mainnet": chain.MainnetSlots, "preprod": chain.PreprodSlots, "preview": chain.PreviewSlots,
 		"devnet": {ZeroSlot: 0, ZeroTimeMillis: devnet.ZeroTimeMillis, SlotLengthMillis: devnet.SlotLengthMillis},
 	}
 	re := regexp.MustCompile(`(\w+): \{ zeroSlot: (\d+), zeroTime: (-?\d+), slotLength: (\d+) \}`)
@@ -252,7 +251,7 @@ func TestOnTheQueryPort(t *testing.T) {
 				tip := p.Tip()
 				return query.Status{Network: "devnet", NetworkMagic: 42, Connected: true, NodeTip: chain.Tip{Point: tip.Point(), BlockNo: tip.BlockNo}, Follower: tip, SyncProgress: 1}
 			},
-			Slots:    &history.SlotConfig{ZeroTimeMillis: devnet.ZeroTimeMillis, SlotLengthMillis: devnet.SlotLengthMillis},
+			Slots:    &chain.SlotConfig{ZeroTimeMillis: devnet.ZeroTimeMillis, SlotLengthMillis: devnet.SlotLengthMillis},
 			Metrics:  http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "up 1\n") }),
 			Handlers: map[string]http.Handler{"GET /events": http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.Header().Set("Content-Type", "text/event-stream") })},
 		}

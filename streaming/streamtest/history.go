@@ -82,7 +82,7 @@ type Feed struct {
 	gen   *devnet.Generator
 	cls   *classify.Classifier
 	proc  *history.Processor
-	Slots history.SlotConfig
+	Slots chain.SlotConfig
 	// FarTip makes the store believe it is far behind the node, so that it
 	// batches commits (bulk loading); otherwise it commits every block.
 	FarTip bool
@@ -110,7 +110,7 @@ func NewFeed(h *History, seed int64, marloweShare float64, rollbackEvery int) (*
 	if err != nil {
 		return nil, err
 	}
-	slots := history.SlotConfig{ZeroSlot: 0, ZeroTimeMillis: devnet.ZeroTimeMillis, SlotLengthMillis: devnet.SlotLengthMillis}
+	slots := chain.SlotConfig{ZeroSlot: 0, ZeroTimeMillis: devnet.ZeroTimeMillis, SlotLengthMillis: devnet.SlotLengthMillis}
 	f := &Feed{h: h, gen: g, cls: classify.New(classify.Options{}), proc: history.NewProcessor(slots, zap.NewNop(), h.PID), Slots: slots}
 	f.cond = sync.NewCond(&f.mu)
 	return f, nil

@@ -5,9 +5,9 @@ import (
 	"time"
 
 	"github.com/marlowe-follower/follower/chainsync"
+	"github.com/marlowe-follower/follower/chainsync/chain"
 	"github.com/marlowe-follower/follower/chainsync/devnet"
 	"github.com/marlowe-follower/follower/cmd/marlowe-follower/config"
-	"github.com/marlowe-follower/follower/history"
 )
 
 // NodeSlotConfig returns the slot configuration of the configured network:
@@ -16,7 +16,7 @@ import (
 // node.shelleyGenesis, give (the devnet's may be replaced so too). The
 // public networks' clocks cannot be replaced: their Byron epochs make
 // slot 0's time the wrong origin.
-func NodeSlotConfig(n *config.Node) (history.SlotConfig, error) {
+func NodeSlotConfig(n *config.Node) (chain.SlotConfig, error) {
 	return NetworkSlots(NetworkSettings{Magic: n.NetworkMagic, SystemStart: n.SystemStart, SlotLength: n.SlotLength, Genesis: n.Genesis},
 		"node.networkMagic", "node.systemStart", "node.slotLength", "node.shelleyGenesis")
 }
@@ -34,26 +34,26 @@ type NetworkSettings struct {
 // NetworkSlots resolves network settings into a slot configuration; the
 // names are those of the settings (flags or configuration keys), for the
 // errors.
-func NetworkSlots(s NetworkSettings, magicName, startName, lengthName, genesisName string) (history.SlotConfig, error) {
+func NetworkSlots(s NetworkSettings, magicName, startName, lengthName, genesisName string) (chain.SlotConfig, error) {
 	custom := s.SystemStart != "" || s.SlotLength != 0
 	switch s.Magic {
 	case chainsync.MagicMainnet, chainsync.MagicPreprod, chainsync.MagicPreview:
 		if custom || s.Genesis != "" {
-			return history.SlotConfig{}, fmt.Errorf("%s %d is %s, whose slot clock is built in: %s, %s and %s are for other networks",
+			return chain.SlotConfig{}, fmt.Errorf("%s %d is %s, whose slot clock is built in: %s, %s and %s are for other networks",
 				magicName, s.Magic, NetworkName(s.Magic), startName, lengthName, genesisName)
 		}
-		return history.SlotConfigFor(s.Magic)
+		return chain.SlotConfigFor(s.Magic)
 	}
 	switch {
 	case s.Genesis != "" && custom:
-		return history.SlotConfig{}, fmt.Errorf("%s or %s and %s, not both", genesisName, startName, lengthName)
+		return chain.SlotConfig{}, fmt.Errorf("%s or %s and %s, not both", genesisName, startName, lengthName)
 	case s.Genesis != "":
-		g, err := history.ReadShelleyGenesis(s.Genesis)
+		g, err := chain.ReadShelleyGenesis(s.Genesis)
 		if err != nil {
-			return history.SlotConfig{}, fmt.Errorf("%s: %w", genesisName, err)
+			return chain.SlotConfig{}, fmt.Errorf("%s: %w", genesisName, err)
 		}
 		if g.NetworkMagic != s.Magic {
-			return history.SlotConfig{}, fmt.Errorf("%s: the genesis is of network magic %d, %s is %d", genesisName, g.NetworkMagic, magicName, s.Magic)
+			return chain.SlotConfig{}, fmt.Errorf("%s: the genesis is of network magic %d, %s is %d", genesisName, g.NetworkMagic, magicName, s.Magic)
 		}
 		sc, err := g.Slots()
 		if err != nil {
@@ -62,13 +62,13 @@ func NetworkSlots(s NetworkSettings, magicName, startName, lengthName, genesisNa
 		return sc, nil
 	case custom:
 		if s.SystemStart == "" || s.SlotLength == 0 {
-			return history.SlotConfig{}, fmt.Errorf("%s and %s go together", startName, lengthName)
+			return chain.SlotConfig{}, fmt.Errorf("%s and %s go together", startName, lengthName)
 		}
 		start, err := time.Parse(time.RFC3339, s.SystemStart)
 		if err != nil {
-			return history.SlotConfig{}, fmt.Errorf("%s %q: want an RFC 3339 time like 2025-01-01T00:00:00Z", startName, s.SystemStart)
+			return chain.SlotConfig{}, fmt.Errorf("%s %q: want an RFC 3339 time like 2025-01-01T00:00:00Z", startName, s.SystemStart)
 		}
-		sc, err := history.SlotConfigFrom(start, s.SlotLength)
+		sc, err := chain.SlotConfigFrom(start, s.SlotLength)
 		if err != nil {
 			return sc, fmt.Errorf("%s: %w", lengthName, err)
 		}
@@ -76,11 +76,6 @@ func NetworkSlots(s NetworkSettings, magicName, startName, lengthName, genesisNa
 	case s.Magic == devnet.NetworkMagic:
 		return SlotConfig(s.Magic)
 	}
-	return history.SlotConfig{}, fmt.Errorf("%s %d has no built-in slot clock (mainnet 764824073, preprod 1, preview 2, devnet 42): give %s and %s, or %s",
+	return chain.SlotConfig{}, fmt.Errorf("%s %d has no built-in slot clock (mainnet 764824073, preprod 1, preview 2, devnet 42): give %s and %s, or %s",
 		magicName, s.Magic, startName, lengthName, genesisName)
-}
-
-// DevnetClock is a slot configuration as the devnet's generator takes it.
-func DevnetClock(sc history.SlotConfig) devnet.SlotClock {
-	return devnet.SlotClock{ZeroSlot: sc.ZeroSlot, ZeroTimeMillis: sc.ZeroTimeMillis, SlotLengthMillis: sc.SlotLengthMillis}
 }

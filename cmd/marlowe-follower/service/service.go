@@ -113,11 +113,11 @@ func NetworkName(magic uint32) string {
 }
 
 // SlotConfig returns the slot configuration of the configured network.
-func SlotConfig(magic uint32) (history.SlotConfig, error) {
+func SlotConfig(magic uint32) (chain.SlotConfig, error) {
 	if magic == devnet.NetworkMagic {
-		return history.SlotConfig{ZeroSlot: 0, ZeroTimeMillis: devnet.ZeroTimeMillis, SlotLengthMillis: devnet.SlotLengthMillis}, nil
+		return chain.SlotConfig{ZeroSlot: 0, ZeroTimeMillis: devnet.ZeroTimeMillis, SlotLengthMillis: devnet.SlotLengthMillis}, nil
 	}
-	sc, err := history.SlotConfigFor(magic)
+	sc, err := chain.SlotConfigFor(magic)
 	if err != nil {
 		return sc, fmt.Errorf("node.networkMagic: %w (mainnet 764824073, preprod 1, preview 2, devnet 42)", err)
 	}

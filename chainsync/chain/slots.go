@@ -1,4 +1,4 @@
-package history
+package chain
 
 import (
 	"encoding/json"
@@ -8,21 +8,21 @@ import (
 	"math"
 	"os"
 	"time"
-
-	"github.com/marlowe-follower/follower/history/record"
 )
 
-// SlotConfig turns slots into POSIX time for a network whose Shelley-based
-// eras have slots of fixed length: slot ZeroSlot starts at ZeroTime (ms).
-// Marlowe exists only from Alonzo on, so earlier eras' slot lengths do not
-// matter.
+// SlotConfig is a network's slot clock, for its Shelley-based eras, whose
+// slots are of fixed length: slot ZeroSlot begins at ZeroTimeMillis (POSIX
+// milliseconds) and every slot lasts SlotLengthMillis. Marlowe exists only
+// from Alonzo on, so earlier eras' slot lengths do not matter. The follower
+// turns validity intervals into POSIX time with it, and the devnet makes
+// its chains with it.
 type SlotConfig struct {
 	ZeroSlot         uint64
 	ZeroTimeMillis   int64
 	SlotLengthMillis int64
 }
 
-// Well-known networks.
+// The public networks' clocks.
 var (
 	// MainnetSlots: the first Shelley slot, 4,492,800, began 2020-07-29T21:44:51Z.
 	MainnetSlots = SlotConfig{ZeroSlot: 4492800, ZeroTimeMillis: 1596059091000, SlotLengthMillis: 1000}
@@ -32,7 +32,12 @@ var (
 	PreviewSlots = SlotConfig{ZeroSlot: 0, ZeroTimeMillis: 1666656000000, SlotLengthMillis: 1000}
 )
 
-// SlotConfigFor returns the slot configuration of a well-known network magic.
+// ErrNoSlotConfig is returned by SlotConfigFor for a network magic without
+// a built-in clock.
+var ErrNoSlotConfig = errors.New("no built-in slot configuration")
+
+// SlotConfigFor returns the clock of a public network: mainnet
+// (764824073), preprod (1) or preview (2).
 func SlotConfigFor(magic uint32) (SlotConfig, error) {
 	switch magic {
 	case 764824073:
@@ -42,11 +47,11 @@ func SlotConfigFor(magic uint32) (SlotConfig, error) {
 	case 2:
 		return PreviewSlots, nil
 	}
-	return SlotConfig{}, fmt.Errorf("no built-in slot configuration for network magic %d", magic)
+	return SlotConfig{}, fmt.Errorf("network magic %d: %w", magic, ErrNoSlotConfig)
 }
 
-// SlotConfigFrom is the slot configuration of a network whose slots all
-// last slotLength from slot 0 at systemStart: a testnet whose Shelley-based
+// SlotConfigFrom is the clock of a network whose slots all last
+// slotLength from slot 0 at systemStart: a testnet whose Shelley-based
 // eras start at its first epoch, as testnets made with cardano-testnet or
 // yaci-devkit do. (Preprod and mainnet began with Byron epochs of 20 s
 // slots; use their built-in configurations.)
@@ -58,6 +63,35 @@ func SlotConfigFrom(systemStart time.Time, slotLength time.Duration) (SlotConfig
 		return SlotConfig{}, errors.New("no system start")
 	}
 	return SlotConfig{ZeroSlot: 0, ZeroTimeMillis: systemStart.UnixMilli(), SlotLengthMillis: slotLength.Milliseconds()}, nil
+}
+
+// IsZero reports whether c is the zero value (no clock given).
+func (c SlotConfig) IsZero() bool { return c == SlotConfig{} }
+
+// Validate checks that slots have a positive length.
+func (c SlotConfig) Validate() error {
+	if c.SlotLengthMillis <= 0 {
+		return fmt.Errorf("slot length %d ms: want at least 1 ms", c.SlotLengthMillis)
+	}
+	return nil
+}
+
+// SlotStart returns the POSIX time (ms) at which a slot begins.
+func (c SlotConfig) SlotStart(slot uint64) int64 {
+	if slot >= c.ZeroSlot {
+		return c.ZeroTimeMillis + int64(slot-c.ZeroSlot)*c.SlotLengthMillis
+	}
+	return c.ZeroTimeMillis - int64(c.ZeroSlot-slot)*c.SlotLengthMillis
+}
+
+// SlotAt returns the slot in which the POSIX time ms falls; times before
+// slot 0 give slot 0.
+func (c SlotConfig) SlotAt(ms int64) uint64 {
+	zero := c.SlotStart(0)
+	if ms <= zero {
+		return 0
+	}
+	return uint64((ms - zero) / c.SlotLengthMillis)
 }
 
 // ShelleyGenesis is what a Shelley genesis file says about a network's
@@ -110,28 +144,4 @@ func ParseShelleyGenesis(r io.Reader) (ShelleyGenesis, error) {
 		return ShelleyGenesis{}, fmt.Errorf("slotLength %s: not a whole number of milliseconds", raw.SlotLength)
 	}
 	return ShelleyGenesis{NetworkMagic: *raw.NetworkMagic, SystemStart: raw.SystemStart.UTC(), SlotLength: time.Duration(ms) * time.Millisecond}, nil
-}
-
-// SlotStart returns the POSIX time (ms) at which a slot begins.
-func (c SlotConfig) SlotStart(slot uint64) int64 {
-	if slot >= c.ZeroSlot {
-		return c.ZeroTimeMillis + int64(slot-c.ZeroSlot)*c.SlotLengthMillis
-	}
-	return c.ZeroTimeMillis - int64(c.ZeroSlot-slot)*c.SlotLengthMillis
-}
-
-// SemanticInterval turns a transaction's validity interval in slots into the
-// interval the Marlowe semantics see: [start of invalidBefore, start of
-// invalidHereafter - 1] in POSIX ms. Either end is nil when open.
-func (c SlotConfig) SemanticInterval(invalidBefore, invalidHereafter *uint64) record.Interval {
-	iv := record.Interval{InvalidBefore: invalidBefore, InvalidHereafter: invalidHereafter}
-	if invalidBefore != nil {
-		from := c.SlotStart(*invalidBefore)
-		iv.FromMillis = &from
-	}
-	if invalidHereafter != nil {
-		to := c.SlotStart(*invalidHereafter) - 1
-		iv.ToMillis = &to
-	}
-	return iv
 }

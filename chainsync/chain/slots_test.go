@@ -1,6 +1,7 @@
-package history
+package chain
 
 import (
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -39,5 +40,24 @@ func TestParseShelleyGenesis(t *testing.T) {
 	}
 	if _, err := SlotConfigFrom(start, 1500*time.Microsecond); err == nil {
 		t.Error("a slot length of 1.5 ms accepted")
+	}
+}
+
+func TestSlotAtInvertsSlotStart(t *testing.T) {
+	for _, c := range []SlotConfig{MainnetSlots, PreprodSlots, PreviewSlots, {ZeroTimeMillis: -1_000_000, SlotLengthMillis: 1}, {ZeroSlot: 7, ZeroTimeMillis: 5000, SlotLengthMillis: 200}} {
+		for _, slot := range []uint64{0, 1, c.ZeroSlot, c.ZeroSlot + 12345, 160_000_000} {
+			if slot >= c.ZeroSlot && c.SlotAt(c.SlotStart(slot)) != slot {
+				t.Errorf("%+v: slot %d starts at %d, which SlotAt puts in slot %d", c, slot, c.SlotStart(slot), c.SlotAt(c.SlotStart(slot)))
+			}
+			if c.SlotAt(c.SlotStart(slot+1)-1) != slot {
+				t.Errorf("%+v: the last millisecond of slot %d is in slot %d", c, slot, c.SlotAt(c.SlotStart(slot+1)-1))
+			}
+		}
+		if c.SlotAt(c.SlotStart(0)-5) != 0 {
+			t.Errorf("%+v: a time before slot 0 is not in slot 0", c)
+		}
+	}
+	if _, err := SlotConfigFor(4242); !errors.Is(err, ErrNoSlotConfig) {
+		t.Errorf("magic 4242: %v", err)
 	}
 }
