@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/marlowe-follower/follower/cmd/marlowe-follower/config"
+	"github.com/marlowe-follower/follower/cmd/marlowe-follower/storelock"
 )
 
 // Tables of every component in PostgreSQL, dropped by reset.
@@ -30,14 +31,16 @@ var resetTables = []string{
 var resetFiles = []string{"history.sqlite", "contracts.sqlite", "streams.sqlite"}
 
 func newResetCommand() *cobra.Command {
-	var yes bool
+	var yes, force bool
 	cmd := &cobra.Command{
-		Use:   "reset --yes",
+		Use:   "reset --yes [--force]",
 		Short: "Delete everything stored (history, contracts, durable streams) so that the next run follows again",
 		Long: "Delete everything the service stored: the history, the contract projection and the durable streams,\n" +
 			"in PostgreSQL (MARLOWE_RT_DATABASE_URL) or in the data directory's SQLite files. The next run follows the\n" +
 			"chain again from the configured start point. This is the operator's answer to a stored history that no\n" +
-			"longer intersects the node's chain (a fork deeper than the points kept); the service never does it by itself.",
+			"longer intersects the node's chain (a fork deeper than the points kept); the service never does it by itself.\n\n" +
+			"It refuses while a service holds the store (the data directory's lock file, or the service's advisory\n" +
+			"lock in PostgreSQL): stop the service first. --force deletes anyway.",
 		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if !yes {
@@ -47,7 +50,19 @@ func newResetCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if url := l.Config.Store.DatabaseURL; url != "" {
+			st := storelock.Store{DatabaseURL: l.Config.Store.DatabaseURL, DataDir: l.Config.Store.DataDir}
+			lock, err := storelock.Exclusive(cmd.Context(), st)
+			switch {
+			case err == nil:
+				defer func() { _ = lock.Release() }()
+			case errors.Is(err, storelock.ErrInUse) && !force:
+				return fmt.Errorf("%w: stop it before reset, or delete anyway with --force (the running service then fails)", err)
+			case errors.Is(err, storelock.ErrInUse):
+				fmt.Fprintf(cmd.ErrOrStderr(), "warning: %v; deleting anyway (--force)\n", err)
+			default:
+				return err
+			}
+			if url := st.DatabaseURL; url != "" {
 				if err := resetPostgres(cmd.Context(), url); err != nil {
 					return err
 				}
@@ -64,6 +79,7 @@ func newResetCommand() *cobra.Command {
 	}
 	config.RegisterFlags(cmd.Flags(), "store", "log")
 	cmd.Flags().BoolVar(&yes, "yes", false, "confirm that everything stored is to be deleted")
+	cmd.Flags().BoolVar(&force, "force", false, "delete even while a service holds the store")
 	return cmd
 }
 

@@ -25,6 +25,7 @@ import (
 	"github.com/marlowe-follower/follower/chainsync/classify"
 	"github.com/marlowe-follower/follower/chainsync/devnet"
 	"github.com/marlowe-follower/follower/cmd/marlowe-follower/config"
+	"github.com/marlowe-follower/follower/cmd/marlowe-follower/storelock"
 	"github.com/marlowe-follower/follower/contracts"
 	"github.com/marlowe-follower/follower/contracts/contractstore"
 	"github.com/marlowe-follower/follower/contracts/contractstore/pgcontracts"
@@ -142,6 +143,7 @@ type Service struct {
 	query         *query.Server
 	streamStore   streamstore.Store
 	streaming     *streaming.Server
+	lock          *storelock.Lock
 }
 
 // Options tune a service beyond its configuration.
@@ -168,12 +170,20 @@ func Start(ctx context.Context, cfg *config.Config, log *zap.Logger, opts Option
 	if err != nil {
 		return nil, err
 	}
+	// Held while the service runs: reset refuses to delete a store in use.
+	lock, err := storelock.Shared(ctx, storelock.Store{DatabaseURL: cfg.Store.DatabaseURL, DataDir: cfg.Store.DataDir},
+		storelock.Options{Logger: log})
+	if err != nil {
+		return nil, err
+	}
 	backend, where, err := OpenBackend(ctx, cfg)
 	if err != nil {
+		_ = lock.Release()
 		return nil, err
 	}
 	if err := backend.Init(ctx, &history.InitParams{NetworkMagic: cfg.Node.NetworkMagic}); err != nil {
 		_ = backend.Close()
+		_ = lock.Release()
 		return nil, err
 	}
 	if opts.WrapBackend != nil {
@@ -188,9 +198,10 @@ func Start(ctx context.Context, cfg *config.Config, log *zap.Logger, opts Option
 	store, err := history.NewStore(ctx, backend, storeCfg, log)
 	if err != nil {
 		_ = backend.Close()
+		_ = lock.Release()
 		return nil, err
 	}
-	s := &Service{cfg: cfg, log: log, backend: backend, store: store, progress: &chainsync.Progress{}, metrics: metrics}
+	s := &Service{cfg: cfg, log: log, backend: backend, store: store, progress: &chainsync.Progress{}, metrics: metrics, lock: lock}
 	metrics.RegisterFollower(s.progress)
 	metrics.RegisterStore(store.Stats())
 	s.system = actors.NewSystem(log)
@@ -207,6 +218,7 @@ func Start(ctx context.Context, cfg *config.Config, log *zap.Logger, opts Option
 	if err != nil {
 		s.stopActors()
 		_ = backend.Close()
+		_ = lock.Release()
 		return nil, err
 	}
 	s.pids.follower = s.system.Root.Spawn(s.follower.Props())
@@ -380,6 +392,9 @@ func (s *Service) Stop(timeout time.Duration) error {
 		}
 	}
 	if cerr := s.backend.Close(); cerr != nil && err == nil {
+		err = cerr
+	}
+	if cerr := s.lock.Release(); cerr != nil && err == nil {
 		err = cerr
 	}
 	return err

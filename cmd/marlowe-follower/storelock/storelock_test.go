@@ -1,0 +1,162 @@
+package storelock_test
+
+import (
+	"context"
+	"errors"
+	"net/url"
+	"os"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/marlowe-follower/follower/cmd/marlowe-follower/storelock"
+)
+
+// exerciseLock checks the lock's modes on one store: services share it, a
+// reset is refused while any holds it and refuses services while it holds
+// it, and a released lock is free again.
+func exerciseLock(t *testing.T, st storelock.Store) {
+	t.Helper()
+	ctx := context.Background()
+	a, err := storelock.Shared(ctx, st, storelock.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := storelock.Shared(ctx, st, storelock.Options{})
+	if err != nil {
+		t.Fatalf("a second service: %v", err)
+	}
+	if _, err := storelock.Exclusive(ctx, st); !errors.Is(err, storelock.ErrInUse) {
+		t.Fatalf("reset beside two services: %v", err)
+	}
+	if err := a.Release(); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Release(); err != nil {
+		t.Fatalf("a second Release: %v", err)
+	}
+	if _, err := storelock.Exclusive(ctx, st); !errors.Is(err, storelock.ErrInUse) {
+		t.Fatalf("reset beside one service: %v", err)
+	}
+	if err := b.Release(); err != nil {
+		t.Fatal(err)
+	}
+	x, err := storelock.Exclusive(ctx, st)
+	if err != nil {
+		t.Fatalf("reset with no service: %v", err)
+	}
+	if _, err := storelock.Shared(ctx, st, storelock.Options{}); !errors.Is(err, storelock.ErrResetRunning) {
+		t.Fatalf("a service during a reset: %v", err)
+	}
+	if _, err := storelock.Exclusive(ctx, st); !errors.Is(err, storelock.ErrInUse) {
+		t.Fatalf("two resets: %v", err)
+	}
+	if err := x.Release(); err != nil {
+		t.Fatal(err)
+	}
+	c, err := storelock.Shared(ctx, st, storelock.Options{})
+	if err != nil {
+		t.Fatalf("a service after the reset: %v", err)
+	}
+	_ = c.Release()
+}
+
+func TestDataDirLock(t *testing.T) {
+	dir := t.TempDir() + "/data" // created by the lock
+	exerciseLock(t, storelock.Store{DataDir: dir})
+	if _, err := os.Stat(dir + "/" + storelock.FileName); err != nil {
+		t.Fatal(err)
+	}
+	// Another directory is another store.
+	a, err := storelock.Shared(context.Background(), storelock.Store{DataDir: dir}, storelock.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Release() //nolint:errcheck // test
+	x, err := storelock.Exclusive(context.Background(), storelock.Store{DataDir: t.TempDir()})
+	if err != nil {
+		t.Fatalf("another directory: %v", err)
+	}
+	_ = x.Release()
+}
+
+// testURL returns the test database's URL with search_path set to schema.
+func testURL(t *testing.T, schema string) string {
+	t.Helper()
+	base := os.Getenv("MARLOWE_TEST_DATABASE_URL")
+	if base == "" {
+		t.Skip("MARLOWE_TEST_DATABASE_URL is not set")
+	}
+	u, err := url.Parse(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := u.Query()
+	q.Set("search_path", schema)
+	u.RawQuery = q.Encode()
+	return u.String()
+}
+
+func TestPostgresLock(t *testing.T) {
+	schema := "storelock_" + strconv.FormatInt(time.Now().UnixNano(), 36)
+	st := storelock.Store{DatabaseURL: testURL(t, schema)}
+	exerciseLock(t, st)
+	// Another schema is another store.
+	a, err := storelock.Shared(context.Background(), st, storelock.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Release() //nolint:errcheck // test
+	x, err := storelock.Exclusive(context.Background(), storelock.Store{DatabaseURL: testURL(t, schema+"_other")})
+	if err != nil {
+		t.Fatalf("another schema: %v", err)
+	}
+	_ = x.Release()
+}
+
+// TestPostgresLockSurvivesLostSession ends the session holding a service's
+// lock (as a server restart does): the lock's keeper connects again and
+// takes it again, so that reset is refused again.
+func TestPostgresLockSurvivesLostSession(t *testing.T) {
+	ctx := context.Background()
+	schema := "storelock_" + strconv.FormatInt(time.Now().UnixNano(), 36)
+	st := storelock.Store{DatabaseURL: testURL(t, schema)}
+	l, err := storelock.Shared(ctx, st, storelock.Options{CheckPeriod: 20 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Release() //nolint:errcheck // test
+	admin, err := pgx.Connect(ctx, os.Getenv("MARLOWE_TEST_DATABASE_URL"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close(ctx)
+	// The session holding this schema's lock, found by the lock it holds.
+	var pid int
+	err = admin.QueryRow(ctx, `SELECT l.pid FROM pg_locks l JOIN pg_stat_activity a USING (pid)
+		WHERE l.locktype = 'advisory' AND a.application_name = 'marlowe-follower store lock'
+		AND l.granted AND l.mode = 'ShareLock'
+		AND ((l.classid::bigint << 32) | l.objid::bigint) = (hashtextextended($1, 0) & x'ffffffffffffffff'::bigint)`,
+		"marlowe-follower/in-use/"+schema).Scan(&pid)
+	if err != nil {
+		t.Fatalf("finding the lock's session: %v", err)
+	}
+	if _, err := admin.Exec(ctx, `SELECT pg_terminate_backend($1)`, pid); err != nil {
+		t.Fatal(err)
+	}
+	// Either the reset finds the lock taken again, or it came in between
+	// and the keeper then waits for it; in both cases the keeper ends up
+	// holding the lock once the reset lets go.
+	for {
+		x, err := storelock.Exclusive(ctx, st)
+		if errors.Is(err, storelock.ErrInUse) {
+			return
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = x.Release()
+	}
+}
