@@ -314,8 +314,15 @@ func runSoak(t *testing.T, bin, backend, pgURL string, dur time.Duration, seed u
 	t.Cleanup(func() {
 		svc.stop(syscall.SIGKILL)
 		if t.Failed() {
-			out := svc.stderr.String()
-			t.Logf("service stderr (last 8000 bytes):\n%s", out[max(0, len(out)-8000):])
+			// The log lines, without the start-up banners of every restart.
+			var lines []string
+			for _, l := range strings.Split(svc.stderr.String(), "\n") {
+				if strings.HasPrefix(l, "{") || strings.Contains(l, "marlowe-follower:") {
+					lines = append(lines, l)
+				}
+			}
+			out := strings.Join(lines, "\n")
+			t.Logf("service log (last 8000 bytes):\n%s", out[max(0, len(out)-8000):])
 		}
 	})
 	svc.start()
@@ -371,7 +378,14 @@ func runSoak(t *testing.T, bin, backend, pgURL string, dur time.Duration, seed u
 		deadline := time.Now().Add(d)
 		for !cond() {
 			if time.Now().After(deadline) {
-				t.Fatalf("timed out after %s waiting for %s", d, what)
+				for _, path := range []string{"/status", "/readyz"} {
+					if resp, err := http.Get(svc.base() + path); err == nil {
+						body, _ := io.ReadAll(resp.Body)
+						_ = resp.Body.Close()
+						t.Logf("GET %s: %d %s", path, resp.StatusCode, body)
+					}
+				}
+				t.Fatalf("timed out after %s waiting for %s (node tip block %d)", d, what, final.BlockNo)
 			}
 			time.Sleep(100 * time.Millisecond)
 		}
