@@ -63,6 +63,13 @@ func newRunCommand() *cobra.Command {
 			}
 
 			svc, err := service.Start(ctx, &cfg, log, service.Options{Version: version})
+			if err != nil && ctx.Err() != nil {
+				// Asked to stop while starting (a service manager stopping
+				// it early): what start-up opened is closed, and stopping
+				// on request is no failure.
+				log.Info("stopped during start-up", zap.NamedError("interrupted", err))
+				return nil
+			}
 			if err != nil {
 				return err
 			}
