@@ -1,6 +1,6 @@
 // Package actors holds what the pipeline's actors share: the actor system,
 // wired so that protoactor's own logs go through the process's zap logger,
-// and Credits, the bounded hand-off that carries back-pressure between stages.
+// and FatalError, the failure a supervisor stops on instead of restarting.
 package actors
 
 import (

@@ -68,35 +68,39 @@ var errStale = errors.New("connection replaced")
 // Follower is the chain-sync actor. Create it with NewFollower and spawn it
 // with Props; it starts connecting when started and stops cleanly when
 // poisoned.
+//
+// Everything happens in its Receive: the connection's gouroboros callbacks
+// only forward each block or rollback to its mailbox and wait for the
+// actor to take it, so the actor classifies in chain order with no lock,
+// and the node is read no faster than the actor takes blocks. Sent with
+// SendTo, events go downstream as ChainEvent messages, each taking one of
+// Config.InFlight credits; the credits come back as CreditsReturned
+// messages once the events are done (committed). While none is left the
+// actor keeps the block it was offered and takes it when credits return:
+// the callback waits for the actor, never for a credit. Without SendTo the
+// events go to the Sink, called in Receive.
+//
+// Follower holds what outlives an incarnation: the settings, the progress
+// board and where to send events. Every incarnation Props spawns (the
+// first, and each one a supervisor starts after a failure) is a fresh
+// actor with its own classifier that restores from the checkpoint when it
+// starts, so that it resumes from what is committed.
 type Follower struct {
 	cfg        Config
 	log        *zap.Logger
 	checkpoint Checkpoints
 	sink       Sink
+	target     *actor.PID
 	progress   *Progress
-
-	// Touched by the connection's callbacks (one goroutine at a time) and
-	// by the actor: guarded by mu.
-	mu         sync.Mutex
-	classifier *classify.Classifier
-	crumbs     *chain.Breadcrumbs
-	restored   bool
-
-	activeGen atomic.Uint64 // generation of the connection allowed to deliver
-
-	// Actor state, only touched in Receive.
-	system   *actor.ActorSystem
-	self     *actor.PID
-	gen      uint64
-	attempts int
-	conn     *ouroboros.Connection
-	cancel   context.CancelFunc
-	stopping bool
-	failed   bool
+	options    classify.Options
+	first      *classify.Classifier // NewFollower's, for the first incarnation
+	firstMu    sync.Mutex
 }
 
 // NewFollower returns a follower. classifier may carry options (a
-// DecodeAll classifier for checks); progress is updated as it goes.
+// DecodeAll classifier for checks): the first incarnation uses it, the
+// ones after it a new classifier with its options. progress is updated as
+// it goes. sink receives the events unless SendTo is called.
 func NewFollower(cfg Config, logger *zap.Logger, checkpoint Checkpoints, classifier *classify.Classifier, sink Sink, progress *Progress) (*Follower, error) {
 	cfg, err := cfg.withDefaults()
 	if err != nil {
@@ -105,15 +109,54 @@ func NewFollower(cfg Config, logger *zap.Logger, checkpoint Checkpoints, classif
 	if progress == nil {
 		progress = &Progress{}
 	}
+	if classifier == nil {
+		classifier = classify.New(classify.Options{})
+	}
 	return &Follower{
 		cfg: cfg, log: logger.Named("chainsync"), checkpoint: checkpoint, sink: sink, progress: progress,
-		classifier: classifier, crumbs: chain.NewBreadcrumbs(nil),
+		options: classifier.Options(), first: classifier,
 	}, nil
 }
 
-// Props returns the actor's props.
+// SendTo sends the events to target as *ChainEvent messages, at most
+// Config.InFlight of them not yet returned (CreditsReturned). Call it
+// before spawning.
+func (f *Follower) SendTo(target *actor.PID) { f.target = target }
+
+// Props returns the actor's props. Each incarnation is a fresh actor.
 func (f *Follower) Props() *actor.Props {
-	return actor.PropsFromProducer(func() actor.Actor { return f })
+	return actor.PropsFromProducer(func() actor.Actor {
+		f.firstMu.Lock()
+		c := f.first
+		f.first = nil
+		f.firstMu.Unlock()
+		if c == nil {
+			c = classify.New(f.options)
+		}
+		return &follower{Follower: f, classifier: c, crumbs: chain.NewBreadcrumbs(nil), credits: f.cfg.InFlight}
+	})
+}
+
+// follower is one incarnation of the chain-sync actor. Only Receive
+// touches it, except activeGen, which the connection's goroutines read.
+type follower struct {
+	*Follower
+	classifier *classify.Classifier
+	crumbs     *chain.Breadcrumbs
+	restored   bool
+	credits    int       // events that may still be sent downstream
+	parked     *chainMsg // a block or rollback waiting for a credit
+
+	activeGen atomic.Uint64 // generation of the connection allowed to deliver
+
+	system   *actor.ActorSystem
+	self     *actor.PID
+	gen      uint64
+	attempts int
+	conn     *ouroboros.Connection
+	cancel   context.CancelFunc
+	stopping bool
+	failed   bool
 }
 
 // Progress returns the follower's progress board.
@@ -145,11 +188,44 @@ type (
 		gen uint64
 		err error
 	}
+	// chainMsg is a block (raw set) or a rollback the connection's
+	// callback forwards; it waits for reply.
+	chainMsg struct {
+		sess      *session
+		blockType uint
+		raw       []byte
+		point     pcommon.Point // of a rollback
+		rollback  bool
+		tip       gchainsync.Tip
+		reply     chan error
+	}
 )
 
 // Receive handles the actor's messages.
-func (f *Follower) Receive(ctx actor.Context) {
+func (f *follower) Receive(ctx actor.Context) {
 	switch msg := ctx.Message().(type) {
+	case *chainMsg:
+		if f.activeGen.Load() != msg.sess.gen || f.stopping {
+			msg.reply <- errStale
+			return
+		}
+		if f.target != nil && f.credits == 0 {
+			// No credit: the block waits, and its callback with it, so
+			// the node is not read on. (One connection follows at a
+			// time, and its callback forwards one message at a time.)
+			if f.parked != nil {
+				f.parked.reply <- errStale
+			}
+			f.parked = msg
+			return
+		}
+		f.chain(msg)
+	case *CreditsReturned:
+		f.credits = min(f.credits+msg.N, f.cfg.InFlight)
+		if p := f.parked; p != nil && f.credits > 0 {
+			f.parked = nil
+			f.chain(p)
+		}
 	case *actor.Started:
 		f.system, f.self = ctx.ActorSystem(), ctx.Self()
 		f.gen = 1
@@ -161,7 +237,11 @@ func (f *Follower) Receive(ctx actor.Context) {
 	case *connectCmd:
 		if msg.gen == f.gen && !f.stopping && !f.failed {
 			f.progress.attempt()
-			go f.connect(msg.gen)
+			if err := f.restore(); err != nil {
+				f.retry(msg.gen, "connecting to the node failed", fmt.Errorf("restoring the checkpoint: %w", err))
+				return
+			}
+			go f.connect(msg.gen, f.snapshot())
 		}
 	case *connectedMsg:
 		if msg.gen != f.gen || f.stopping {
@@ -207,7 +287,7 @@ func (f *Follower) Receive(ctx actor.Context) {
 	}
 }
 
-func (f *Follower) closeConn() {
+func (f *follower) closeConn() {
 	f.activeGen.Store(0)
 	if f.cancel != nil {
 		f.cancel()
@@ -217,11 +297,15 @@ func (f *Follower) closeConn() {
 		_ = f.conn.Close()
 		f.conn = nil
 	}
+	if p := f.parked; p != nil {
+		f.parked = nil
+		p.reply <- errStale
+	}
 }
 
 // retry closes the current connection and schedules the next attempt after
 // a capped exponential backoff with jitter.
-func (f *Follower) retry(gen uint64, what string, err error) {
+func (f *follower) retry(gen uint64, what string, err error) {
 	if gen != f.gen || f.stopping || f.failed {
 		return
 	}
@@ -254,7 +338,7 @@ func (f *Follower) retry(gen uint64, what string, err error) {
 
 // schedule closes the connection and polls the node again after the
 // backoff: the node is reachable but behind.
-func (f *Follower) schedule(gen uint64) {
+func (f *follower) schedule(gen uint64) {
 	f.closeConn()
 	f.gen++
 	f.attempts++
@@ -265,22 +349,32 @@ func (f *Follower) schedule(gen uint64) {
 }
 
 // backoff is the wait before the next attempt: capped exponential, with jitter.
-func (f *Follower) backoff() time.Duration {
+func (f *follower) backoff() time.Duration {
 	shift := min(f.attempts-1, 20)
 	wait := min(f.cfg.MinBackoff<<shift, f.cfg.MaxBackoff)
 	return time.Duration(float64(wait) * (0.8 + 0.4*rand.Float64()))
 }
 
+// connectState is what connect needs of the actor's state, taken before
+// it starts: no block arrives while no connection follows.
+type connectState struct {
+	crumbs      []chain.Point
+	newest      chain.BlockHeader
+	stored      bool // newest is set
+	startsAtTip bool
+}
+
+// snapshot returns the state the next connection starts from.
+func (f *follower) snapshot() connectState {
+	newest, ok := f.crumbs.Tip()
+	return connectState{crumbs: f.crumbs.Points(), newest: newest, stored: ok, startsAtTip: !ok && f.cfg.Start.Kind == StartTip}
+}
+
 // connect dials the node, intersects and starts syncing. It runs outside
 // the actor and reports back with a message.
-func (f *Follower) connect(gen uint64) {
+func (f *follower) connect(gen uint64, st connectState) {
 	send := func(m any) { f.system.Root.Send(f.self, m) }
 	ctx, cancel := context.WithCancel(context.Background())
-	if err := f.restore(ctx); err != nil {
-		cancel()
-		send(&connectFailed{gen: gen, err: fmt.Errorf("restoring the checkpoint: %w", err)})
-		return
-	}
 	nc, err := net.DialTimeout("unix", f.cfg.SocketPath, 10*time.Second)
 	if err != nil {
 		cancel()
@@ -296,15 +390,15 @@ func (f *Follower) connect(gen uint64) {
 		_ = nc.Close()
 	})
 	errs := make(chan error, 16)
-	sess := &session{gen: gen, verdict: make(chan *NodeBehindError, 1), lost: make(chan struct{})}
+	sess := &session{gen: gen, ctx: ctx, verdict: make(chan *NodeBehindError, 1), lost: make(chan struct{})}
 	conn, err := ouroboros.NewConnection(
 		ouroboros.WithConnection(rec),
 		ouroboros.WithNetworkMagic(f.cfg.NetworkMagic),
 		ouroboros.WithNodeToNode(false),
 		ouroboros.WithErrorChan(errs),
 		ouroboros.WithChainSyncConfig(gchainsync.NewConfig(
-			gchainsync.WithRollForwardRawFunc(f.onRollForward(ctx, sess)),
-			gchainsync.WithRollBackwardFunc(f.onRollBackward(ctx, sess)),
+			gchainsync.WithRollForwardRawFunc(f.onRollForward(sess)),
+			gchainsync.WithRollBackwardFunc(f.onRollBackward(sess)),
 			gchainsync.WithPipelineLimit(f.cfg.PipelineLimit),
 		)),
 	)
@@ -358,14 +452,14 @@ func (f *Follower) connect(gen uint64) {
 		_ = conn.Close()
 		send(m)
 	}
-	points, err := f.intersectPoints(conn)
+	points, err := f.intersectPoints(conn, st)
 	if err != nil {
 		fail(err)
 		return
 	}
 	f.activeGen.Store(gen)
 	err = conn.ChainSync().Client.Sync(points)
-	if errors.Is(err, gchainsync.ErrIntersectNotFound) && f.startsAtTip() {
+	if errors.Is(err, gchainsync.ErrIntersectNotFound) && st.startsAtTip {
 		// gouroboros v0.194.0 can hand Sync the answer of the tip query
 		// just before it on the same connection; asking again gets Sync's own.
 		err = conn.ChainSync().Client.Sync(points)
@@ -376,7 +470,7 @@ func (f *Follower) connect(gen uint64) {
 			fail(err)
 			return
 		}
-		ours, stored := f.newestCrumb()
+		ours, stored := st.newest, st.stored
 		if !stored {
 			// A configured start point the node does not have (yet).
 			fail(fmt.Errorf("%w: the start point %s is not on it (node.start)", ErrNoIntersection, describe(points)))
@@ -432,9 +526,10 @@ const confirmTimeout = 30 * time.Second
 // session is one connection's state shared by its callbacks and connect.
 type session struct {
 	gen uint64
-	// confirmed is set by the first message after the intersection
-	// (guarded by Follower.mu); verdict then receives nil, or why the
-	// connection must not follow: the node's tip is behind our point.
+	ctx context.Context // ends when the connection is closed
+	// confirmed is set by the first message after the intersection (by
+	// the actor); verdict then receives nil, or why the connection must
+	// not follow: the node's tip is behind our point.
 	confirmed bool
 	verdict   chan *NodeBehindError
 	// quiet marks a connection closed on purpose; lost is closed when the
@@ -492,21 +587,6 @@ func (e *DivergedError) Error() string {
 		len(e.Points), describe(e.Points), oldest, ResetAction)
 }
 
-// newestCrumb returns the newest block delivered (or restored).
-func (f *Follower) newestCrumb() (chain.BlockHeader, bool) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.crumbs.Tip()
-}
-
-// startsAtTip reports whether the next connection starts at the node's tip.
-func (f *Follower) startsAtTip() bool {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	_, ok := f.crumbs.Tip()
-	return !ok && f.cfg.Start.Kind == StartTip
-}
-
 func describe(points []pcommon.Point) string {
 	if len(points) == 0 {
 		return "origin"
@@ -515,14 +595,15 @@ func describe(points []pcommon.Point) string {
 	return fmt.Sprintf("slot %d", p.Slot)
 }
 
-// restore loads the checkpoint once, before the first connection.
-func (f *Follower) restore(ctx context.Context) error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
+// restore loads the checkpoint once, before the incarnation's first
+// connection.
+func (f *follower) restore() error {
 	if f.restored || f.checkpoint == nil {
 		f.restored = true
 		return nil
 	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
 	r, err := f.checkpoint.Restore(ctx)
 	if err != nil {
 		return err
@@ -542,10 +623,8 @@ func (f *Follower) restore(ctx context.Context) error {
 
 // intersectPoints returns the points to intersect with: the breadcrumbs of
 // what was delivered, else the configured start.
-func (f *Follower) intersectPoints(conn *ouroboros.Connection) ([]pcommon.Point, error) {
-	f.mu.Lock()
-	crumbs := f.crumbs.Points()
-	f.mu.Unlock()
+func (f *follower) intersectPoints(conn *ouroboros.Connection, st connectState) ([]pcommon.Point, error) {
+	crumbs := st.crumbs
 	if len(crumbs) > 0 {
 		out := make([]pcommon.Point, len(crumbs))
 		for i, p := range crumbs {
@@ -586,103 +665,156 @@ func fromTip(t gchainsync.Tip) chain.Tip {
 	return chain.Tip{Point: fromPoint(t.Point), BlockNo: t.BlockNumber}
 }
 
-func (f *Follower) onRollForward(ctx context.Context, sess *session) gchainsync.RollForwardRawFunc {
-	gen := sess.gen
+// onRollForward returns the connection's block callback: it forwards the
+// block to the actor and waits until the actor took it.
+func (f *follower) onRollForward(sess *session) gchainsync.RollForwardRawFunc {
 	return func(_ gchainsync.CallbackContext, blockType uint, raw []byte, tip gchainsync.Tip) error {
-		f.mu.Lock()
-		defer f.mu.Unlock()
-		if f.activeGen.Load() != gen {
-			return errStale
-		}
-		t := fromTip(tip)
-		f.progress.setTip(t)
-		if !sess.confirmed {
-			// Nodes answer an intersection with a rollback to it first;
-			// a block instead confirms it as well.
-			sess.confirmed = true
-			sess.verdict <- nil
-		}
-		ev, err := f.classifier.RollForward(block.Type(blockType), raw, t)
-		if err != nil {
-			f.log.Error("undecodable block", zap.Uint("type", blockType), zap.Int("bytes", len(raw)), zap.Error(err))
-			f.progress.count(classifyStatsDelta{failures: 1})
-			return f.sink.Deliver(ctx, &classify.Undecodable{Type: block.Type(blockType), Size: len(raw), Tip: t, Reason: err.Error()})
-		}
-		for _, fl := range ev.Failures {
-			f.log.Error("undecodable transaction data", zap.Uint64("slot", ev.Header.Slot), zap.Stringer("hash", ev.Header.Hash),
-				zap.Int("tx", fl.TxIndex), zap.String("reason", fl.Reason))
-		}
-		if err := f.sink.Deliver(ctx, ev); err != nil {
-			// Downstream never got the block: undo it so that the
-			// classifier agrees with what was delivered.
-			prev, _ := f.crumbs.Tip()
-			if _, uerr := f.classifier.RollBackward(prev.Point(), t); uerr != nil {
-				f.log.Error("undoing an undelivered block", zap.Error(uerr))
-			}
-			return err
-		}
-		f.crumbs.Add(ev.Header)
-		f.progress.forward(ev, len(raw))
-		return nil
+		return f.forward(&chainMsg{sess: sess, blockType: blockType, raw: raw, tip: tip})
 	}
 }
 
-func (f *Follower) onRollBackward(ctx context.Context, sess *session) gchainsync.RollBackwardFunc {
-	gen := sess.gen
+// onRollBackward returns the connection's rollback callback, which
+// forwards like onRollForward.
+func (f *follower) onRollBackward(sess *session) gchainsync.RollBackwardFunc {
 	return func(_ gchainsync.CallbackContext, point pcommon.Point, tip gchainsync.Tip) error {
-		f.mu.Lock()
-		defer f.mu.Unlock()
-		if f.activeGen.Load() != gen {
+		return f.forward(&chainMsg{sess: sess, rollback: true, point: point, tip: tip})
+	}
+}
+
+// forward hands m to the actor and returns its answer: nil to go on, or
+// the error that ends the connection's sync.
+func (f *follower) forward(m *chainMsg) error {
+	if f.activeGen.Load() != m.sess.gen {
+		return errStale
+	}
+	m.reply = make(chan error, 1)
+	f.system.Root.Send(f.self, m)
+	select {
+	case err := <-m.reply:
+		return err
+	case <-m.sess.ctx.Done():
+		return errStale
+	}
+}
+
+// chain handles a block or rollback from the connection.
+func (f *follower) chain(m *chainMsg) {
+	if f.activeGen.Load() != m.sess.gen || f.stopping {
+		m.reply <- errStale
+		return
+	}
+	if m.rollback {
+		m.reply <- f.rollBackward(m)
+		return
+	}
+	f.rollForward(m)
+}
+
+// send hands an event downstream; false when the sink refused it.
+func (f *follower) send(ctx context.Context, ev classify.Event) error {
+	if f.target == nil {
+		return f.sink.Deliver(ctx, ev)
+	}
+	f.credits--
+	f.system.Root.Send(f.target, &ChainEvent{Event: ev, Credit: f.self})
+	return nil
+}
+
+func (f *follower) rollForward(m *chainMsg) {
+	sess := m.sess
+	t := fromTip(m.tip)
+	f.progress.setTip(t)
+	if !sess.confirmed {
+		// Nodes answer an intersection with a rollback to it first;
+		// a block instead confirms it as well.
+		sess.confirmed = true
+		sess.verdict <- nil
+	}
+	if f.target != nil {
+		// The actor has the block and a credit for it: the connection
+		// reads the next one meanwhile.
+		m.reply <- nil
+	}
+	ev, err := f.classifier.RollForward(block.Type(m.blockType), m.raw, t)
+	if err != nil {
+		f.log.Error("undecodable block", zap.Uint("type", m.blockType), zap.Int("bytes", len(m.raw)), zap.Error(err))
+		f.progress.count(classifyStatsDelta{failures: 1})
+		err = f.send(sess.ctx, &classify.Undecodable{Type: block.Type(m.blockType), Size: len(m.raw), Tip: t, Reason: err.Error()})
+		if f.target == nil {
+			m.reply <- err
+		}
+		return
+	}
+	for _, fl := range ev.Failures {
+		f.log.Error("undecodable transaction data", zap.Uint64("slot", ev.Header.Slot), zap.Stringer("hash", ev.Header.Hash),
+			zap.Int("tx", fl.TxIndex), zap.String("reason", fl.Reason))
+	}
+	if err := f.send(sess.ctx, ev); err != nil {
+		// Downstream never got the block: undo it so that the
+		// classifier agrees with what was delivered.
+		prev, _ := f.crumbs.Tip()
+		if _, uerr := f.classifier.RollBackward(prev.Point(), t); uerr != nil {
+			f.log.Error("undoing an undelivered block", zap.Error(uerr))
+		}
+		m.reply <- err
+		return
+	}
+	f.crumbs.Add(ev.Header)
+	f.progress.forward(ev, len(m.raw))
+	if f.target == nil {
+		m.reply <- nil
+	}
+}
+
+func (f *follower) rollBackward(m *chainMsg) error {
+	sess, gen := m.sess, m.sess.gen
+	t := fromTip(m.tip)
+	f.progress.setTip(t)
+	p := fromPoint(m.point)
+	cur, ok := f.crumbs.Tip()
+	if !sess.confirmed {
+		// The answer to the intersection. A node whose tip is behind
+		// our point (an older snapshot, resyncing, a failover) may
+		// still have one of our older points: rolling back to it
+		// would mark thousands of good records rolled back and append
+		// them again under new seqs once the node catches up, or stop
+		// at a rollback deeper than the UTxO changes kept. Wait instead.
+		sess.confirmed = true
+		if ok && t.BlockNo < cur.BlockNo {
+			sess.quiet.Store(true)
+			f.activeGen.CompareAndSwap(gen, 0)
+			sess.verdict <- &NodeBehindError{NodeTip: t, Point: cur}
 			return errStale
 		}
-		t := fromTip(tip)
-		f.progress.setTip(t)
-		p := fromPoint(point)
-		cur, ok := f.crumbs.Tip()
-		if !sess.confirmed {
-			// The answer to the intersection. A node whose tip is behind
-			// our point (an older snapshot, resyncing, a failover) may
-			// still have one of our older points: rolling back to it
-			// would mark thousands of good records rolled back and append
-			// them again under new seqs once the node catches up, or stop
-			// at a rollback deeper than the UTxO changes kept. Wait instead.
-			sess.confirmed = true
-			if ok && t.BlockNo < cur.BlockNo {
-				sess.quiet.Store(true)
-				f.activeGen.CompareAndSwap(gen, 0)
-				sess.verdict <- &NodeBehindError{NodeTip: t, Point: cur}
-				return errStale
-			}
-			sess.verdict <- nil
-		}
-		if !ok || cur.Point() == p {
-			// Nothing delivered yet, or the node confirms the intersection:
-			// nothing to undo.
-			return nil
-		}
-		ev, err := f.classifier.RollBackward(p, t)
-		if err != nil {
-			err = fmt.Errorf("%w: the node's chain and the stored history part deeper than the UTxO changes kept; following stopped: %s",
-				err, ResetAction)
-			sess.quiet.Store(true)
-			f.system.Root.Send(f.self, &diverged{gen: gen, err: err})
-			return err
-		}
-		if err := f.sink.Deliver(ctx, ev); err != nil {
-			f.classifier.Redo(ev)
-			return err
-		}
-		// The depth is exact when p is a breadcrumb, else an upper bound.
-		depth := uint64(0)
-		for _, h := range f.crumbs.Headers() {
-			if h.Slot <= p.Slot {
-				depth = cur.BlockNo - h.BlockNo
-				break
-			}
-		}
-		f.crumbs.RollBack(p)
-		f.progress.rolledBack(p, depth)
-		f.log.Info("rollback", zap.Stringer("to", p), zap.Uint64("depth", depth))
+		sess.verdict <- nil
+	}
+	if !ok || cur.Point() == p {
+		// Nothing delivered yet, or the node confirms the intersection:
+		// nothing to undo.
 		return nil
 	}
+	ev, err := f.classifier.RollBackward(p, t)
+	if err != nil {
+		err = fmt.Errorf("%w: the node's chain and the stored history part deeper than the UTxO changes kept; following stopped: %s",
+			err, ResetAction)
+		sess.quiet.Store(true)
+		f.system.Root.Send(f.self, &diverged{gen: gen, err: err})
+		return err
+	}
+	if err := f.send(sess.ctx, ev); err != nil {
+		f.classifier.Redo(ev)
+		return err
+	}
+	// The depth is exact when p is a breadcrumb, else an upper bound.
+	depth := uint64(0)
+	for _, h := range f.crumbs.Headers() {
+		if h.Slot <= p.Slot {
+			depth = cur.BlockNo - h.BlockNo
+			break
+		}
+	}
+	f.crumbs.RollBack(p)
+	f.progress.rolledBack(p, depth)
+	f.log.Info("rollback", zap.Stringer("to", p), zap.Uint64("depth", depth))
+	return nil
 }

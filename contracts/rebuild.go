@@ -23,7 +23,7 @@ const rebuildChunk = 500
 // its records current as of the marker's seq, read from the history
 // backend, and the rebuilt rows replace the old ones in one commit with the
 // marker as the new cursor.
-func (s *Store) rollBack(ctx context.Context, head *contractstore.Head, marker *record.Record) error {
+func (s *projector) rollBack(ctx context.Context, head *contractstore.Head, marker *record.Record) error {
 	var rb record.RolledBack
 	if err := json.Unmarshal(marker.Payload, &rb); err != nil {
 		return fmt.Errorf("record %d: rolled_back payload: %w", marker.Seq, err)

@@ -68,16 +68,17 @@ type Stats struct {
 // resumes exactly where the last commit ended. A RolledBack record rebuilds
 // the contracts it changes from their records current as of that seq.
 //
-// It runs as a small actor that owns one goroutine, the pump. The history
-// subscription is a blocking pull (Subscription.Next), which must not run
-// inside an actor's Receive: it would hold the mailbox and could not be
-// stopped. So the pump pulls, folds and commits on its own goroutine, the
-// single writer of the projection, while the actor supervises it in one
-// place: it starts the pump, restarts it from the stored cursor after a
-// failure (with backoff), and on Stopping cancels it and waits for it, so
-// that the service stops it with PoisonFuture like the other stages.
-// Reads never go through the actor: queries read the backend concurrently,
-// and Applied and WaitFor read an atomic position and a channel.
+// It is an actor whose work happens in Receive: the history store delivers
+// the log to its mailbox (a history.Feed: catch-up pages it reads, then
+// live batches the store sends), and each batch is folded and committed
+// before the next message. Every incarnation (the first, and each one a
+// supervisor starts after a failure) is a fresh projector that reads the
+// stored cursor when it starts. A failing commit or read is retried: the
+// projector resumes from its stored cursor after a backoff. Store itself
+// holds what outlives an incarnation: the settings, the counters and the
+// applied position. Reads never go through the actor: queries read the
+// backend concurrently, and Applied and WaitFor read a position and a
+// channel.
 type Store struct {
 	cfg   Config
 	log   *zap.Logger
@@ -87,14 +88,7 @@ type Store struct {
 	applied contractstore.Position
 	changed chan struct{} // closed and replaced whenever applied moves
 
-	// Owned by the actor.
-	system   *actor.ActorSystem
-	self     *actor.PID
-	cancel   context.CancelFunc
-	done     chan struct{}
-	delay    atomic.Int64 // the next retry delay, reset by a successful commit
-	stopping bool
-	lastErr  atomic.Pointer[string]
+	lastErr atomic.Pointer[string]
 }
 
 // NewStore reads the projection's cursor and checks it against the history
@@ -123,14 +117,12 @@ func NewStore(ctx context.Context, cfg Config) (*Store, error) {
 		return nil, fmt.Errorf("contracts: the contract store has applied seq %d but the history log ends at %d: "+
 			"it was filled from another history; delete it to rebuild it", head.Seq, h)
 	}
-	s := &Store{cfg: cfg, log: cfg.Logger.Named("contracts"), applied: head.Position, changed: make(chan struct{})}
-	s.delay.Store(int64(cfg.RetryDelay))
-	return s, nil
+	return &Store{cfg: cfg, log: cfg.Logger.Named("contracts"), applied: head.Position, changed: make(chan struct{})}, nil
 }
 
-// Props returns the actor's props.
+// Props returns the actor's props. Each incarnation is a new projector.
 func (s *Store) Props() *actor.Props {
-	return actor.PropsFromProducer(func() actor.Actor { return s })
+	return actor.PropsFromProducer(func() actor.Actor { return &projector{Store: s, delay: s.cfg.RetryDelay} })
 }
 
 // Stats returns the counters.
@@ -179,93 +171,129 @@ func (s *Store) setApplied(p contractstore.Position) {
 	s.mu.Unlock()
 }
 
+// projector is one incarnation of the projection's actor.
+type projector struct {
+	*Store
+	system *actor.ActorSystem
+	self   *actor.PID
+	head   contractstore.Head
+	feed   *history.Feed // nil while waiting to resume
+	gen    int           // of the feed: a resume for an older one is stale
+	delay  time.Duration // the next retry delay, reset by a successful commit
+	idle   bool          // the history store stopped for good
+}
+
 // Messages of the actor.
 type (
-	pumpExited struct {
-		err  error
-		done chan struct{}
-	}
-	restartPump struct{}
+	pull   struct{ gen int }
+	resume struct{ gen int }
 )
 
+// workTimeout bounds one message's reads and commits.
+const workTimeout = 2 * time.Minute
+
 // Receive handles the actor's messages.
-func (s *Store) Receive(c actor.Context) {
+func (s *projector) Receive(c actor.Context) {
 	switch msg := c.Message().(type) {
 	case *actor.Started:
 		s.system, s.self = c.ActorSystem(), c.Self()
-		s.startPump()
-	case *pumpExited:
-		if s.stopping || msg.done != s.done {
+		s.resume()
+	case *pull:
+		if s.feed != nil && msg.gen == s.gen {
+			s.pull()
+		}
+	case *history.Delivery:
+		if s.feed == nil {
 			return
 		}
-		s.done = nil
-		if errors.Is(msg.err, history.ErrStoreStopped) {
-			// The service is stopping: the history store went first.
-			s.log.Info("the history store stopped; the projection stops following", zap.Int64("applied", s.Applied().Seq))
-			return
+		b, ok, again := s.feed.Take(msg)
+		if ok {
+			s.apply(b.Records)
 		}
-		s.stats.Failures.Add(1)
-		text := msg.err.Error()
-		s.lastErr.Store(&text)
-		delay := time.Duration(s.delay.Load())
-		s.log.Error("the projection stopped; resuming from its stored cursor", zap.Error(msg.err), zap.Duration("after", delay))
-		system, self := s.system, s.self
-		time.AfterFunc(delay, func() { system.Root.Send(self, &restartPump{}) })
-		s.delay.Store(int64(min(2*delay, s.cfg.MaxRetryDelay)))
-	case *restartPump:
-		if !s.stopping && s.done == nil {
-			s.startPump()
+		if again && s.feed != nil {
+			s.pull()
+		}
+	case *resume:
+		if s.feed == nil && !s.idle && msg.gen == s.gen {
+			s.resume()
 		}
 	case *actor.Stopping:
-		s.stopping = true
-		if s.cancel != nil {
-			s.cancel()
-		}
-		if s.done != nil {
-			<-s.done
+		if s.feed != nil {
+			s.feed.Close()
 		}
 	}
 }
 
-// startPump starts the goroutine that follows the log.
-func (s *Store) startPump() {
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	s.cancel, s.done = cancel, done
-	system, self := s.system, s.self
-	go func() {
-		err := s.run(ctx)
-		close(done)
-		if err != nil && ctx.Err() == nil {
-			system.Root.Send(self, &pumpExited{err: err, done: done})
-		}
-	}()
-}
-
-// run follows the history log from the stored cursor until ctx ends or a
-// step fails.
-func (s *Store) run(ctx context.Context) error {
+// resume reads the stored cursor and follows the log from it.
+func (s *projector) resume() {
+	ctx, cancel := context.WithTimeout(context.Background(), workTimeout)
 	head, err := s.cfg.Backend.HeadGet(ctx)
+	cancel()
+	s.gen++
 	if err != nil {
-		return fmt.Errorf("reading the cursor: %w", err)
+		s.fail(fmt.Errorf("reading the cursor: %w", err))
+		return
 	}
+	s.head = head
 	s.setApplied(head.Position)
-	sub := s.cfg.History.Subscribe(record.Filter{}, record.From{Kind: record.FromCursor, Cursor: record.Cursor{Seq: head.Seq}})
-	defer sub.Close()
-	for {
-		b, err := sub.Next(ctx)
-		if err != nil {
-			return fmt.Errorf("reading the history log after seq %d: %w", head.Seq, err)
-		}
-		if err := s.applyBatch(ctx, &head, b.Records); err != nil {
-			return err
-		}
+	s.feed = s.cfg.History.Feed(s.system, s.self, record.Filter{}, record.From{Kind: record.FromCursor, Cursor: record.Cursor{Seq: head.Seq}})
+	s.pull()
+}
+
+// pull applies the next catch-up page, if there is one, and asks for the
+// page after it with a message, so that other messages (a stop) come in
+// between; at the head the feed delivers live batches instead.
+func (s *projector) pull() {
+	ctx, cancel := context.WithTimeout(context.Background(), workTimeout)
+	b, ok, err := s.feed.Next(ctx)
+	cancel()
+	if err != nil {
+		s.fail(fmt.Errorf("reading the history log after seq %d: %w", s.head.Seq, err))
+		return
 	}
+	if ok && s.apply(b.Records) {
+		s.system.Root.Send(s.self, &pull{gen: s.gen})
+	}
+}
+
+// apply folds and commits a batch; false when it failed.
+func (s *projector) apply(recs []record.Record) bool {
+	ctx, cancel := context.WithTimeout(context.Background(), workTimeout)
+	defer cancel()
+	if err := s.applyBatch(ctx, &s.head, recs); err != nil {
+		s.fail(err)
+		return false
+	}
+	s.delay = s.cfg.RetryDelay
+	return true
+}
+
+// fail stops following after an error and resumes from the stored cursor
+// after the backoff (not at all once the history store stopped for good:
+// the service is stopping).
+func (s *projector) fail(err error) {
+	if s.feed != nil {
+		s.feed.Close()
+		s.feed = nil
+	}
+	if errors.Is(err, history.ErrStoreStopped) {
+		s.idle = true
+		s.log.Info("the history store stopped; the projection stops following", zap.Int64("applied", s.Applied().Seq))
+		return
+	}
+	s.stats.Failures.Add(1)
+	text := err.Error()
+	s.lastErr.Store(&text)
+	delay := s.delay
+	s.log.Error("the projection stopped; resuming from its stored cursor", zap.Error(err), zap.Duration("after", delay))
+	system, self, gen := s.system, s.self, s.gen
+	time.AfterFunc(delay, func() { system.Root.Send(self, &resume{gen: gen}) })
+	s.delay = min(2*delay, s.cfg.MaxRetryDelay)
 }
 
 // applyBatch folds a batch of records. Records before a RolledBack marker
 // are committed first; the marker's rebuild is its own commit.
-func (s *Store) applyBatch(ctx context.Context, head *contractstore.Head, recs []record.Record) error {
+func (s *projector) applyBatch(ctx context.Context, head *contractstore.Head, recs []record.Record) error {
 	load := func(ctx context.Context, id chain.TxOutRef) (*contractstore.Contract, error) {
 		c, _, err := s.cfg.Backend.ContractGet(ctx, id)
 		return c, err
@@ -303,7 +331,7 @@ func (s *Store) applyBatch(ctx context.Context, head *contractstore.Head, recs [
 }
 
 // commit writes a fold and moves the cursor.
-func (s *Store) commit(ctx context.Context, head *contractstore.Head, p *contractstore.CommitParams) error {
+func (s *projector) commit(ctx context.Context, head *contractstore.Head, p *contractstore.CommitParams) error {
 	start := time.Now()
 	if err := s.cfg.Backend.Commit(ctx, p); err != nil {
 		return fmt.Errorf("committing up to seq %d: %w", p.Head.Seq, err)
@@ -322,6 +350,5 @@ func (s *Store) commit(ctx context.Context, head *contractstore.Head, p *contrac
 	*head = p.Head
 	s.setApplied(head.Position)
 	s.lastErr.Store(nil)
-	s.delay.Store(int64(s.cfg.RetryDelay))
 	return nil
 }

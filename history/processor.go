@@ -10,6 +10,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	"go.uber.org/zap"
 
+	"github.com/marlowe-follower/follower/chainsync"
 	"github.com/marlowe-follower/follower/chainsync/chain"
 	"github.com/marlowe-follower/follower/chainsync/classify"
 	"github.com/marlowe-follower/follower/contracts/marlowe"
@@ -17,20 +18,17 @@ import (
 	"github.com/marlowe-follower/follower/history/record"
 )
 
-// ChainEvent carries a Marlowe chain event from the follower to the
-// processor. Release returns the event's credit; the store calls it once
-// the event is committed.
-type ChainEvent struct {
-	Event   classify.Event
-	Release func()
-}
-
 // Step is the processor's output for one chain event and the store's input:
 // the records of a block (without seqs yet), or a rollback.
 type Step struct {
 	Forward  *ForwardStep
 	Rollback *RollbackStep
-	Release  func()
+	// Credit is the follower whose credit the chain event took: the store
+	// returns it (chainsync.CreditsReturned) once the step is committed.
+	Credit *actor.PID
+	// Release, when set, is called once the step is committed (for
+	// callers outside the pipeline: tests and tools).
+	Release func()
 }
 
 // ForwardStep is a block rolled forward.
@@ -62,7 +60,9 @@ type ProcessorStats struct {
 }
 
 // Processor turns Marlowe chain events into history records. As an actor it
-// receives *ChainEvent and sends *Step to the store.
+// receives *chainsync.ChainEvent and sends *Step to the store. Between
+// events it keeps nothing but its counters, which outlive its incarnations
+// (the metrics read them): each incarnation Props spawns is a fresh actor.
 type Processor struct {
 	slots chain.SlotConfig
 	log   *zap.Logger
@@ -79,19 +79,30 @@ func NewProcessor(slots chain.SlotConfig, logger *zap.Logger, store *actor.PID) 
 	return &Processor{slots: slots, log: logger.Named("history.processor"), store: store}
 }
 
-// Props returns the actor's props.
-func (p *Processor) Props() *actor.Props {
-	return actor.PropsFromProducer(func() actor.Actor { return p })
+// Props returns the actor's props: it sends its steps to the store given
+// to NewProcessor.
+func (p *Processor) Props() *actor.Props { return p.PropsTo(p.store) }
+
+// PropsTo returns the props of a processor actor that sends its steps to
+// store.
+func (p *Processor) PropsTo(store *actor.PID) *actor.Props {
+	return actor.PropsFromProducer(func() actor.Actor { return &processorActor{Processor: p, store: store} })
+}
+
+// processorActor is one incarnation of the processor actor.
+type processorActor struct {
+	*Processor
+	store *actor.PID
 }
 
 // Receive handles the actor's messages.
-func (p *Processor) Receive(ctx actor.Context) {
-	if ev, ok := ctx.Message().(*ChainEvent); ok {
+func (p *processorActor) Receive(ctx actor.Context) {
+	if ev, ok := ctx.Message().(*chainsync.ChainEvent); ok {
 		if st := p.Process(ev.Event); st != nil {
-			st.Release = ev.Release
+			st.Credit = ev.Credit
 			ctx.Send(p.store, st)
-		} else if ev.Release != nil {
-			ev.Release()
+		} else {
+			chainsync.ReturnCredits(ctx.ActorSystem(), ev.Credit, 1) // nothing to store: done
 		}
 	}
 }

@@ -5,13 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 	"go.uber.org/zap"
 
+	"github.com/marlowe-follower/follower/actors"
 	"github.com/marlowe-follower/follower/chainsync"
 	"github.com/marlowe-follower/follower/chainsync/chain"
 	"github.com/marlowe-follower/follower/chainsync/classify"
@@ -81,13 +81,36 @@ type StoreStats struct {
 // committing and reports it on Store.Fatal; retrying cannot succeed.
 var ErrAnotherWriter = errors.New("another writer holds this store")
 
-// Store is the history store: the single writer of the log. It is an actor;
-// Handle gives the rest of the program its read side and subscriptions.
+// Store is the history store, the single writer of the log. It is an
+// actor: Props spawns it, and every incarnation (the first and each one a
+// supervisor starts after a failure) is a fresh writer that loads the
+// committed state from the backend when it starts, so that it resumes from
+// exactly what is committed and never from half-updated memory. Store
+// itself holds what outlives an incarnation: the backend, the settings,
+// the counters, and where the running writer is (Handle finds it there).
 type Store struct {
 	cfg     StoreConfig
 	log     *zap.Logger
 	backend Backend
 	stats   *StoreStats
+	fatal   chan error // receives the store's fatal error, once
+	run     presence
+	// dead is set by a fatal error: no incarnation commits again.
+	dead atomic.Bool
+	// initial is the committed state NewStore loaded, for the first
+	// writer; the writers after it load their own.
+	initial *committed
+}
+
+// committed is the state a writer starts from.
+type committed struct {
+	cp     *Checkpoint
+	recent []record.RecordRef
+}
+
+// writer is one incarnation of the store actor.
+type writer struct {
+	*Store
 
 	head    int64 // newest committed seq
 	next    int64 // seq of the next record
@@ -101,19 +124,17 @@ type Store struct {
 	contracts map[chain.TxOutRef]*record.ContractIndex // index cache for live filters
 	subs      map[uint64]*liveSub
 
-	checkpoint *Checkpoint // as loaded at start, for the follower
 	system     *actor.ActorSystem
 	self       *actor.PID
 	flushArmed bool
 	failing    bool
-	done       chan struct{} // closed when the store stops
-	fatal      chan error    // receives the store's fatal error, once
-	dead       bool          // a fatal error stopped committing
+	broken     bool // Receive panicked: what this writer holds is not to be trusted
 }
 
 type batch struct {
 	params   CommitParams
 	releases []func()
+	credits  []credit
 	blocks   int
 	firstAt  time.Time
 	horizon  bool // Checkpoint.Horizon changed
@@ -122,64 +143,115 @@ type batch struct {
 	endsInRollback time.Time
 }
 
-// NewStore loads the committed state from the backend. Spawn it with Props.
+// credit counts a batch's steps that took a credit of one follower.
+type credit struct {
+	to *actor.PID
+	n  int
+}
+
+// NewStore loads the committed state from the backend (the first writer
+// starts from it). Spawn the store with Props.
 func NewStore(ctx context.Context, backend Backend, cfg StoreConfig, logger *zap.Logger) (*Store, error) {
-	cp, err := backend.CheckpointGet(ctx)
+	s := &Store{cfg: cfg, log: logger.Named("history.store"), backend: backend, stats: &StoreStats{}, fatal: make(chan error, 1)}
+	s.run.changed = make(chan struct{})
+	c, err := s.loadCommitted(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("history store: loading the checkpoint: %w", err)
+		return nil, err
 	}
-	recent, err := backend.RecordRecent(ctx, cp.Horizon.Slot)
-	if err != nil {
-		return nil, fmt.Errorf("history store: loading recent records: %w", err)
-	}
-	s := &Store{
-		cfg: cfg, log: logger.Named("history.store"), backend: backend, stats: &StoreStats{},
-		head: cp.Head, next: cp.Head + 1, crumbs: chain.NewBreadcrumbs(cp.Breadcrumbs),
-		horizon: cp.Horizon, recent: recent, tip: cp.Tip,
-		contracts: map[chain.TxOutRef]*record.ContractIndex{}, subs: map[uint64]*liveSub{},
-		checkpoint: cp, done: make(chan struct{}), fatal: make(chan error, 1),
-	}
-	for _, ch := range cp.Recent {
-		s.changed = append(s.changed, ch.Block)
-	}
-	s.stats.Head.Store(cp.Head)
-	if len(cp.Breadcrumbs) > 0 {
-		h := cp.Breadcrumbs[0]
+	s.initial = c
+	s.stats.Head.Store(c.cp.Head)
+	if len(c.cp.Breadcrumbs) > 0 {
+		h := c.cp.Breadcrumbs[0]
 		s.stats.Committed.Store(&h)
 	}
-	s.pending = &batch{}
 	return s, nil
 }
 
-// Props returns the actor's props.
+func (s *Store) loadCommitted(ctx context.Context) (*committed, error) {
+	cp, err := s.backend.CheckpointGet(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("history store: loading the checkpoint: %w", err)
+	}
+	recent, err := s.backend.RecordRecent(ctx, cp.Horizon.Slot)
+	if err != nil {
+		return nil, fmt.Errorf("history store: loading recent records: %w", err)
+	}
+	return &committed{cp: cp, recent: recent}, nil
+}
+
+// Props returns the actor's props. Each incarnation is a new writer.
 func (s *Store) Props() *actor.Props {
-	return actor.PropsFromProducer(func() actor.Actor { return s })
+	return actor.PropsFromProducer(func() actor.Actor { return &writer{Store: s} })
 }
 
 // Stats returns the counters.
 func (s *Store) Stats() *StoreStats { return s.stats }
 
 // Fatal receives the error that stopped the store from committing for good
-// (ErrAnotherWriter); the process must then stop.
+// (ErrAnotherWriter); the process must then stop. The writer also fails
+// with it (an actors.FatalError), so that a supervisor stops the pipeline
+// instead of starting another writer.
 func (s *Store) Fatal() <-chan error { return s.fatal }
 
+// ExpectRestart tells the store that its running writer is about to be
+// stopped and another started (a supervisor restarting the pipeline): its
+// subscriptions then wait for the next writer instead of ending with
+// ErrStoreStopped.
+func (s *Store) ExpectRestart() { s.run.expectRestart() }
+
+// Retire tells the store that no writer runs or follows any more (its
+// supervisor stopped for good): subscriptions end with ErrStoreStopped.
+func (s *Store) Retire() { s.run.retire() }
+
 // Restore implements chainsync.Checkpoints: the follower resumes from what
-// the store committed last.
-func (s *Store) Restore(context.Context) (*chainsync.Restored, error) {
-	cp := s.checkpoint
+// the store committed last, read from the backend at each (re)start.
+func (s *Store) Restore(ctx context.Context) (*chainsync.Restored, error) {
+	cp, err := s.backend.CheckpointGet(ctx)
+	if err != nil {
+		return nil, err
+	}
 	if len(cp.Breadcrumbs) == 0 {
 		return nil, nil
 	}
 	return &chainsync.Restored{Breadcrumbs: cp.Breadcrumbs, UTxOs: cp.UTxOs, Recent: cp.Recent, Horizon: cp.Horizon}, nil
 }
 
+// load reads the committed state a writer starts from: the state NewStore
+// loaded for the first writer, the backend's for every one after it.
+func (s *writer) load() error {
+	c := s.initial
+	s.initial = nil
+	if c == nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		var err error
+		if c, err = s.loadCommitted(ctx); err != nil {
+			return err
+		}
+	}
+	cp := c.cp
+	s.head, s.next, s.crumbs = cp.Head, cp.Head+1, chain.NewBreadcrumbs(cp.Breadcrumbs)
+	s.horizon, s.recent, s.tip = cp.Horizon, c.recent, cp.Tip
+	s.contracts, s.subs = map[chain.TxOutRef]*record.ContractIndex{}, map[uint64]*liveSub{}
+	s.changed = nil
+	for _, ch := range cp.Recent {
+		s.changed = append(s.changed, ch.Block)
+	}
+	s.stats.Head.Store(cp.Head)
+	s.pending = &batch{}
+	return nil
+}
+
 // Messages of the store.
 type (
 	flushDue struct{}
 	// goLiveRequest asks to receive committed records live from cursor on.
+	// The answer goes to reply (a Subscription) or, when reply is nil, to
+	// the subscription's actor (a Feed).
 	goLiveRequest struct {
 		sub    *liveSub
 		cursor int64
+		reply  chan goLiveResponse
 	}
 	goLiveResponse struct {
 		accepted bool
@@ -189,18 +261,30 @@ type (
 )
 
 // Receive handles the actor's messages.
-func (s *Store) Receive(ctx actor.Context) {
+func (s *writer) Receive(ctx actor.Context) {
+	defer func() {
+		if r := recover(); r != nil {
+			// A writer that failed half-way never commits what it holds
+			// (its Stopping below); the supervisor starts a new one.
+			s.broken = true
+			panic(r)
+		}
+	}()
 	switch msg := ctx.Message().(type) {
 	case *actor.Started:
 		s.system, s.self = ctx.ActorSystem(), ctx.Self()
+		if err := s.load(); err != nil {
+			panic(err)
+		}
+		s.run.attach(s.system, s.self)
 	case *Step:
-		if s.dead {
+		if s.dead.Load() {
 			return // never committed, never released: the follower stops
 		}
 		s.step(msg)
 	case *flushDue:
 		s.flushArmed = false
-		if s.dead {
+		if s.dead.Load() {
 			return
 		}
 		if wait := s.rollbackWait(); wait > 0 && !s.failing {
@@ -208,39 +292,52 @@ func (s *Store) Receive(ctx actor.Context) {
 			return
 		}
 		if s.pending.blocks > 0 || len(s.pending.params.Records) > 0 {
-			s.commit()
+			s.commit(false)
 		}
 	case *goLiveRequest:
-		if msg.cursor != s.head {
-			ctx.Respond(&goLiveResponse{head: s.head})
-			return
+		accepted := msg.cursor == s.head
+		if accepted {
+			s.subs[msg.sub.id] = msg.sub
+			s.stats.LiveSubscribers.Store(int64(len(s.subs)))
 		}
-		s.subs[msg.sub.id] = msg.sub
-		s.stats.LiveSubscribers.Store(int64(len(s.subs)))
-		ctx.Respond(&goLiveResponse{accepted: true, head: s.head})
+		msg.sub.answer(s.system, msg.reply, goLiveResponse{accepted: accepted, head: s.head})
 	case *unsubscribe:
 		delete(s.subs, msg.id)
 		s.stats.LiveSubscribers.Store(int64(len(s.subs)))
+	case *actor.Restarting:
+		// Restarted in place (a supervisor other than the pipeline's):
+		// what it holds is dropped; its subscribers catch up.
+		s.dropSubs()
 	case *actor.Stopping:
-		if !s.dead && (s.pending.blocks > 0 || len(s.pending.params.Records) > 0) {
-			s.commit()
+		if !s.dead.Load() && !s.broken && (s.pending.blocks > 0 || len(s.pending.params.Records) > 0) {
+			s.commit(true)
 		}
-		for id, sub := range s.subs {
-			sub.drop()
-			delete(s.subs, id)
-		}
-		close(s.done)
+		s.dropSubs()
+	case *actor.Stopped:
+		s.run.detach(ctx.Self())
 	}
 }
 
+// dropSubs sends every live subscriber back to catch up.
+func (s *writer) dropSubs() {
+	for id, sub := range s.subs {
+		sub.drop(s.system)
+		delete(s.subs, id)
+	}
+	s.stats.LiveSubscribers.Store(0)
+}
+
 // step adds a processed chain event to the pending batch.
-func (s *Store) step(st *Step) {
+func (s *writer) step(st *Step) {
 	b := s.pending
 	if b.blocks == 0 && len(b.params.Records) == 0 {
 		b.firstAt = time.Now()
 	}
 	if st.Release != nil {
 		b.releases = append(b.releases, st.Release)
+	}
+	if st.Credit != nil {
+		b.addCredit(st.Credit)
 	}
 	switch {
 	case st.Forward != nil:
@@ -264,7 +361,7 @@ func (s *Store) step(st *Step) {
 	nearTip := s.tip.BlockNo <= s.lastBlockNo()+s.cfg.NearTip
 	if nearTip || b.blocks >= s.cfg.BatchBlocks || len(b.params.Records) >= s.cfg.BatchRecords || s.failing {
 		if !s.failing {
-			s.commit()
+			s.commit(false)
 		}
 		return
 	}
@@ -273,7 +370,7 @@ func (s *Store) step(st *Step) {
 
 // rollbackWait is how much longer a batch that ends with a rollback waits
 // for the next block; 0 when it need not wait.
-func (s *Store) rollbackWait() time.Duration {
+func (s *writer) rollbackWait() time.Duration {
 	at := s.pending.endsInRollback
 	if at.IsZero() {
 		return 0
@@ -281,12 +378,12 @@ func (s *Store) rollbackWait() time.Duration {
 	return max(s.cfg.BatchDelay-time.Since(at), 0)
 }
 
-func (s *Store) lastBlockNo() uint64 {
+func (s *writer) lastBlockNo() uint64 {
 	h, _ := s.crumbs.Tip()
 	return h.BlockNo
 }
 
-func (s *Store) armFlush(d time.Duration) {
+func (s *writer) armFlush(d time.Duration) {
 	if s.flushArmed {
 		return
 	}
@@ -295,7 +392,7 @@ func (s *Store) armFlush(d time.Duration) {
 	time.AfterFunc(d, func() { system.Root.Send(self, &flushDue{}) })
 }
 
-func (s *Store) forward(f *ForwardStep) {
+func (s *writer) forward(f *ForwardStep) {
 	b := &s.pending.params
 	first := s.next
 	for i := range f.Records {
@@ -343,7 +440,7 @@ func (s *Store) forward(f *ForwardStep) {
 	}
 }
 
-func (s *Store) rollback(r *RollbackStep) {
+func (s *writer) rollback(r *RollbackStep) {
 	b := &s.pending.params
 	s.stats.Rollbacks.Add(1)
 	affected := false
@@ -385,9 +482,21 @@ func (s *Store) rollback(r *RollbackStep) {
 	}
 }
 
+// addCredit counts a step's credit.
+func (b *batch) addCredit(to *actor.PID) {
+	for i := range b.credits {
+		if b.credits[i].to == to || b.credits[i].to.Equal(to) {
+			b.credits[i].n++
+			return
+		}
+	}
+	b.credits = append(b.credits, credit{to: to, n: 1})
+}
+
 // commit writes the pending batch. On failure the batch stays pending (its
-// credits unreleased, so the follower stops) and is retried.
-func (s *Store) commit() {
+// credits not returned, so the follower stops) and is retried. stopping is
+// set for the last commit of a writer that stops.
+func (s *writer) commit(stopping bool) {
 	b := s.pending
 	b.params.Checkpoint.Breadcrumbs = s.crumbs.Headers()
 	b.params.Checkpoint.Tip = s.tip
@@ -402,7 +511,7 @@ func (s *Store) commit() {
 		err = nil
 	}
 	if errors.Is(err, record.ErrSeqMismatch) {
-		s.die(fmt.Errorf("%w: the stored log moved on under this process (%w); run one marlowe-follower per store", ErrAnotherWriter, err))
+		s.die(fmt.Errorf("%w: the stored log moved on under this process (%w); run one marlowe-follower per store", ErrAnotherWriter, err), stopping)
 		return
 	}
 	if err != nil {
@@ -416,7 +525,9 @@ func (s *Store) commit() {
 		s.stats.CommitError.Store(&msg)
 		s.failing = true
 		s.stats.Failing.Store(true)
-		s.armFlush(s.cfg.RetryDelay)
+		if !stopping {
+			s.armFlush(s.cfg.RetryDelay)
+		}
 		return
 	}
 	if s.failing {
@@ -444,13 +555,18 @@ func (s *Store) commit() {
 	for _, release := range b.releases {
 		release()
 	}
+	if !stopping {
+		for _, c := range b.credits {
+			chainsync.ReturnCredits(s.system, c.to, c.n)
+		}
+	}
 	s.fanOut(b.params.Records)
 	s.pending = &batch{}
 }
 
 // landed reports whether the backend holds the batch already: its newest
 // record and checkpoint are stored.
-func (s *Store) landed(p *CommitParams) bool {
+func (s *writer) landed(p *CommitParams) bool {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	cp, err := s.backend.CheckpointGet(ctx)
@@ -463,11 +579,12 @@ func (s *Store) landed(p *CommitParams) bool {
 	return err == nil && r.Block == last.Block && r.Kind == last.Kind && r.TxID == last.TxID && r.TxIndex == last.TxIndex
 }
 
-// die stops committing for good and reports err on Fatal. The pending
-// batch is never committed and its credits never released, so the follower
-// stops reading.
-func (s *Store) die(err error) {
-	s.dead = true
+// die stops committing for good, reports err on Fatal and fails the writer
+// with it (unless it is stopping anyway): a supervisor stops the pipeline.
+// The pending batch is never committed and its credits never returned, so
+// the follower stops reading.
+func (s *writer) die(err error, stopping bool) {
+	s.dead.Store(true)
 	s.stats.CommitFailures.Add(1)
 	msg := err.Error()
 	s.stats.CommitError.Store(&msg)
@@ -480,11 +597,14 @@ func (s *Store) die(err error) {
 	case s.fatal <- err:
 	default:
 	}
+	if !stopping {
+		panic(actors.Fatal(err))
+	}
 }
 
 // fanOut pushes committed records to live subscribers. A subscriber whose
 // queue is full is dropped back to catch-up: the store never waits for one.
-func (s *Store) fanOut(records []record.Record) {
+func (s *writer) fanOut(records []record.Record) {
 	if len(records) == 0 || len(s.subs) == 0 {
 		return
 	}
@@ -498,11 +618,9 @@ func (s *Store) fanOut(records []record.Record) {
 		if len(out) == 0 {
 			continue
 		}
-		select {
-		case sub.ch <- liveBatch{records: out, head: s.head}:
-		default:
+		if !sub.push(s.system, liveBatch{records: out, head: s.head}) {
 			s.stats.LiveDropped.Add(1)
-			sub.drop()
+			sub.drop(s.system)
 			delete(s.subs, id)
 		}
 	}
@@ -511,7 +629,7 @@ func (s *Store) fanOut(records []record.Record) {
 
 // indexOf returns a contract's index entry for filtering, from the cache or
 // the backend.
-func (s *Store) indexOf(id *chain.TxOutRef) *record.ContractIndex {
+func (s *writer) indexOf(id *chain.TxOutRef) *record.ContractIndex {
 	if id == nil {
 		return nil
 	}
@@ -530,19 +648,3 @@ func (s *Store) indexOf(id *chain.TxOutRef) *record.ContractIndex {
 	s.contracts[*id] = idx
 	return idx
 }
-
-// liveSub is a subscription that receives committed records from the store.
-type liveSub struct {
-	id       uint64
-	filter   record.Filter
-	ch       chan liveBatch
-	dropped  chan struct{}
-	dropOnce sync.Once
-}
-
-type liveBatch struct {
-	records []record.Record
-	head    int64
-}
-
-func (l *liveSub) drop() { l.dropOnce.Do(func() { close(l.dropped) }) }

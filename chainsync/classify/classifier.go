@@ -430,3 +430,6 @@ func (c *Classifier) track(u TrackedUTxO, changes *UTxOChanges) {
 	c.utxos.add(u)
 	changes.Added = append(changes.Added, u)
 }
+
+// Options returns the options the classifier was made with.
+func (c *Classifier) Options() Options { return c.opts }

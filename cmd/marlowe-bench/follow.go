@@ -15,11 +15,11 @@ import (
 	pcommon "github.com/blinklabs-io/gouroboros/protocol/common"
 	"go.uber.org/zap"
 
-	"github.com/marlowe-follower/follower/actors"
 	"github.com/marlowe-follower/follower/chainsync"
 	"github.com/marlowe-follower/follower/chainsync/classify"
 	"github.com/marlowe-follower/follower/chainsync/devnet"
 	"github.com/marlowe-follower/follower/cmd/marlowe-follower/config"
+	actorpipe "github.com/marlowe-follower/follower/pipeline"
 )
 
 // The follow cases, each run against the same devnet node.
@@ -151,8 +151,9 @@ func rawSync(ctx context.Context, socket string, tip uint64, handle func(uint, [
 	}
 }
 
-// classifierSync runs our follower actor with its classifier to the tip,
-// with a sink that discards the events.
+// classifierSync runs our follower actor with its classifier to the tip
+// (in a pipeline whose sink actor discards the events: they go through
+// the mailboxes and credits as in the service).
 func classifierSync(ctx context.Context, socket string, tip uint64) error {
 	done := make(chan struct{})
 	var once sync.Once
@@ -162,15 +163,12 @@ func classifierSync(ctx context.Context, socket string, tip uint64) error {
 		}
 		return nil
 	})
-	f, err := chainsync.NewFollower(chainsync.Config{SocketPath: socket, NetworkMagic: devnet.NetworkMagic}, zap.NewNop(), nil,
-		classify.New(classify.Options{}), sink, nil)
+	p, err := actorpipe.Start(ctx, actorpipe.Config{Logger: zap.NewNop(), Sink: sink,
+		Follower: &chainsync.Config{SocketPath: socket, NetworkMagic: devnet.NetworkMagic}})
 	if err != nil {
 		return err
 	}
-	system := actors.NewSystem(zap.NewNop())
-	defer system.Shutdown()
-	pid := system.Root.Spawn(f.Props())
-	defer func() { _ = system.Root.PoisonFuture(pid).Wait() }()
+	defer func() { _ = p.Stop(config.DefaultShutdownGrace) }()
 	select {
 	case <-done:
 		return nil

@@ -8,15 +8,14 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/asynkron/protoactor-go/actor"
 	"go.uber.org/zap"
 
-	"github.com/marlowe-follower/follower/actors"
 	"github.com/marlowe-follower/follower/chainsync"
 	"github.com/marlowe-follower/follower/chainsync/classify"
 	"github.com/marlowe-follower/follower/chainsync/devnet"
 	"github.com/marlowe-follower/follower/cmd/marlowe-follower/config"
 	"github.com/marlowe-follower/follower/cmd/marlowe-follower/service"
+	actorpipe "github.com/marlowe-follower/follower/pipeline"
 )
 
 // chainGrowthParams is a chain growth job: the full pipeline follows a long
@@ -101,8 +100,7 @@ func (s *serviceSubject) stop() error { return s.svc.Stop(config.DefaultShutdown
 // followerSubject is the follower actor and classifier with a sink that
 // counts and discards the events (case (c) of the follow cases).
 type followerSubject struct {
-	system *actor.ActorSystem
-	pid    *actor.PID
+	pipe   *actorpipe.Pipeline
 	blocks atomic.Uint64
 	events atomic.Uint64
 	tip    uint64
@@ -118,13 +116,12 @@ func startFollowerSubject(socket string, tip uint64) (*followerSubject, error) {
 		s.events.Add(1)
 		return nil
 	})
-	f, err := chainsync.NewFollower(chainsync.Config{SocketPath: socket, NetworkMagic: devnet.NetworkMagic}, zap.NewNop(), nil,
-		classify.New(classify.Options{}), sink, nil)
+	p, err := actorpipe.Start(context.Background(), actorpipe.Config{Logger: zap.NewNop(), Sink: sink,
+		Follower: &chainsync.Config{SocketPath: socket, NetworkMagic: devnet.NetworkMagic}})
 	if err != nil {
 		return nil, err
 	}
-	s.system = actors.NewSystem(zap.NewNop())
-	s.pid = s.system.Root.Spawn(f.Props())
+	s.pipe = p
 	return s, nil
 }
 
@@ -135,11 +132,7 @@ func (s *followerSubject) counts() (uint64, uint64) { return s.blocks.Load(), 0 
 func (s *followerSubject) synced() bool { return s.blocks.Load() >= s.tip }
 
 // stop implements growthSubject.
-func (s *followerSubject) stop() error {
-	err := s.system.Root.PoisonFuture(s.pid).Wait()
-	s.system.Shutdown()
-	return err
-}
+func (s *followerSubject) stop() error { return s.pipe.Stop(config.DefaultShutdownGrace) }
 
 // runChainGrowthJob follows the chain with the follower alone or the whole
 // service, observing it at checkpoints and sampling it.

@@ -10,17 +10,16 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/asynkron/protoactor-go/actor"
 	"go.uber.org/zap"
 
-	"github.com/marlowe-follower/follower/actors"
 	"github.com/marlowe-follower/follower/chainsync"
 	"github.com/marlowe-follower/follower/chainsync/chain"
-	"github.com/marlowe-follower/follower/chainsync/classify"
 	"github.com/marlowe-follower/follower/chainsync/devnet"
+	"github.com/marlowe-follower/follower/cmd/marlowe-follower/config"
 	"github.com/marlowe-follower/follower/cmd/marlowe-follower/service"
 	"github.com/marlowe-follower/follower/history"
 	"github.com/marlowe-follower/follower/history/record"
+	actorpipe "github.com/marlowe-follower/follower/pipeline"
 	"github.com/marlowe-follower/follower/streaming"
 	"github.com/marlowe-follower/follower/streaming/client"
 	"github.com/marlowe-follower/follower/streaming/protocol"
@@ -65,14 +64,14 @@ func (b *timedBackend) committedAt(seq int64) (time.Time, bool) {
 }
 
 // pipeline is the ingest side of the service (follower, processor,
-// history store) assembled as service.Start does, over a timedBackend.
+// history store: pipeline.Start, as service.Start runs it) over a
+// timedBackend.
 type pipeline struct {
-	system   *actor.ActorSystem
+	pipe     *actorpipe.Pipeline
 	backend  *timedBackend
 	store    *history.Store
 	handle   *history.Handle
 	progress *chainsync.Progress
-	pids     []*actor.PID // follower, processor, store: the order to stop them
 }
 
 // startPipeline opens the store and starts following the node at socket.
@@ -89,35 +88,26 @@ func startPipeline(ctx context.Context, socket string, spec storeSpec) (*pipelin
 		_ = raw.Close()
 		return nil, err
 	}
-	log := zap.NewNop()
 	p := &pipeline{backend: &timedBackend{Backend: raw}, progress: &chainsync.Progress{}}
-	storeCfg := history.DefaultStoreConfig()
-	if p.store, err = history.NewStore(ctx, p.backend, storeCfg, log); err != nil {
-		_ = raw.Close()
-		return nil, err
-	}
 	slots, err := service.SlotConfig(devnet.NetworkMagic)
 	if err != nil {
 		_ = raw.Close()
 		return nil, err
 	}
-	p.system = actors.NewSystem(log)
-	storePID := p.system.Root.Spawn(p.store.Props())
-	p.handle = history.NewHandle(p.store, p.system, storePID)
-	procPID := p.system.Root.Spawn(history.NewProcessor(slots, log, storePID).Props())
-	sink := &history.PipelineSink{Root: p.system.Root, Processor: procPID, Credits: actors.NewCredits(storeCfg.InFlight())}
 	start, err := chainsync.ParseStart("origin")
 	if err != nil {
-		return nil, err
-	}
-	f, err := chainsync.NewFollower(chainsync.Config{SocketPath: socket, NetworkMagic: devnet.NetworkMagic, Start: start,
-		InFlight: storeCfg.InFlight()}, log, p.store, classify.New(classify.Options{}), sink, p.progress)
-	if err != nil {
-		p.system.Shutdown()
 		_ = raw.Close()
 		return nil, err
 	}
-	p.pids = []*actor.PID{p.system.Root.Spawn(f.Props()), procPID, storePID}
+	p.pipe, err = actorpipe.Start(ctx, actorpipe.Config{
+		Logger: zap.NewNop(), History: p.backend, Store: history.DefaultStoreConfig(), Slots: slots, Progress: p.progress,
+		Follower: &chainsync.Config{SocketPath: socket, NetworkMagic: devnet.NetworkMagic, Start: start},
+	})
+	if err != nil {
+		_ = raw.Close()
+		return nil, err
+	}
+	p.store, p.handle = p.pipe.Store, p.pipe.Handle
 	return p, nil
 }
 
@@ -142,11 +132,8 @@ func (p *pipeline) waitBlocks(ctx context.Context, tip uint64, limit time.Durati
 
 // stop takes the pipeline down in order and closes the store.
 func (p *pipeline) stop() error {
-	for _, pid := range p.pids {
-		_ = p.system.Root.PoisonFuture(pid).Wait()
-	}
-	p.system.Shutdown()
-	return p.backend.Close()
+	err := p.pipe.Stop(config.DefaultShutdownGrace)
+	return errors.Join(err, p.backend.Close())
 }
 
 // tip is the node's tip as the follower last saw it.

@@ -4,15 +4,14 @@ import (
 	"bufio"
 	"context"
 	"fmt"
-	"sync"
 
 	"github.com/spf13/cobra"
 
-	"github.com/marlowe-follower/follower/actors"
 	"github.com/marlowe-follower/follower/chainsync"
 	"github.com/marlowe-follower/follower/chainsync/classify"
 	"github.com/marlowe-follower/follower/cmd/marlowe-follower/config"
 	"github.com/marlowe-follower/follower/cmd/marlowe-follower/service"
+	"github.com/marlowe-follower/follower/pipeline"
 )
 
 func newFollowCommand() *cobra.Command {
@@ -46,7 +45,6 @@ func newFollowCommand() *cobra.Command {
 			defer stop()
 
 			out := bufio.NewWriter(cmd.OutOrStdout())
-			var mu sync.Mutex
 			sink := chainsync.SinkFunc(func(_ context.Context, ev classify.Event) error {
 				if rf, ok := ev.(*classify.RollForward); ok && !all && len(rf.Txs) == 0 && len(rf.Failures) == 0 {
 					return nil
@@ -55,25 +53,26 @@ func newFollowCommand() *cobra.Command {
 				if err != nil {
 					return err
 				}
-				mu.Lock()
-				defer mu.Unlock()
 				out.Write(js)
 				out.WriteByte('\n')
 				return out.Flush()
 			})
-			f, err := chainsync.NewFollower(chainsync.Config{
+			p, err := pipeline.Start(ctx, pipeline.Config{Logger: log, Sink: sink, Follower: &chainsync.Config{
 				SocketPath: cfg.Node.Socket, NetworkMagic: cfg.Node.NetworkMagic, Start: start,
 				MinBackoff: cfg.Node.MinBackoff, MaxBackoff: cfg.Node.MaxBackoff,
-			}, log, nil, classify.New(classify.Options{}), sink, nil)
+			}})
 			if err != nil {
 				return usageError{err}
 			}
-			system := actors.NewSystem(log)
-			defer system.Shutdown()
-			pid := system.Root.Spawn(f.Props())
-			go service.ReportProgress(ctx, log, f.Progress(), cfg.Progress.Period)
-			<-ctx.Done()
-			return system.Root.PoisonFuture(pid).Wait()
+			go service.ReportProgress(ctx, log, p.Progress, cfg.Progress.Period)
+			select {
+			case <-ctx.Done():
+			case <-p.Done():
+			}
+			if err := p.Stop(config.DefaultShutdownGrace); err != nil {
+				return err
+			}
+			return p.Err()
 		},
 	}
 	config.RegisterFlags(cmd.Flags(), "node", "log", "progress")

@@ -16,7 +16,6 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest"
 
-	"github.com/marlowe-follower/follower/actors"
 	"github.com/marlowe-follower/follower/chainsync/chain"
 	"github.com/marlowe-follower/follower/chainsync/classify"
 	"github.com/marlowe-follower/follower/chainsync/devnet"
@@ -26,6 +25,7 @@ import (
 	"github.com/marlowe-follower/follower/history"
 	"github.com/marlowe-follower/follower/history/pgstore"
 	"github.com/marlowe-follower/follower/history/sqlitestore"
+	"github.com/marlowe-follower/follower/pipeline"
 )
 
 // Backend names.
@@ -58,10 +58,12 @@ func DefaultGenerator(seed int64) devnet.GeneratorConfig {
 	return g
 }
 
-// Pipeline is a running history pipeline with its projection.
+// Pipeline is a running history pipeline with its projection
+// (pipeline.Start without a follower: the test feeds the store).
 type Pipeline struct {
 	tb         testing.TB
 	log        *zap.Logger
+	Pipe       *pipeline.Pipeline
 	System     *actor.ActorSystem
 	History    history.Backend
 	Store      *history.Store
@@ -69,15 +71,16 @@ type Pipeline struct {
 	Contracts  contractstore.Backend
 	Projection *contracts.Store
 
-	storePID, projectionPID *actor.PID
-	gen                     *devnet.Generator
-	cls                     *classify.Classifier
-	proc                    *history.Processor
-	steps                   uint64
-	rollbacks               int
-	tipFar                  bool
-	onCommit                func(int64, []chain.TxOutRef)
-	tip                     atomic.Pointer[chain.BlockHeader] // the generator's, for other goroutines
+	contracts *backendRef // the backend the projection writes: Contracts, or what a test put in its place before StartProjection
+	closed    bool
+	gen       *devnet.Generator
+	cls       *classify.Classifier
+	proc      *history.Processor
+	steps     uint64
+	rollbacks int
+	tipFar    bool
+	onCommit  func(int64, []chain.TxOutRef)
+	tip       atomic.Pointer[chain.BlockHeader] // the generator's, for other goroutines
 }
 
 // Start opens the backends (a temporary directory, or a fresh PostgreSQL
@@ -114,45 +117,44 @@ func Start(tb testing.TB, opts Options) *Pipeline {
 	if err := p.History.Init(ctx, &history.InitParams{NetworkMagic: devnet.NetworkMagic}); err != nil {
 		tb.Fatal(err)
 	}
+	p.contracts = &backendRef{Backend: p.Contracts}
 	cfg := history.DefaultStoreConfig()
 	cfg.BatchBlocks, cfg.BatchDelay = 40, 5*time.Millisecond
-	store, err := history.NewStore(ctx, p.History, cfg, log)
+	slots := chain.SlotConfig{ZeroTimeMillis: devnet.ZeroTimeMillis, SlotLengthMillis: devnet.SlotLengthMillis}
+	pipe, err := pipeline.Start(ctx, pipeline.Config{Logger: log, History: p.History, Store: cfg, Slots: slots, PageSize: 200,
+		Contracts: &contracts.Config{Backend: p.contracts, Logger: log, RetryDelay: 20 * time.Millisecond, OnCommit: p.onCommit}})
 	if err != nil {
 		tb.Fatal(err)
 	}
-	p.Store = store
-	p.System = actors.NewSystem(log)
-	p.storePID = p.System.Root.Spawn(store.Props())
-	p.Handle = history.NewHandle(store, p.System, p.storePID)
-	p.Handle.PageSize = 200
+	p.Pipe, p.System, p.Store, p.Handle, p.Projection = pipe, pipe.System, pipe.Store, pipe.Handle, pipe.Projection
 	if p.gen, err = devnet.NewGenerator(opts.Generator); err != nil {
 		tb.Fatal(err)
 	}
 	p.cls = classify.New(classify.Options{})
-	p.proc = history.NewProcessor(chain.SlotConfig{ZeroTimeMillis: devnet.ZeroTimeMillis, SlotLengthMillis: devnet.SlotLengthMillis}, log, nil)
-	p.StartProjection()
+	p.proc = history.NewProcessor(slots, log, nil)
 	tb.Cleanup(p.Close)
 	return p
 }
 
-// StartProjection starts a projection from its stored cursor.
+// backendRef is the projection's contract store: a test may put another
+// in p.Contracts (a faulty wrapper) while the projection is stopped.
+type backendRef struct{ contractstore.Backend }
+
+// StartProjection starts a fresh projection from its stored cursor, on
+// p.Contracts.
 func (p *Pipeline) StartProjection() {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	proj, err := contracts.NewStore(ctx, contracts.Config{History: p.Handle, Backend: p.Contracts, Logger: p.log,
-		RetryDelay: 20 * time.Millisecond, OnCommit: p.onCommit})
-	if err != nil {
+	if p.contracts.Backend != p.Contracts {
+		p.contracts.Backend = p.Contracts
+	}
+	if err := p.Pipe.StartChild(pipeline.Projection); err != nil {
 		p.tb.Fatal(err)
 	}
-	p.Projection = proj
-	p.projectionPID = p.System.Root.Spawn(proj.Props())
 }
 
 // StopProjection stops the projection (its last commit completes).
 func (p *Pipeline) StopProjection() {
-	if p.projectionPID != nil {
-		_ = p.System.Root.PoisonFuture(p.projectionPID).Wait()
-		p.projectionPID = nil
+	if err := p.Pipe.StopChild(pipeline.Projection); err != nil {
+		p.tb.Fatal(err)
 	}
 }
 
@@ -184,7 +186,7 @@ func (p *Pipeline) Advance(n int) {
 			ev = rf
 		}
 		if st := p.proc.Process(ev); st != nil {
-			p.System.Root.Send(p.storePID, st)
+			p.System.Root.Send(p.Pipe.Child(pipeline.Store), st)
 			p.steps++
 		}
 		tipHeader := p.gen.Tip()
@@ -233,13 +235,14 @@ func (p *Pipeline) Sync() int64 {
 	return head
 }
 
-// Close stops the actors and closes the backends.
+// Close stops the pipeline and closes the backends.
 func (p *Pipeline) Close() {
-	p.StopProjection()
-	if p.storePID != nil {
-		_ = p.System.Root.PoisonFuture(p.storePID).Wait()
-		p.storePID = nil
-		p.System.Shutdown()
+	if p.closed {
+		return
+	}
+	p.closed = true
+	if err := p.Pipe.Stop(time.Minute); err != nil {
+		p.tb.Error(err)
 	}
 	_ = p.Contracts.Close()
 	_ = p.History.Close()

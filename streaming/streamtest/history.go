@@ -17,25 +17,30 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	"go.uber.org/zap"
 
-	"github.com/marlowe-follower/follower/actors"
 	"github.com/marlowe-follower/follower/chainsync/chain"
 	"github.com/marlowe-follower/follower/chainsync/classify"
 	"github.com/marlowe-follower/follower/chainsync/devnet"
 	"github.com/marlowe-follower/follower/history"
 	"github.com/marlowe-follower/follower/history/record"
 	"github.com/marlowe-follower/follower/history/sqlitestore"
+	"github.com/marlowe-follower/follower/pipeline"
 )
 
-// History is a running history store over an embedded backend.
+// History is a running history store over an embedded backend: a
+// pipeline (pipeline.Start) without a follower, which the Feed stands in
+// for.
 type History struct {
 	Dir     string
 	Backend history.Backend
+	Pipe    *pipeline.Pipeline
 	System  *actor.ActorSystem
-	PID     *actor.PID
 	Store   *history.Store
 	Handle  *history.Handle
 	stop    sync.Once
 }
+
+// PID returns the history store's actor.
+func (h *History) PID() *actor.PID { return h.Pipe.Child(pipeline.Store) }
 
 // NewHistory opens the store in dir (a new temporary directory when
 // empty) and spawns its actor; it stops when the test ends.
@@ -56,22 +61,20 @@ func NewHistory(t testing.TB, dir string, cfg *history.StoreConfig) *History {
 	if cfg != nil {
 		c = *cfg
 	}
-	st, err := history.NewStore(ctx, b, c, zap.NewNop())
+	slots := chain.SlotConfig{ZeroSlot: 0, ZeroTimeMillis: devnet.ZeroTimeMillis, SlotLengthMillis: devnet.SlotLengthMillis}
+	p, err := pipeline.Start(ctx, pipeline.Config{Logger: zap.NewNop(), History: b, Store: c, Slots: slots})
 	if err != nil {
 		t.Fatal(err)
 	}
-	sys := actors.NewSystem(zap.NewNop())
-	pid := sys.Root.Spawn(st.Props())
-	h := &History{Dir: dir, Backend: b, System: sys, PID: pid, Store: st, Handle: history.NewHandle(st, sys, pid)}
+	h := &History{Dir: dir, Backend: b, Pipe: p, System: p.System, Store: p.Store, Handle: p.Handle}
 	t.Cleanup(h.Stop)
 	return h
 }
 
-// Stop stops the store actor and closes the backend (once).
+// Stop stops the pipeline and closes the backend (once).
 func (h *History) Stop() {
 	h.stop.Do(func() {
-		_ = h.System.Root.PoisonFuture(h.PID).Wait()
-		h.System.Shutdown()
+		_ = h.Pipe.Stop(time.Minute)
 		_ = h.Backend.Close()
 	})
 }
@@ -111,7 +114,7 @@ func NewFeed(h *History, seed int64, marloweShare float64, rollbackEvery int) (*
 		return nil, err
 	}
 	slots := chain.SlotConfig{ZeroSlot: 0, ZeroTimeMillis: devnet.ZeroTimeMillis, SlotLengthMillis: devnet.SlotLengthMillis}
-	f := &Feed{h: h, gen: g, cls: classify.New(classify.Options{}), proc: history.NewProcessor(slots, zap.NewNop(), h.PID), Slots: slots}
+	f := &Feed{h: h, gen: g, cls: classify.New(classify.Options{}), proc: history.NewProcessor(slots, zap.NewNop(), nil), Slots: slots}
 	f.cond = sync.NewCond(&f.mu)
 	return f, nil
 }
@@ -166,7 +169,7 @@ func (f *Feed) send(st *history.Step, blockNo uint64) {
 			f.mu.Unlock()
 		}
 	}
-	f.h.System.Root.Send(f.h.PID, st)
+	f.h.System.Root.Send(f.h.PID(), st)
 }
 
 // Replicate appends blocks of perBlock records each, copies of the

@@ -19,10 +19,8 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	"go.uber.org/zap"
 
-	"github.com/marlowe-follower/follower/actors"
 	"github.com/marlowe-follower/follower/chainsync"
 	"github.com/marlowe-follower/follower/chainsync/chain"
-	"github.com/marlowe-follower/follower/chainsync/classify"
 	"github.com/marlowe-follower/follower/chainsync/devnet"
 	"github.com/marlowe-follower/follower/cmd/marlowe-follower/config"
 	"github.com/marlowe-follower/follower/cmd/marlowe-follower/storelock"
@@ -33,6 +31,7 @@ import (
 	"github.com/marlowe-follower/follower/history"
 	"github.com/marlowe-follower/follower/history/pgstore"
 	"github.com/marlowe-follower/follower/history/sqlitestore"
+	"github.com/marlowe-follower/follower/pipeline"
 	"github.com/marlowe-follower/follower/query"
 	"github.com/marlowe-follower/follower/query/explorer"
 	"github.com/marlowe-follower/follower/streaming"
@@ -125,16 +124,16 @@ func SlotConfig(magic uint32) (chain.SlotConfig, error) {
 	return sc, nil
 }
 
-// Service is a running marlowe-follower.
+// Service is a running marlowe-follower: its storage, the actor pipeline
+// (pipeline.Start: follower, processor, history store, projection and
+// streaming server under one supervisor) and the query API.
 type Service struct {
 	cfg      *config.Config
 	log      *zap.Logger
 	backend  history.Backend
-	system   *actor.ActorSystem
+	pipe     *pipeline.Pipeline
 	store    *history.Store
 	handle   *history.Handle
-	follower *chainsync.Follower
-	pids     struct{ follower, processor, store, projection *actor.PID }
 	progress *chainsync.Progress
 	metrics  *Metrics
 
@@ -142,8 +141,8 @@ type Service struct {
 	projection    *contracts.Store
 	query         *query.Server
 	streamStore   streamstore.Store
-	streaming     *streaming.Server
 	lock          *storelock.Lock
+	fatal         chan error
 }
 
 // Options tune a service beyond its configuration.
@@ -158,9 +157,13 @@ type Options struct {
 	// WrapBackend, when set, wraps the history backend the store commits
 	// to (tests inject faults with it).
 	WrapBackend func(history.Backend) history.Backend
+	// Middleware wraps the pipeline's actors' Receive (tests inject
+	// faults with it).
+	Middleware []actor.ReceiverMiddleware
 }
 
-// Start opens the store and starts the pipeline. Stop it with Stop.
+// Start opens the stores and starts the pipeline and the query API. Stop
+// it with Stop.
 func Start(ctx context.Context, cfg *config.Config, log *zap.Logger, opts Options) (*Service, error) {
 	start, err := chainsync.ParseStart(cfg.Node.Start)
 	if err != nil {
@@ -195,112 +198,102 @@ func Start(ctx context.Context, cfg *config.Config, log *zap.Logger, opts Option
 	}
 	metrics := NewMetrics()
 	storeCfg.ObserveCommit = func(d time.Duration) { metrics.CommitSeconds.Observe(d.Seconds()) }
-	store, err := history.NewStore(ctx, backend, storeCfg, log)
-	if err != nil {
-		_ = backend.Close()
-		_ = lock.Release()
+	s := &Service{cfg: cfg, log: log, backend: backend, progress: &chainsync.Progress{}, metrics: metrics, fatal: make(chan error, 1), lock: lock}
+	fail := func(err error) (*Service, error) {
+		s.closeStores()
 		return nil, err
 	}
-	s := &Service{cfg: cfg, log: log, backend: backend, store: store, progress: &chainsync.Progress{}, metrics: metrics, lock: lock}
+	cb, err := OpenContractStore(ctx, cfg)
+	if err != nil {
+		return fail(err)
+	}
+	s.contractStore = cb
+	st, err := OpenStreamStore(ctx, cfg)
+	if err != nil {
+		return fail(err)
+	}
+	s.streamStore = st
+	cache := query.NewContractCache(query.DefaultCacheBytes)
+	scfg := streaming.DefaultConfig()
+	scfg.Addr = ""
+	if cfg.Streaming.Port != 0 {
+		scfg.Addr = net.JoinHostPort(cfg.Streaming.Host, strconv.Itoa(cfg.Streaming.Port))
+	}
+	scfg.Token = cfg.Streaming.Token
+	scfg.Origins = cfg.StreamingOrigins()
+	s.pipe, err = pipeline.Start(ctx, pipeline.Config{
+		Logger: log, History: backend, Store: storeCfg, Slots: slots, Progress: s.progress,
+		Follower: &chainsync.Config{
+			SocketPath: cfg.Node.Socket, NetworkMagic: cfg.Node.NetworkMagic, Start: start,
+			MinBackoff: cfg.Node.MinBackoff, MaxBackoff: cfg.Node.MaxBackoff, InFlight: storeCfg.InFlight(),
+		},
+		Contracts: &contracts.Config{Backend: cb, Logger: log, OnCommit: cache.Invalidate},
+		Streaming: &pipeline.Streaming{Config: scfg, Deps: streaming.Deps{
+			Streams: st, Logger: log, Registerer: metrics.Registry,
+			Tip: func() chain.Tip { return s.progress.Snapshot().Tip },
+		}},
+		Servers:    []pipeline.Server{queryShutdown{s}},
+		Middleware: opts.Middleware,
+	})
+	if err != nil {
+		if le := (*pipeline.ListenError)(nil); errors.As(err, &le) {
+			err = fmt.Errorf("streaming.port %d: %w", cfg.Streaming.Port, le.Err)
+		}
+		return fail(err)
+	}
+	s.store, s.handle, s.projection = s.pipe.Store, s.pipe.Handle, s.pipe.Projection
 	metrics.RegisterFollower(s.progress)
-	metrics.RegisterStore(store.Stats())
-	s.system = actors.NewSystem(log)
-	s.pids.store = s.system.Root.Spawn(store.Props())
-	s.handle = history.NewHandle(store, s.system, s.pids.store)
-	processor := history.NewProcessor(slots, log, s.pids.store)
-	metrics.RegisterProcessor(processor)
-	s.pids.processor = s.system.Root.Spawn(processor.Props())
-	sink := &history.PipelineSink{Root: s.system.Root, Processor: s.pids.processor, Credits: actors.NewCredits(storeCfg.InFlight())}
-	s.follower, err = chainsync.NewFollower(chainsync.Config{
-		SocketPath: cfg.Node.Socket, NetworkMagic: cfg.Node.NetworkMagic, Start: start,
-		MinBackoff: cfg.Node.MinBackoff, MaxBackoff: cfg.Node.MaxBackoff, InFlight: storeCfg.InFlight(),
-	}, log, store, classify.New(classify.Options{}), sink, s.progress)
-	if err != nil {
-		s.stopActors()
-		_ = backend.Close()
-		_ = lock.Release()
-		return nil, err
+	metrics.RegisterStore(s.store.Stats())
+	metrics.RegisterProcessor(s.pipe.Processor)
+	go func() {
+		<-s.pipe.Done()
+		if err := s.pipe.Err(); err != nil {
+			s.fatal <- err
+		}
+	}()
+	if opts.Handlers == nil {
+		opts.Handlers = map[string]http.Handler{}
 	}
-	s.pids.follower = s.system.Root.Spawn(s.follower.Props())
-	if err := s.startStreaming(ctx, &opts); err != nil {
-		_ = s.Stop(config.DefaultShutdownGrace)
-		return nil, err
-	}
-	if err := s.startQuery(ctx, opts); err != nil {
+	streams := s.pipe.StreamsHandler()
+	opts.Handlers["GET /events"] = s.pipe.EventsHandler()
+	opts.Handlers["GET /streams"] = streams
+	opts.Handlers["GET /streams/{name}"] = streams
+	opts.Handlers["DELETE /streams/{name}"] = streams
+	if err := s.startQuery(opts, cache); err != nil {
 		_ = s.Stop(config.DefaultShutdownGrace)
 		return nil, err
 	}
 	log.Info("following", zap.String("socket", cfg.Node.Socket), zap.Uint32("networkMagic", cfg.Node.NetworkMagic),
-		zap.String("store", where), zap.Int64("head", store.Stats().Head.Load()))
+		zap.String("store", where), zap.Int64("head", s.store.Stats().Head.Load()))
 	return s, nil
 }
 
-// startStreaming starts the WebSocket server on its port (unless 0) and
-// adds its server-sent events and durable-stream handlers to the query port.
-func (s *Service) startStreaming(ctx context.Context, opts *Options) error {
-	st, err := OpenStreamStore(ctx, s.cfg)
-	if err != nil {
-		return err
+// queryShutdown stops the query API when the pipeline stops its servers:
+// after the streaming server (which ends the event streams the query
+// port serves) and before the projection.
+type queryShutdown struct{ s *Service }
+
+func (q queryShutdown) Shutdown(ctx context.Context) error {
+	if q.s.query == nil {
+		return nil
 	}
-	s.streamStore = st
-	scfg := streaming.DefaultConfig()
-	scfg.Addr = ""
-	if s.cfg.Streaming.Port != 0 {
-		scfg.Addr = net.JoinHostPort(s.cfg.Streaming.Host, strconv.Itoa(s.cfg.Streaming.Port))
-	}
-	scfg.Token = s.cfg.Streaming.Token
-	scfg.Origins = s.cfg.StreamingOrigins()
-	srv, err := streaming.New(scfg, streaming.Deps{
-		History: s.handle, Streams: st, Logger: s.log, Registerer: s.metrics.Registry,
-		Tip: func() chain.Tip { return s.progress.Snapshot().Tip },
-	})
-	if err != nil {
-		return fmt.Errorf("streaming: %w", err)
-	}
-	if err := srv.Start(ctx); err != nil {
-		return fmt.Errorf("streaming.port %d: %w", s.cfg.Streaming.Port, err)
-	}
-	s.streaming = srv
-	if opts.Handlers == nil {
-		opts.Handlers = map[string]http.Handler{}
-	}
-	streams := srv.StreamsHandler()
-	opts.Handlers["GET /events"] = srv.EventsHandler()
-	opts.Handlers["GET /streams"] = streams
-	opts.Handlers["GET /streams/{name}"] = streams
-	opts.Handlers["DELETE /streams/{name}"] = streams
-	return nil
+	return q.s.query.Shutdown(ctx)
 }
 
 // StreamingAddr returns the WebSocket server's address, or "" when it is off.
 func (s *Service) StreamingAddr() string {
-	if s.streaming == nil || s.cfg.Streaming.Port == 0 {
+	if s.cfg.Streaming.Port == 0 {
 		return ""
 	}
-	if a := s.streaming.Addr(); a != nil {
-		return a.String()
-	}
-	return ""
+	return s.pipe.StreamingAddr()
 }
 
-// startQuery starts the contract projection and, unless its port is 0, the
-// query API.
-func (s *Service) startQuery(ctx context.Context, opts Options) error {
-	cb, err := OpenContractStore(ctx, s.cfg)
-	if err != nil {
-		return err
-	}
-	s.contractStore = cb
-	cache := query.NewContractCache(query.DefaultCacheBytes)
-	proj, err := contracts.NewStore(ctx, contracts.Config{History: s.handle, Backend: cb, Logger: s.log, OnCommit: cache.Invalidate})
-	if err != nil {
-		return err
-	}
-	s.projection = proj
-	s.pids.projection = s.system.Root.Spawn(proj.Props())
+// startQuery starts the query API, unless its port is 0.
+func (s *Service) startQuery(opts Options, cache *query.ContractCache) error {
 	if s.cfg.Query.Port == 0 {
 		return nil
 	}
+	proj := s.projection
 	magic := s.cfg.Node.NetworkMagic
 	slots, err := NodeSlotConfig(&s.cfg.Node)
 	if err != nil {
@@ -310,9 +303,6 @@ func (s *Service) startQuery(ctx context.Context, opts Options) error {
 		ui, err := explorer.New()
 		if err != nil {
 			return fmt.Errorf("query.ui: %w", err)
-		}
-		if opts.Handlers == nil {
-			opts.Handlers = map[string]http.Handler{}
 		}
 		maps.Copy(opts.Handlers, ui.Routes())
 	}
@@ -361,26 +351,30 @@ func (s *Service) Progress() *chainsync.Progress { return s.progress }
 // Backend returns the storage backend.
 func (s *Service) Backend() history.Backend { return s.backend }
 
-// Fatal receives the error that makes the service unable to go on (another
-// writer holds the store, history.ErrAnotherWriter); the caller stops it and
-// exits with it.
-func (s *Service) Fatal() <-chan error { return s.store.Fatal() }
+// Pipeline returns the running actor pipeline.
+func (s *Service) Pipeline() *pipeline.Pipeline { return s.pipe }
+
+// Fatal receives the error that makes the service unable to go on: the
+// pipeline stopped on its own (another writer holds the store,
+// history.ErrAnotherWriter, or an actor that keeps failing); the caller
+// stops the service and exits with it.
+func (s *Service) Fatal() <-chan error { return s.fatal }
 
 // Stop takes the pipeline down in order, committing what was received:
+// the streaming server and the query API stop, the projection commits,
 // the follower stops reading, the processor and the store drain their
-// mailboxes (the store commits its last batch), then the store closes.
+// mailboxes (the store commits its last batch); then the stores close.
 func (s *Service) Stop(timeout time.Duration) error {
-	done := make(chan struct{})
-	go func() {
-		s.stopActors()
-		close(done)
-	}()
-	var err error
-	select {
-	case <-done:
-	case <-time.After(timeout):
-		err = errors.New("shutdown took too long; stopping anyway")
+	err := s.pipe.Stop(timeout)
+	if cerr := s.closeStores(); cerr != nil && err == nil {
+		err = cerr
 	}
+	return err
+}
+
+// closeStores closes the storage.
+func (s *Service) closeStores() error {
+	var err error
 	if s.contractStore != nil {
 		if cerr := s.contractStore.Close(); cerr != nil && err == nil {
 			err = cerr
@@ -398,28 +392,4 @@ func (s *Service) Stop(timeout time.Duration) error {
 		err = cerr
 	}
 	return err
-}
-
-// stopActors stops the streaming and query servers, then the projection,
-// then the pipeline from the node's end so that everything received is
-// committed.
-func (s *Service) stopActors() {
-	if s.streaming != nil {
-		// Ends in-flight round trips (their records are redelivered later)
-		// and the server-sent event streams the query port serves.
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		_ = s.streaming.Shutdown(ctx)
-		cancel()
-	}
-	if s.query != nil {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		_ = s.query.Shutdown(ctx)
-		cancel()
-	}
-	for _, pid := range []*actor.PID{s.pids.projection, s.pids.follower, s.pids.processor, s.pids.store} {
-		if pid != nil {
-			_ = s.system.Root.PoisonFuture(pid).Wait()
-		}
-	}
-	s.system.Shutdown()
 }

@@ -1,0 +1,159 @@
+package history
+
+import (
+	"context"
+	"errors"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/marlowe-follower/follower/history/record"
+)
+
+// Feed is a subscription delivered to an actor's mailbox instead of a
+// blocking Next: the subscriber's work stays in its Receive. The actor
+// calls Next, which reads the next catch-up page at once or, once the feed
+// has reached the committed head, asks the store to go live and returns
+// nothing; from then on the store sends the actor *Delivery messages, which
+// it hands to Take: live batches, or the word to call Next again (the
+// store refused or dropped the feed, or its writer changed). A feed is used
+// by its actor only.
+type Feed struct {
+	sub    *Subscription // cursor, filter and the catch-up reads
+	system *actor.ActorSystem
+	target *actor.PID
+	live   *liveSub // the store delivers to it
+	asking *liveSub // a go-live request not answered yet
+	forget func()   // cancels the asking request's change notification
+	closed bool
+}
+
+// Delivery is what the store sends a Feed's actor; pass it to the feed's
+// Take (a Delivery of another feed is ignored there).
+type Delivery struct {
+	feed  *Feed
+	sub   *liveSub
+	kind  deliveryKind
+	batch []record.Record
+}
+
+type deliveryKind int
+
+const (
+	deliveryLive     deliveryKind = iota + 1 // committed records
+	deliveryAccepted                         // the feed is live
+	deliveryRefused                          // the store committed more meanwhile: catch up
+	deliveryDropped                          // fell behind, or the writer stopped: catch up
+	deliveryChanged                          // the writer changed before it answered: ask again
+)
+
+// ErrFeedClosed is Next's error on a closed feed.
+var ErrFeedClosed = errors.New("history feed closed")
+
+// Feed starts a feed for the actor target (spawned in system). Like
+// Subscribe it reads nothing until Next is called.
+func (h *Handle) Feed(system *actor.ActorSystem, target *actor.PID, filter record.Filter, from record.From) *Feed {
+	return &Feed{sub: h.Subscribe(filter, from), system: system, target: target}
+}
+
+// SetPageSize sets how many records one catch-up read asks for.
+func (f *Feed) SetPageSize(n int) { f.sub.SetPageSize(n) }
+
+// Cursor returns the position after the last batch returned.
+func (f *Feed) Cursor() record.Cursor { return f.sub.cursor }
+
+// Live reports whether the store delivers to the feed.
+func (f *Feed) Live() bool { return f.live != nil }
+
+// Next returns the next catch-up page (ok). It returns ok false when the
+// feed is at the committed head: the actor then receives a Delivery. Call
+// it from the target's Receive.
+func (f *Feed) Next(ctx context.Context) (b record.Batch, ok bool, err error) {
+	if f.closed {
+		return record.Batch{}, false, ErrFeedClosed
+	}
+	if f.live != nil || f.asking != nil {
+		return record.Batch{}, false, nil
+	}
+	for {
+		b, err := f.sub.catchUp(ctx)
+		if err != nil {
+			return record.Batch{}, false, err
+		}
+		if len(b.Records) > 0 {
+			return b, true, nil
+		}
+		if f.sub.cursor.Snapshot == 0 {
+			break
+		}
+	}
+	run := &f.sub.h.store.run
+	system, pid, stopped, _ := run.state()
+	if stopped {
+		return record.Batch{}, false, ErrStoreStopped
+	}
+	ls := f.sub.h.newLiveSub(f.sub.filter)
+	ls.feed, ls.target = f, f.target
+	f.asking = ls
+	// Whatever happens to the writer before it answers (it stops, or none
+	// runs now and the next one starts), the feed hears of it.
+	f.forget = run.onChange(func() { f.system.Root.Send(f.target, &Delivery{feed: f, sub: ls, kind: deliveryChanged}) })
+	if pid != nil {
+		system.Root.Send(pid, &goLiveRequest{sub: ls, cursor: f.sub.cursor.Seq})
+	}
+	return record.Batch{}, false, nil
+}
+
+// Take handles a Delivery: it returns a live batch (ok), or again when the
+// actor is to call Next. Deliveries of another feed, or for a request or a
+// live registration the feed has moved past, give neither.
+func (f *Feed) Take(d *Delivery) (b record.Batch, ok, again bool) {
+	if d.feed != f || f.closed {
+		return record.Batch{}, false, false
+	}
+	switch d.kind {
+	case deliveryLive:
+		d.sub.queued.Add(-1)
+		if d.sub != f.live {
+			return record.Batch{}, false, false
+		}
+		f.sub.cursor = record.Cursor{Seq: d.batch[len(d.batch)-1].Seq}
+		return record.Batch{Records: d.batch, Cursor: f.sub.cursor, Live: true}, true, false
+	case deliveryAccepted:
+		if d.sub == f.asking {
+			f.answered()
+			f.live = d.sub
+		}
+	case deliveryRefused, deliveryChanged:
+		if d.sub == f.asking {
+			f.answered()
+			return record.Batch{}, false, true
+		}
+	case deliveryDropped:
+		if d.sub == f.live {
+			f.live = nil
+			return record.Batch{}, false, true
+		}
+	}
+	return record.Batch{}, false, false
+}
+
+// answered ends the wait for the asking request's answer.
+func (f *Feed) answered() {
+	f.asking = nil
+	if f.forget != nil {
+		f.forget()
+		f.forget = nil
+	}
+}
+
+// Close ends the feed: the store stops delivering to it.
+func (f *Feed) Close() {
+	f.closed = true
+	for _, ls := range []*liveSub{f.live, f.asking} {
+		if ls != nil {
+			f.sub.h.store.run.send(&unsubscribe{id: ls.id})
+		}
+	}
+	f.live = nil
+	f.answered()
+}
