@@ -24,23 +24,31 @@ var resetTables = []string{
 	"cv_head", "cv_contracts", "cv_contract_tags", "cv_contract_parties", "cv_transactions", "cv_payouts",
 	"cv_withdrawals", "cv_schema_migrations",
 	// durable streams
-	"ws_streams", "ws_schema_migrations",
+	"ws_streams", "ws_history", "ws_schema_migrations",
 }
+
+// Tables of the durable streams, dropped by reset --streams.
+var resetStreamTables = []string{"ws_streams", "ws_history", "ws_schema_migrations"}
 
 // Files of the embedded store, removed by reset.
 var resetFiles = []string{"history.sqlite", "contracts.sqlite", "streams.sqlite"}
 
+// Files of the durable streams, removed by reset --streams.
+var resetStreamFiles = []string{"streams.sqlite"}
+
 func newResetCommand() *cobra.Command {
-	var yes, force bool
+	var yes, force, streams bool
 	cmd := &cobra.Command{
-		Use:   "reset --yes [--force]",
+		Use:   "reset --yes [--streams] [--force]",
 		Short: "Delete everything stored (history, contracts, durable streams) so that the next run follows again",
 		Long: "Delete everything the service stored: the history, the contract projection and the durable streams,\n" +
 			"in PostgreSQL (MARLOWE_RT_DATABASE_URL) or in the data directory's SQLite files. The next run follows the\n" +
 			"chain again from the configured start point. This is the operator's answer to a stored history that no\n" +
 			"longer intersects the node's chain (a fork deeper than the points kept); the service never does it by itself.\n\n" +
 			"It refuses while a service holds the store (the data directory's lock file, or the service's advisory\n" +
-			"lock in PostgreSQL): stop the service first. --force deletes anyway.",
+			"lock in PostgreSQL): stop the service first. --force deletes anyway.\n\n" +
+			"With --streams it deletes only the durable streams (their definitions and cursors): the answer to a\n" +
+			"stream store that does not match the history (the service refuses to start with it).",
 		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if !yes {
@@ -62,14 +70,18 @@ func newResetCommand() *cobra.Command {
 			default:
 				return err
 			}
+			tables, files, what := resetTables, resetFiles, "every marlowe-follower table"
+			if streams {
+				tables, files, what = resetStreamTables, resetStreamFiles, "the durable streams' tables"
+			}
 			if url := st.DatabaseURL; url != "" {
-				if err := resetPostgres(cmd.Context(), url); err != nil {
+				if err := resetPostgres(cmd.Context(), url, tables); err != nil {
 					return err
 				}
-				fmt.Fprintln(cmd.OutOrStdout(), "dropped every marlowe-follower table from the PostgreSQL database")
+				fmt.Fprintf(cmd.OutOrStdout(), "dropped %s from the PostgreSQL database\n", what)
 				return nil
 			}
-			removed, err := resetFilesIn(l.Config.Store.DataDir)
+			removed, err := resetFilesIn(l.Config.Store.DataDir, files)
 			if err != nil {
 				return err
 			}
@@ -80,10 +92,11 @@ func newResetCommand() *cobra.Command {
 	config.RegisterFlags(cmd.Flags(), "store", "log")
 	cmd.Flags().BoolVar(&yes, "yes", false, "confirm that everything stored is to be deleted")
 	cmd.Flags().BoolVar(&force, "force", false, "delete even while a service holds the store")
+	cmd.Flags().BoolVar(&streams, "streams", false, "delete only the durable streams")
 	return cmd
 }
 
-func resetPostgres(ctx context.Context, url string) error {
+func resetPostgres(ctx context.Context, url string, tables []string) error {
 	conn, err := pgx.Connect(ctx, url)
 	if err != nil {
 		return fmt.Errorf("store.databaseURL: %w", err)
@@ -94,7 +107,7 @@ func resetPostgres(ctx context.Context, url string) error {
 		return err
 	}
 	defer tx.Rollback(ctx) //nolint:errcheck // after Commit it is a no-op
-	for _, t := range resetTables {
+	for _, t := range tables {
 		if _, err := tx.Exec(ctx, "DROP TABLE IF EXISTS "+pgx.Identifier{t}.Sanitize()+" CASCADE"); err != nil {
 			return fmt.Errorf("dropping %s: %w", t, err)
 		}
@@ -102,9 +115,9 @@ func resetPostgres(ctx context.Context, url string) error {
 	return tx.Commit(ctx)
 }
 
-func resetFilesIn(dir string) (int, error) {
+func resetFilesIn(dir string, files []string) (int, error) {
 	removed := 0
-	for _, base := range resetFiles {
+	for _, base := range files {
 		for _, suffix := range []string{"", "-wal", "-shm", "-journal"} {
 			err := os.Remove(filepath.Join(dir, base+suffix))
 			switch {

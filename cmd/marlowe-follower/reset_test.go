@@ -14,6 +14,9 @@ import (
 
 	"github.com/marlowe-follower/follower/chainsync/devnet"
 	"github.com/marlowe-follower/follower/cmd/marlowe-follower/storelock"
+	"github.com/marlowe-follower/follower/streaming/protocol"
+	"github.com/marlowe-follower/follower/streaming/streamstore"
+	"github.com/marlowe-follower/follower/streaming/streamstore/sqlitestreams"
 )
 
 // TestResetRefusedWhileServiceRuns runs reset on the data directory of a
@@ -124,5 +127,103 @@ func TestResetPostgresRefusedWhileHeld(t *testing.T) {
 	code, out, stderr = runCLI(t, "", "reset", "--yes", "--database-url", dbURL)
 	if code != 0 || !strings.Contains(out, "dropped every marlowe-follower table") || exists() {
 		t.Fatalf("reset after the service stopped: %d %q %q", code, out, stderr)
+	}
+}
+
+// TestOlderHistoryThanStreamsRefused restores history.sqlite (and the
+// projection) from a backup older than streams.sqlite, whose durable
+// stream is acknowledged beyond the restored head: the service refuses to
+// start, naming the stream and the operator's choices; after reset
+// --streams it starts and follows on from the restored head.
+func TestOlderHistoryThanStreamsRefused(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binary")
+	}
+	bin := buildBinary(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	tmp := t.TempDir()
+	dir, backup, socket := filepath.Join(tmp, "data"), filepath.Join(tmp, "backup"), filepath.Join(tmp, "node.socket")
+	node := serveChain(t, ctx, socket, genBlocks(t, 7, 40), 10)
+	f := startFollower(t, bin, socket, dir, devnet.NetworkMagic)
+	waitUntil(t, 60*time.Second, "block 10 committed", func() bool { return f.committed(t) == 10 })
+	older := f.status(t).HistorySeq
+	if err := f.stop(t); err != nil {
+		t.Fatal(err)
+	}
+	copyStore(t, dir, backup, "history.sqlite", "contracts.sqlite")
+	node.grow(40)
+	f = startFollower(t, bin, socket, dir, devnet.NetworkMagic)
+	waitUntil(t, 60*time.Second, "block 40 committed", func() bool { return f.committed(t) == 40 })
+	head := f.status(t).HistorySeq
+	if err := f.stop(t); err != nil {
+		t.Fatal(err)
+	}
+	if head <= older {
+		t.Fatalf("blocks 11 to 40 made no records (head %d)", head)
+	}
+	// A consumer acknowledged everything up to the head.
+	st, err := sqlitestreams.Open(ctx, dir, sqlitestreams.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.StreamCreate(ctx, &streamstore.Stream{Name: "orders", Mode: protocol.ModeAck, BatchSize: 10,
+		Cursor: strconv.FormatInt(head, 10)}); err != nil {
+		t.Fatal(err)
+	}
+	_ = st.Close()
+	// The history and the projection come back from the older backup.
+	for _, base := range []string{"history.sqlite", "contracts.sqlite"} {
+		for _, suffix := range []string{"", "-wal", "-shm"} {
+			_ = os.Remove(filepath.Join(dir, base+suffix))
+		}
+	}
+	copyStore(t, backup, dir, "history.sqlite", "contracts.sqlite")
+	f = startFollower(t, bin, socket, dir, devnet.NetworkMagic)
+	select {
+	case <-f.done:
+	case <-time.After(60 * time.Second):
+		t.Fatal("the service started on a history older than its streams")
+	}
+	out := f.stderr.String()
+	for _, want := range []string{
+		"the durable streams do not match the history log",
+		"orders at " + strconv.FormatInt(head, 10), "beyond the history's head " + strconv.FormatInt(older, 10),
+		"marlowe-follower reset --streams --yes", "restore backups of the history and the streams taken together",
+	} {
+		if !strings.Contains(out, want) {
+			t.Fatalf("stderr lacks %q:\n%s", want, out)
+		}
+	}
+	if code, out, stderr := runCLI(t, "", "reset", "--yes", "--streams", "--data-dir", dir); code != 0 || !strings.Contains(out, "removed") {
+		t.Fatalf("reset --streams: %d %q %q", code, out, stderr)
+	}
+	f = startFollower(t, bin, socket, dir, devnet.NetworkMagic)
+	waitUntil(t, 60*time.Second, "block 40 committed again", func() bool { return f.committed(t) == 40 })
+	if got := f.status(t).HistorySeq; got != head {
+		t.Fatalf("head %d after following on from the backup, %d before", got, head)
+	}
+}
+
+// copyStore copies the SQLite files named by bases (with their WAL) from
+// one data directory to another.
+func copyStore(t *testing.T, from, to string, bases ...string) {
+	t.Helper()
+	if err := os.MkdirAll(to, 0o750); err != nil {
+		t.Fatal(err)
+	}
+	for _, base := range bases {
+		for _, suffix := range []string{"", "-wal", "-shm"} {
+			b, err := os.ReadFile(filepath.Join(from, base+suffix))
+			if os.IsNotExist(err) && suffix != "" {
+				continue
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(to, base+suffix), b, 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/marlowe-follower/follower/chainsync/chain"
 	"github.com/marlowe-follower/follower/history/record"
 	"github.com/marlowe-follower/follower/streaming/protocol"
 )
@@ -90,8 +91,31 @@ type Store interface {
 	StreamAck(ctx context.Context, p *StreamAckParams) error
 	// StreamDelete removes a stream; ErrNotFound when there is none.
 	StreamDelete(ctx context.Context, name string) error
+	// HistoryGet returns the identity of the history log the streams were
+	// last checked against; ErrNotFound when none was recorded.
+	HistoryGet(ctx context.Context) (*HistoryIdentity, error)
+	// HistorySet records the history log's identity (UpdatedAt is set).
+	HistorySet(ctx context.Context, h *HistoryIdentity) error
 	// Close releases the store's resources.
 	Close() error
+}
+
+// HistoryIdentity names the history log the streams' cursors point into:
+// its network, its first record's block and the head seen when it was
+// recorded (the seq and the block hash of the record at that seq). The same
+// history keeps these forever: records are only appended.
+type HistoryIdentity struct {
+	NetworkMagic uint32
+	// FirstSlot and FirstHash are the block of seq 1 (zero when the log was
+	// empty).
+	FirstSlot uint64
+	FirstHash chain.Hash32
+	// HeadSeq is the head seen (0: an empty log); HeadHash the block hash of
+	// the record at HeadSeq.
+	HeadSeq  int64
+	HeadHash chain.Hash32
+	// UpdatedAt is set by the store (UTC, microseconds).
+	UpdatedAt time.Time
 }
 
 // EffectiveLimit returns the page size a StreamList with p uses.

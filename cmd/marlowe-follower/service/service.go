@@ -30,6 +30,7 @@ import (
 	"github.com/marlowe-follower/follower/contracts/contractstore/sqlitecontracts"
 	"github.com/marlowe-follower/follower/history"
 	"github.com/marlowe-follower/follower/history/pgstore"
+	"github.com/marlowe-follower/follower/history/record"
 	"github.com/marlowe-follower/follower/history/sqlitestore"
 	"github.com/marlowe-follower/follower/pipeline"
 	"github.com/marlowe-follower/follower/query"
@@ -213,6 +214,16 @@ func Start(ctx context.Context, cfg *config.Config, log *zap.Logger, opts Option
 		return fail(err)
 	}
 	s.streamStore = st
+	// The streams' cursors point into this history: refuse another one, or
+	// an older copy than the streams (restored from an older backup),
+	// before any stream is served.
+	head, err := backend.Head(ctx)
+	if err != nil {
+		return fail(fmt.Errorf("reading the history's head: %w", err))
+	}
+	if err := streamstore.CheckHistory(ctx, st, cfg.Node.NetworkMagic, committedLog{backend, head}); err != nil {
+		return fail(err)
+	}
 	cache := query.NewContractCache(query.DefaultCacheBytes)
 	scfg := streaming.DefaultConfig()
 	scfg.Addr = ""
@@ -266,6 +277,19 @@ func Start(ctx context.Context, cfg *config.Config, log *zap.Logger, opts Option
 	log.Info("following", zap.String("socket", cfg.Node.Socket), zap.Uint32("networkMagic", cfg.Node.NetworkMagic),
 		zap.String("store", where), zap.Int64("head", s.store.Stats().Head.Load()))
 	return s, nil
+}
+
+// committedLog is the committed history log as streamstore.CheckHistory
+// reads it at start, before the pipeline runs.
+type committedLog struct {
+	b    history.Backend
+	head int64
+}
+
+func (l committedLog) Head() int64 { return l.head }
+
+func (l committedLog) RecordGet(ctx context.Context, seq int64) (*record.Record, error) {
+	return l.b.RecordGet(ctx, seq)
 }
 
 // queryShutdown stops the query API when the pipeline stops its servers:

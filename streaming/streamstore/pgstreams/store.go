@@ -236,3 +236,45 @@ func (s *Store) StreamDelete(ctx context.Context, name string) error {
 	}
 	return s.translate("delete "+name, err)
 }
+
+// HistoryGet implements streamstore.Store.
+func (s *Store) HistoryGet(ctx context.Context) (*streamstore.HistoryIdentity, error) {
+	if err := s.check(); err != nil {
+		return nil, err
+	}
+	var h streamstore.HistoryIdentity
+	var magic, firstSlot int64
+	var first, head []byte
+	err := s.pool.QueryRow(ctx, `SELECT network_magic, first_slot, first_hash, head_seq, head_hash, updated_at
+		FROM ws_history WHERE id = 1`).Scan(&magic, &firstSlot, &first, &h.HeadSeq, &head, &h.UpdatedAt)
+	if err != nil {
+		return nil, s.translate("history identity", err)
+	}
+	if len(first) != len(h.FirstHash) || len(head) != len(h.HeadHash) {
+		return nil, fmt.Errorf("pgstreams: history identity: stored hashes of %d and %d bytes", len(first), len(head))
+	}
+	h.NetworkMagic, h.FirstSlot = uint32(magic), uint64(firstSlot) //nolint:gosec // stored from these types
+	copy(h.FirstHash[:], first)
+	copy(h.HeadHash[:], head)
+	h.UpdatedAt = h.UpdatedAt.UTC()
+	return &h, nil
+}
+
+// HistorySet implements streamstore.Store.
+func (s *Store) HistorySet(ctx context.Context, h *streamstore.HistoryIdentity) error {
+	if err := s.check(); err != nil {
+		return err
+	}
+	now := time.Now().UTC().Truncate(time.Microsecond)
+	_, err := s.pool.Exec(ctx, `INSERT INTO ws_history
+		(id, network_magic, first_slot, first_hash, head_seq, head_hash, updated_at) VALUES (1, $1, $2, $3, $4, $5, $6)
+		ON CONFLICT (id) DO UPDATE SET network_magic = excluded.network_magic, first_slot = excluded.first_slot,
+			first_hash = excluded.first_hash, head_seq = excluded.head_seq, head_hash = excluded.head_hash,
+			updated_at = excluded.updated_at`,
+		int64(h.NetworkMagic), int64(h.FirstSlot), h.FirstHash[:], h.HeadSeq, h.HeadHash[:], now) //nolint:gosec // slots fit in int64
+	if err != nil {
+		return s.translate("history identity", err)
+	}
+	h.UpdatedAt = now
+	return nil
+}

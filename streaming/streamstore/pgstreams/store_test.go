@@ -92,7 +92,7 @@ func TestTablesArePrefixed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if fmt.Sprint(names) != "[ws_schema_migrations ws_streams]" {
+	if fmt.Sprint(names) != "[ws_history ws_schema_migrations ws_streams]" {
 		t.Fatalf("tables %v", names)
 	}
 }
