@@ -211,7 +211,8 @@ func (l *Lock) keep() {
 	}
 }
 
-// Release lets the lock go; later calls do nothing.
+// Release lets the lock go; later calls do nothing. A PostgreSQL lock
+// whose session is already gone is released without an error.
 func (l *Lock) Release() error {
 	var err error
 	l.release.Do(func() { err = l.let() })
@@ -234,11 +235,13 @@ func (l *Lock) let() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	// Unlocked before the session ends: the server ends a session after
-	// the client has gone, and would hold the lock until then.
-	_, err := l.conn.Exec(ctx, `SELECT pg_advisory_unlock_all()`)
-	if cerr := l.conn.Close(ctx); err == nil {
-		err = cerr
+	// the client has gone, and would hold the lock until then. Errors are
+	// not the caller's: a session that is gone (the server restarted, the
+	// connection was cut) holds no lock any more.
+	if _, err := l.conn.Exec(ctx, `SELECT pg_advisory_unlock_all()`); err != nil {
+		l.log.Debug("releasing the store lock", zap.Error(err))
 	}
+	_ = l.conn.Close(ctx)
 	l.conn = nil
-	return err
+	return nil
 }

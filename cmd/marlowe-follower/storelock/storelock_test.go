@@ -133,16 +133,7 @@ func TestPostgresLockSurvivesLostSession(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer admin.Close(ctx)
-	// The session holding this schema's lock, found by the lock it holds.
-	var pid int
-	err = admin.QueryRow(ctx, `SELECT l.pid FROM pg_locks l JOIN pg_stat_activity a USING (pid)
-		WHERE l.locktype = 'advisory' AND a.application_name = 'marlowe-follower store lock'
-		AND l.granted AND l.mode = 'ShareLock'
-		AND ((l.classid::bigint << 32) | l.objid::bigint) = (hashtextextended($1, 0) & x'ffffffffffffffff'::bigint)`,
-		"marlowe-follower/in-use/"+schema).Scan(&pid)
-	if err != nil {
-		t.Fatalf("finding the lock's session: %v", err)
-	}
+	pid := lockSession(t, admin, schema)
 	if _, err := admin.Exec(ctx, `SELECT pg_terminate_backend($1)`, pid); err != nil {
 		t.Fatal(err)
 	}
@@ -159,4 +150,49 @@ func TestPostgresLockSurvivesLostSession(t *testing.T) {
 		}
 		_ = x.Release()
 	}
+}
+
+// lockSession returns the backend pid of the session holding schema's
+// shared lock.
+func lockSession(t *testing.T, admin *pgx.Conn, schema string) int {
+	t.Helper()
+	var pid int
+	err := admin.QueryRow(context.Background(), `SELECT l.pid FROM pg_locks l JOIN pg_stat_activity a USING (pid)
+		WHERE l.locktype = 'advisory' AND a.application_name = 'marlowe-follower store lock'
+		AND l.granted AND l.mode = 'ShareLock'
+		AND ((l.classid::bigint << 32) | l.objid::bigint) = (hashtextextended($1, 0) & x'ffffffffffffffff'::bigint)`,
+		"marlowe-follower/in-use/"+schema).Scan(&pid)
+	if err != nil {
+		t.Fatalf("finding the lock's session: %v", err)
+	}
+	return pid
+}
+
+// TestPostgresReleaseAfterLostSession: releasing a lock whose session was
+// cut (a proxy, a server restart) is not an error: the service's shutdown
+// must not fail for it.
+func TestPostgresReleaseAfterLostSession(t *testing.T) {
+	ctx := context.Background()
+	schema := "storelock_" + strconv.FormatInt(time.Now().UnixNano(), 36)
+	st := storelock.Store{DatabaseURL: testURL(t, schema)}
+	l, err := storelock.Shared(ctx, st, storelock.Options{CheckPeriod: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	admin, err := pgx.Connect(ctx, os.Getenv("MARLOWE_TEST_DATABASE_URL"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close(ctx)
+	if _, err := admin.Exec(ctx, `SELECT pg_terminate_backend($1, 5000)`, lockSession(t, admin, schema)); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Release(); err != nil {
+		t.Fatalf("Release: %v", err)
+	}
+	x, err := storelock.Exclusive(ctx, st)
+	if err != nil {
+		t.Fatalf("after the release: %v", err)
+	}
+	_ = x.Release()
 }
