@@ -18,7 +18,7 @@ import (
 	"github.com/marlowe-follower/follower/query"
 	"github.com/marlowe-follower/follower/streaming"
 	"github.com/marlowe-follower/follower/streaming/protocol"
-	"github.com/marlowe-follower/follower/streaming/streamstore/sqlitestreams"
+	"github.com/marlowe-follower/follower/streaming/streamstore/sqlstreams"
 	"github.com/marlowe-follower/follower/streaming/streamtest"
 )
 
@@ -38,7 +38,7 @@ func TestStreamingRoutesAgainstSpec(t *testing.T) {
 	p := projectiontest.Start(t, projectiontest.Options{Backend: projectiontest.SQLite, Generator: projectiontest.DefaultGenerator(5), Batch: true})
 	p.Advance(120)
 	p.Sync()
-	streams, err := sqlitestreams.Open(ctx, t.TempDir(), sqlitestreams.Options{})
+	streams, err := sqlstreams.OpenSQLite(ctx, t.TempDir())
 	must(t, err)
 	t.Cleanup(func() { streams.Close() })
 	cfg := streamtest.TestConfig()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"sync"
 	"sync/atomic"
 
 	"github.com/jackc/pgx/v5"
@@ -17,8 +18,10 @@ type PostgresOptions struct {
 	// tables: every connection's search_path. Migrate creates it when it is
 	// missing. Empty means the server's default search_path (public).
 	Schema string
-	// MaxConns caps the pool; 0 keeps pgxpool's default (the greater of 4
-	// and the number of CPUs).
+	// MaxConns caps the pool's connections for reads and the stores'
+	// writes; 0 keeps pgxpool's default (the greater of 4 and the number of
+	// CPUs). The pool holds one connection more, which the history's writer
+	// reserves (Reserve), so that it never waits for one behind readers.
 	MaxConns int32
 	// ApplicationName is the connections' application_name
 	// ("marlowe-follower" when empty).
@@ -54,6 +57,7 @@ func OpenPostgres(ctx context.Context, url string, opts PostgresOptions) (*Postg
 	if opts.MaxConns > 0 {
 		cfg.MaxConns = opts.MaxConns
 	}
+	cfg.MaxConns++
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("connect: %w", err)
@@ -63,6 +67,48 @@ func OpenPostgres(ctx context.Context, url string, opts PostgresOptions) (*Postg
 		return nil, fmt.Errorf("connect to %s:%d: %w", cfg.ConnConfig.Host, cfg.ConnConfig.Port, err)
 	}
 	return &Postgres{Pool: pool, SQL: stdlib.OpenDBFromPool(pool), Schema: opts.Schema}, nil
+}
+
+// Reserved is a connection of the pool kept for one user, the history's
+// writer: its commits never wait for a connection behind readers. It is
+// taken from the pool at its first use and again after it broke.
+type Reserved struct {
+	pool *pgxpool.Pool
+	mu   sync.Mutex
+	conn *pgxpool.Conn
+}
+
+// Reserve returns a reserved connection of the pool (taken at first use).
+// Release it before the pool is closed.
+func (p *Postgres) Reserve() *Reserved { return &Reserved{pool: p.Pool} }
+
+// BeginFunc runs fn in a transaction on the reserved connection and
+// commits it, or rolls it back when fn fails. Calls wait for each other.
+func (r *Reserved) BeginFunc(ctx context.Context, fn func(pgx.Tx) error) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.conn != nil && r.conn.Conn().IsClosed() {
+		r.conn.Release()
+		r.conn = nil
+	}
+	if r.conn == nil {
+		c, err := r.pool.Acquire(ctx)
+		if err != nil {
+			return err
+		}
+		r.conn = c
+	}
+	return pgx.BeginFunc(ctx, r.conn, fn)
+}
+
+// Release gives the connection back to the pool.
+func (r *Reserved) Release() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.conn != nil {
+		r.conn.Release()
+		r.conn = nil
+	}
 }
 
 // Dialect is DialectPostgres.

@@ -14,8 +14,27 @@
 package storage
 
 import (
+	"context"
 	"strconv"
 	"strings"
+)
+
+// DB is the process's one database: a *Postgres or a *SQLite.
+type DB interface {
+	// Dialect is the SQL it speaks.
+	Dialect() Dialect
+	// Migrate applies the pending migrations of each line, in order.
+	Migrate(ctx context.Context, lines ...Line) ([]Result, error)
+	// Check reports where the database stands on each line, creating
+	// nothing.
+	Check(ctx context.Context, lines ...Line) ([]Status, error)
+	// Close releases the connections (after the stores that use them).
+	Close() error
+}
+
+var (
+	_ DB = (*Postgres)(nil)
+	_ DB = (*SQLite)(nil)
 )
 
 // Dialect is the SQL a database speaks.

@@ -151,7 +151,7 @@ type Deps struct {
 	// History is the history store's read side (required).
 	History *history.Handle
 	// Streams keeps durable streams; nil refuses durable subscriptions.
-	// Open it with sqlitestreams.Open or pgstreams.Open.
+	// Open it with sqlstreams (New on the process's database, or OpenSQLite, OpenPostgres).
 	Streams streamstore.Store
 	// Tip returns the node's chain tip for frames (nil: a zero tip).
 	Tip func() chain.Tip

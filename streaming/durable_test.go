@@ -16,7 +16,7 @@ import (
 	"github.com/marlowe-follower/follower/history/record"
 	"github.com/marlowe-follower/follower/streaming"
 	"github.com/marlowe-follower/follower/streaming/protocol"
-	"github.com/marlowe-follower/follower/streaming/streamstore/sqlitestreams"
+	"github.com/marlowe-follower/follower/streaming/streamstore/sqlstreams"
 	"github.com/marlowe-follower/follower/streaming/streamtest"
 )
 
@@ -112,7 +112,7 @@ func TestDurableStreamSurvivesRestart(t *testing.T) {
 	}
 	filter := &protocol.Filter{Kinds: []string{"contract_created", "inputs_applied"}}
 	hf, _ := filter.History()
-	streams, err := sqlitestreams.Open(ctx, dir, sqlitestreams.Options{})
+	streams, err := sqlstreams.OpenSQLite(ctx, dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -138,7 +138,7 @@ func TestDurableStreamSurvivesRestart(t *testing.T) {
 
 	// The next process.
 	h2 := streamtest.NewHistory(t, dir, nil)
-	streams2, err := sqlitestreams.Open(ctx, dir, sqlitestreams.Options{})
+	streams2, err := sqlstreams.OpenSQLite(ctx, dir)
 	if err != nil {
 		t.Fatal(err)
 	}

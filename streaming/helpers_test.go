@@ -14,7 +14,7 @@ import (
 
 	"github.com/marlowe-follower/follower/history/record"
 	"github.com/marlowe-follower/follower/streaming/protocol"
-	"github.com/marlowe-follower/follower/streaming/streamstore/sqlitestreams"
+	"github.com/marlowe-follower/follower/streaming/streamstore/sqlstreams"
 	"github.com/marlowe-follower/follower/streaming/streamtest"
 )
 
@@ -40,7 +40,7 @@ func newSeedFixture(t *testing.T, records int64) *seedFixture {
 	if err := feed.UntilRecords(ctx, records); err != nil {
 		t.Fatal(err)
 	}
-	streams, err := sqlitestreams.Open(ctx, h.Dir, sqlitestreams.Options{})
+	streams, err := sqlstreams.OpenSQLite(ctx, h.Dir)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,7 +18,7 @@ import (
 
 	"github.com/marlowe-follower/follower/streaming"
 	"github.com/marlowe-follower/follower/streaming/protocol"
-	"github.com/marlowe-follower/follower/streaming/streamstore/sqlitestreams"
+	"github.com/marlowe-follower/follower/streaming/streamstore/sqlstreams"
 	"github.com/marlowe-follower/follower/streaming/streamtest"
 )
 
@@ -384,7 +384,7 @@ func FuzzServerFrames(f *testing.F) {
 	if err := feed.UntilRecords(context.Background(), 20); err != nil {
 		f.Fatal(err)
 	}
-	streams, err := sqlitestreams.Open(context.Background(), h.Dir, sqlitestreams.Options{})
+	streams, err := sqlstreams.OpenSQLite(context.Background(), h.Dir)
 	if err != nil {
 		f.Fatal(err)
 	}

@@ -11,7 +11,7 @@ import (
 
 	"github.com/marlowe-follower/follower/history/record"
 	"github.com/marlowe-follower/follower/streaming/protocol"
-	"github.com/marlowe-follower/follower/streaming/streamstore/sqlitestreams"
+	"github.com/marlowe-follower/follower/streaming/streamstore/sqlstreams"
 	"github.com/marlowe-follower/follower/streaming/streamtest"
 )
 
@@ -91,7 +91,7 @@ func TestTailDurableResumes(t *testing.T) {
 	if err := feed.UntilRecords(ctx, 40); err != nil {
 		t.Fatal(err)
 	}
-	streams, err := sqlitestreams.Open(ctx, h.Dir, sqlitestreams.Options{})
+	streams, err := sqlstreams.OpenSQLite(ctx, h.Dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -168,7 +168,7 @@ func TestTailDurableLimitAcksWhatItPrinted(t *testing.T) {
 	if err := feed.UntilRecords(ctx, 40); err != nil {
 		t.Fatal(err)
 	}
-	streams, err := sqlitestreams.Open(ctx, h.Dir, sqlitestreams.Options{})
+	streams, err := sqlstreams.OpenSQLite(ctx, h.Dir)
 	if err != nil {
 		t.Fatal(err)
 	}

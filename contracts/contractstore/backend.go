@@ -3,10 +3,10 @@
 // them), their steps, payouts and withdrawals, and the projection's cursor,
 // which is committed in the same transaction as the rows it accounts for.
 //
-// Backend is the one interface; pgcontracts (PostgreSQL, tables prefixed
-// cv_ beside the history's) and sqlitecontracts (its own contracts.sqlite
-// file) implement it, and contractstoretest is the conformance suite both
-// pass. Every read returns the Position it reflects, read in the same
+// Backend is the one interface; sqlcontracts implements it over both
+// databases of the storage layer (PostgreSQL, tables prefixed cv_ beside
+// the history's; SQLite, its own contracts.sqlite file), and
+// contractstoretest is the conformance suite it passes on both. Every read returns the Position it reflects, read in the same
 // database snapshot as its rows, so an answer can say exactly which seq and
 // chain point it stands at. Reads run concurrently on a pool; one writer
 // commits.
@@ -23,16 +23,18 @@ import (
 
 // Sentinel errors of the contract store.
 var (
-	// ErrNotFound: no row with that key (the read's Position is still valid).
-	ErrNotFound = errors.New("not found")
+	// ErrNotFound: no row with that key (the read's Position is still
+	// valid); the storage layer's record.ErrNotFound.
+	ErrNotFound = record.ErrNotFound
 	// ErrConflict: the stored cursor is not the one a commit continues from
 	// (another writer committed meanwhile).
 	ErrConflict = errors.New("the contract store's cursor moved: another writer is active")
 	// ErrSchemaTooNew: the schema was written by a newer binary (the one
 	// sentinel of the storage layer, record.ErrSchemaTooNew).
 	ErrSchemaTooNew = record.ErrSchemaTooNew
-	// ErrClosed: the backend was closed.
-	ErrClosed = errors.New("contract store closed")
+	// ErrClosed: the backend was closed; the storage layer's
+	// record.ErrBackendClosed.
+	ErrClosed = record.ErrBackendClosed
 )
 
 // Backend stores the contract projection. One writer (the projection)

@@ -22,7 +22,7 @@ func (s *Store) Commit(ctx context.Context, p *history.CommitParams) error {
 	if err != nil {
 		return s.translate("commit", err)
 	}
-	err = pgx.BeginFunc(ctx, s.write, func(tx pgx.Tx) error { return commit(ctx, tx, pl) })
+	err = s.write.BeginFunc(ctx, func(tx pgx.Tx) error { return commit(ctx, tx, pl) })
 	return s.translate("commit", err)
 }
 

@@ -6,7 +6,8 @@
 // readers from their own snapshots, so reads never wait for the writer.
 // Commits are durable when Commit returns (synchronous=FULL: the WAL is
 // synced at every commit, since a record must never be seen by a
-// subscriber and then lost). Foreign keys are enforced.
+// subscriber and then lost). Foreign keys are enforced. The file is one of
+// the process's SQLite file set (storage.SQLite), opened once and shared.
 package sqlitestore
 
 import (
@@ -15,16 +16,8 @@ import (
 	"embed"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
-	"strconv"
-	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
-
-	"modernc.org/sqlite"
-	sqlite3 "modernc.org/sqlite/lib"
 
 	"github.com/marlowe-follower/follower/history"
 	"github.com/marlowe-follower/follower/history/record"
@@ -70,11 +63,13 @@ type Options struct {
 // Store is the SQLite history backend. It is safe for concurrent use: one
 // writer (Commit) and any number of readers.
 type Store struct {
-	path   string
-	write  *sql.DB // one connection
-	read   *sql.DB // read-only connections
-	line   storage.Line
-	closed atomic.Bool
+	lite  *storage.SQLite
+	own   bool // Close closes lite
+	path  string
+	write *sql.DB // one connection
+	read  *sql.DB // read-only connections
+	line  storage.Line
+	errs  storage.Errors
 
 	stmtsMu sync.Mutex
 	stmts   map[string]*sql.Stmt // the commit's statements, prepared on the writer
@@ -83,69 +78,63 @@ type Store struct {
 var _ history.Backend = (*Store)(nil)
 
 // Open opens (creating them if needed) the data directory dir and the
-// database file in it. It does not touch the schema: call Init (or Migrate)
-// next.
+// database file in it, as a file set of the store's own. It does not touch
+// the schema: call Init (or Migrate) next.
 func Open(ctx context.Context, dir string, opts Options) (*Store, error) {
-	line, err := Line()
-	if err != nil {
-		return nil, fmt.Errorf("sqlitestore: %w", err)
-	}
 	if opts.ReadConns <= 0 {
 		opts.ReadConns = DefaultReadConns
 	}
 	if opts.BusyTimeout <= 0 {
 		opts.BusyTimeout = DefaultBusyTimeout
 	}
-	if err := os.MkdirAll(dir, 0o750); err != nil {
-		return nil, fmt.Errorf("sqlitestore: data directory: %w", err)
-	}
-	path := filepath.Join(dir, FileName)
-	if strings.ContainsAny(path, "?#") {
-		return nil, fmt.Errorf("sqlitestore: data directory %q: the path must not contain ? or #", dir)
-	}
-	busy := "_pragma=busy_timeout(" + strconv.FormatInt(opts.BusyTimeout.Milliseconds(), 10) + ")"
-	// Page caches: 64 MiB for the writer, whose index inserts (keys are
-	// hashes) land on pages all over the file; 16 MiB for each reader.
-	write, err := sql.Open("sqlite", path+"?_txlock=immediate&"+busy+
-		"&_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)&_pragma=foreign_keys(1)"+
-		"&_pragma=cache_size(-65536)")
+	lite, err := storage.OpenSQLite(dir, storage.SQLiteOptions{BusyTimeout: opts.BusyTimeout})
 	if err != nil {
-		return nil, fmt.Errorf("sqlitestore: open %s: %w", path, err)
+		return nil, fmt.Errorf("sqlitestore: %w", err)
 	}
-	write.SetMaxOpenConns(1)
-	write.SetMaxIdleConns(1)
-	write.SetConnMaxLifetime(0)
-	write.SetConnMaxIdleTime(0)
-	// The writer connects first: it turns WAL on before any reader opens.
-	if err := write.PingContext(ctx); err != nil {
-		write.Close()
-		return nil, fmt.Errorf("sqlitestore: open %s: %w", path, err)
-	}
-	read, err := sql.Open("sqlite", path+"?"+busy+"&_pragma=foreign_keys(1)&_pragma=query_only(1)"+
-		"&_pragma=cache_size(-16384)")
+	spec := File
+	spec.ReadConns = opts.ReadConns
+	s, err := newStore(ctx, lite, spec)
 	if err != nil {
-		write.Close()
-		return nil, fmt.Errorf("sqlitestore: open %s: %w", path, err)
+		_ = lite.Close()
+		return nil, err
 	}
-	read.SetMaxOpenConns(opts.ReadConns)
-	read.SetMaxIdleConns(opts.ReadConns)
-	read.SetConnMaxLifetime(0)
-	read.SetConnMaxIdleTime(0)
-	if err := read.PingContext(ctx); err != nil {
-		write.Close()
-		read.Close()
-		return nil, fmt.Errorf("sqlitestore: open %s: %w", path, err)
+	s.own = true
+	return s, nil
+}
+
+// New returns the store on history.sqlite of the process's file set lite
+// (opened there the first time), which it shares with the other stores:
+// Close leaves the file open. It does not touch the schema.
+func New(ctx context.Context, lite *storage.SQLite) (*Store, error) {
+	return newStore(ctx, lite, File)
+}
+
+func newStore(ctx context.Context, lite *storage.SQLite, spec storage.FileSpec) (*Store, error) {
+	line, err := Line()
+	if err != nil {
+		return nil, fmt.Errorf("sqlitestore: %w", err)
 	}
-	return &Store{path: path, write: write, read: read, line: line, stmts: make(map[string]*sql.Stmt)}, nil
+	f, err := lite.File(ctx, spec)
+	if err != nil {
+		return nil, fmt.Errorf("sqlitestore: %w", err)
+	}
+	s := &Store{lite: lite, path: f.Path, write: f.Write, read: f.Read, line: line, stmts: make(map[string]*sql.Stmt)}
+	s.errs = storage.Errors{Prefix: "sqlitestore", Duplicate: func(table string) error {
+		if table == "records" {
+			return record.ErrSeqMismatch
+		}
+		return nil
+	}}
+	return s, nil
 }
 
 // Path returns the database file's path.
 func (s *Store) Path() string { return s.path }
 
-// Close closes the connections. Calls after Close return
-// history.ErrBackendClosed.
+// Close closes the commit's statements (and the file when the store
+// opened it). Calls after Close return history.ErrBackendClosed.
 func (s *Store) Close() error {
-	if !s.closed.CompareAndSwap(false, true) {
+	if !s.errs.Close() {
 		return nil
 	}
 	s.stmtsMu.Lock()
@@ -155,37 +144,19 @@ func (s *Store) Close() error {
 	}
 	s.stmts = nil
 	s.stmtsMu.Unlock()
-	return errors.Join(append(errs, s.read.Close(), s.write.Close())...)
+	if s.own {
+		errs = append(errs, s.lite.Close())
+	}
+	return errors.Join(errs...)
 }
 
 // check refuses calls on a closed store.
-func (s *Store) check() error {
-	if s.closed.Load() {
-		return fmt.Errorf("sqlitestore: %w", record.ErrBackendClosed)
-	}
-	return nil
-}
+func (s *Store) check() error { return s.errs.Check() }
 
-// translate turns a driver error into the store's: not-found and
-// duplicate-seq errors become the history sentinels; every error is wrapped
-// with the operation that failed.
-func (s *Store) translate(op string, err error) error {
-	if err == nil {
-		return nil
-	}
-	if errors.Is(err, sql.ErrNoRows) {
-		return fmt.Errorf("sqlitestore: %s: %w", op, record.ErrNotFound)
-	}
-	if s.closed.Load() && !errors.Is(err, record.ErrBackendClosed) {
-		return fmt.Errorf("sqlitestore: %s: %w: %w", op, record.ErrBackendClosed, err)
-	}
-	var se *sqlite.Error
-	if errors.As(err, &se) && se.Code() == sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY &&
-		strings.Contains(se.Error(), "records.seq") {
-		return fmt.Errorf("sqlitestore: %s: %w: %w", op, record.ErrSeqMismatch, err)
-	}
-	return fmt.Errorf("sqlitestore: %s: %w", op, err)
-}
+// translate turns a driver error into the store's (storage.Errors):
+// not-found and duplicate-seq errors become the history sentinels; every
+// error is wrapped with the operation that failed.
+func (s *Store) translate(op string, err error) error { return s.errs.Translate(op, err) }
 
 // SchemaVersion returns the version of the stored schema (0 for an empty
 // database) and the newest version this binary knows. It changes nothing.

@@ -16,7 +16,7 @@ import (
 	"github.com/marlowe-follower/follower/streaming"
 	"github.com/marlowe-follower/follower/streaming/client"
 	"github.com/marlowe-follower/follower/streaming/protocol"
-	"github.com/marlowe-follower/follower/streaming/streamstore/sqlitestreams"
+	"github.com/marlowe-follower/follower/streaming/streamstore/sqlstreams"
 	"github.com/marlowe-follower/follower/streaming/streamtest"
 )
 
@@ -41,7 +41,7 @@ func newFixture(t *testing.T, records int64, opts streamtest.ServerOptions) *fix
 		t.Fatal(err)
 	}
 	if opts.Streams == nil {
-		streams, err := sqlitestreams.Open(ctx, h.Dir, sqlitestreams.Options{})
+		streams, err := sqlstreams.OpenSQLite(ctx, h.Dir)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -227,7 +227,7 @@ func TestServerRestartResumes(t *testing.T) {
 	if err := fx.feed.UntilRecords(ctx, fx.h.Handle.Head()+30); err != nil {
 		t.Fatal(err)
 	}
-	streams, err := sqlitestreams.Open(ctx, fx.h.Dir, sqlitestreams.Options{})
+	streams, err := sqlstreams.OpenSQLite(ctx, fx.h.Dir)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,9 +2,10 @@
 // each stream's definition (filter, mode, batching) and its acknowledged
 // cursor, so that a stream resumes after its last acknowledgement across
 // connections and server restarts. Store is the storage interface; its
-// implementations are sqlitestreams (a streams.sqlite file in the data
-// directory) and pgstreams (ws_ tables in the history's PostgreSQL
-// database). streamstoretest is the conformance suite both pass.
+// implementation is sqlstreams, over both databases of the storage layer
+// (a streams.sqlite file in the data directory, or ws_ tables in the
+// history's PostgreSQL database). streamstoretest is the conformance suite
+// it passes on both.
 package streamstore
 
 import (
@@ -19,14 +20,16 @@ import (
 
 // Sentinel errors of every Store.
 var (
-	// ErrNotFound: no stream has that name.
-	ErrNotFound = errors.New("stream not found")
+	// ErrNotFound: no stream has that name (the storage layer's
+	// record.ErrNotFound).
+	ErrNotFound = record.ErrNotFound
 	// ErrExists: StreamCreate of a name in use.
 	ErrExists = errors.New("stream already exists")
 	// ErrStale: StreamAck with a batch number not above the stored one.
 	ErrStale = errors.New("acknowledgement older than the stored one")
-	// ErrClosed: the store was closed.
-	ErrClosed = errors.New("stream store closed")
+	// ErrClosed: the store was closed (the storage layer's
+	// record.ErrBackendClosed).
+	ErrClosed = record.ErrBackendClosed
 	// ErrSchemaTooNew: the database was migrated by a newer binary (the one
 	// sentinel of the storage layer, record.ErrSchemaTooNew).
 	ErrSchemaTooNew = record.ErrSchemaTooNew

@@ -26,8 +26,7 @@ import (
 	"github.com/marlowe-follower/follower/cmd/marlowe-follower/storelock"
 	"github.com/marlowe-follower/follower/contracts"
 	"github.com/marlowe-follower/follower/contracts/contractstore"
-	"github.com/marlowe-follower/follower/contracts/contractstore/pgcontracts"
-	"github.com/marlowe-follower/follower/contracts/contractstore/sqlitecontracts"
+	"github.com/marlowe-follower/follower/contracts/contractstore/sqlcontracts"
 	"github.com/marlowe-follower/follower/history"
 	"github.com/marlowe-follower/follower/history/pgstore"
 	"github.com/marlowe-follower/follower/history/record"
@@ -35,10 +34,10 @@ import (
 	"github.com/marlowe-follower/follower/pipeline"
 	"github.com/marlowe-follower/follower/query"
 	"github.com/marlowe-follower/follower/query/explorer"
+	"github.com/marlowe-follower/follower/storage"
 	"github.com/marlowe-follower/follower/streaming"
 	"github.com/marlowe-follower/follower/streaming/streamstore"
-	"github.com/marlowe-follower/follower/streaming/streamstore/pgstreams"
-	"github.com/marlowe-follower/follower/streaming/streamstore/sqlitestreams"
+	"github.com/marlowe-follower/follower/streaming/streamstore/sqlstreams"
 )
 
 // OpenBackend opens the configured store: PostgreSQL when a database URL is
@@ -61,41 +60,24 @@ func OpenBackend(ctx context.Context, cfg *config.Config) (history.Backend, stri
 	return b, "sqlite " + filepath.Join(cfg.Store.DataDir, "history.sqlite"), nil
 }
 
-// OpenContractStore opens the contract projection's store beside the history.
-func OpenContractStore(ctx context.Context, cfg *config.Config) (contractstore.Backend, error) {
-	var (
-		b   contractstore.Backend
-		err error
-	)
-	if cfg.Store.DatabaseURL != "" {
-		b, err = pgcontracts.Open(ctx, cfg.Store.DatabaseURL, pgcontracts.Options{})
-	} else {
-		b, err = sqlitecontracts.Open(ctx, cfg.Store.DataDir, sqlitecontracts.Options{})
-	}
+// OpenContractStore opens the contract projection's store on the
+// process's database, beside the history, and applies its migrations.
+func OpenContractStore(ctx context.Context, db storage.DB) (contractstore.Backend, error) {
+	b, err := sqlcontracts.New(ctx, db)
 	if err != nil {
-		return nil, fmt.Errorf("contract store: %w", err)
+		return nil, err
 	}
 	if err := b.Init(ctx); err != nil {
 		_ = b.Close()
-		return nil, fmt.Errorf("contract store: %w", err)
+		return nil, err
 	}
 	return b, nil
 }
 
-// OpenStreamStore opens the durable streams' store beside the history.
-func OpenStreamStore(ctx context.Context, cfg *config.Config) (streamstore.Store, error) {
-	if cfg.Store.DatabaseURL != "" {
-		st, err := pgstreams.Open(ctx, cfg.Store.DatabaseURL, pgstreams.Options{})
-		if err != nil {
-			return nil, fmt.Errorf("stream store: %w", err)
-		}
-		return st, nil
-	}
-	st, err := sqlitestreams.Open(ctx, cfg.Store.DataDir, sqlitestreams.Options{})
-	if err != nil {
-		return nil, fmt.Errorf("stream store: %w", err)
-	}
-	return st, nil
+// OpenStreamStore opens the durable streams' store on the process's
+// database, beside the history.
+func OpenStreamStore(ctx context.Context, db storage.DB) (streamstore.Store, error) {
+	return sqlstreams.New(ctx, db)
 }
 
 // NetworkName names a network magic.
@@ -131,6 +113,7 @@ func SlotConfig(magic uint32) (chain.SlotConfig, error) {
 type Service struct {
 	cfg      *config.Config
 	log      *zap.Logger
+	db       storage.DB // the one pool or file set the three stores share
 	backend  history.Backend
 	pipe     *pipeline.Pipeline
 	store    *history.Store
@@ -180,13 +163,14 @@ func Start(ctx context.Context, cfg *config.Config, log *zap.Logger, opts Option
 	if err != nil {
 		return nil, err
 	}
-	backend, where, err := OpenBackend(ctx, cfg)
+	db, backend, where, err := openStores(ctx, cfg)
 	if err != nil {
 		_ = lock.Release()
 		return nil, err
 	}
 	if err := backend.Init(ctx, &history.InitParams{NetworkMagic: cfg.Node.NetworkMagic}); err != nil {
 		_ = backend.Close()
+		_ = db.Close()
 		_ = lock.Release()
 		return nil, err
 	}
@@ -199,17 +183,17 @@ func Start(ctx context.Context, cfg *config.Config, log *zap.Logger, opts Option
 	}
 	metrics := NewMetrics()
 	storeCfg.ObserveCommit = func(d time.Duration) { metrics.CommitSeconds.Observe(d.Seconds()) }
-	s := &Service{cfg: cfg, log: log, backend: backend, progress: &chainsync.Progress{}, metrics: metrics, fatal: make(chan error, 1), lock: lock}
+	s := &Service{cfg: cfg, log: log, db: db, backend: backend, progress: &chainsync.Progress{}, metrics: metrics, fatal: make(chan error, 1), lock: lock}
 	fail := func(err error) (*Service, error) {
 		s.closeStores()
 		return nil, err
 	}
-	cb, err := OpenContractStore(ctx, cfg)
+	cb, err := OpenContractStore(ctx, db)
 	if err != nil {
 		return fail(err)
 	}
 	s.contractStore = cb
-	st, err := OpenStreamStore(ctx, cfg)
+	st, err := OpenStreamStore(ctx, db)
 	if err != nil {
 		return fail(err)
 	}
@@ -410,6 +394,9 @@ func (s *Service) closeStores() error {
 		}
 	}
 	if cerr := s.backend.Close(); cerr != nil && err == nil {
+		err = cerr
+	}
+	if cerr := s.db.Close(); cerr != nil && err == nil {
 		err = cerr
 	}
 	if cerr := s.lock.Release(); cerr != nil && err == nil {

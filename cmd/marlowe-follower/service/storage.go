@@ -6,28 +6,18 @@ import (
 	"path/filepath"
 
 	"github.com/marlowe-follower/follower/cmd/marlowe-follower/config"
-	"github.com/marlowe-follower/follower/contracts/contractstore/pgcontracts"
-	"github.com/marlowe-follower/follower/contracts/contractstore/sqlitecontracts"
+	"github.com/marlowe-follower/follower/contracts/contractstore/sqlcontracts"
+	"github.com/marlowe-follower/follower/history"
 	"github.com/marlowe-follower/follower/history/pgstore"
 	"github.com/marlowe-follower/follower/history/sqlitestore"
 	"github.com/marlowe-follower/follower/storage"
-	"github.com/marlowe-follower/follower/streaming/streamstore/pgstreams"
-	"github.com/marlowe-follower/follower/streaming/streamstore/sqlitestreams"
+	"github.com/marlowe-follower/follower/streaming/streamstore/sqlstreams"
 )
-
-// Storage is the configured database: a PostgreSQL pool when a database
-// URL is set, else the SQLite files of the data directory.
-type Storage interface {
-	Dialect() storage.Dialect
-	Migrate(ctx context.Context, lines ...storage.Line) ([]storage.Result, error)
-	Check(ctx context.Context, lines ...storage.Line) ([]storage.Status, error)
-	Close() error
-}
 
 // OpenStorage opens the configured database and says where it is. It
 // creates nothing: SQLite files are opened when a store or Migrate needs
 // them.
-func OpenStorage(ctx context.Context, cfg *config.Config) (Storage, string, error) {
+func OpenStorage(ctx context.Context, cfg *config.Config) (storage.DB, string, error) {
 	if cfg.Store.DatabaseURL != "" {
 		pg, err := storage.OpenPostgres(ctx, cfg.Store.DatabaseURL, storage.PostgresOptions{})
 		if err != nil {
@@ -46,9 +36,14 @@ func OpenStorage(ctx context.Context, cfg *config.Config) (Storage, string, erro
 // MigrationLines returns the migration lines of the three stores in the
 // order they are applied: history, contracts, streams.
 func MigrationLines(d storage.Dialect) ([]storage.Line, error) {
-	makers := []func() (storage.Line, error){sqlitestore.Line, sqlitecontracts.Line, sqlitestreams.Line}
+	history := sqlitestore.Line
 	if d == storage.DialectPostgres {
-		makers = []func() (storage.Line, error){pgstore.Line, pgcontracts.Line, pgstreams.Line}
+		history = pgstore.Line
+	}
+	makers := []func() (storage.Line, error){
+		history,
+		func() (storage.Line, error) { return sqlcontracts.Line(d) },
+		func() (storage.Line, error) { return sqlstreams.Line(d) },
 	}
 	lines := make([]storage.Line, 0, len(makers))
 	for _, mk := range makers {
@@ -59,4 +54,38 @@ func MigrationLines(d storage.Dialect) ([]storage.Line, error) {
 		lines = append(lines, l)
 	}
 	return lines, nil
+}
+
+// openStores opens the process's one database (OpenStorage), applies every
+// store's pending migrations in order (history, contracts, streams) and
+// returns the history backend on it; the contract and stream stores open
+// on the same database (OpenContractStore, OpenStreamStore). Close the
+// stores, then db.
+func openStores(ctx context.Context, cfg *config.Config) (db storage.DB, backend history.Backend, where string, err error) {
+	db, where, err = OpenStorage(ctx, cfg)
+	if err != nil {
+		return nil, nil, "", err
+	}
+	defer func() {
+		if err != nil {
+			_ = db.Close()
+		}
+	}()
+	lines, err := MigrationLines(db.Dialect())
+	if err != nil {
+		return nil, nil, "", err
+	}
+	if _, err := db.Migrate(ctx, lines...); err != nil {
+		return nil, nil, "", fmt.Errorf("%s: %w", where, err)
+	}
+	switch db := db.(type) {
+	case *storage.Postgres:
+		backend, err = pgstore.New(db)
+	case *storage.SQLite:
+		backend, err = sqlitestore.New(ctx, db)
+	}
+	if err != nil {
+		return nil, nil, "", err
+	}
+	return db, backend, where, nil
 }

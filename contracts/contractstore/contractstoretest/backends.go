@@ -11,8 +11,8 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/marlowe-follower/follower/contracts/contractstore"
-	"github.com/marlowe-follower/follower/contracts/contractstore/pgcontracts"
-	"github.com/marlowe-follower/follower/contracts/contractstore/sqlitecontracts"
+	"github.com/marlowe-follower/follower/contracts/contractstore/sqlcontracts"
+	"github.com/marlowe-follower/follower/storage"
 )
 
 // DefaultPostgresURL is the test database when MARLOWE_TEST_DATABASE_URL
@@ -70,8 +70,13 @@ func OpenPostgres(t testing.TB, url, schema string) contractstore.Backend {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	b, err := pgcontracts.Open(ctx, url, pgcontracts.Options{Schema: schema})
+	db, err := storage.OpenPostgres(ctx, url, storage.PostgresOptions{Schema: schema})
 	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := sqlcontracts.Open(ctx, db)
+	if err != nil {
+		db.Close()
 		t.Fatal(err)
 	}
 	if err := b.Init(ctx); err != nil {
@@ -86,8 +91,13 @@ func OpenSQLite(t testing.TB, dir string) contractstore.Backend {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	b, err := sqlitecontracts.Open(ctx, dir, sqlitecontracts.Options{})
+	db, err := storage.OpenSQLite(dir, storage.SQLiteOptions{})
 	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := sqlcontracts.Open(ctx, db)
+	if err != nil {
+		db.Close()
 		t.Fatal(err)
 	}
 	if err := b.Init(ctx); err != nil {

@@ -1,20 +1,18 @@
-package pgcontracts_test
+package sqlcontracts_test
 
 import (
 	"context"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
-	"go.uber.org/goleak"
 
 	"github.com/marlowe-follower/follower/contracts/contractstore"
 	"github.com/marlowe-follower/follower/contracts/contractstore/contractstoretest"
-	"github.com/marlowe-follower/follower/contracts/contractstore/pgcontracts"
+	"github.com/marlowe-follower/follower/contracts/contractstore/sqlcontracts"
+	"github.com/marlowe-follower/follower/storage"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
-
-func TestConformance(t *testing.T) {
+func TestConformancePostgres(t *testing.T) {
 	url := contractstoretest.PostgresURL(t)
 	contractstoretest.Run(t, func(t *testing.T) contractstore.Backend {
 		return contractstoretest.OpenPostgres(t, url, contractstoretest.NewSchema(t, url))
@@ -25,7 +23,11 @@ func TestSchemaVersionAndConcurrentInit(t *testing.T) {
 	url := contractstoretest.PostgresURL(t)
 	schema := contractstoretest.NewSchema(t, url)
 	ctx := context.Background()
-	s, err := pgcontracts.Open(ctx, url, pgcontracts.Options{Schema: schema})
+	db, err := storage.OpenPostgres(ctx, url, storage.PostgresOptions{Schema: schema})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := sqlcontracts.Open(ctx, db)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,8 +51,8 @@ func TestSchemaVersionAndConcurrentInit(t *testing.T) {
 
 // BenchmarkLists: pages of each contract filter over 20,000 contracts.
 //
-//	go test -run '^$' -bench BenchmarkLists ./contracts/contractstore/pgcontracts/
-func BenchmarkLists(b *testing.B) {
+//	go test -run '^$' -bench BenchmarkLists ./contracts/contractstore/sqlcontracts/
+func BenchmarkListsPostgres(b *testing.B) {
 	url := contractstoretest.PostgresURL(b)
 	schema := contractstoretest.NewSchema(b, url)
 	store := contractstoretest.OpenPostgres(b, url, schema)

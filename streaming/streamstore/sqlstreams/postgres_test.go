@@ -1,4 +1,4 @@
-package pgstreams_test
+package sqlstreams_test
 
 import (
 	"context"
@@ -10,14 +10,11 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"go.uber.org/goleak"
 
 	"github.com/marlowe-follower/follower/streaming/streamstore"
-	"github.com/marlowe-follower/follower/streaming/streamstore/pgstreams"
+	"github.com/marlowe-follower/follower/streaming/streamstore/sqlstreams"
 	"github.com/marlowe-follower/follower/streaming/streamstore/streamstoretest"
 )
-
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // testURL is the test database: MARLOWE_TEST_DATABASE_URL or the local
 // default. The tests fail when it is unreachable, unless
@@ -60,21 +57,21 @@ func freshSchema(t *testing.T, url string) string {
 	return schema
 }
 
-func TestConformance(t *testing.T) {
+func TestConformancePostgres(t *testing.T) {
 	url := testURL(t)
 	streamstoretest.Run(t, func(t *testing.T) streamstoretest.Opener {
 		schema := freshSchema(t, url)
 		return func() (streamstore.Store, error) {
-			return pgstreams.Open(context.Background(), url, pgstreams.Options{Schema: schema})
+			return sqlstreams.OpenPostgres(context.Background(), url, schema)
 		}
 	})
 }
 
-func TestTablesArePrefixed(t *testing.T) {
+func TestTablesArePrefixedPostgres(t *testing.T) {
 	url := testURL(t)
 	schema := freshSchema(t, url)
 	ctx := context.Background()
-	s, err := pgstreams.Open(ctx, url, pgstreams.Options{Schema: schema})
+	s, err := sqlstreams.OpenPostgres(ctx, url, schema)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,11 +95,11 @@ func TestTablesArePrefixed(t *testing.T) {
 }
 
 // TestSchemaTooNew: a schema migrated by a newer binary is refused.
-func TestSchemaTooNew(t *testing.T) {
+func TestSchemaTooNewPostgres(t *testing.T) {
 	url := testURL(t)
 	schema := freshSchema(t, url)
 	ctx := context.Background()
-	s, err := pgstreams.Open(ctx, url, pgstreams.Options{Schema: schema})
+	s, err := sqlstreams.OpenPostgres(ctx, url, schema)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,7 +113,7 @@ func TestSchemaTooNew(t *testing.T) {
 		` (version, name) VALUES (99, 'future')`); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := pgstreams.Open(ctx, url, pgstreams.Options{Schema: schema}); !errors.Is(err, streamstore.ErrSchemaTooNew) {
+	if _, err := sqlstreams.OpenPostgres(ctx, url, schema); !errors.Is(err, streamstore.ErrSchemaTooNew) {
 		t.Fatalf("open: %v", err)
 	}
 }

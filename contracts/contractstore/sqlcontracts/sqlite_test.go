@@ -1,4 +1,4 @@
-package sqlitecontracts_test
+package sqlcontracts_test
 
 import (
 	"context"
@@ -11,12 +11,13 @@ import (
 
 	"github.com/marlowe-follower/follower/contracts/contractstore"
 	"github.com/marlowe-follower/follower/contracts/contractstore/contractstoretest"
-	"github.com/marlowe-follower/follower/contracts/contractstore/sqlitecontracts"
+	"github.com/marlowe-follower/follower/contracts/contractstore/sqlcontracts"
+	"github.com/marlowe-follower/follower/storage"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-func TestConformance(t *testing.T) {
+func TestConformanceSQLite(t *testing.T) {
 	contractstoretest.Run(t, func(t *testing.T) contractstore.Backend {
 		return contractstoretest.OpenSQLite(t, t.TempDir())
 	})
@@ -25,7 +26,11 @@ func TestConformance(t *testing.T) {
 func TestOwnFileAndSchemaVersion(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
-	s, err := sqlitecontracts.Open(ctx, dir, sqlitecontracts.Options{})
+	db, err := storage.OpenSQLite(dir, storage.SQLiteOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := sqlcontracts.Open(ctx, db)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,7 +44,7 @@ func TestOwnFileAndSchemaVersion(t *testing.T) {
 	if stored, latest, err := s.SchemaVersion(ctx); err != nil || stored != latest {
 		t.Fatalf("after Init: %d %d %v", stored, latest, err)
 	}
-	if _, err := os.Stat(filepath.Join(dir, sqlitecontracts.FileName)); err != nil {
+	if _, err := os.Stat(filepath.Join(dir, sqlcontracts.FileName)); err != nil {
 		t.Fatal(err)
 	}
 	s.Close()
@@ -50,8 +55,8 @@ func TestOwnFileAndSchemaVersion(t *testing.T) {
 
 // BenchmarkLists: pages of each contract filter over 20,000 contracts.
 //
-//	go test -run '^$' -bench BenchmarkLists ./contracts/contractstore/sqlitecontracts/
-func BenchmarkLists(b *testing.B) {
+//	go test -run '^$' -bench BenchmarkLists ./contracts/contractstore/sqlcontracts/
+func BenchmarkListsSQLite(b *testing.B) {
 	store := contractstoretest.OpenSQLite(b, b.TempDir())
 	defer store.Close()
 	contractstoretest.BenchmarkLists(b, store, 20000, nil)

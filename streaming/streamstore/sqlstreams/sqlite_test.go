@@ -1,4 +1,4 @@
-package sqlitestreams_test
+package sqlstreams_test
 
 import (
 	"context"
@@ -13,24 +13,24 @@ import (
 
 	"github.com/marlowe-follower/follower/streaming/protocol"
 	"github.com/marlowe-follower/follower/streaming/streamstore"
-	"github.com/marlowe-follower/follower/streaming/streamstore/sqlitestreams"
+	"github.com/marlowe-follower/follower/streaming/streamstore/sqlstreams"
 	"github.com/marlowe-follower/follower/streaming/streamstore/streamstoretest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-func TestConformance(t *testing.T) {
+func TestConformanceSQLite(t *testing.T) {
 	streamstoretest.Run(t, func(t *testing.T) streamstoretest.Opener {
 		dir := t.TempDir()
 		return func() (streamstore.Store, error) {
-			return sqlitestreams.Open(context.Background(), dir, sqlitestreams.Options{})
+			return sqlstreams.OpenSQLite(context.Background(), dir)
 		}
 	})
 }
 
 func TestOwnFile(t *testing.T) {
 	dir := t.TempDir()
-	s, err := sqlitestreams.Open(context.Background(), dir, sqlitestreams.Options{})
+	s, err := sqlstreams.OpenSQLite(context.Background(), dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,15 +45,15 @@ func TestOwnFile(t *testing.T) {
 
 // TestSchemaTooNew: a database migrated by a newer binary is refused, and
 // left alone.
-func TestSchemaTooNew(t *testing.T) {
+func TestSchemaTooNewSQLite(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
-	s, err := sqlitestreams.Open(ctx, dir, sqlitestreams.Options{})
+	s, err := sqlstreams.OpenSQLite(ctx, dir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	s.Close()
-	db, err := sql.Open("sqlite", filepath.Join(dir, sqlitestreams.FileName))
+	db, err := sql.Open("sqlite", filepath.Join(dir, sqlstreams.FileName))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,7 +61,7 @@ func TestSchemaTooNew(t *testing.T) {
 		t.Fatal(err)
 	}
 	db.Close()
-	if _, err := sqlitestreams.Open(ctx, dir, sqlitestreams.Options{}); !errors.Is(err, streamstore.ErrSchemaTooNew) {
+	if _, err := sqlstreams.OpenSQLite(ctx, dir); !errors.Is(err, streamstore.ErrSchemaTooNew) {
 		t.Fatalf("open: %v", err)
 	}
 }
@@ -71,9 +71,9 @@ func TestSchemaTooNew(t *testing.T) {
 func TestTwoStoresOneFile(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
-	var stores [2]*sqlitestreams.Store
+	var stores [2]*sqlstreams.Store
 	for i := range stores {
-		s, err := sqlitestreams.Open(ctx, dir, sqlitestreams.Options{})
+		s, err := sqlstreams.OpenSQLite(ctx, dir)
 		if err != nil {
 			t.Fatal(err)
 		}
