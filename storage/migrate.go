@@ -268,3 +268,23 @@ func NewStatus(l *Line, stored int) Status {
 	}
 	return st
 }
+
+// LineVersion is where db stands on line l (Check of one line): the
+// stored version (0: none) and the newest this binary knows.
+func LineVersion(ctx context.Context, db DB, l Line) (stored, latest int, err error) {
+	st, err := db.Check(ctx, l)
+	if err != nil {
+		return 0, l.Latest(), err
+	}
+	return st[0].Stored, st[0].Latest, nil
+}
+
+// MigrateLine applies the pending migrations of line l alone (Migrate of
+// one line) and returns its versions before and after.
+func MigrateLine(ctx context.Context, db DB, l Line) (from, to int, err error) {
+	res, err := db.Migrate(ctx, l)
+	if err != nil {
+		return 0, 0, err
+	}
+	return res[0].From, res[0].To, nil
+}

@@ -120,27 +120,21 @@ func (s *Store) SchemaVersion(ctx context.Context) (stored, latest int, err erro
 	if err := s.check(); err != nil {
 		return 0, 0, err
 	}
-	st, err := s.pg.Check(ctx, s.line)
-	if err != nil {
-		return 0, s.line.Latest(), s.translate("schema version", err)
-	}
-	return st[0].Stored, st[0].Latest, nil
+	stored, latest, err = storage.LineVersion(ctx, s.pg, s.line)
+	return stored, latest, s.translate("schema version", err)
 }
 
 // Migrate applies the pending migrations of the history's line in one
 // transaction (storage.Apply) and returns the schema version before and
 // after. It refuses a schema newer than the binary with
 // history.ErrSchemaTooNew and changes nothing then. Concurrent migrations
-// of one schema wait for each other (an advisory lock).
+// wait for each other (PostgreSQL: an advisory lock; SQLite: the write lock).
 func (s *Store) Migrate(ctx context.Context) (from, to int, err error) {
 	if err := s.check(); err != nil {
 		return 0, 0, err
 	}
-	res, err := s.pg.Migrate(ctx, s.line)
-	if err != nil {
-		return 0, 0, s.translate("migrate", err)
-	}
-	return res[0].From, res[0].To, nil
+	from, to, err = storage.MigrateLine(ctx, s.pg, s.line)
+	return from, to, s.translate("migrate", err)
 }
 
 // Init applies pending migrations, then records the network on first use

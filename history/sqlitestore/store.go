@@ -164,11 +164,8 @@ func (s *Store) SchemaVersion(ctx context.Context) (stored, latest int, err erro
 	if err := s.check(); err != nil {
 		return 0, 0, err
 	}
-	st, err := storage.Versions(ctx, storage.DialectSQLite, s.read, s.line)
-	if err != nil {
-		return 0, s.line.Latest(), s.translate("schema version", err)
-	}
-	return st[0].Stored, st[0].Latest, nil
+	stored, latest, err = storage.LineVersion(ctx, s.lite, s.line)
+	return stored, latest, s.translate("schema version", err)
 }
 
 // inTx runs fn in a write transaction (BEGIN IMMEDIATE on the writer
@@ -195,16 +192,14 @@ func ignoreDone(err error) error {
 // Migrate applies the pending migrations of the history's line in one
 // transaction (storage.Apply) and returns the schema version before and
 // after. It refuses a schema newer than the binary with
-// history.ErrSchemaTooNew and changes nothing then.
+// history.ErrSchemaTooNew and changes nothing then. Concurrent migrations
+// wait for each other (PostgreSQL: an advisory lock; SQLite: the write lock).
 func (s *Store) Migrate(ctx context.Context) (from, to int, err error) {
 	if err := s.check(); err != nil {
 		return 0, 0, err
 	}
-	res, err := storage.Apply(ctx, storage.DialectSQLite, s.write, "", s.line)
-	if err != nil {
-		return 0, 0, s.translate("migrate", err)
-	}
-	return res[0].From, res[0].To, nil
+	from, to, err = storage.MigrateLine(ctx, s.lite, s.line)
+	return from, to, s.translate("migrate", err)
 }
 
 // Init applies pending migrations, then records the network on first use

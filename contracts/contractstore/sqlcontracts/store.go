@@ -138,11 +138,8 @@ func (s *Store) SchemaVersion(ctx context.Context) (stored, latest int, err erro
 	if err := s.errs.Check(); err != nil {
 		return 0, 0, err
 	}
-	st, err := s.db.Check(ctx, s.line)
-	if err != nil {
-		return 0, s.line.Latest(), s.errs.Translate("schema version", err)
-	}
-	return st[0].Stored, st[0].Latest, nil
+	stored, latest, err = storage.LineVersion(ctx, s.db, s.line)
+	return stored, latest, s.errs.Translate("schema version", err)
 }
 
 // Init applies the pending migrations of the contract line in one
