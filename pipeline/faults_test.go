@@ -20,14 +20,14 @@ import (
 	"github.com/marlowe-follower/follower/chainsync/devnet"
 	"github.com/marlowe-follower/follower/contracts"
 	"github.com/marlowe-follower/follower/contracts/contractstore"
-	"github.com/marlowe-follower/follower/contracts/contractstore/sqlitecontracts"
+	"github.com/marlowe-follower/follower/contracts/contractstore/sqlcontracts"
 	"github.com/marlowe-follower/follower/history"
 	"github.com/marlowe-follower/follower/history/record"
 	"github.com/marlowe-follower/follower/history/sqlitestore"
 	"github.com/marlowe-follower/follower/streaming"
 	"github.com/marlowe-follower/follower/streaming/client"
 	"github.com/marlowe-follower/follower/streaming/protocol"
-	"github.com/marlowe-follower/follower/streaming/streamstore/sqlitestreams"
+	"github.com/marlowe-follower/follower/streaming/streamstore/sqlstreams"
 )
 
 // crash makes the actor that receives it fail (the streaming server's
@@ -110,7 +110,7 @@ func runDevnet(t *testing.T, inject bool) runOutcome {
 	if err := hb.Init(ctx, &history.InitParams{NetworkMagic: devnet.NetworkMagic}); err != nil {
 		t.Fatal(err)
 	}
-	cb, err := sqlitecontracts.Open(ctx, dir, sqlitecontracts.Options{})
+	cb, err := sqlcontracts.OpenSQLite(ctx, dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,7 +118,7 @@ func runDevnet(t *testing.T, inject bool) runOutcome {
 	if err := cb.Init(ctx); err != nil {
 		t.Fatal(err)
 	}
-	sb, err := sqlitestreams.Open(ctx, dir, sqlitestreams.Options{})
+	sb, err := sqlstreams.OpenSQLite(ctx, dir)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -273,3 +273,18 @@ type sqlRows struct{ *sql.Rows }
 
 // Close closes the rows, dropping the error (a read's error is in Err).
 func (r sqlRows) Close() { _ = r.Rows.Close() }
+
+// OpenSQLite opens the store on contracts.sqlite in the data directory
+// dir, as a file set of its own (Close closes it). Call Init next.
+func OpenSQLite(ctx context.Context, dir string) (*Store, error) {
+	db, err := storage.OpenSQLite(dir, storage.SQLiteOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("contract store: %w", err)
+	}
+	s, err := Open(ctx, db)
+	if err != nil {
+		_ = db.Close()
+		return nil, err
+	}
+	return s, nil
+}
