@@ -16,7 +16,7 @@ import (
 	"github.com/marlowe-follower/follower/cmd/marlowe-follower/storelock"
 	"github.com/marlowe-follower/follower/streaming/protocol"
 	"github.com/marlowe-follower/follower/streaming/streamstore"
-	"github.com/marlowe-follower/follower/streaming/streamstore/sqlitestreams"
+	"github.com/marlowe-follower/follower/streaming/streamstore/sqlstreams"
 )
 
 // TestResetRefusedWhileServiceRuns runs reset on the data directory of a
@@ -163,7 +163,7 @@ func TestOlderHistoryThanStreamsRefused(t *testing.T) {
 		t.Fatalf("blocks 11 to 40 made no records (head %d)", head)
 	}
 	// A consumer acknowledged everything up to the head.
-	st, err := sqlitestreams.Open(ctx, dir, sqlitestreams.Options{})
+	st, err := sqlstreams.OpenSQLite(ctx, dir)
 	if err != nil {
 		t.Fatal(err)
 	}
