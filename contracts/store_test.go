@@ -80,8 +80,8 @@ func (f *flaky) Commit(ctx context.Context, p *contractstore.CommitParams) error
 	return f.Backend.Commit(ctx, p)
 }
 
-// TestProjectionResumesAfterFailures: failed commits make the actor restart
-// the pump from the stored cursor; nothing is lost or applied twice.
+// TestProjectionResumesAfterFailures: failed commits make the projector
+// resume from the stored cursor; nothing is lost or applied twice.
 func TestProjectionResumesAfterFailures(t *testing.T) {
 	p := projectiontest.Start(t, projectiontest.Options{Backend: projectiontest.SQLite,
 		Generator: projectiontest.DefaultGenerator(4)})
