@@ -404,9 +404,20 @@ func runSoak(t *testing.T, bin, backend, pgURL string, dur time.Duration, seed u
 	if _, err := getJSON(svc.base()+"/status", &head); err != nil {
 		t.Fatal(err)
 	}
-	waitFor("the subscribers to reach the head", 3*time.Minute, func() bool {
-		for _, s := range subs {
-			if s.lastSeq.Load() < head.HistorySeq && !s.filtered() {
+	// Each subscriber's last record: the head, or for a filter the newest
+	// record it matches (read from the store while the service runs).
+	running, _ := soakLog(t, backend, svc.dir, svc.dbURL)
+	last := make([]int64, len(subs))
+	for i, s := range subs {
+		for _, r := range running {
+			if r.Seq <= head.HistorySeq && (!s.filtered() || matchesKinds(s.filter, &r)) {
+				last[i] = r.Seq
+			}
+		}
+	}
+	waitFor("the subscribers to receive their last records", 3*time.Minute, func() bool {
+		for i, s := range subs {
+			if s.lastSeq.Load() < last[i] {
 				return false
 			}
 		}
