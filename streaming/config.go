@@ -32,6 +32,12 @@ const (
 	DefaultMaxBatchTimeout     = 10 * time.Second
 	DefaultRetryDelay          = 2 * time.Second
 	DefaultShutdownCloseWindow = 5 * time.Second
+	// DefaultReadHeaderTimeout and DefaultMaxHeaderBytes are the query
+	// port's (query.DefaultReadHeaderTimeout, query.DefaultMaxHeaderBytes):
+	// both ports cut slow request headers at the same time and answer 431
+	// to the same header size.
+	DefaultReadHeaderTimeout = 5 * time.Second
+	DefaultMaxHeaderBytes    = 64 << 10
 )
 
 // Config is the streaming server's configuration. DefaultConfig fills every
@@ -98,6 +104,12 @@ type Config struct {
 	// RetryDelay is the wait after a failed read of the history before a
 	// stream reads again.
 	RetryDelay time.Duration
+	// ReadHeaderTimeout is how long a client may take to send the
+	// handshake's request headers before its connection is closed, and
+	// MaxHeaderBytes their largest size (a larger request gets 431): the
+	// query port's limits.
+	ReadHeaderTimeout time.Duration
+	MaxHeaderBytes    int
 }
 
 // DefaultConfig returns the defaults.
@@ -108,6 +120,7 @@ func DefaultConfig() Config {
 		WriteTimeout: DefaultWriteTimeout, HeartbeatInterval: DefaultHeartbeatInterval, PingTimeout: DefaultPingTimeout,
 		MaxBadFrames: DefaultMaxBadFrames, DefaultBatchSize: DefaultBatchSize, MaxBatchSize: DefaultMaxBatchSize,
 		DefaultBatchTimeout: DefaultBatchTimeout, MaxBatchTimeout: DefaultMaxBatchTimeout, RetryDelay: DefaultRetryDelay,
+		ReadHeaderTimeout: DefaultReadHeaderTimeout, MaxHeaderBytes: DefaultMaxHeaderBytes,
 	}
 }
 
@@ -130,6 +143,8 @@ func (c *Config) Validate() error {
 	positive("MaxBadFrames", c.MaxBadFrames > 0)
 	positive("DefaultBatchSize", c.DefaultBatchSize > 0)
 	positive("RetryDelay", c.RetryDelay > 0)
+	positive("ReadHeaderTimeout", c.ReadHeaderTimeout > 0)
+	positive("MaxHeaderBytes", c.MaxHeaderBytes > 0)
 	if c.MaxBatchSize < c.DefaultBatchSize {
 		errs = append(errs, fmt.Errorf("streaming config: MaxBatchSize %d is below DefaultBatchSize %d", c.MaxBatchSize, c.DefaultBatchSize))
 	}

@@ -307,17 +307,12 @@ func (c *conn) slowConsumer() {
 }
 
 // slowConsumerNow cuts off a client whose socket took a write for longer
-// than WriteTimeout: no close frame can get through, so the socket is
-// closed at once.
-func (c *conn) slowConsumerNow() {
-	c.closeOnce.Do(func() {
-		c.srv.m.slowDropped.Inc()
-		c.log.Warn("disconnecting a client that does not read", zap.String("reason", protocol.CloseSlowConsumer))
-		c.srv.m.disconnects.WithLabelValues(protocol.CloseSlowConsumer).Inc()
-		_ = c.ws.CloseNow()
-		c.shutdown(websocket.StatusPolicyViolation, "")
-	})
-}
+// than WriteTimeout. It still tries the close frame naming the reason: the
+// close handshake waits (up to its 5 s) for the stuck write, so a client
+// that reads again in that time gets its frames, then the close frame with
+// the reason instead of a bare end of the connection; one that never reads
+// loses the connection when the handshake gives up.
+func (c *conn) slowConsumerNow() { c.slowConsumer() }
 
 // close ends the connection with a status and reason (once).
 func (c *conn) close(code websocket.StatusCode, reason string) {

@@ -131,7 +131,7 @@ func (s *Server) Start(ctx context.Context) error {
 	s.ln = ln
 	own := s.origins.Load().With(origin.OfListener(ln.Addr().String())...)
 	s.origins.Store(&own)
-	s.httpSrv = &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second,
+	s.httpSrv = &http.Server{Handler: s, ReadHeaderTimeout: s.cfg.ReadHeaderTimeout, MaxHeaderBytes: s.cfg.MaxHeaderBytes,
 		ErrorLog: zap.NewStdLog(s.log.WithOptions(zap.IncreaseLevel(zap.WarnLevel)))}
 	s.serveWG.Add(1)
 	go func() {

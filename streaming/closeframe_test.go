@@ -1,0 +1,162 @@
+package streaming_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"github.com/marlowe-follower/follower/query"
+	"github.com/marlowe-follower/follower/streaming"
+	"github.com/marlowe-follower/follower/streaming/protocol"
+	"github.com/marlowe-follower/follower/streaming/streamtest"
+)
+
+// TestHeaderLimitsMatchTheQueryPort: the streaming port refuses request
+// headers larger than the query port's limit with 431, and cuts a client
+// that trickles its headers after the query port's read-header timeout.
+func TestHeaderLimitsMatchTheQueryPort(t *testing.T) {
+	if streaming.DefaultMaxHeaderBytes != query.DefaultMaxHeaderBytes ||
+		streaming.DefaultReadHeaderTimeout != query.DefaultReadHeaderTimeout {
+		t.Fatalf("streaming header limits %d bytes, %s; query port %d bytes, %s", streaming.DefaultMaxHeaderBytes,
+			streaming.DefaultReadHeaderTimeout, query.DefaultMaxHeaderBytes, query.DefaultReadHeaderTimeout)
+	}
+	if c := streaming.DefaultConfig(); c.MaxHeaderBytes != query.DefaultMaxHeaderBytes || c.ReadHeaderTimeout != query.DefaultReadHeaderTimeout {
+		t.Fatalf("DefaultConfig: %d bytes, %s", c.MaxHeaderBytes, c.ReadHeaderTimeout)
+	}
+	h := streamtest.NewHistory(t, "", nil)
+	srv := streamtest.StartServer(t, h, streamtest.ServerOptions{Config: func(c *streaming.Config) {
+		c.ReadHeaderTimeout = 300 * time.Millisecond
+	}})
+	base := "http://" + srv.Addr().String() + "/"
+
+	// A header of twice the limit: 431, as on the query port.
+	req, _ := http.NewRequest(http.MethodGet, base, nil)
+	req.Header.Set("X-Big", strings.Repeat("a", 2*streaming.DefaultMaxHeaderBytes))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusRequestHeaderFieldsTooLarge {
+		t.Fatalf("a %d-byte header: %s, want 431", 2*streaming.DefaultMaxHeaderBytes, resp.Status)
+	}
+	// Below the limit the request reaches the WebSocket endpoint (which
+	// wants an upgrade).
+	req.Header.Set("X-Big", strings.Repeat("a", streaming.DefaultMaxHeaderBytes/2))
+	if resp, err = http.DefaultClient.Do(req); err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode == http.StatusRequestHeaderFieldsTooLarge {
+		t.Fatalf("a %d-byte header refused: %s", streaming.DefaultMaxHeaderBytes/2, resp.Status)
+	}
+
+	// A client that sends a header line every 100 ms (a whole request
+	// would take 6 s) is cut off before it completes the request.
+	nc, err := net.Dial("tcp", srv.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	closed := make(chan error, 1)
+	go func() {
+		_ = nc.SetReadDeadline(time.Now().Add(time.Minute))
+		_, err := io.Copy(io.Discard, nc)
+		closed <- err
+	}()
+	if _, err := io.WriteString(nc, "GET / HTTP/1.1\r\nHost: x\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	cut := false
+	for i := 0; i < 60 && !cut; i++ {
+		select {
+		case err := <-closed:
+			// The server closed it: at the end of the data (EOF) or, with
+			// the client's headers unread, with a reset.
+			if err != nil && !errors.Is(err, syscall.ECONNRESET) {
+				t.Fatalf("reading the trickling connection: %v", err)
+			}
+			cut = true
+		case <-time.After(100 * time.Millisecond):
+			if _, err := io.WriteString(nc, "X-Slow: 1\r\n"); err != nil {
+				cut = true
+			}
+		}
+	}
+	if !cut {
+		t.Fatal("a client trickling its request headers was not cut off")
+	}
+}
+
+// TestSlowConsumerGetsCloseFrame: a client that stops reading is cut off
+// with a close frame naming the reason ("slow consumer", 1008), which it
+// reads after the frames queued before it, when it reads again; not a bare
+// end of the connection.
+func TestSlowConsumerGetsCloseFrame(t *testing.T) {
+	ctx := context.Background()
+	h := streamtest.NewHistory(t, "", nil)
+	feed, err := streamtest.NewFeed(h, 9, 0.6, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	feed.FarTip = true
+	if err := feed.UntilRecords(ctx, 100); err != nil {
+		t.Fatal(err)
+	}
+	// About 40 MB of records: more than the socket buffers of both ends
+	// hold, so that the server's writes stop while the client does not
+	// read.
+	if err := feed.Replicate(24000, 50); err != nil {
+		t.Fatal(err)
+	}
+	if err := feed.Wait(ctx); err != nil {
+		t.Fatal(err)
+	}
+	srv := streamtest.StartServer(t, h, streamtest.ServerOptions{Config: func(c *streaming.Config) {
+		c.SendQueueFrames, c.SendQueueBytes, c.WriteTimeout = 4, 256<<10, 300*time.Millisecond
+	}})
+	dctx, dcancel := context.WithTimeout(ctx, 5*time.Second)
+	slow, _, err := websocket.Dial(dctx, srv.URL, nil)
+	dcancel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer slow.CloseNow()
+	slow.SetReadLimit(-1)
+	sub, _ := json.Marshal(protocol.Command{Type: protocol.TypeSubscribe, Stream: "s", Filter: &protocol.Filter{All: true},
+		Mode: protocol.ModeBroadcast, BatchSize: 100})
+	if err := slow.Write(ctx, websocket.MessageText, sub); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the slow client to be cut off", func() bool {
+		return srv.Metric(t, "marlowe_streaming_slow_clients_dropped_total") >= 1
+	})
+	frames := 0
+	for {
+		rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		_, _, err := slow.Read(rctx)
+		cancel()
+		if err == nil {
+			frames++
+			continue
+		}
+		var ce websocket.CloseError
+		if !errors.As(err, &ce) {
+			t.Fatalf("after %d frames the connection ended without a close frame: %v", frames, err)
+		}
+		if ce.Code != websocket.StatusPolicyViolation || ce.Reason != protocol.CloseSlowConsumer {
+			t.Fatalf("close frame %d %q, want %d %q", ce.Code, ce.Reason, websocket.StatusPolicyViolation, protocol.CloseSlowConsumer)
+		}
+		t.Logf("%d frames, then the close frame", frames)
+		return
+	}
+}
