@@ -216,8 +216,17 @@ func putFrameBuf(b []byte) {
 }
 
 // batchFrame encodes a batch frame (the JSON of a protocol.Frame of type
-// batch) into a pooled buffer.
+// batch) into a pooled buffer, encoding every record.
 func batchFrame(stream string, number int64, cursor record.Cursor, tip []byte, redelivered bool, recs []record.Record) []byte {
+	return (*recordCache)(nil).batchFrame(stream, number, cursor, tip, redelivered, recs, 0)
+}
+
+// batchFrame encodes a batch frame into a pooled buffer, taking the JSON
+// of the records near head from the cache: the frames of one commit to
+// many subscriptions share the records' encoding and differ only in their
+// stream, batch number, cursor and tip.
+func (c *recordCache) batchFrame(stream string, number int64, cursor record.Cursor, tip []byte, redelivered bool,
+	recs []record.Record, head int64) []byte {
 	n := 160 + len(stream) + len(tip)
 	for i := range recs {
 		n += len(recs[i].Payload) + 512 // the fields besides the payload take at most about 480 bytes
@@ -232,7 +241,7 @@ func batchFrame(stream string, number int64, cursor record.Cursor, tip []byte, r
 		if i > 0 {
 			buf = append(buf, ',')
 		}
-		buf = appendRecord(buf, &recs[i])
+		buf = c.appendRecord(buf, &recs[i], head)
 	}
 	buf = append(buf, `],"cursor":"`...)
 	if cursor.Snapshot > 0 {

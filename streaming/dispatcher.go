@@ -294,8 +294,9 @@ func (d *dispatcher) form() {
 func (d *dispatcher) deliver() bool {
 	p := d.pending
 	tip := d.srv.tipJSON()
+	head := d.srv.head()
 	if d.st.mode == protocol.ModeBroadcast {
-		return d.broadcast(p, tip)
+		return d.broadcast(p, tip, head)
 	}
 	// Prefer a connection with room in its queue; when none has room, wait
 	// for the next one in turn (bounded: it is cut off if it does not read).
@@ -305,7 +306,7 @@ func (d *dispatcher) deliver() bool {
 	}
 	number := d.nextNumber()
 	for a := first; ; {
-		frame := batchFrame(a.name, number, p.cursor, tip, p.sent > 0, p.records)
+		frame := d.srv.enc.batchFrame(a.name, number, p.cursor, tip, p.sent > 0, p.records, head)
 		if err := a.conn.q.tryPush(frame, true); err == nil {
 			d.sent(a, number, p)
 			return false
@@ -319,7 +320,7 @@ func (d *dispatcher) deliver() bool {
 	if a == nil {
 		return false
 	}
-	if err := d.push(a, batchFrame(a.name, number, p.cursor, tip, p.sent > 0, p.records)); err == nil {
+	if err := d.push(a, d.srv.enc.batchFrame(a.name, number, p.cursor, tip, p.sent > 0, p.records, head)); err == nil {
 		d.sent(a, number, p)
 	}
 	return false
@@ -363,14 +364,14 @@ func (d *dispatcher) sent(a *attachment, number int64, p *pendingBatch) {
 	d.st.mu.Unlock()
 }
 
-func (d *dispatcher) broadcast(p *pendingBatch, tip []byte) bool {
+func (d *dispatcher) broadcast(p *pendingBatch, tip []byte, head int64) bool {
 	atts := d.st.attachments()
 	if len(atts) == 0 {
 		return false
 	}
 	number := d.nextNumber()
 	for _, a := range atts {
-		if err := d.push(a, batchFrame(a.name, number, p.cursor, tip, false, p.records)); err != nil && d.ctx.Err() != nil {
+		if err := d.push(a, d.srv.enc.batchFrame(a.name, number, p.cursor, tip, false, p.records, head)); err != nil && d.ctx.Err() != nil {
 			return false
 		}
 	}

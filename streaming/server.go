@@ -65,6 +65,7 @@ type Server struct {
 	closing  atomic.Bool
 	nextID   atomic.Uint64
 	tipCache atomic.Pointer[encodedTip]
+	enc      recordCache // the JSON of the records near the head
 	// origins are the browser origins allowed on the WebSocket: Config.Origins
 	// and, once Start listens, the listening address's own.
 	origins atomic.Pointer[origin.List]

@@ -237,8 +237,9 @@ func (e *eventWriter) heartbeat() error {
 func (e *eventWriter) records(c *chunk) error {
 	e.begin()
 	var b []byte
+	head := e.s.head()
 	for i := range c.records {
-		b = appendRecord(b[:0], &c.records[i])
+		b = e.s.enc.appendRecord(b[:0], &c.records[i], head)
 		e.bw.WriteString("id: ")
 		e.bw.WriteString(c.cursorAfter(i).String())
 		e.bw.WriteString("\nevent: record\ndata: ")
