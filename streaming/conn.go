@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/coder/websocket"
@@ -29,9 +30,15 @@ type conn struct {
 	cancel context.CancelFunc
 
 	closeOnce sync.Once
-	mu        sync.Mutex
-	subs      map[string]*attachment
-	bad       int
+	// closing is set when the connection starts to end: nothing more is
+	// queued for it, and its reader only takes acks and nacks until the
+	// socket ends. Its subscriptions are detached (their round trips end)
+	// when the reader has stopped, so that an ack the client sent before
+	// the end still counts.
+	closing atomic.Bool
+	mu      sync.Mutex
+	subs    map[string]*attachment
+	bad     int
 }
 
 func newConn(s *Server, ws *websocket.Conn, id uint64, remote string) *conn {
@@ -48,6 +55,19 @@ func (c *conn) serve() {
 	go c.writeLoop()
 	c.readLoop()
 	c.close(websocket.StatusNormalClosure, "")
+	c.detachAll()
+}
+
+// detachAll detaches every subscription: their round trips end at once.
+func (c *conn) detachAll() {
+	c.mu.Lock()
+	subs := c.subs
+	c.subs = map[string]*attachment{}
+	c.mu.Unlock()
+	for _, a := range subs {
+		c.srv.m.subscribers.Dec()
+		a.st.detach(a)
+	}
 }
 
 func (c *conn) readLoop() {
@@ -63,10 +83,11 @@ func (c *conn) readLoop() {
 			}
 			return
 		}
-		if c.ctx.Err() != nil {
-			return
-		}
+		closing := c.closing.Load()
 		if typ != websocket.MessageText {
+			if closing {
+				continue
+			}
 			c.reject(protocol.CodeBadFrame, "only text frames holding JSON commands are accepted", "", true)
 			continue
 		}
@@ -77,8 +98,13 @@ func (c *conn) readLoop() {
 			if errors.As(err, &bc) {
 				code, msg = bc.Code, bc.Err.Error()
 			}
-			c.reject(code, msg, "", true)
+			if !closing {
+				c.reject(code, msg, "", true)
+			}
 			continue
+		}
+		if closing && cmd.Type != protocol.TypeAck && cmd.Type != protocol.TypeNack {
+			continue // an ending connection takes only replies to what it was sent
 		}
 		c.execute(cmd)
 	}
@@ -138,10 +164,8 @@ func (c *conn) execute(cmd *protocol.Command) {
 			c.reject(protocol.CodeUnknownStream, fmt.Sprintf("no subscription named %q on this connection", cmd.Stream), cmd.Stream, false)
 			return
 		}
-		a.st.mu.Lock()
-		d := a.st.disp
-		a.st.mu.Unlock()
-		if d == nil || !d.post(reply{att: a, batch: cmd.Batch, ack: cmd.Type == protocol.TypeAck, upTo: cmd.UpToSeq, reason: cmd.Reason}) {
+		if !a.st.post(reply{att: a, batch: cmd.Batch, ack: cmd.Type == protocol.TypeAck, upTo: cmd.UpToSeq, reason: cmd.Reason},
+			c.srv.cfg.WriteTimeout) {
 			c.srv.m.staleAcks.Inc()
 		}
 	case protocol.TypeUnsubscribe:
@@ -319,24 +343,17 @@ func (c *conn) close(code websocket.StatusCode, reason string) {
 	c.closeOnce.Do(func() { c.shutdown(code, reason) })
 }
 
-// shutdown stops the writer and keepalive, detaches every subscription
-// (their round trips end at once) and closes the socket in the
+// shutdown stops the writer and keepalive and closes the socket in the
 // background: the close handshake may take seconds with a peer that does
-// not read.
+// not read. The reader goes on taking acks and nacks until the socket
+// ends; then serve detaches the subscriptions (their round trips end).
 func (c *conn) shutdown(code websocket.StatusCode, reason string) {
 	if reason != "" {
 		c.srv.m.disconnects.WithLabelValues(reason).Inc()
 	}
+	c.closing.Store(true)
 	c.cancel()
 	c.q.close()
-	c.mu.Lock()
-	subs := c.subs
-	c.subs = map[string]*attachment{}
-	c.mu.Unlock()
-	for _, a := range subs {
-		c.srv.m.subscribers.Dec()
-		a.st.detach(a)
-	}
 	c.srv.wg.Add(1)
 	go func() {
 		defer c.srv.wg.Done()
@@ -387,7 +404,7 @@ func (s *Server) forgetEphemeral(st *stream) {
 }
 
 func (s *Server) newStream(cmd *protocol.Command, filter record.Filter) *stream {
-	st := &stream{srv: s, name: cmd.Stream, durable: cmd.Durable, mode: cmd.Mode, filter: filter,
+	st := &stream{srv: s, name: cmd.Stream, durable: cmd.Durable, mode: cmd.Mode, filter: filter, replies: make(chan reply, replyQueue),
 		wire: cmd.Filter.Canonical(), batchSize: cmd.BatchSize, batchTimeout: time.Duration(cmd.BatchTimeout)}
 	if st.mode == "" {
 		st.mode = protocol.ModeAck
@@ -411,7 +428,7 @@ func (s *Server) streamFromStored(rec *streamstore.Stream) (*stream, error) {
 	if err != nil {
 		return nil, fmt.Errorf("durable stream %s: stored cursor: %w", rec.Name, err)
 	}
-	st := &stream{srv: s, name: rec.Name, durable: true, mode: rec.Mode, filter: filter, wire: rec.Filter.Canonical(),
+	st := &stream{srv: s, name: rec.Name, durable: true, mode: rec.Mode, filter: filter, wire: rec.Filter.Canonical(), replies: make(chan reply, replyQueue),
 		batchSize: rec.BatchSize, batchTimeout: rec.BatchTimeout, acked: cur, delivered: cur, batchNo: rec.Batch,
 		records: rec.Records}
 	return st, nil

@@ -19,6 +19,9 @@ import (
 const (
 	minNackDelay = 100 * time.Millisecond
 	maxNackDelay = 5 * time.Second
+	// replyQueue is how many acks and nacks may wait for a stream's
+	// dispatcher.
+	replyQueue = 16
 )
 
 // reply is an ack or a nack from a connection.
@@ -48,7 +51,7 @@ type dispatcher struct {
 	ctx      context.Context
 	cancel   context.CancelFunc
 	wake     chan struct{} // attachments changed, or drain
-	replies  chan reply
+	replies  chan reply    // the stream's: replies outlive a dispatcher
 	exited   chan struct{}
 	draining atomic.Bool
 
@@ -58,15 +61,21 @@ type dispatcher struct {
 	bufSince time.Time
 	pending  *pendingBatch
 	inFlight *roundTrip
-	acked    record.Cursor
-	retryAt  time.Time // no delivery before then (nack backoff)
-	nacks    int
+	// orphan is the delivery of the pending batch whose connection went
+	// without a reply (nil once the batch goes out again or is done): an
+	// ack of it that arrives late (posted as the connection closed, read
+	// by this or the next dispatcher) still counts, as long as the batch
+	// has not gone out again.
+	orphan  *roundTrip
+	acked   record.Cursor
+	retryAt time.Time // no delivery before then (nack backoff)
+	nacks   int
 }
 
 func newDispatcher(st *stream) *dispatcher {
 	ctx, cancel := context.WithCancel(st.srv.ctx)
 	return &dispatcher{st: st, srv: st.srv, ctx: ctx, cancel: cancel, wake: make(chan struct{}, 1),
-		replies: make(chan reply, 4), exited: make(chan struct{})}
+		replies: st.replies, exited: make(chan struct{})}
 }
 
 // start runs the dispatcher; the caller holds st.mu. It returns false,
@@ -78,6 +87,7 @@ func (d *dispatcher) start() bool {
 	}
 	d.acked = d.st.acked
 	d.pending = d.st.pending
+	d.orphan = d.st.orphan
 	go d.run()
 	return true
 }
@@ -96,18 +106,6 @@ func (d *dispatcher) drain() {
 	d.wakeUp()
 }
 
-// post hands an ack or nack to the dispatcher; false when it has stopped.
-func (d *dispatcher) post(r reply) bool {
-	select {
-	case d.replies <- r:
-		return true
-	case <-d.exited:
-		return false
-	case <-d.ctx.Done():
-		return false
-	}
-}
-
 func (d *dispatcher) log() *zap.Logger {
 	return d.srv.log.With(zap.String("stream", d.st.name), zap.Bool("durable", d.st.durable))
 }
@@ -120,7 +118,9 @@ func (d *dispatcher) run() {
 		}
 		// An ack posted just before the dispatcher was stopped (the client
 		// acked, then closed: the last connection left) still counts, or
-		// the next connection would get those records again.
+		// the next connection would get those records again. One posted
+		// after this waits in the stream's channel for the next
+		// dispatcher, which takes it first (the orphan round trip).
 		for done := false; !done; {
 			select {
 			case r := <-d.replies:
@@ -134,6 +134,15 @@ func (d *dispatcher) run() {
 		d.st.dispatcherExited(d)
 	}()
 	d.startPump()
+	// Replies posted while no dispatcher ran come first.
+	for done := false; !done; {
+		select {
+		case r := <-d.replies:
+			d.handleReply(r)
+		default:
+			done = true
+		}
+	}
 	for {
 		if d.draining.Load() && d.inFlight == nil {
 			return
@@ -220,6 +229,7 @@ func (d *dispatcher) wait() bool {
 				continue
 			default:
 			}
+			d.orphan = d.inFlight
 			d.endRoundTrip("connection closed")
 		}
 	case <-ackTimeout:
@@ -355,6 +365,7 @@ func (d *dispatcher) sent(a *attachment, number int64, p *pendingBatch) {
 	d.srv.m.batchesSent.WithLabelValues(string(protocol.ModeAck)).Inc()
 	d.srv.m.recordsSent.Add(float64(len(p.records)))
 	rt := &roundTrip{att: a, number: number}
+	d.orphan = nil
 	if d.srv.cfg.AckTimeout > 0 {
 		rt.timer = time.NewTimer(d.srv.cfg.AckTimeout)
 	}
@@ -388,6 +399,13 @@ func (d *dispatcher) broadcast(p *pendingBatch, tip []byte, head int64) bool {
 // flight, from its connection, counts; any other is ignored.
 func (d *dispatcher) handleReply(r reply) {
 	rt := d.inFlight
+	if rt == nil && d.orphan != nil && d.orphan.att == r.att && d.orphan.number == r.batch && d.pending != nil {
+		// The reply of a delivery whose connection went before it was
+		// read: the batch has not gone out again, so it still counts.
+		rt = d.orphan
+		d.orphan = nil
+		d.inFlight = rt
+	}
 	if rt == nil || rt.att != r.att || rt.number != r.batch {
 		d.srv.m.staleAcks.Inc()
 		d.log().Debug("ignoring an ack or nack of a batch not in flight", zap.Int64("batch", r.batch),
@@ -443,6 +461,7 @@ func (d *dispatcher) clearRoundTrip() {
 // for a durable stream).
 func (d *dispatcher) completed(number int64, p *pendingBatch) {
 	d.pending = nil
+	d.orphan = nil
 	d.acked = p.cursor
 	d.retryAt = time.Time{}
 	d.st.mu.Lock()
@@ -471,10 +490,14 @@ func (d *dispatcher) completed(number int64, p *pendingBatch) {
 // finish leaves the dispatcher's position in the stream for the next one.
 func (d *dispatcher) finish() {
 	if d.inFlight != nil {
+		// Stopped with a round trip in flight (its connection left, or the
+		// server stops): its ack may still arrive, for the next dispatcher.
+		d.orphan = d.inFlight
 		d.clearRoundTrip()
 	}
 	d.st.mu.Lock()
 	defer d.st.mu.Unlock()
 	d.st.acked = d.acked
 	d.st.pending = d.pending
+	d.st.orphan = d.orphan
 }

@@ -31,6 +31,10 @@ type stream struct {
 	wire         protocol.Filter
 	batchSize    int
 	batchTimeout time.Duration
+	// replies carries acks and nacks from connections to whichever
+	// dispatcher runs the stream, now or next: one posted as a dispatcher
+	// stops is not lost with it.
+	replies chan reply
 
 	mu       sync.Mutex
 	atts     []*attachment
@@ -41,7 +45,8 @@ type stream struct {
 	batchNo  int64 // the last batch number used
 	records  int64 // records acknowledged
 	pending  *pendingBatch
-	inFlight int64 // the batch number of the round trip in flight, 0 when none
+	orphan   *roundTrip // a stopped dispatcher's (dispatcher.orphan)
+	inFlight int64      // the batch number of the round trip in flight, 0 when none
 	// delivered is the cursor after the newest batch sent.
 	delivered record.Cursor
 }
@@ -57,6 +62,25 @@ type attachment struct {
 }
 
 func (a *attachment) leave() { a.goneOnce.Do(func() { close(a.gone) }) }
+
+// post hands an ack or nack to the stream's dispatcher (or, when none
+// runs, to the next one), waiting at most timeout for room; false when
+// there was none (the reply is dropped and counted as stale).
+func (st *stream) post(r reply, timeout time.Duration) bool {
+	select {
+	case st.replies <- r:
+		return true
+	default:
+	}
+	t := time.NewTimer(timeout)
+	defer t.Stop()
+	select {
+	case st.replies <- r:
+		return true
+	case <-t.C:
+		return false
+	}
+}
 
 // attach adds a connection to the stream and makes sure a dispatcher runs.
 // It returns "" or the error code of why it could not: the durable stream
@@ -129,6 +153,9 @@ func (st *stream) next(d *dispatcher, skip *attachment) *attachment {
 		case <-a.gone:
 			continue
 		default:
+		}
+		if a.conn.closing.Load() && n > 1 {
+			continue // it is going: nothing more is sent to it
 		}
 		st.rr = (st.rr + i + 1) % n
 		return a
