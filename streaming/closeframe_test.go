@@ -137,7 +137,7 @@ func TestSlowConsumerGetsCloseFrame(t *testing.T) {
 	if err := slow.Write(ctx, websocket.MessageText, sub); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the slow client to be cut off", func() bool {
+	waitLong(t, "the slow client to be cut off", func() bool {
 		return srv.Metric(t, "marlowe_streaming_slow_clients_dropped_total") >= 1
 	})
 	frames := 0
@@ -158,5 +158,19 @@ func TestSlowConsumerGetsCloseFrame(t *testing.T) {
 		}
 		t.Logf("%d frames, then the close frame", frames)
 		return
+	}
+}
+
+// waitLong polls cond until it holds, failing after two minutes: what it
+// waits for takes CPU (under the race detector, on a shared machine), and
+// the bound only catches a hang.
+func waitLong(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(2 * time.Minute)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
