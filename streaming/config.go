@@ -3,6 +3,7 @@ package streaming
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -11,6 +12,7 @@ import (
 	"github.com/marlowe-follower/follower/chainsync/chain"
 	"github.com/marlowe-follower/follower/history"
 	"github.com/marlowe-follower/follower/query/origin"
+	"github.com/marlowe-follower/follower/streaming/auth"
 	"github.com/marlowe-follower/follower/streaming/streamstore"
 )
 
@@ -46,11 +48,16 @@ type Config struct {
 	// Addr is the address Start listens on, host:port
 	// (MARLOWE_RT_STREAMING_HOST and MARLOWE_RT_STREAMING_PORT).
 	Addr string
-	// Token, when not empty, is the bearer token every client must present
+	// Token, when not empty, is a bearer token clients may present
 	// (Authorization: Bearer TOKEN, or ?access_token=TOKEN for browsers)
-	// on the WebSocket and the Server-Sent Events endpoints
-	// (MARLOWE_RT_STREAMING_TOKEN).
+	// on the WebSocket, the Server-Sent Events and the /streams endpoints
+	// (MARLOWE_RT_STREAMING_TOKEN): the token named auth.LegacyName with
+	// the default scopes, beside Tokens.
 	Token string
+	// Tokens are the named bearer tokens (MARLOWE_RT_STREAMING_TOKENS). A
+	// durable stream belongs to the token that created it. With neither
+	// Token nor Tokens the server is open: anyone may do anything.
+	Tokens []auth.Token
 	// Origins are the browser origins whose pages may open a WebSocket:
 	// exact origins, scheme://host[:port] (https://dapp.example,
 	// http://localhost:5173), or "*" for any (MARLOWE_RT_STREAMING_ORIGINS,
@@ -158,7 +165,20 @@ func (c *Config) Validate() error {
 	if _, err := origin.Parse(c.Origins); err != nil {
 		errs = append(errs, fmt.Errorf("streaming config: Origins: %w", err))
 	}
+	if _, err := auth.New(c.AllTokens()); err != nil {
+		errs = append(errs, fmt.Errorf("streaming config: Tokens: %w", err))
+	}
 	return errors.Join(errs...)
+}
+
+// AllTokens returns Tokens with Token (when set) as the token named
+// auth.LegacyName.
+func (c *Config) AllTokens() []auth.Token {
+	out := slices.Clone(c.Tokens)
+	if c.Token != "" {
+		out = append(out, auth.Token{Name: auth.LegacyName, Secret: c.Token})
+	}
+	return out
 }
 
 // Deps are what the server works with.

@@ -13,6 +13,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/marlowe-follower/follower/history/record"
+	"github.com/marlowe-follower/follower/streaming/auth"
 	"github.com/marlowe-follower/follower/streaming/protocol"
 	"github.com/marlowe-follower/follower/streaming/streamstore"
 )
@@ -28,6 +29,10 @@ type conn struct {
 	q      *sendQueue
 	ctx    context.Context // ends when the connection does
 	cancel context.CancelFunc
+
+	// principal is who the connection authenticated as: the owner check
+	// of its durable streams.
+	principal auth.Principal
 
 	closeOnce sync.Once
 	// closing is set when the connection starts to end: nothing more is
@@ -164,6 +169,10 @@ func (c *conn) execute(cmd *protocol.Command) {
 			c.reject(protocol.CodeUnknownStream, fmt.Sprintf("no subscription named %q on this connection", cmd.Stream), cmd.Stream, false)
 			return
 		}
+		if a.st.durable && !c.principal.Owns(a.st.owner) {
+			c.reject(protocol.CodeForbidden, fmt.Sprintf("durable stream %q belongs to another credential", cmd.Stream), cmd.Stream, false)
+			return
+		}
 		if !a.st.post(reply{att: a, batch: cmd.Batch, ack: cmd.Type == protocol.TypeAck, upTo: cmd.UpToSeq, reason: cmd.Reason},
 			c.srv.cfg.WriteTimeout) {
 			c.srv.m.staleAcks.Inc()
@@ -216,9 +225,12 @@ func (c *conn) subscribe(cmd *protocol.Command) {
 		}
 	}
 	var st *stream
-	if cmd.Durable {
-		st, err = c.srv.openDurable(c.ctx, cmd, filter)
-	} else {
+	switch {
+	case cmd.Durable:
+		st, err = c.srv.openDurable(c.ctx, cmd, filter, c.principal)
+	case !c.principal.Allows(auth.ScopeSubscribe):
+		err = &subscribeError{protocol.CodeForbidden, "this token has no subscribe scope: it may use durable streams only"}
+	default:
 		st, err = c.srv.newEphemeral(cmd, filter)
 	}
 	if err != nil {
@@ -428,7 +440,7 @@ func (s *Server) streamFromStored(rec *streamstore.Stream) (*stream, error) {
 	if err != nil {
 		return nil, fmt.Errorf("durable stream %s: stored cursor: %w", rec.Name, err)
 	}
-	st := &stream{srv: s, name: rec.Name, durable: true, mode: rec.Mode, filter: filter, wire: rec.Filter.Canonical(), replies: make(chan reply, replyQueue),
+	st := &stream{srv: s, name: rec.Name, owner: rec.Owner, durable: true, mode: rec.Mode, filter: filter, wire: rec.Filter.Canonical(), replies: make(chan reply, replyQueue),
 		batchSize: rec.BatchSize, batchTimeout: rec.BatchTimeout, acked: cur, delivered: cur, batchNo: rec.Batch,
 		records: rec.Records}
 	return st, nil

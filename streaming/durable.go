@@ -13,6 +13,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/marlowe-follower/follower/history/record"
+	"github.com/marlowe-follower/follower/streaming/auth"
 	"github.com/marlowe-follower/follower/streaming/protocol"
 	"github.com/marlowe-follower/follower/streaming/streamstore"
 )
@@ -25,10 +26,14 @@ var ErrNoDurableStreams = errors.New("streaming: durable streams are not enabled
 // creating it (from the command's filter and starting point) when it does
 // not exist. An existing stream keeps its filter, mode and batching: a
 // command that gives another filter or mode is refused; its from is
-// ignored (the stream resumes after its last ack).
-func (s *Server) openDurable(ctx context.Context, cmd *protocol.Command, filter record.Filter) (*stream, error) {
+// ignored (the stream resumes after its last ack). A stream belongs to the
+// principal that created it: another one is refused (forbidden).
+func (s *Server) openDurable(ctx context.Context, cmd *protocol.Command, filter record.Filter, who auth.Principal) (*stream, error) {
 	if s.store == nil {
 		return nil, &subscribeError{protocol.CodeDurableUnavailable, "this server keeps no durable streams"}
+	}
+	if !who.Allows(auth.ScopeStreams) {
+		return nil, &subscribeError{protocol.CodeForbidden, "this token has no streams scope: it may not use durable streams"}
 	}
 	if !protocol.ValidDurableName(cmd.Stream) {
 		return nil, &subscribeError{protocol.CodeBadRequest,
@@ -42,7 +47,7 @@ func (s *Server) openDurable(ctx context.Context, cmd *protocol.Command, filter 
 	if st == nil {
 		rec, err := s.store.StreamGet(ctx, cmd.Stream)
 		if errors.Is(err, streamstore.ErrNotFound) {
-			rec, err = s.createDurable(ctx, cmd, filter)
+			rec, err = s.createDurable(ctx, cmd, filter, who)
 		}
 		if err != nil {
 			return nil, err
@@ -53,6 +58,10 @@ func (s *Server) openDurable(ctx context.Context, cmd *protocol.Command, filter 
 		s.mu.Lock()
 		s.durables[st.name] = st
 		s.mu.Unlock()
+	}
+	if !who.Owns(st.owner) {
+		return nil, &subscribeError{protocol.CodeForbidden,
+			fmt.Sprintf("durable stream %q belongs to another credential", st.name)}
 	}
 	if cmd.Filter != nil && !st.wire.Equal(cmd.Filter) {
 		stored, _ := json.Marshal(st.wire)
@@ -66,7 +75,7 @@ func (s *Server) openDurable(ctx context.Context, cmd *protocol.Command, filter 
 	return st, nil
 }
 
-func (s *Server) createDurable(ctx context.Context, cmd *protocol.Command, filter record.Filter) (*streamstore.Stream, error) {
+func (s *Server) createDurable(ctx context.Context, cmd *protocol.Command, filter record.Filter, who auth.Principal) (*streamstore.Stream, error) {
 	if cmd.Filter == nil {
 		return nil, &subscribeError{protocol.CodeBadFilter,
 			fmt.Sprintf("durable stream %q does not exist: give a filter to create it", cmd.Stream)}
@@ -80,7 +89,7 @@ func (s *Server) createDurable(ctx context.Context, cmd *protocol.Command, filte
 		return nil, err
 	}
 	proto := s.newStream(cmd, filter)
-	rec := &streamstore.Stream{Name: cmd.Stream, Filter: proto.wire, Mode: proto.mode, BatchSize: proto.batchSize,
+	rec := &streamstore.Stream{Name: cmd.Stream, Owner: who.Name, Filter: proto.wire, Mode: proto.mode, BatchSize: proto.batchSize,
 		BatchTimeout: proto.batchTimeout, Cursor: start.String()}
 	if err := s.store.StreamCreate(ctx, rec); err != nil {
 		if errors.Is(err, streamstore.ErrExists) { // created by another process meanwhile
@@ -88,7 +97,7 @@ func (s *Server) createDurable(ctx context.Context, cmd *protocol.Command, filte
 		}
 		return nil, err
 	}
-	s.log.Info("durable stream created", zap.String("stream", rec.Name), zap.String("cursor", rec.Cursor),
+	s.log.Info("durable stream created", zap.String("stream", rec.Name), zap.String("owner", rec.Owner), zap.String("cursor", rec.Cursor),
 		zap.String("mode", string(rec.Mode)))
 	return rec, nil
 }
@@ -114,12 +123,14 @@ type StreamInfo struct {
 	InFlight  int64     `json:"inFlight"`
 	CreatedAt time.Time `json:"createdAt"`
 	UpdatedAt time.Time `json:"updatedAt"`
+	// owner is the stream's credential name (not shown).
+	owner string
 }
 
 func (s *Server) info(rec *streamstore.Stream, head int64) StreamInfo {
 	in := StreamInfo{Name: rec.Name, Filter: rec.Filter, Mode: rec.Mode, BatchSize: rec.BatchSize,
 		BatchTimeout: protocol.Duration(rec.BatchTimeout), Cursor: rec.Cursor, Batch: rec.Batch, Records: rec.Records,
-		CreatedAt: rec.CreatedAt, UpdatedAt: rec.UpdatedAt}
+		CreatedAt: rec.CreatedAt, UpdatedAt: rec.UpdatedAt, owner: rec.Owner}
 	if c, err := record.ParseCursor(rec.Cursor); err == nil {
 		in.Lag = max(head-c.Seq, 0)
 	}
@@ -134,13 +145,18 @@ func (s *Server) info(rec *streamstore.Stream, head int64) StreamInfo {
 	return in
 }
 
-// ListStreams returns the durable streams in name order: at most limit
-// (0: streamstore.MaxList) with names after after.
-func (s *Server) ListStreams(ctx context.Context, after string, limit int) ([]StreamInfo, error) {
+// ListStreams returns the durable streams who may use (auth.Principal.Owns:
+// its own, or all for an admin) in name order: at most limit (0:
+// streamstore.MaxList) with names after after.
+func (s *Server) ListStreams(ctx context.Context, who auth.Principal, after string, limit int) ([]StreamInfo, error) {
 	if s.store == nil {
 		return nil, ErrNoDurableStreams
 	}
-	recs, err := s.store.StreamList(ctx, &streamstore.StreamListParams{After: after, Limit: limit})
+	p := &streamstore.StreamListParams{After: after, Limit: limit}
+	if !who.Admin() {
+		p.Owner = &who.Name
+	}
+	recs, err := s.store.StreamList(ctx, p)
 	if err != nil {
 		return nil, err
 	}
@@ -199,18 +215,24 @@ func (s *Server) DeleteStream(ctx context.Context, name string) error {
 //	GET    /streams/{name}                StreamInfo, or 404
 //	DELETE /streams/{name}                204, or 404
 //
-// When Config.Token is set, requests need it as for the WebSocket.
+// With tokens configured, requests need one as for the WebSocket, with the
+// streams scope; a caller sees and deletes only its own streams (an admin
+// token all): another owner's stream is 404, as if it did not exist.
 func (s *Server) StreamsHandler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /streams", s.handleList)
 	mux.HandleFunc("GET /streams/{name}", s.handleGet)
 	mux.HandleFunc("DELETE /streams/{name}", s.handleDelete)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !s.authorized(r) {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="marlowe-follower"`)
-			writeError(w, http.StatusUnauthorized, "unauthorized", "a valid bearer token is required")
+		who, ok := s.authenticate(w, r)
+		if !ok {
 			return
 		}
+		if !who.Allows(auth.ScopeStreams) {
+			writeError(w, http.StatusForbidden, protocol.CodeForbidden, "this token has no streams scope")
+			return
+		}
+		r = r.WithContext(context.WithValue(r.Context(), principalKey{}, who))
 		if s.store == nil {
 			writeError(w, http.StatusNotImplemented, "durable_unavailable", ErrNoDurableStreams.Error())
 			return
@@ -259,7 +281,7 @@ func (s *Server) handleList(w http.ResponseWriter, r *http.Request) {
 		}
 		limit = n
 	}
-	list, err := s.ListStreams(r.Context(), q.Get("after"), limit)
+	list, err := s.ListStreams(r.Context(), callerOf(r), q.Get("after"), limit)
 	if err != nil {
 		s.log.Error("listing durable streams", zap.Error(err))
 		writeError(w, http.StatusInternalServerError, protocol.CodeInternal, "listing the streams failed")
@@ -273,6 +295,9 @@ func (s *Server) handleGet(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	in, err := s.GetStream(r.Context(), r.PathValue("name"))
+	if err == nil && !callerOf(r).Owns(in.owner) {
+		err = streamstore.ErrNotFound // another owner's stream does not exist for this caller
+	}
 	switch {
 	case errors.Is(err, streamstore.ErrNotFound):
 		writeError(w, http.StatusNotFound, "not_found", fmt.Sprintf("no durable stream %q", r.PathValue("name")))
@@ -288,7 +313,7 @@ func (s *Server) handleDelete(w http.ResponseWriter, r *http.Request) {
 	if !namedParams(w, r) {
 		return
 	}
-	err := s.DeleteStream(r.Context(), r.PathValue("name"))
+	err := s.deleteOwnStream(r.Context(), callerOf(r), r.PathValue("name"))
 	switch {
 	case errors.Is(err, streamstore.ErrNotFound):
 		writeError(w, http.StatusNotFound, "not_found", fmt.Sprintf("no durable stream %q", r.PathValue("name")))
@@ -298,6 +323,30 @@ func (s *Server) handleDelete(w http.ResponseWriter, r *http.Request) {
 	default:
 		w.WriteHeader(http.StatusNoContent)
 	}
+}
+
+// principalKey carries the caller of a /streams request in its context.
+type principalKey struct{}
+
+// callerOf returns the principal StreamsHandler authenticated.
+func callerOf(r *http.Request) auth.Principal {
+	p, _ := r.Context().Value(principalKey{}).(auth.Principal)
+	return p
+}
+
+// deleteOwnStream deletes a stream who owns; another owner's is not found.
+func (s *Server) deleteOwnStream(ctx context.Context, who auth.Principal, name string) error {
+	if s.store == nil {
+		return ErrNoDurableStreams
+	}
+	rec, err := s.store.StreamGet(ctx, name)
+	if err != nil {
+		return err
+	}
+	if !who.Owns(rec.Owner) {
+		return fmt.Errorf("durable stream %q: %w", name, streamstore.ErrNotFound)
+	}
+	return s.DeleteStream(ctx, name)
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

@@ -73,9 +73,12 @@ func (m *metrics) unregister(r prometheus.Registerer) {
 }
 
 var (
+	// Streams are labelled by owner, never by name: /metrics may be public
+	// and a stream's name is what another client would need to steal it.
 	lagDesc = prometheus.NewDesc("marlowe_streaming_stream_lag",
-		"Records between the history head and a durable stream's acknowledged cursor (head seq - cursor seq).",
-		[]string{"stream"}, nil)
+		"The largest lag (head seq - acknowledged cursor seq) of the durable streams of one owner (a token's name; "+
+			"anonymous on an open server).",
+		[]string{"owner"}, nil)
 	maxLagDesc = prometheus.NewDesc("marlowe_streaming_max_lag",
 		"The largest lag (head seq - acknowledged cursor seq; in broadcast mode the cursor sent) of the running subscriptions.", nil, nil)
 )
@@ -93,14 +96,22 @@ func (l *lagCollector) Describe(ch chan<- *prometheus.Desc) {
 func (l *lagCollector) Collect(ch chan<- prometheus.Metric) {
 	head := l.s.head()
 	var maxLag int64
+	byOwner := map[string]int64{}
 	for _, st := range l.s.allStreams() {
 		acked, _ := st.positions()
 		if st.durable {
-			ch <- prometheus.MustNewConstMetric(lagDesc, prometheus.GaugeValue, float64(max(head-acked.Seq, 0)), st.name)
+			owner := st.owner
+			if owner == "" {
+				owner = "anonymous"
+			}
+			byOwner[owner] = max(byOwner[owner], head-acked.Seq, 0)
 		}
 		if st.running() {
 			maxLag = max(maxLag, head-acked.Seq)
 		}
+	}
+	for owner, lag := range byOwner {
+		ch <- prometheus.MustNewConstMetric(lagDesc, prometheus.GaugeValue, float64(lag), owner)
 	}
 	ch <- prometheus.MustNewConstMetric(maxLagDesc, prometheus.GaugeValue, float64(maxLag))
 }

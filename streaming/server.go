@@ -21,13 +21,11 @@ package streaming
 
 import (
 	"context"
-	"crypto/subtle"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
 	"net/http"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -37,6 +35,7 @@ import (
 
 	"github.com/marlowe-follower/follower/history"
 	"github.com/marlowe-follower/follower/query/origin"
+	"github.com/marlowe-follower/follower/streaming/auth"
 	"github.com/marlowe-follower/follower/streaming/protocol"
 	"github.com/marlowe-follower/follower/streaming/streamstore"
 )
@@ -46,6 +45,7 @@ import (
 // endpoint) and call Start with an empty Addr; stop it with Shutdown.
 type Server struct {
 	cfg   Config
+	auth  *auth.Authenticator
 	deps  Deps
 	h     *history.Handle
 	store streamstore.Store
@@ -97,7 +97,8 @@ func New(cfg Config, deps Deps) (*Server, error) {
 		log = zap.NewNop()
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	s := &Server{cfg: cfg, deps: deps, h: deps.History, store: deps.Streams, log: log.Named("streaming"),
+	authn, _ := auth.New(cfg.AllTokens()) // Validate checked them
+	s := &Server{cfg: cfg, auth: authn, deps: deps, h: deps.History, store: deps.Streams, log: log.Named("streaming"),
 		ctx: ctx, cancel: cancel, stopped: make(chan struct{}), shutDown: make(chan struct{}),
 		conns: map[*conn]struct{}{}, durables: map[string]*stream{}, ephemeral: map[*stream]struct{}{}}
 	allowed, _ := origin.Parse(cfg.Origins) // Validate checked them
@@ -141,7 +142,8 @@ func (s *Server) Start(ctx context.Context) error {
 			s.log.Error("streaming server stopped", zap.Error(err))
 		}
 	}()
-	s.log.Info("streaming API listening", zap.String("addr", ln.Addr().String()), zap.Bool("auth", s.cfg.Token != ""))
+	s.log.Info("streaming API listening", zap.String("addr", ln.Addr().String()), zap.Bool("auth", !s.auth.Open()),
+		zap.Strings("tokens", s.auth.Names()))
 	return nil
 }
 
@@ -264,31 +266,23 @@ func (s *Server) heartbeats() {
 	}
 }
 
-// authorized checks the bearer token, from the Authorization header or,
-// for browsers (which cannot set headers on WebSockets or EventSource),
-// the access_token query parameter.
-func (s *Server) authorized(r *http.Request) bool {
-	if s.cfg.Token == "" {
-		return true
+// authenticate returns the request's principal (auth.Anonymous when no
+// token is configured), or answers 401 and returns false.
+func (s *Server) authenticate(w http.ResponseWriter, r *http.Request) (auth.Principal, bool) {
+	p, ok := s.auth.Authenticate(r)
+	if !ok {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="marlowe-follower"`)
+		writeError(w, http.StatusUnauthorized, "unauthorized", "a valid bearer token is required")
 	}
-	tok := r.URL.Query().Get("access_token")
-	if h := r.Header.Get("Authorization"); h != "" {
-		scheme, rest, _ := strings.Cut(h, " ")
-		if !strings.EqualFold(scheme, "Bearer") {
-			return false
-		}
-		tok = strings.TrimSpace(rest)
-	}
-	return subtle.ConstantTimeCompare([]byte(tok), []byte(s.cfg.Token)) == 1
+	return p, ok
 }
+
+// Open reports whether the server takes no token: anyone who reaches it
+// may use every stream.
+func (s *Server) Open() bool { return s.auth.Open() }
 
 // admit counts a client in, or refuses it (shutting down, or full).
 func (s *Server) admit(w http.ResponseWriter, r *http.Request) bool {
-	if !s.authorized(r) {
-		w.Header().Set("WWW-Authenticate", `Bearer realm="marlowe-follower"`)
-		writeError(w, http.StatusUnauthorized, "unauthorized", "a valid bearer token is required")
-		return false
-	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	switch {
@@ -331,7 +325,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !s.originAllowed(w, r) {
 		return
 	}
-	if !s.admit(w, r) {
+	p, ok := s.authenticate(w, r)
+	if !ok || !s.admit(w, r) {
 		return
 	}
 	defer s.leave()
@@ -343,6 +338,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	c := newConn(s, ws, s.nextID.Add(1), r.RemoteAddr)
+	c.principal = p
 	s.mu.Lock()
 	if s.closing.Load() {
 		s.mu.Unlock()

@@ -17,6 +17,7 @@ import (
 
 	"github.com/marlowe-follower/follower/history"
 	"github.com/marlowe-follower/follower/history/record"
+	"github.com/marlowe-follower/follower/streaming/auth"
 	"github.com/marlowe-follower/follower/streaming/protocol"
 )
 
@@ -83,6 +84,14 @@ func (s *Server) serveEvents(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		writeError(w, http.StatusInternalServerError, protocol.CodeInternal, "the subscription could not be set up")
+		return
+	}
+	who, ok := s.authenticate(w, r)
+	if !ok {
+		return
+	}
+	if !who.Allows(auth.ScopeSubscribe) {
+		writeError(w, http.StatusForbidden, protocol.CodeForbidden, "this token has no subscribe scope")
 		return
 	}
 	if !s.admit(w, r) {

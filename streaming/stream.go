@@ -23,8 +23,11 @@ import (
 // for a connection that is not there (the failure of the FireFly seed:
 // shared/seeds/003_f4905808e4fe0f24.txt).
 type stream struct {
-	srv          *Server
-	name         string
+	srv  *Server
+	name string
+	// owner is the name of the credential a durable stream belongs to
+	// ("" when it was created on an open server).
+	owner        string
 	durable      bool
 	mode         protocol.Mode
 	filter       record.Filter

@@ -65,6 +65,7 @@ const (
 	CodeStreamMismatch       = "stream_mismatch"        // a durable stream exists with another filter or mode
 	CodeDurableUnavailable   = "durable_unavailable"    // the server keeps no durable streams
 	CodeStreamDeleted        = "stream_deleted"         // the durable stream was deleted
+	CodeForbidden            = "forbidden"              // the credential may not do this (another owner's stream, a missing scope)
 	CodeAckTimeout           = "ack_timeout"            // a batch was not acknowledged in time
 	CodeShuttingDown         = "shutting_down"          // the server is stopping
 	CodeInternal             = "internal"               // a server-side failure; try again

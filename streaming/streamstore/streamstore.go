@@ -39,6 +39,9 @@ var (
 type Stream struct {
 	// Name identifies the stream (protocol.ValidDurableName).
 	Name string
+	// Owner is the name of the credential that created the stream; only
+	// it (or an admin) may use the stream. "" on an open server.
+	Owner string
 	// Filter selects the stream's records.
 	Filter protocol.Filter
 	// Mode is ack or broadcast.
@@ -75,6 +78,8 @@ type StreamListParams struct {
 	After string
 	// Limit: at most this many (0 or above MaxList: MaxList).
 	Limit int
+	// Owner, when not nil: only the streams of that owner.
+	Owner *string
 }
 
 // MaxList caps a StreamList page.

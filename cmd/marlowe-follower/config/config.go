@@ -6,6 +6,8 @@ package config
 
 import (
 	"time"
+
+	"github.com/marlowe-follower/follower/streaming/auth"
 )
 
 // Defaults.
@@ -60,7 +62,7 @@ type Store struct {
 // Query is the HTTP query API.
 type Query struct {
 	Port          int    `yaml:"port" env:"MARLOWE_RT_QUERY_PORT" flag:"query-port" default:"3780" doc:"TCP port of the HTTP query API (0 disables it)"`
-	Host          string `yaml:"host" env:"MARLOWE_RT_QUERY_HOST" flag:"query-host" default:"0.0.0.0" doc:"address the query API listens on"`
+	Host          string `yaml:"host" env:"MARLOWE_RT_QUERY_HOST" flag:"query-host" doc:"address the query API listens on; empty: 127.0.0.1 (loopback) while no streaming token is set, 0.0.0.0 (every interface) once one is"`
 	ReadyDistance uint64 `yaml:"readyDistance" env:"MARLOWE_RT_READY_DISTANCE" flag:"ready-distance" default:"10" doc:"readiness: the committed point at most this many blocks behind the node's tip"`
 	// ReadyProjectionLag bounds the contract projection's lag for /readyz.
 	ReadyProjectionLag uint64 `yaml:"readyProjectionLag" env:"MARLOWE_RT_READY_PROJECTION_LAG" flag:"ready-projection-lag" default:"100" doc:"readiness: the contract projection at most this many history records behind the history"`
@@ -70,9 +72,47 @@ type Query struct {
 // Streaming is the WebSocket streaming API.
 type Streaming struct {
 	Port    int      `yaml:"port" env:"MARLOWE_RT_STREAMING_PORT" flag:"streaming-port" default:"3781" doc:"TCP port of the WebSocket streaming API (0 disables it)"`
-	Host    string   `yaml:"host" env:"MARLOWE_RT_STREAMING_HOST" flag:"streaming-host" default:"0.0.0.0" doc:"address the streaming API listens on"`
-	Token   string   `yaml:"token" env:"MARLOWE_RT_STREAMING_TOKEN" flag:"streaming-token" secret:"true" doc:"bearer token clients must present; empty allows anyone"`
+	Host    string   `yaml:"host" env:"MARLOWE_RT_STREAMING_HOST" flag:"streaming-host" doc:"address the streaming API listens on; empty: 127.0.0.1 (loopback) while no streaming token is set, 0.0.0.0 (every interface) once one is"`
+	Token   string   `yaml:"token" env:"MARLOWE_RT_STREAMING_TOKEN" flag:"streaming-token" secret:"true" doc:"a bearer token clients may present, the token named default (see streaming.tokens); with neither set anyone may use every stream"`
+	Tokens  []string `yaml:"tokens" env:"MARLOWE_RT_STREAMING_TOKENS" flag:"streaming-tokens" secret:"true" doc:"named bearer tokens, NAME:SECRET or NAME:SECRET:SCOPE+SCOPE (comma separated; scopes subscribe, streams, admin; default subscribe+streams); a durable stream belongs to the token that created it"`
 	Origins []string `yaml:"origins" env:"MARLOWE_RT_STREAMING_ORIGINS" flag:"streaming-origins" doc:"browser origins whose pages may open a WebSocket, scheme://host[:port] (comma separated), or * for any; empty: those of cors.origins. Pages of the listening address itself are allowed, and programs (no Origin header) always; the Host header never counts"`
+}
+
+// StreamingTokens returns the named tokens of streaming.tokens and the
+// one of streaming.token (named auth.LegacyName). Validate checked them.
+func (c *Config) StreamingTokens() []auth.Token {
+	toks, _ := c.streamingTokens()
+	return toks
+}
+
+func (c *Config) streamingTokens() ([]auth.Token, error) {
+	toks, err := auth.ParseTokens(c.Streaming.Tokens)
+	if err != nil {
+		return nil, err
+	}
+	if c.Streaming.Token != "" {
+		toks = append(toks, auth.Token{Name: auth.LegacyName, Secret: c.Streaming.Token})
+	}
+	if _, err := auth.New(toks); err != nil {
+		return nil, err
+	}
+	return toks, nil
+}
+
+// Open reports whether no streaming token is set: anyone who reaches the
+// ports may use every stream.
+func (c *Config) Open() bool { return c.Streaming.Token == "" && len(c.Streaming.Tokens) == 0 }
+
+// ListenHost is the address a port listens on when its host setting is
+// empty: loopback on an open service, every interface with tokens.
+func (c *Config) ListenHost(host string) string {
+	switch {
+	case host != "":
+		return host
+	case c.Open():
+		return "127.0.0.1"
+	}
+	return "0.0.0.0"
 }
 
 // StreamingOrigins returns the browser origins allowed on the WebSocket:

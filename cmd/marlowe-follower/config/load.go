@@ -357,7 +357,7 @@ func (c *Config) Validate() error {
 	}
 	port("query.port (MARLOWE_RT_QUERY_PORT)", c.Query.Port)
 	port("streaming.port (MARLOWE_RT_STREAMING_PORT)", c.Streaming.Port)
-	if c.Query.Port != 0 && c.Query.Port == c.Streaming.Port && c.Query.Host == c.Streaming.Host {
+	if c.Query.Port != 0 && c.Query.Port == c.Streaming.Port && c.ListenHost(c.Query.Host) == c.ListenHost(c.Streaming.Host) {
 		errs = append(errs, fmt.Errorf("query.port and streaming.port are both %d", c.Query.Port))
 	}
 	if c.Node.NetworkMagic == 0 {
@@ -387,6 +387,9 @@ func (c *Config) Validate() error {
 	}
 	if _, err := origin.Parse(c.Streaming.Origins); err != nil {
 		errs = append(errs, fmt.Errorf("streaming.origins (MARLOWE_RT_STREAMING_ORIGINS): %w", err))
+	}
+	if _, err := c.streamingTokens(); err != nil {
+		errs = append(errs, fmt.Errorf("streaming.tokens (MARLOWE_RT_STREAMING_TOKENS) and streaming.token: %w", err))
 	}
 	return errors.Join(errs...)
 }
@@ -420,7 +423,7 @@ func (l *Loaded) Redacted() ([]byte, error) {
 		if d, ok := val.(time.Duration); ok {
 			val = d.String()
 		}
-		if s.Secret && f.String() != "" {
+		if s.Secret && !f.IsZero() && (f.Kind() != reflect.Slice || f.Len() > 0) {
 			val = "<redacted>"
 		}
 		out[sec][key] = val

@@ -212,9 +212,10 @@ func Start(ctx context.Context, cfg *config.Config, log *zap.Logger, opts Option
 	scfg := streaming.DefaultConfig()
 	scfg.Addr = ""
 	if cfg.Streaming.Port != 0 {
-		scfg.Addr = net.JoinHostPort(cfg.Streaming.Host, strconv.Itoa(cfg.Streaming.Port))
+		scfg.Addr = net.JoinHostPort(cfg.ListenHost(cfg.Streaming.Host), strconv.Itoa(cfg.Streaming.Port))
 	}
-	scfg.Token = cfg.Streaming.Token
+	scfg.Tokens = cfg.StreamingTokens()
+	s.warnIfOpen()
 	scfg.Origins = cfg.StreamingOrigins()
 	s.pipe, err = pipeline.Start(ctx, pipeline.Config{
 		Logger: log, History: backend, Store: storeCfg, Slots: slots, Progress: s.progress,
@@ -288,6 +289,27 @@ func (q queryShutdown) Shutdown(ctx context.Context) error {
 	return q.s.query.Shutdown(ctx)
 }
 
+// warnIfOpen says, when no streaming token is set, that anyone who reaches
+// the ports may consume, acknowledge and delete every durable stream.
+func (s *Service) warnIfOpen() {
+	if !s.cfg.Open() {
+		return
+	}
+	q, st := s.cfg.ListenHost(s.cfg.Query.Host), s.cfg.ListenHost(s.cfg.Streaming.Host)
+	s.log.Warn("the service is open: no streaming token is set, so anyone who reaches the query or streaming port "+
+		"may consume, acknowledge and delete every durable stream; set streaming.tokens (MARLOWE_RT_STREAMING_TOKENS)",
+		zap.String("queryHost", q), zap.String("streamingHost", st), zap.Bool("loopbackOnly", isLoopback(q) && isLoopback(st)))
+}
+
+// isLoopback reports whether a listening host is a loopback address.
+func isLoopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
 // StreamingAddr returns the WebSocket server's address, or "" when it is off.
 func (s *Service) StreamingAddr() string {
 	if s.cfg.Streaming.Port == 0 {
@@ -315,7 +337,7 @@ func (s *Service) startQuery(opts Options, cache *query.ContractCache) error {
 		maps.Copy(opts.Handlers, ui.Routes())
 	}
 	srv, err := query.New(query.Config{
-		Addr:      net.JoinHostPort(s.cfg.Query.Host, strconv.Itoa(s.cfg.Query.Port)),
+		Addr:      net.JoinHostPort(s.cfg.ListenHost(s.cfg.Query.Host), strconv.Itoa(s.cfg.Query.Port)),
 		Contracts: proj, History: s.handle, Projection: proj, Cache: cache, Slots: &slots,
 		Status:  func() query.Status { return s.queryStatus(NetworkName(magic), magic, opts.Version, proj) },
 		Metrics: s.metrics.Handler(), Registerer: s.metrics.Registry,

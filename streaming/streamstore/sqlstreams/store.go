@@ -89,11 +89,12 @@ func New(ctx context.Context, db storage.DB) (*Store, error) {
 	default:
 		return nil, fmt.Errorf("stream store: no store on %T", db)
 	}
-	columns := `name, ` + filter + `, mode, batch_size, batch_timeout_ms, cursor, batch, records, created_at, updated_at`
-	s.insert = s.rebind(`INSERT INTO ws_streams (name, filter, mode, batch_size, batch_timeout_ms, cursor, batch, records,
-		created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
+	columns := `name, owner, ` + filter + `, mode, batch_size, batch_timeout_ms, cursor, batch, records, created_at, updated_at`
+	s.insert = s.rebind(`INSERT INTO ws_streams (name, owner, filter, mode, batch_size, batch_timeout_ms, cursor, batch,
+		records, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
 	s.get = s.rebind(`SELECT ` + columns + ` FROM ws_streams WHERE name = ?`)
-	s.list = s.rebind(`SELECT ` + columns + ` FROM ws_streams WHERE ` + order + ` > ? ORDER BY ` + order + ` LIMIT ?`)
+	s.list = s.rebind(`SELECT ` + columns + ` FROM ws_streams WHERE ` + order + ` > ? AND (? OR owner = ?) ORDER BY ` +
+		order + ` LIMIT ?`)
 	s.ack = s.rebind(`UPDATE ws_streams SET cursor = ?, batch = ?, records = records + ?, updated_at = ?
 		WHERE name = ? AND batch < ?`)
 	s.batchOf = s.rebind(`SELECT batch FROM ws_streams WHERE name = ?`)
@@ -174,7 +175,7 @@ func (s *Store) StreamCreate(ctx context.Context, st *streamstore.Stream) error 
 		return fmt.Errorf("stream store: create: %w", err)
 	}
 	now := time.Now().UTC().Truncate(time.Microsecond)
-	_, err = s.db.ExecContext(ctx, s.insert, st.Name, string(filter), string(st.Mode), st.BatchSize,
+	_, err = s.db.ExecContext(ctx, s.insert, st.Name, st.Owner, string(filter), string(st.Mode), st.BatchSize,
 		st.BatchTimeout.Milliseconds(), st.Cursor, st.Batch, st.Records, s.stamp(now), s.stamp(now))
 	if err != nil {
 		return s.errs.Translate("create "+st.Name, err)
@@ -189,7 +190,7 @@ func (s *Store) scan(row interface{ Scan(...any) error }) (*streamstore.Stream, 
 	var timeoutMs int64
 	pg := s.d == storage.DialectPostgres
 	created, updated := stampDest{pg: pg}, stampDest{pg: pg}
-	if err := row.Scan(&st.Name, &filter, &mode, &st.BatchSize, &timeoutMs, &st.Cursor, &st.Batch, &st.Records,
+	if err := row.Scan(&st.Name, &st.Owner, &filter, &mode, &st.BatchSize, &timeoutMs, &st.Cursor, &st.Batch, &st.Records,
 		created.dest(), updated.dest()); err != nil {
 		return nil, err
 	}
@@ -216,11 +217,14 @@ func (s *Store) StreamList(ctx context.Context, p *streamstore.StreamListParams)
 	if err := s.errs.Check(); err != nil {
 		return nil, err
 	}
-	after := ""
+	after, owner, anyOwner := "", "", true
 	if p != nil {
 		after = p.After
+		if p.Owner != nil {
+			owner, anyOwner = *p.Owner, false
+		}
 	}
-	rows, err := s.db.QueryContext(ctx, s.list, after, p.EffectiveLimit())
+	rows, err := s.db.QueryContext(ctx, s.list, after, anyOwner, owner, p.EffectiveLimit())
 	if err != nil {
 		return nil, s.errs.Translate("list", err)
 	}

@@ -41,6 +41,7 @@ func Run(t *testing.T, newOpener func(t *testing.T) Opener) {
 		{"Closed", testClosed},
 		{"HistoryIdentity", testHistoryIdentity},
 		{"CheckHistory", testCheckHistory},
+		{"Owners", testOwners},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, newOpener(t)) })
@@ -412,5 +413,49 @@ func testCheckHistory(t *testing.T, open Opener) {
 	}
 	if err := streamstore.CheckHistory(ctx, s, magic, older); err != nil {
 		t.Fatalf("older copy, cursors within: %v", err)
+	}
+}
+
+func testOwners(t *testing.T, open Opener) {
+	ctx := context.Background()
+	s := mustOpen(t, open)
+	for i, owner := range []string{"alice", "bob", "", "alice", "bob", "alice"} {
+		st := sample(fmt.Sprintf("s%d", i))
+		st.Owner = owner
+		if err := s.StreamCreate(ctx, st); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_ = s.Close()
+	s = mustOpen(t, open)
+	if got, err := s.StreamGet(ctx, "s1"); err != nil || got.Owner != "bob" {
+		t.Fatalf("StreamGet: %+v %v", got, err)
+	}
+	names := func(p *streamstore.StreamListParams) string {
+		t.Helper()
+		list, err := s.StreamList(ctx, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, st := range list {
+			out = append(out, st.Owner+"/"+st.Name)
+		}
+		return strings.Join(out, " ")
+	}
+	alice, nobody, carol := "alice", "", "carol"
+	for _, tc := range []struct {
+		p    *streamstore.StreamListParams
+		want string
+	}{
+		{&streamstore.StreamListParams{}, "alice/s0 bob/s1 /s2 alice/s3 bob/s4 alice/s5"},
+		{&streamstore.StreamListParams{Owner: &alice}, "alice/s0 alice/s3 alice/s5"},
+		{&streamstore.StreamListParams{Owner: &alice, After: "s0", Limit: 1}, "alice/s3"},
+		{&streamstore.StreamListParams{Owner: &nobody}, "/s2"},
+		{&streamstore.StreamListParams{Owner: &carol}, ""},
+	} {
+		if got := names(tc.p); got != tc.want {
+			t.Fatalf("list %+v: %q, want %q", tc.p, got, tc.want)
+		}
 	}
 }
