@@ -290,15 +290,22 @@ func (q queryShutdown) Shutdown(ctx context.Context) error {
 }
 
 // warnIfOpen says, when no streaming token is set, that anyone who reaches
-// the ports may consume, acknowledge and delete every durable stream.
+// the ports may consume, acknowledge and delete every durable stream: a
+// warning when a port listens beyond loopback, a notice (INFO) when both
+// listen on loopback only, as they do by default then (run --devnet).
 func (s *Service) warnIfOpen() {
 	if !s.cfg.Open() {
 		return
 	}
 	q, st := s.cfg.ListenHost(s.cfg.Query.Host), s.cfg.ListenHost(s.cfg.Streaming.Host)
+	fields := []zap.Field{zap.String("queryHost", q), zap.String("streamingHost", st)}
+	if isLoopback(q) && isLoopback(st) {
+		s.log.Info("the service is open to this machine: no streaming token is set, so any local process may consume, "+
+			"acknowledge and delete every durable stream; set streaming.tokens (MARLOWE_RT_STREAMING_TOKENS)", fields...)
+		return
+	}
 	s.log.Warn("the service is open: no streaming token is set, so anyone who reaches the query or streaming port "+
-		"may consume, acknowledge and delete every durable stream; set streaming.tokens (MARLOWE_RT_STREAMING_TOKENS)",
-		zap.String("queryHost", q), zap.String("streamingHost", st), zap.Bool("loopbackOnly", isLoopback(q) && isLoopback(st)))
+		"may consume, acknowledge and delete every durable stream; set streaming.tokens (MARLOWE_RT_STREAMING_TOKENS)", fields...)
 }
 
 // isLoopback reports whether a listening host is a loopback address.
