@@ -40,6 +40,11 @@ const (
 	// to the same header size.
 	DefaultReadHeaderTimeout = 5 * time.Second
 	DefaultMaxHeaderBytes    = 64 << 10
+	// DefaultQueueBudget bounds the frames queued for all connections
+	// together: 2 GiB, sized for a 24 GiB machine (the rest for the Go
+	// heap's headroom, history pages of subscribers catching up, the
+	// databases and the page cache).
+	DefaultQueueBudget = 2 << 30
 )
 
 // Config is the streaming server's configuration. DefaultConfig fills every
@@ -117,6 +122,13 @@ type Config struct {
 	// query port's limits.
 	ReadHeaderTimeout time.Duration
 	MaxHeaderBytes    int
+	// QueueBudget bounds the bytes of frames queued for sending, over all
+	// connections together (each connection's own bound is
+	// SendQueueBytes): a frame that would take the total above it cuts
+	// off the connections with the most queued, largest first, until it
+	// fits ("memory budget", status 1008). A frame counts until it is
+	// written to its socket (MARLOWE_RT_STREAMING_QUEUE_BUDGET_MB).
+	QueueBudget int64
 }
 
 // DefaultConfig returns the defaults.
@@ -127,7 +139,7 @@ func DefaultConfig() Config {
 		WriteTimeout: DefaultWriteTimeout, HeartbeatInterval: DefaultHeartbeatInterval, PingTimeout: DefaultPingTimeout,
 		MaxBadFrames: DefaultMaxBadFrames, DefaultBatchSize: DefaultBatchSize, MaxBatchSize: DefaultMaxBatchSize,
 		DefaultBatchTimeout: DefaultBatchTimeout, MaxBatchTimeout: DefaultMaxBatchTimeout, RetryDelay: DefaultRetryDelay,
-		ReadHeaderTimeout: DefaultReadHeaderTimeout, MaxHeaderBytes: DefaultMaxHeaderBytes,
+		ReadHeaderTimeout: DefaultReadHeaderTimeout, MaxHeaderBytes: DefaultMaxHeaderBytes, QueueBudget: DefaultQueueBudget,
 	}
 }
 
@@ -152,6 +164,7 @@ func (c *Config) Validate() error {
 	positive("RetryDelay", c.RetryDelay > 0)
 	positive("ReadHeaderTimeout", c.ReadHeaderTimeout > 0)
 	positive("MaxHeaderBytes", c.MaxHeaderBytes > 0)
+	positive("QueueBudget", c.QueueBudget > 0)
 	if c.MaxBatchSize < c.DefaultBatchSize {
 		errs = append(errs, fmt.Errorf("streaming config: MaxBatchSize %d is below DefaultBatchSize %d", c.MaxBatchSize, c.DefaultBatchSize))
 	}

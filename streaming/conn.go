@@ -48,7 +48,9 @@ type conn struct {
 
 func newConn(s *Server, ws *websocket.Conn, id uint64, remote string) *conn {
 	ctx, cancel := context.WithCancel(s.ctx)
-	return &conn{srv: s, ws: ws, id: id, q: newSendQueue(s.cfg.SendQueueFrames, s.cfg.SendQueueBytes),
+	q := newSendQueue(s.cfg.SendQueueFrames, s.cfg.SendQueueBytes)
+	q.budget = &s.budget
+	return &conn{srv: s, ws: ws, id: id, q: q,
 		ctx: ctx, cancel: cancel, subs: map[string]*attachment{},
 		log: s.log.With(zap.Uint64("connection", id), zap.String("remote", remote))}
 }
@@ -301,6 +303,7 @@ func (c *conn) writeLoop() {
 		}
 		watchdog.Reset(c.srv.cfg.WriteTimeout)
 		err := c.ws.Write(context.Background(), websocket.MessageText, f.b)
+		c.q.done(f)
 		if !watchdog.Stop() {
 			return // tripped: the connection is being cut off
 		}

@@ -20,6 +20,8 @@ type metrics struct {
 	slowDropped   prometheus.Counter
 	ackTimeouts   prometheus.Counter
 	storeFailures prometheus.Counter
+	budgetCuts    prometheus.Counter
+	queued        prometheus.GaugeFunc
 	lag           *lagCollector
 }
 
@@ -49,14 +51,19 @@ func newMetrics(s *Server) *metrics {
 		slowDropped:   counter("slow_clients_dropped_total", "Connections closed because the client did not read (slow consumer)."),
 		ackTimeouts:   counter("ack_timeouts_total", "Round trips ended because the ack did not come in time."),
 		storeFailures: counter("stream_store_failures_total", "Failed writes of durable stream cursors."),
-		lag:           &lagCollector{s: s},
+		budgetCuts: counter("queue_budget_cuts_total",
+			"Connections closed because the frames queued on all connections reached the queue budget (the largest queues first)."),
+		queued: prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "queued_bytes",
+			Help: "Bytes of frames queued or being written on all connections (bounded by the queue budget)."},
+			func() float64 { return float64(s.budget.used.Load()) }),
+		lag: &lagCollector{s: s},
 	}
 }
 
 func (m *metrics) register(r prometheus.Registerer) error {
 	for _, c := range []prometheus.Collector{m.connections, m.subscribers, m.sseClients, m.batchesSent, m.recordsSent,
 		m.acks, m.nacks, m.redeliveries, m.staleAcks, m.badFrames, m.disconnects, m.slowDropped, m.ackTimeouts,
-		m.storeFailures, m.lag} {
+		m.storeFailures, m.budgetCuts, m.queued, m.lag} {
 		if err := r.Register(c); err != nil {
 			return err
 		}
@@ -67,7 +74,7 @@ func (m *metrics) register(r prometheus.Registerer) error {
 func (m *metrics) unregister(r prometheus.Registerer) {
 	for _, c := range []prometheus.Collector{m.connections, m.subscribers, m.sseClients, m.batchesSent, m.recordsSent,
 		m.acks, m.nacks, m.redeliveries, m.staleAcks, m.badFrames, m.disconnects, m.slowDropped, m.ackTimeouts,
-		m.storeFailures, m.lag} {
+		m.storeFailures, m.budgetCuts, m.queued, m.lag} {
 		r.Unregister(c)
 	}
 }

@@ -19,9 +19,13 @@ var (
 // for room, bounded by a timeout, or give up at once; the writer never
 // waits for a producer.
 type sendQueue struct {
-	mu        sync.Mutex
-	frames    []queued
-	bytes     int64
+	mu     sync.Mutex
+	frames []queued
+	bytes  int64
+	// budget is the server's account of the bytes queued on every
+	// connection (nil: none); a frame counts from push until it is written
+	// (done) or dropped (close).
+	budget    *queueBudget
 	maxFrames int
 	maxBytes  int64
 	closed    bool
@@ -40,6 +44,21 @@ func newSendQueue(maxFrames int, maxBytes int64) *sendQueue {
 	return &sendQueue{maxFrames: maxFrames, maxBytes: maxBytes, ready: make(chan struct{}, 1), space: make(chan struct{})}
 }
 
+// done ends the account of a frame taken with pop: it was written (or the
+// write failed).
+func (q *sendQueue) done(f queued) {
+	if q.budget != nil {
+		q.budget.release(int64(len(f.b)))
+	}
+}
+
+// pending returns the bytes queued and not yet taken by the writer.
+func (q *sendQueue) pending() int64 {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.bytes
+}
+
 // fits reports whether a frame of n bytes may join the queue (q.mu held).
 func (q *sendQueue) fits(n int) bool {
 	if len(q.frames) == 0 {
@@ -50,16 +69,32 @@ func (q *sendQueue) fits(n int) bool {
 
 // tryPush adds a frame if there is room.
 func (q *sendQueue) tryPush(frame []byte, pooled bool) error {
+	q.reserve(len(frame))
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if q.closed {
+		q.unreserve(len(frame))
 		return errQueueClosed
 	}
 	if !q.fits(len(frame)) {
+		q.unreserve(len(frame))
 		return errQueueFull
 	}
 	q.add(frame, pooled)
 	return nil
+}
+
+// reserve and unreserve account a frame in the server's budget.
+func (q *sendQueue) reserve(n int) {
+	if q.budget != nil {
+		q.budget.reserve(int64(n))
+	}
+}
+
+func (q *sendQueue) unreserve(n int) {
+	if q.budget != nil {
+		q.budget.release(int64(n))
+	}
 }
 
 func (q *sendQueue) add(frame []byte, pooled bool) {
@@ -74,7 +109,13 @@ func (q *sendQueue) add(frame []byte, pooled bool) {
 // push adds a frame, waiting up to timeout for room: errQueueFull when the
 // wait times out, errQueueClosed when the connection ends, ctx's error when
 // ctx ends first.
-func (q *sendQueue) push(ctx context.Context, frame []byte, pooled bool, timeout time.Duration) error {
+func (q *sendQueue) push(ctx context.Context, frame []byte, pooled bool, timeout time.Duration) (err error) {
+	q.reserve(len(frame))
+	defer func() {
+		if err != nil {
+			q.unreserve(len(frame))
+		}
+	}()
 	var timer *time.Timer
 	for {
 		q.mu.Lock()
@@ -140,6 +181,9 @@ func (q *sendQueue) close() {
 		return
 	}
 	q.closed = true
+	if q.budget != nil {
+		q.budget.release(q.bytes)
+	}
 	q.frames, q.bytes = nil, 0
 	close(q.space)
 }

@@ -66,6 +66,7 @@ type Server struct {
 	nextID   atomic.Uint64
 	tipCache atomic.Pointer[encodedTip]
 	enc      recordCache // the JSON of the records near the head
+	budget   queueBudget // the frames queued on all connections
 	// origins are the browser origins allowed on the WebSocket: Config.Origins
 	// and, once Start listens, the listening address's own.
 	origins atomic.Pointer[origin.List]
@@ -101,6 +102,7 @@ func New(cfg Config, deps Deps) (*Server, error) {
 	s := &Server{cfg: cfg, auth: authn, deps: deps, h: deps.History, store: deps.Streams, log: log.Named("streaming"),
 		ctx: ctx, cancel: cancel, stopped: make(chan struct{}), shutDown: make(chan struct{}),
 		conns: map[*conn]struct{}{}, durables: map[string]*stream{}, ephemeral: map[*stream]struct{}{}}
+	s.budget = queueBudget{s: s, limit: cfg.QueueBudget}
 	allowed, _ := origin.Parse(cfg.Origins) // Validate checked them
 	s.origins.Store(&allowed)
 	s.m = newMetrics(s)

@@ -78,6 +78,10 @@ const (
 	CloseTooManyErrors = "too many bad frames"
 	CloseShuttingDown  = "server shutting down"
 	ClosePingTimeout   = "ping timeout"
+	// CloseMemoryBudget: the frames queued for all connections together
+	// reached the server's budget, and this connection had the most of
+	// them (it does not read).
+	CloseMemoryBudget = "memory budget"
 )
 
 // Limits of names.

@@ -76,6 +76,9 @@ type Streaming struct {
 	Token   string   `yaml:"token" env:"MARLOWE_RT_STREAMING_TOKEN" flag:"streaming-token" secret:"true" doc:"a bearer token clients may present, the token named default (see streaming.tokens); with neither set anyone may use every stream"`
 	Tokens  []string `yaml:"tokens" env:"MARLOWE_RT_STREAMING_TOKENS" flag:"streaming-tokens" secret:"true" doc:"named bearer tokens, NAME:SECRET or NAME:SECRET:SCOPE+SCOPE (comma separated; scopes subscribe, streams, admin; default subscribe+streams); a durable stream belongs to the token that created it"`
 	Origins []string `yaml:"origins" env:"MARLOWE_RT_STREAMING_ORIGINS" flag:"streaming-origins" doc:"browser origins whose pages may open a WebSocket, scheme://host[:port] (comma separated), or * for any; empty: those of cors.origins. Pages of the listening address itself are allowed, and programs (no Origin header) always; the Host header never counts"`
+	// QueueBudgetMB bounds the frames queued on all WebSocket connections
+	// together (streaming.Config.QueueBudget).
+	QueueBudgetMB uint64 `yaml:"queueBudgetMB" env:"MARLOWE_RT_STREAMING_QUEUE_BUDGET_MB" flag:"streaming-queue-budget-mb" default:"2048" doc:"MiB of frames queued for sending on all WebSocket connections together; at the budget the connections with the most queued (clients that do not read) are closed first ('memory budget'). The default suits a 24 GiB machine"`
 }
 
 // StreamingTokens returns the named tokens of streaming.tokens and the

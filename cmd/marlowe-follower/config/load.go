@@ -357,6 +357,9 @@ func (c *Config) Validate() error {
 	}
 	port("query.port (MARLOWE_RT_QUERY_PORT)", c.Query.Port)
 	port("streaming.port (MARLOWE_RT_STREAMING_PORT)", c.Streaming.Port)
+	if c.Streaming.QueueBudgetMB == 0 || c.Streaming.QueueBudgetMB > 1<<30 {
+		errs = append(errs, fmt.Errorf("streaming.queueBudgetMB (MARLOWE_RT_STREAMING_QUEUE_BUDGET_MB) is %d: want 1 to 2^30 MiB", c.Streaming.QueueBudgetMB))
+	}
 	if c.Query.Port != 0 && c.Query.Port == c.Streaming.Port && c.ListenHost(c.Query.Host) == c.ListenHost(c.Streaming.Host) {
 		errs = append(errs, fmt.Errorf("query.port and streaming.port are both %d", c.Query.Port))
 	}

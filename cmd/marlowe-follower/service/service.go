@@ -217,6 +217,7 @@ func Start(ctx context.Context, cfg *config.Config, log *zap.Logger, opts Option
 	scfg.Tokens = cfg.StreamingTokens()
 	s.warnIfOpen()
 	scfg.Origins = cfg.StreamingOrigins()
+	scfg.QueueBudget = int64(cfg.Streaming.QueueBudgetMB) << 20
 	s.pipe, err = pipeline.Start(ctx, pipeline.Config{
 		Logger: log, History: backend, Store: storeCfg, Slots: slots, Progress: s.progress,
 		Follower: &chainsync.Config{

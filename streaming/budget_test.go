@@ -1,0 +1,117 @@
+package streaming_test
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"github.com/marlowe-follower/follower/streaming"
+	"github.com/marlowe-follower/follower/streaming/protocol"
+	"github.com/marlowe-follower/follower/streaming/streamtest"
+)
+
+// TestQueueBudgetBoundsNonReadingSubscribers: 200 subscribers that do not
+// read, each allowed 512 KiB of queued frames (100 MiB together), on a
+// server whose queue budget is 8 MiB: the bytes queued on all connections
+// (the server's own account) stay within the budget plus the frames being
+// written, at most one per connection; the connections with the most
+// queued are cut first ("memory budget"); a subscriber that reads keeps
+// receiving every record, old and new.
+func TestQueueBudgetBoundsNonReadingSubscribers(t *testing.T) {
+	const subscribers, budget, perConn, batch = 200, 8 << 20, 512 << 10, 20
+	ctx := context.Background()
+	h := streamtest.NewHistory(t, "", nil)
+	feed, err := streamtest.NewFeed(h, 9, 0.6, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	feed.FarTip = true
+	if err := feed.UntilRecords(ctx, 100); err != nil {
+		t.Fatal(err)
+	}
+	if err := feed.Replicate(1500, 50); err != nil { // about 2.5 MB of records
+		t.Fatal(err)
+	}
+	if err := feed.Wait(ctx); err != nil {
+		t.Fatal(err)
+	}
+	srv := streamtest.StartServer(t, h, streamtest.ServerOptions{Config: func(c *streaming.Config) {
+		c.QueueBudget, c.SendQueueBytes, c.SendQueueFrames = budget, perConn, 1000
+		// Only the budget cuts anyone off here (a client that does not
+		// read does not answer pings either).
+		c.WriteTimeout, c.HeartbeatInterval, c.PingTimeout = time.Minute, time.Minute, time.Minute
+	}})
+	sub, _ := json.Marshal(protocol.Command{Type: protocol.TypeSubscribe, Stream: "s", Filter: &protocol.Filter{All: true},
+		Mode: protocol.ModeBroadcast, BatchSize: batch})
+	for range subscribers {
+		ws := dialSmallBuffer(t, srv.URL)
+		if err := ws.Write(ctx, websocket.MessageText, sub); err != nil {
+			t.Fatal(err)
+		}
+	}
+	reader := streamtest.Dial(t, srv.URL, nil)
+	reader.Subscribe(protocol.Command{Stream: "r", Filter: &protocol.Filter{All: true}, BatchSize: batch})
+	var got streamtest.Collector
+	feed.FarTip = false
+	if err := feed.Replicate(300, 5); err != nil {
+		t.Fatal(err)
+	}
+	if err := feed.Wait(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// The reader reads on: every record, old and new (each frame within a
+	// minute: 200 connections fill up meanwhile on a shared machine).
+	var frames []*protocol.Frame
+	for want := int(h.Handle.Head()); len(got.Records) < want; {
+		f := reader.Next(time.Minute)
+		if f.Type != protocol.TypeBatch {
+			t.Fatalf("unexpected %s frame: %+v", f.Type, f)
+		}
+		if err := got.Add(f.Records); err != nil {
+			t.Fatal(err)
+		}
+		frames = append(frames, f)
+		reader.Ack(f)
+	}
+	largest := 0
+	for _, f := range frames {
+		b, _ := json.Marshal(f)
+		largest = max(largest, len(b))
+	}
+	waitFor(t, "subscribers cut off at the budget", func() bool {
+		return srv.Metric(t, "marlowe_streaming_queue_budget_cuts_total") >= 1
+	})
+	now, peak := srv.QueuedBytes()
+	// A frame's JSON as the test re-encodes it is within a few percent of
+	// the server's; twice the largest is a safe bound of one frame.
+	overhead := int64(subscribers+1) * int64(2*largest)
+	t.Logf("queued now %d bytes, peak %d, budget %d, frames being written at most %d; cut: %v", now, peak, budget, overhead,
+		srv.Metric(t, "marlowe_streaming_queue_budget_cuts_total"))
+	if peak > budget+overhead {
+		t.Fatalf("%d bytes queued at the peak, budget %d plus %d in writers", peak, budget, overhead)
+	}
+	if peak < budget/2 {
+		t.Fatalf("the queues never filled (peak %d bytes): the test did not test the budget", peak)
+	}
+	if g := srv.Metric(t, "marlowe_streaming_queued_bytes"); g != float64(now) && g > budget+float64(overhead) {
+		t.Fatalf("marlowe_streaming_queued_bytes %v", g)
+	}
+	if got.Dups != 0 {
+		t.Fatalf("%d duplicates", got.Dups)
+	}
+	var reasons []string
+	mfs, _ := srv.Registry.Gather()
+	for _, mf := range mfs {
+		if mf.GetName() == "marlowe_streaming_disconnects_total" {
+			for _, m := range mf.GetMetric() {
+				reasons = append(reasons, m.GetLabel()[0].GetValue())
+			}
+		}
+	}
+	if len(reasons) != 1 || reasons[0] != protocol.CloseMemoryBudget {
+		t.Fatalf("disconnect reasons %v, want only %q", reasons, protocol.CloseMemoryBudget)
+	}
+}
