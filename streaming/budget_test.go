@@ -81,7 +81,7 @@ func TestQueueBudgetBoundsNonReadingSubscribers(t *testing.T) {
 		b, _ := json.Marshal(f)
 		largest = max(largest, len(b))
 	}
-	waitFor(t, "subscribers cut off at the budget", func() bool {
+	waitLong(t, "subscribers cut off at the budget", func() bool {
 		return srv.Metric(t, "marlowe_streaming_queue_budget_cuts_total") >= 1
 	})
 	now, peak := srv.QueuedBytes()
@@ -113,5 +113,19 @@ func TestQueueBudgetBoundsNonReadingSubscribers(t *testing.T) {
 	}
 	if len(reasons) != 1 || reasons[0] != protocol.CloseMemoryBudget {
 		t.Fatalf("disconnect reasons %v, want only %q", reasons, protocol.CloseMemoryBudget)
+	}
+}
+
+// waitLong polls cond until it holds, failing after two minutes: what it
+// waits for takes CPU (200 connections filling up, under the race
+// detector, on a shared machine), and the bound only catches a hang.
+func waitLong(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(2 * time.Minute)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
