@@ -15,11 +15,11 @@ import (
 	pcommon "github.com/blinklabs-io/gouroboros/protocol/common"
 	"go.uber.org/zap"
 
+	actorpipe "github.com/marlowe-follower/follower/actors/pipeline"
 	"github.com/marlowe-follower/follower/chainsync"
 	"github.com/marlowe-follower/follower/chainsync/classify"
 	"github.com/marlowe-follower/follower/chainsync/devnet"
 	"github.com/marlowe-follower/follower/cmd/marlowe-follower/config"
-	actorpipe "github.com/marlowe-follower/follower/pipeline"
 )
 
 // The follow cases, each run against the same devnet node.

@@ -10,12 +10,12 @@ import (
 
 	"go.uber.org/zap"
 
+	actorpipe "github.com/marlowe-follower/follower/actors/pipeline"
 	"github.com/marlowe-follower/follower/chainsync"
 	"github.com/marlowe-follower/follower/chainsync/classify"
 	"github.com/marlowe-follower/follower/chainsync/devnet"
 	"github.com/marlowe-follower/follower/cmd/marlowe-follower/config"
 	"github.com/marlowe-follower/follower/cmd/marlowe-follower/service"
-	actorpipe "github.com/marlowe-follower/follower/pipeline"
 )
 
 // chainGrowthParams is a chain growth job: the full pipeline follows a long

@@ -12,6 +12,7 @@ import (
 
 	"go.uber.org/zap"
 
+	actorpipe "github.com/marlowe-follower/follower/actors/pipeline"
 	"github.com/marlowe-follower/follower/chainsync"
 	"github.com/marlowe-follower/follower/chainsync/chain"
 	"github.com/marlowe-follower/follower/chainsync/devnet"
@@ -19,7 +20,6 @@ import (
 	"github.com/marlowe-follower/follower/cmd/marlowe-follower/service"
 	"github.com/marlowe-follower/follower/history"
 	"github.com/marlowe-follower/follower/history/record"
-	actorpipe "github.com/marlowe-follower/follower/pipeline"
 	"github.com/marlowe-follower/follower/streaming"
 	"github.com/marlowe-follower/follower/streaming/client"
 	"github.com/marlowe-follower/follower/streaming/protocol"

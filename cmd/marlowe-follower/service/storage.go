@@ -10,7 +10,7 @@ import (
 	"github.com/marlowe-follower/follower/history"
 	"github.com/marlowe-follower/follower/history/pgstore"
 	"github.com/marlowe-follower/follower/history/sqlitestore"
-	"github.com/marlowe-follower/follower/storage"
+	"github.com/marlowe-follower/follower/history/storage"
 	"github.com/marlowe-follower/follower/streaming/streamstore/sqlstreams"
 )
 

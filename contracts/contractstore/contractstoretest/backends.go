@@ -12,7 +12,7 @@ import (
 
 	"github.com/marlowe-follower/follower/contracts/contractstore"
 	"github.com/marlowe-follower/follower/contracts/contractstore/sqlcontracts"
-	"github.com/marlowe-follower/follower/storage"
+	"github.com/marlowe-follower/follower/history/storage"
 )
 
 // DefaultPostgresURL is the test database when MARLOWE_TEST_DATABASE_URL

@@ -12,7 +12,7 @@ import (
 	"github.com/marlowe-follower/follower/contracts/contractstore"
 	"github.com/marlowe-follower/follower/contracts/contractstore/contractstoretest"
 	"github.com/marlowe-follower/follower/contracts/contractstore/sqlcontracts"
-	"github.com/marlowe-follower/follower/storage"
+	"github.com/marlowe-follower/follower/history/storage"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

@@ -21,7 +21,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/marlowe-follower/follower/storage"
+	"github.com/marlowe-follower/follower/history/storage"
 	"github.com/marlowe-follower/follower/streaming/protocol"
 	"github.com/marlowe-follower/follower/streaming/streamstore"
 )

@@ -16,7 +16,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/marlowe-follower/follower/history/record"
-	"github.com/marlowe-follower/follower/storage"
+	"github.com/marlowe-follower/follower/history/storage"
 )
 
 func TestLoad(t *testing.T) {

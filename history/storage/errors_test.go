@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/marlowe-follower/follower/history/record"
-	"github.com/marlowe-follower/follower/storage"
+	"github.com/marlowe-follower/follower/history/storage"
 )
 
 var errDup = errors.New("duplicate row")
