@@ -136,7 +136,7 @@ func (s *Server) Start(ctx context.Context) error {
 	own := s.origins.Load().With(origin.OfListener(ln.Addr().String())...)
 	s.origins.Store(&own)
 	s.httpSrv = &http.Server{Handler: s, ReadHeaderTimeout: s.cfg.ReadHeaderTimeout, MaxHeaderBytes: s.cfg.MaxHeaderBytes,
-		ErrorLog: zap.NewStdLog(s.log.WithOptions(zap.IncreaseLevel(zap.WarnLevel)))}
+		ErrorLog: zap.NewStdLog(httpErrorLogger(s.log))}
 	s.serveWG.Add(1)
 	go func() {
 		defer s.serveWG.Done()
@@ -444,4 +444,14 @@ func (s *Server) allStreams() []*stream {
 		out = append(out, st)
 	}
 	return out
+}
+
+// httpErrorLogger is the logger of net/http's own errors (a handshake cut
+// off, a TLS probe): at WARN at least. A logger already at ERROR or above
+// stays there (zap refuses to lower a level, and says so on stderr).
+func httpErrorLogger(l *zap.Logger) *zap.Logger {
+	if !l.Core().Enabled(zap.WarnLevel) {
+		return l
+	}
+	return l.WithOptions(zap.IncreaseLevel(zap.WarnLevel))
 }
