@@ -62,23 +62,24 @@ func MigrationLines(d storage.Dialect) ([]storage.Line, error) {
 // on the same database (OpenContractStore, OpenStreamStore). Close the
 // stores, then db.
 func openStores(ctx context.Context, cfg *config.Config) (db storage.DB, backend history.Backend, where string, err error) {
-	db, where, err = OpenStorage(ctx, cfg)
+	opened, where, err := OpenStorage(ctx, cfg)
 	if err != nil {
 		return nil, nil, "", err
 	}
 	defer func() {
+		// The results are nil by now on a failure: close what was opened.
 		if err != nil {
-			_ = db.Close()
+			_ = opened.Close()
 		}
 	}()
-	lines, err := MigrationLines(db.Dialect())
+	lines, err := MigrationLines(opened.Dialect())
 	if err != nil {
 		return nil, nil, "", err
 	}
-	if _, err := db.Migrate(ctx, lines...); err != nil {
+	if _, err := opened.Migrate(ctx, lines...); err != nil {
 		return nil, nil, "", fmt.Errorf("%s: %w", where, err)
 	}
-	switch db := db.(type) {
+	switch db := opened.(type) {
 	case *storage.Postgres:
 		backend, err = pgstore.New(db)
 	case *storage.SQLite:
@@ -87,5 +88,5 @@ func openStores(ctx context.Context, cfg *config.Config) (db storage.DB, backend
 	if err != nil {
 		return nil, nil, "", err
 	}
-	return db, backend, where, nil
+	return opened, backend, where, nil
 }
