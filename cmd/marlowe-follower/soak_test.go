@@ -123,6 +123,8 @@ type soakRow struct {
 	requests, server5xx, unavailable    atomic.Int64
 	hostile                             atomic.Int64
 	result                              string
+	mu                                  sync.Mutex
+	failures                            []string // the first requests answered with a 5xx other than 503
 }
 
 // soakService is the service under test: restarted at will on fixed ports.
@@ -468,7 +470,7 @@ func runSoak(t *testing.T, bin, backend, pgURL string, dur time.Duration, seed u
 		row.duplicated += dup
 	}
 	if n := row.server5xx.Load(); n > 0 {
-		t.Errorf("%d requests were answered with a 5xx other than 503", n)
+		t.Errorf("%d requests were answered with a 5xx other than 503:\n%s", n, strings.Join(row.failures, "\n"))
 	}
 	if row.kills+row.terms == 0 {
 		t.Error("the soak restarted nothing: it ran too briefly to test anything")
@@ -770,14 +772,18 @@ func soakHTTPFuzz(ctx context.Context, base string, row *soakRow, rng *rand.Rand
 			time.Sleep(20 * time.Millisecond) // the service is down
 			continue
 		}
-		_, _ = io.Copy(io.Discard, resp.Body)
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, 2000))
 		_ = resp.Body.Close()
 		row.requests.Add(1)
 		switch {
 		case resp.StatusCode == http.StatusServiceUnavailable:
 			row.unavailable.Add(1)
 		case resp.StatusCode >= 500:
-			row.server5xx.Add(1)
+			if row.server5xx.Add(1) <= 5 {
+				row.mu.Lock()
+				row.failures = append(row.failures, fmt.Sprintf("GET %s (Range %q): %d %s", req.URL.RequestURI(), req.Header.Get("Range"), resp.StatusCode, body))
+				row.mu.Unlock()
+			}
 		}
 		time.Sleep(time.Duration(rng.IntN(5)) * time.Millisecond)
 	}
