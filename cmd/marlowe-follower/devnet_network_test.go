@@ -91,7 +91,7 @@ func TestDevnetReplayOnMainnetMagic(t *testing.T) {
 	replay, tip := mainnetReplay(t, 600)
 	socket := filepath.Join(t.TempDir(), "node.socket")
 	node := exec.Command(bin, "devnet", "--socket", socket, "--replay", replay, "--network-magic", "764824073", "--log-level", "warn")
-	nodeOut := &syncBuffer{}
+	nodeOut := &lockedBuffer{}
 	node.Stderr = nodeOut
 	if err := node.Start(); err != nil {
 		t.Fatal(err)
@@ -111,7 +111,7 @@ func TestDevnetReplayOnMainnetMagic(t *testing.T) {
 	run := exec.Command(bin, "run", "--node-socket", socket, "--network-magic", "764824073", "--data-dir", dir,
 		"--query-port", strconv.Itoa(qport), "--streaming-port", "0", "--query-host", "127.0.0.1",
 		"--log-level", "warn", "--progress-bar", "never")
-	runOut := &syncBuffer{}
+	runOut := &lockedBuffer{}
 	run.Stderr = runOut
 	if err := run.Start(); err != nil {
 		t.Fatal(err)
@@ -179,7 +179,7 @@ func TestDevnetReplayOnMainnetMagic(t *testing.T) {
 	other := exec.Command(bin, "run", "--node-socket", socket, "--network-magic", "1", "--data-dir", t.TempDir(),
 		"--query-port", strconv.Itoa(qport), "--streaming-port", "0", "--query-host", "127.0.0.1",
 		"--min-backoff", "100ms", "--log-level", "warn", "--progress-bar", "never")
-	otherOut := &syncBuffer{}
+	otherOut := &lockedBuffer{}
 	other.Stderr = otherOut
 	if err := other.Start(); err != nil {
 		t.Fatal(err)
@@ -247,7 +247,7 @@ func TestDevnetGeneratedOnNetworkClock(t *testing.T) {
 			args := append([]string{"devnet", "--socket", socket, "--blocks", strconv.Itoa(blocks), "--block-rate", "0",
 				"--marlowe-share", "0.5", "--block-size", "1500", "--seed", "4", "--log-level", "warn"}, c.network...)
 			node := exec.Command(bin, args...)
-			nodeOut := &syncBuffer{}
+			nodeOut := &lockedBuffer{}
 			node.Stderr = nodeOut
 			if err := node.Start(); err != nil {
 				t.Fatal(err)
@@ -262,7 +262,7 @@ func TestDevnetGeneratedOnNetworkClock(t *testing.T) {
 			run := exec.Command(bin, append([]string{"run", "--node-socket", socket, "--data-dir", dir,
 				"--query-port", strconv.Itoa(qport), "--streaming-port", "0", "--query-host", "127.0.0.1",
 				"--log-level", "warn", "--progress-bar", "never"}, c.network...)...)
-			runOut := &syncBuffer{}
+			runOut := &lockedBuffer{}
 			run.Stderr = runOut
 			if err := run.Start(); err != nil {
 				t.Fatal(err)

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
 	"os"
 	"os/exec"
@@ -10,7 +9,6 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -20,35 +18,16 @@ import (
 	"github.com/marlowe-follower/follower/history/record"
 )
 
-// syncBuffer is a buffer the child's stderr is copied into while the test
-// reads it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // startRunDevnet starts `run --devnet` (the node's default mode, as users
 // run it) with extra arguments, its log (warnings and errors) kept.
-func startRunDevnetArgs(t *testing.T, bin, workDir string, qport int, extra ...string) (*exec.Cmd, *syncBuffer) {
+func startRunDevnetArgs(t *testing.T, bin, workDir string, qport int, extra ...string) (*exec.Cmd, *lockedBuffer) {
 	t.Helper()
 	args := append([]string{"run", "--devnet", "--devnet-block-rate", "100", "--devnet-seed", "9",
 		"--query-port", strconv.Itoa(qport), "--streaming-port", "0", "--query-host", "127.0.0.1",
 		"--min-backoff", "50ms", "--max-backoff", "500ms", "--log-level", "warn", "--progress-bar", "never"}, extra...)
 	cmd := exec.Command(bin, args...)
 	cmd.Dir = workDir
-	out := &syncBuffer{}
+	out := &lockedBuffer{}
 	cmd.Stderr = out
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -56,7 +35,7 @@ func startRunDevnetArgs(t *testing.T, bin, workDir string, qport int, extra ...s
 	return cmd, out
 }
 
-func stopRun(t *testing.T, cmd *exec.Cmd, out *syncBuffer) {
+func stopRun(t *testing.T, cmd *exec.Cmd, out *lockedBuffer) {
 	t.Helper()
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
