@@ -27,3 +27,19 @@ func TestSystemLogsThroughZap(t *testing.T) {
 		}
 	}
 }
+
+// protoactor's timers outlive Shutdown (the dead-letter throttle reports a
+// second later); what they log then must not reach a logger that may be gone.
+func TestSystemDropsLogsAfterShutdown(t *testing.T) {
+	core, logs := observer.New(zapcore.DebugLevel)
+	sys := NewSystem(zap.New(core))
+	sys.Logger().Warn("before")
+	sys.Shutdown()
+	sys.Logger().Warn("after")
+	if logs.FilterMessage("before").Len() != 1 {
+		t.Fatal("a warning before Shutdown was dropped")
+	}
+	if n := logs.FilterMessage("after").Len(); n != 0 {
+		t.Fatalf("%d warnings after Shutdown reached the logger", n)
+	}
+}
