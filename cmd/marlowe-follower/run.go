@@ -47,6 +47,9 @@ func newRunCommand() *cobra.Command {
 			defer stop()
 
 			devnetChain := ""
+			if useDevnet && cfg.Role == config.RoleReader {
+				return usageErrorf("--devnet runs a node to follow; role reader follows none: run the devnet with `marlowe-follower devnet` and a writer on it")
+			}
 			if useDevnet {
 				opts := runDevnetOptions{rate: devnetRate, seed: devnetSeed, share: devnetShare, blocks: devnetStop, journal: journal}
 				// The node outlives the signal: it stops after the service
@@ -58,7 +61,7 @@ func newRunCommand() *cobra.Command {
 				}
 				defer cleanup()
 				devnetChain = chainFile
-			} else if cfg.Node.Socket == "" {
+			} else if cfg.Node.Socket == "" && cfg.Role != config.RoleReader {
 				return usageErrorf("node.socket (MARLOWE_RT_NODE_SOCKET, --node-socket) is required; or try --devnet")
 			}
 

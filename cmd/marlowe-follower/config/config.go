@@ -26,12 +26,27 @@ const (
 	// DefaultReadyProjectionLag is query.readyProjectionLag's default.
 	DefaultReadyProjectionLag = 100
 	DefaultShutdownGrace      = 15 * time.Second
+	DefaultRole               = RoleAll
+)
+
+// Roles of a process (the role setting).
+const (
+	// RoleAll is one process doing everything: it follows the node, writes
+	// the history, the projection and the durable streams, and serves.
+	RoleAll = "all"
+	// RoleWriter follows the node and writes, on PostgreSQL only, holding
+	// the writer lock: a second writer waits as a hot standby.
+	RoleWriter = "writer"
+	// RoleReader serves from the shared PostgreSQL database only.
+	RoleReader = "reader"
 )
 
 // Config is every setting of marlowe-follower. Each field's tags give its
 // YAML key (yaml), environment variable (env), flag (flag), default
 // (default) and description (doc); secret fields are redacted when shown.
 type Config struct {
+	// Role is the one setting outside a section (YAML key role).
+	Role      string    `yaml:"role" env:"MARLOWE_RT_ROLE" flag:"role" default:"all" doc:"what this process does: all (follow the node, write and serve: one process), writer (follow and write, and serve unless the ports are 0; PostgreSQL only: one writer holds the writer lock, another waits as a hot standby and takes over when it is free) or reader (serve the query and streaming APIs from the shared PostgreSQL database, no node connection)"`
 	Node      Node      `yaml:"node"`
 	Store     Store     `yaml:"store"`
 	Query     Query     `yaml:"query"`

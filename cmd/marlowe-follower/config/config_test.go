@@ -278,3 +278,66 @@ func TestSwitches(t *testing.T) {
 		}
 	}
 }
+
+// TestRole: role from each source (a top-level YAML key), writer and
+// reader refused on the embedded SQLite store, and an unknown role named.
+func TestRole(t *testing.T) {
+	none := func(string) (string, bool) { return "", false }
+	envOf := func(m map[string]string) func(string) (string, bool) {
+		return func(k string) (string, bool) { v, ok := m[k]; return v, ok }
+	}
+	l, err := Load(nil, "", none)
+	if err != nil || l.Config.Role != RoleAll || l.Sources["role"] != FromDefault {
+		t.Fatalf("default role: %v %+v", err, l)
+	}
+	const pg = "postgres://u@h/db"
+	dir := t.TempDir()
+	file := filepath.Join(dir, "c.yaml")
+	if err := os.WriteFile(file, []byte("role: writer\nstore:\n  databaseURL: "+pg+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	l, err = Load(nil, file, none)
+	if err != nil || l.Config.Role != RoleWriter || l.Sources["role"] != FromFile {
+		t.Fatalf("role from the file: %v", err)
+	}
+	l, err = Load(nil, file, envOf(map[string]string{"MARLOWE_RT_ROLE": "reader"}))
+	if err != nil || l.Config.Role != RoleReader || l.Sources["role"] != FromEnv {
+		t.Fatalf("role from the environment: %v", err)
+	}
+	fs := pflag.NewFlagSet("x", pflag.ContinueOnError)
+	RegisterFlags(fs)
+	if err := fs.Parse([]string{"--role=all"}); err != nil {
+		t.Fatal(err)
+	}
+	l, err = Load(fs, file, envOf(map[string]string{"MARLOWE_RT_ROLE": "reader"}))
+	if err != nil || l.Config.Role != RoleAll || l.Sources["role"] != FromFlag {
+		t.Fatalf("role from the flag: %v", err)
+	}
+	out, err := l.Redacted()
+	if err != nil || !strings.Contains(string(out), "role: all\n") {
+		t.Fatalf("shown: %v\n%s", err, out)
+	}
+	for _, role := range []string{RoleWriter, RoleReader} {
+		_, err := Load(nil, "", envOf(map[string]string{"MARLOWE_RT_ROLE": role}))
+		want := "role (MARLOWE_RT_ROLE) " + role + " needs PostgreSQL: set store.databaseURL"
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s on SQLite: got %v, want %q", role, err, want)
+		}
+		if _, err := Load(nil, "", envOf(map[string]string{"MARLOWE_RT_ROLE": role, "MARLOWE_RT_DATABASE_URL": pg})); err != nil {
+			t.Errorf("%s on PostgreSQL: %v", role, err)
+		}
+	}
+	if _, err := Load(nil, "", envOf(map[string]string{"MARLOWE_RT_ROLE": "standby"})); err == nil ||
+		!strings.Contains(err.Error(), `role (MARLOWE_RT_ROLE): "standby" is not all, writer or reader`) {
+		t.Errorf("unknown role: %v", err)
+	}
+	bad := filepath.Join(dir, "bad.yaml")
+	_ = os.WriteFile(bad, []byte("role:\n  name: writer\n"), 0o600)
+	if _, err := Load(nil, bad, none); err == nil || !strings.Contains(err.Error(), "role must be a single value") {
+		t.Errorf("role as a section: %v", err)
+	}
+	_ = os.WriteFile(bad, []byte("node: /x.sock\n"), 0o600)
+	if _, err := Load(nil, bad, none); err == nil || !strings.Contains(err.Error(), "node must be a section of settings") {
+		t.Errorf("a section as a value: %v", err)
+	}
+}

@@ -35,6 +35,15 @@ func Settings() []Setting {
 	t := reflect.TypeOf(Config{})
 	for i := range t.NumField() {
 		sec := t.Field(i)
+		if sec.Type.Kind() != reflect.Struct {
+			// A setting outside a section (role): its YAML key is top-level.
+			out = append(out, Setting{
+				Path: sec.Tag.Get("yaml"), Env: sec.Tag.Get("env"), Flag: sec.Tag.Get("flag"),
+				Default: sec.Tag.Get("default"), Doc: sec.Tag.Get("doc"), Secret: sec.Tag.Get("secret") == "true",
+				Type: typeName(sec.Type), index: []int{i},
+			})
+			continue
+		}
 		for j := range sec.Type.NumField() {
 			f := sec.Type.Field(j)
 			out = append(out, Setting{
@@ -62,8 +71,23 @@ func typeName(t reflect.Type) string {
 	return t.Kind().String()
 }
 
-// Section returns the YAML section of a setting ("node" for "node.socket").
-func (s Setting) Section() string { return s.Path[:strings.IndexByte(s.Path, '.')] }
+// Section returns the YAML section of a setting ("node" for "node.socket");
+// a top-level setting (role) is a section of its own.
+func (s Setting) Section() string {
+	if i := strings.IndexByte(s.Path, '.'); i >= 0 {
+		return s.Path[:i]
+	}
+	return s.Path
+}
+
+// key is the setting's key within its section ("socket" for
+// "node.socket"), or "" for a top-level setting.
+func (s Setting) key() string {
+	if i := strings.IndexByte(s.Path, '.'); i >= 0 {
+		return s.Path[i+1:]
+	}
+	return ""
+}
 
 // RegisterFlags adds the flags of the settings in the given sections (all
 // when none are given) to fs.
@@ -242,17 +266,26 @@ func (l *Loaded) loadFile(path string, settings []Setting) error {
 	if err != nil {
 		return fmt.Errorf("config file: %w", err)
 	}
-	var doc map[string]map[string]yaml.Node
+	var doc map[string]yaml.Node
 	dec := yaml.NewDecoder(bytes.NewReader(raw))
 	if err := dec.Decode(&doc); err != nil && !errors.Is(err, io.EOF) {
 		return fmt.Errorf("config file %s: %w", path, err)
 	}
 	v := reflect.ValueOf(&l.Config).Elem()
-	for section, keys := range doc {
+	for section, secNode := range doc {
+		keys := map[string]yaml.Node{}
+		if top, ok := find(settings, section); ok && top.key() == "" {
+			keys[""] = secNode // a top-level setting (role: writer)
+		} else if err := secNode.Decode(&keys); err != nil {
+			return fmt.Errorf("config file %s: %s must be a section of settings: %w", path, section, err)
+		}
 		for key, node := range keys {
-			p := section + "." + key
+			p := section
+			if key != "" {
+				p += "." + key
+			}
 			s, ok := find(settings, p)
-			if !ok {
+			if !ok || (key != "" && s.key() == "") {
 				return fmt.Errorf("config file %s: unknown setting %s", path, p)
 			}
 			text := node.Value
@@ -350,6 +383,16 @@ func set(root reflect.Value, s Setting, text string) error {
 // Validate checks the values and names the setting that is wrong.
 func (c *Config) Validate() error {
 	var errs []error
+	switch c.Role {
+	case RoleAll:
+	case RoleWriter, RoleReader:
+		if c.Store.DatabaseURL == "" {
+			errs = append(errs, fmt.Errorf("role (MARLOWE_RT_ROLE) %s needs PostgreSQL: set store.databaseURL (MARLOWE_RT_DATABASE_URL); "+
+				"the embedded SQLite store serves one process only (role all)", c.Role))
+		}
+	default:
+		errs = append(errs, fmt.Errorf("role (MARLOWE_RT_ROLE): %q is not all, writer or reader", c.Role))
+	}
 	port := func(name string, p int) {
 		if p < 0 || p > 65535 {
 			errs = append(errs, fmt.Errorf("%s: port %d is outside 0..65535", name, p))
@@ -413,14 +456,9 @@ func (l *Loaded) ApplyDevnetDefaults(cfg *Config) {
 
 // Redacted returns the configuration as YAML with secrets replaced.
 func (l *Loaded) Redacted() ([]byte, error) {
-	out := map[string]map[string]any{}
+	out := map[string]any{}
 	v := reflect.ValueOf(l.Config)
 	for _, s := range Settings() {
-		sec := s.Section()
-		if out[sec] == nil {
-			out[sec] = map[string]any{}
-		}
-		key := s.Path[len(sec)+1:]
 		f := v.FieldByIndex(s.index)
 		var val any = f.Interface()
 		if d, ok := val.(time.Duration); ok {
@@ -429,7 +467,16 @@ func (l *Loaded) Redacted() ([]byte, error) {
 		if s.Secret && !f.IsZero() && (f.Kind() != reflect.Slice || f.Len() > 0) {
 			val = "<redacted>"
 		}
-		out[sec][key] = val
+		if s.key() == "" {
+			out[s.Path] = val
+			continue
+		}
+		sec, _ := out[s.Section()].(map[string]any)
+		if sec == nil {
+			sec = map[string]any{}
+			out[s.Section()] = sec
+		}
+		sec[s.key()] = val
 	}
 	return yaml.Marshal(out)
 }

@@ -52,7 +52,7 @@ func Reference() string {
 	}
 	b.WriteString(strings.Join(lists, ", "))
 	b.WriteString(") are comma separated in flags and\nthe environment, and a YAML list or a comma-separated string in the file. ")
-	b.WriteString("A YAML file holds the sections above, for example:\n\n")
-	b.WriteString("```yaml\nnode:\n  socket: /ipc/node.socket\n  networkMagic: 1\nstore:\n  databaseURL: postgres://marlowe@db/marlowe\ncors:\n  origins:\n    - https://dapp.example\nlog:\n  level: info,chainsync=debug\n```\n")
+	b.WriteString("A YAML file holds the sections above (role is a key of its own), for example:\n\n")
+	b.WriteString("```yaml\nrole: writer\nnode:\n  socket: /ipc/node.socket\n  networkMagic: 1\nstore:\n  databaseURL: postgres://marlowe@db/marlowe\ncors:\n  origins:\n    - https://dapp.example\nlog:\n  level: info,chainsync=debug\n```\n")
 	return b.String()
 }

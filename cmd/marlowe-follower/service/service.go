@@ -146,9 +146,20 @@ type Options struct {
 	Middleware []actor.ReceiverMiddleware
 }
 
+// ErrReaderNeedsStore refuses role reader while the service has no reader
+// store, the read side that serves the shared database without a history
+// writer in the process.
+var ErrReaderNeedsStore = errors.New("role reader needs the reader store (serving the query and streaming APIs from the " +
+	"shared PostgreSQL database without following), which this build does not have yet: run role all or writer")
+
 // Start opens the stores and starts the pipeline and the query API. Stop
 // it with Stop.
 func Start(ctx context.Context, cfg *config.Config, log *zap.Logger, opts Options) (*Service, error) {
+	if cfg.Role == config.RoleReader {
+		// A reader starts no follower, processor, history writer or
+		// projection.
+		return nil, fmt.Errorf("role (MARLOWE_RT_ROLE) reader: %w", ErrReaderNeedsStore)
+	}
 	start, err := chainsync.ParseStart(cfg.Node.Start)
 	if err != nil {
 		return nil, fmt.Errorf("node.start: %w", err)
