@@ -33,11 +33,19 @@ func loadCompose(t *testing.T, envFile string, extraEnv ...string) (*types.Proje
 
 func loadComposeFile(t *testing.T, file, envFile string, extraEnv ...string) (*types.Project, error) {
 	t.Helper()
+	return loadComposeProfiles(t, file, envFile, nil, extraEnv...)
+}
+
+// loadComposeProfiles is loadComposeFile with profiles enabled, as
+// `docker compose --profile P` does.
+func loadComposeProfiles(t *testing.T, file, envFile string, profiles []string, extraEnv ...string) (*types.Project, error) {
+	t.Helper()
 	opts := []cli.ProjectOptionsFn{
 		cli.WithWorkingDirectory(deployDir),
 		cli.WithEnv(extraEnv),
 		cli.WithConsistency(true),
 		cli.WithResolvedPaths(true),
+		cli.WithProfiles(profiles),
 	}
 	if envFile != "" {
 		opts = append(opts, cli.WithEnvFiles(filepath.Join(repoRoot, filepath.FromSlash(envFile))), cli.WithDotEnv)
@@ -358,6 +366,110 @@ func TestComposeSchemaIsLive(t *testing.T) {
 			t.Errorf("%s: a broken compose file loaded without error", name)
 		} else {
 			t.Logf("%s: rejected as expected: %v", name, err)
+		}
+	}
+}
+
+// TestComposeScaleOut: the scale-out profile adds a standby writer and two
+// readers on the same database; without the profile none of them starts.
+func TestComposeScaleOut(t *testing.T) {
+	p, err := loadComposeProfiles(t, filepath.Join(repoRoot, filepath.FromSlash(composeFile)), composeEnvFile, []string{"scale-out"})
+	if err != nil {
+		t.Fatalf("%s --profile scale-out: %v", composeFile, err)
+	}
+	want := []string{"cardano-node", "marlowe-follower", "marlowe-follower-standby", "marlowe-reader-1", "marlowe-reader-2", "migrate", "postgres"}
+	got := p.ServiceNames()
+	slices.Sort(got)
+	if !slices.Equal(got, want) {
+		t.Fatalf("services with --profile scale-out %v, want %v", got, want)
+	}
+	fol := service(t, p, "marlowe-follower")
+	env := func(s types.ServiceConfig, k string) string {
+		if v := s.Environment[k]; v != nil {
+			return *v
+		}
+		return ""
+	}
+	if r := env(fol, "MARLOWE_RT_ROLE"); r != "" && r != "all" && r != "writer" {
+		t.Errorf("marlowe-follower: MARLOWE_RT_ROLE %q: the default service must stay a writer", r)
+	}
+	roles := map[string]string{"marlowe-follower-standby": "writer", "marlowe-reader-1": "reader", "marlowe-reader-2": "reader"}
+	hostPorts := map[string]string{}
+	for _, port := range fol.Ports {
+		hostPorts[port.Published] = fol.Name
+	}
+	for name, role := range roles {
+		s := service(t, p, name)
+		if !slices.Equal(s.Profiles, []string{"scale-out"}) {
+			t.Errorf("%s: profiles %v, want [scale-out] (it must not start without the profile)", name, s.Profiles)
+		}
+		if got := env(s, "MARLOWE_RT_ROLE"); got != role {
+			t.Errorf("%s: MARLOWE_RT_ROLE %q, want %q", name, got, role)
+		}
+		if s.Image != fol.Image || !slices.Equal(s.Command, types.ShellCommand{"run"}) {
+			t.Errorf("%s: image %q command %q, want the follower's image running run", name, s.Image, s.Command)
+		}
+		if !s.ReadOnly || !slices.Contains(s.CapDrop, "ALL") || !slices.Contains(s.SecurityOpt, "no-new-privileges:true") || s.User != fol.User {
+			t.Errorf("%s: want read_only, cap_drop ALL, no-new-privileges and the follower's user", name)
+		}
+		// One database for all of them.
+		if env(s, "MARLOWE_RT_DATABASE_URL") != env(fol, "MARLOWE_RT_DATABASE_URL") || env(s, "MARLOWE_RT_DATABASE_URL") == "" {
+			t.Errorf("%s: MARLOWE_RT_DATABASE_URL differs from marlowe-follower's", name)
+		}
+		names := make([]string, 0, len(s.Environment))
+		for k := range s.Environment {
+			names = append(names, k)
+		}
+		checkKnownVars(t, composeFile+" service "+name, marloweVarsIn(strings.Join(names, " ")))
+		for dep, cond := range map[string]string{"postgres": types.ServiceConditionHealthy, "migrate": types.ServiceConditionCompletedSuccessfully} {
+			if got := s.DependsOn[dep].Condition; got != cond {
+				t.Errorf("%s depends_on %s: condition %q, want %q", name, dep, got, cond)
+			}
+		}
+		if s.HealthCheck == nil || !slices.Equal([]string(s.HealthCheck.Test), []string{"CMD", "/marlowe-follower", "healthcheck"}) {
+			t.Errorf("%s health check: want [CMD /marlowe-follower healthcheck]", name)
+		}
+		// The data directory and /tmp are writable (read-only root).
+		writable := map[string]bool{}
+		for _, tm := range s.Tmpfs {
+			writable[path.Clean(tm)] = true
+		}
+		for _, v := range s.Volumes {
+			writable[path.Clean(v.Target)] = true
+		}
+		if !writable[path.Clean(env(s, "MARLOWE_RT_DATA_DIR"))] || !writable["/tmp"] {
+			t.Errorf("%s: MARLOWE_RT_DATA_DIR %q and /tmp must be writable", name, env(s, "MARLOWE_RT_DATA_DIR"))
+		}
+		sock := env(s, "MARLOWE_RT_NODE_SOCKET")
+		switch role {
+		case "writer":
+			// The standby follows the same node once it holds the lock.
+			if v := volumeAt(s, path.Dir(sock)); v == nil || v.Source != volumeAt(fol, path.Dir(sock)).Source || v.ReadOnly {
+				t.Errorf("%s: the node socket's volume must be mounted writable, as in marlowe-follower", name)
+			}
+			if s.DependsOn["cardano-node"].Condition != types.ServiceConditionStarted {
+				t.Errorf("%s: must start after cardano-node started", name)
+			}
+		case "reader":
+			if _, ok := s.DependsOn["cardano-node"]; ok {
+				t.Errorf("%s: a reader has no node connection and must not wait for cardano-node", name)
+			}
+			if volumeAt(s, path.Dir(sock)) != nil {
+				t.Errorf("%s: a reader must not mount the node socket", name)
+			}
+			targets := map[uint32]bool{}
+			for _, port := range s.Ports {
+				targets[port.Target] = true
+			}
+			if !targets[3780] || !targets[3781] {
+				t.Errorf("%s: ports %+v, want the query (3780) and streaming (3781) ports published", name, s.Ports)
+			}
+		}
+		for _, port := range s.Ports {
+			if other, dup := hostPorts[port.Published]; dup {
+				t.Errorf("%s: host port %s is already published by %s", name, port.Published, other)
+			}
+			hostPorts[port.Published] = name
 		}
 	}
 }

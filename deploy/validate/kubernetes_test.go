@@ -17,7 +17,9 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -45,7 +47,8 @@ func (m manifest) String() string {
 }
 
 // newTyped returns an empty typed object for the allowed API versions and
-// kinds: apps/v1 and v1 only.
+// kinds: v1, apps/v1, autoscaling/v2 HorizontalPodAutoscaler and policy/v1
+// PodDisruptionBudget only.
 func newTyped(apiVersion, kind string) (any, *metav1.ObjectMeta, bool) {
 	switch apiVersion + " " + kind {
 	case "v1 ConfigMap":
@@ -65,6 +68,12 @@ func newTyped(apiVersion, kind string) (any, *metav1.ObjectMeta, bool) {
 		return o, &o.ObjectMeta, true
 	case "apps/v1 StatefulSet":
 		o := &appsv1.StatefulSet{}
+		return o, &o.ObjectMeta, true
+	case "autoscaling/v2 HorizontalPodAutoscaler":
+		o := &autoscalingv2.HorizontalPodAutoscaler{}
+		return o, &o.ObjectMeta, true
+	case "policy/v1 PodDisruptionBudget":
+		o := &policyv1.PodDisruptionBudget{}
 		return o, &o.ObjectMeta, true
 	}
 	return nil, nil, false
@@ -285,19 +294,50 @@ func TestKubernetesWorkloads(t *testing.T) {
 		checkPod(t, where, idx, w)
 	}
 
-	// The writer Deployment.
-	d, ok := idx["Deployment"]["marlowe-follower"]
+	// The writers: a StatefulSet of two (active and standby), each pod with
+	// its own node and chain database.
+	wm, ok := idx["StatefulSet"]["marlowe-follower-writer"]
 	if !ok {
-		t.Fatal("no Deployment marlowe-follower")
+		t.Fatal("no StatefulSet marlowe-follower-writer")
 	}
-	dep := d.obj.(*appsv1.Deployment)
-	if dep.Spec.Replicas == nil || *dep.Spec.Replicas != 1 {
-		t.Errorf("%s: replicas must be 1 (one writer)", d)
+	ws0 := wm.obj.(*appsv1.StatefulSet)
+	if ws0.Spec.Replicas == nil || *ws0.Spec.Replicas != 2 {
+		t.Errorf("%s: replicas must be 2 (the active writer and its hot standby)", wm)
 	}
-	if dep.Spec.Strategy.Type != appsv1.RecreateDeploymentStrategyType {
-		t.Errorf("%s: strategy %q, want Recreate (never two writers)", d, dep.Spec.Strategy.Type)
+	if ws0.Spec.PodManagementPolicy != appsv1.ParallelPodManagement {
+		t.Errorf("%s: podManagementPolicy %q, want Parallel (OrderedReady would wait for the never-ready standby)", wm, ws0.Spec.PodManagementPolicy)
 	}
-	checkFollowerPod(t, idx, dep)
+	if ws0.Spec.UpdateStrategy.Type != appsv1.OnDeleteStatefulSetStrategyType {
+		t.Errorf("%s: updateStrategy %q, want OnDelete (a RollingUpdate waits for the standby to become ready, which it never does)", wm, ws0.Spec.UpdateStrategy.Type)
+	}
+	checkFollowerPod(t, idx, wm.String(), &ws0.Spec.Template, "writer")
+	nodeDB := false
+	node := findContainer(&ws0.Spec.Template.Spec, isNodeContainer)
+	for _, c := range ws0.Spec.VolumeClaimTemplates {
+		if node != nil && mountAt(*node, "/data") != nil && mountAt(*node, "/data").Name == c.Name {
+			nodeDB = slices.Contains(c.Spec.AccessModes, corev1.ReadWriteOnce)
+		}
+	}
+	if !nodeDB {
+		t.Errorf("%s: the node's chain database (/data) must be a ReadWriteOnce volumeClaimTemplate: one per writer", wm)
+	}
+
+	// The readers: a Deployment without node, claims or migration.
+	rm, ok := idx["Deployment"]["marlowe-follower-reader"]
+	if !ok {
+		t.Fatal("no Deployment marlowe-follower-reader")
+	}
+	rd := rm.obj.(*appsv1.Deployment)
+	if rd.Spec.Strategy.Type != appsv1.RollingUpdateDeploymentStrategyType || rd.Spec.Strategy.RollingUpdate == nil ||
+		rd.Spec.Strategy.RollingUpdate.MaxUnavailable == nil || rd.Spec.Strategy.RollingUpdate.MaxUnavailable.IntValue() != 0 {
+		t.Errorf("%s: want a RollingUpdate with maxUnavailable 0 (a new reader ready before an old one goes)", rm)
+	}
+	checkFollowerPod(t, idx, rm.String(), &rd.Spec.Template, "reader")
+	for _, w := range ws {
+		if w.m.kind == "Deployment" && findContainer(&w.template.Spec, isNodeContainer) != nil {
+			t.Errorf("%s: a Deployment with a cardano-node: its pods would share one chain database", w.m)
+		}
+	}
 
 	// StatefulSets: their governing Service exists and is headless.
 	for _, m := range idx["StatefulSet"] {
@@ -631,24 +671,34 @@ func findContainer(spec *corev1.PodSpec, pred func(corev1.Container) bool) *core
 	return nil
 }
 
-// checkFollowerPod checks the follower's own wiring: settings, socket
-// sharing, ports, probes, migration step.
-func checkFollowerPod(t *testing.T, idx k8sIndex, dep *appsv1.Deployment) {
+// checkFollowerPod checks a follower pod's own wiring for its role (writer:
+// with a cardano-node sidecar and a migration step; reader: neither):
+// settings, socket sharing, ports, probes.
+func checkFollowerPod(t *testing.T, idx k8sIndex, where string, tmpl *corev1.PodTemplateSpec, role string) {
 	t.Helper()
-	spec := &dep.Spec.Template.Spec
+	spec := &tmpl.Spec
 	fol := findContainer(spec, func(c corev1.Container) bool { return c.Name == "marlowe-follower" })
 	node := findContainer(spec, isNodeContainer)
-	if fol == nil || node == nil {
-		t.Fatal("Deployment marlowe-follower: want the containers marlowe-follower and a cardano-node sidecar")
+	if fol == nil {
+		t.Fatalf("%s: no container marlowe-follower", where)
+	}
+	switch {
+	case role == "writer" && node == nil:
+		t.Fatalf("%s: a writer needs a cardano-node sidecar", where)
+	case role == "reader" && node != nil:
+		t.Errorf("%s: a reader has no node connection: no cardano-node sidecar", where)
 	}
 	if !slices.Equal(fol.Args, []string{"run"}) || len(fol.Command) != 0 {
-		t.Errorf("marlowe-follower: args %q command %q, want args [run] and the image's entrypoint", fol.Args, fol.Command)
+		t.Errorf("%s marlowe-follower: args %q command %q, want args [run] and the image's entrypoint", where, fol.Args, fol.Command)
 	}
 	mig := findContainer(spec, func(c corev1.Container) bool { return slices.Equal(c.Args, []string{"migrate"}) })
-	if mig == nil || !slices.ContainsFunc(spec.InitContainers, func(c corev1.Container) bool { return c.Name == mig.Name }) {
-		t.Errorf("want an init container running `migrate`")
-	} else if mig.Image != fol.Image {
-		t.Errorf("migrate image %q differs from the follower's %q", mig.Image, fol.Image)
+	switch {
+	case role == "reader" && mig != nil:
+		t.Errorf("%s: readers must not migrate (the writers do; a reader waits for the schema)", where)
+	case role == "writer" && (mig == nil || !slices.ContainsFunc(spec.InitContainers, func(c corev1.Container) bool { return c.Name == mig.Name })):
+		t.Errorf("%s: want an init container running `migrate`", where)
+	case mig != nil && mig.Image != fol.Image:
+		t.Errorf("%s: migrate image %q differs from the follower's %q", where, mig.Image, fol.Image)
 	}
 
 	env, fromSecret := containerEnv(idx, *fol)
@@ -657,51 +707,29 @@ func checkFollowerPod(t *testing.T, idx k8sIndex, dep *appsv1.Deployment) {
 	for k := range env {
 		names = append(names, k)
 	}
-	checkKnownVars(t, "marlowe-follower container env", marloweVarsIn(strings.Join(names, " ")))
+	checkKnownVars(t, where+" marlowe-follower container env", marloweVarsIn(strings.Join(names, " ")))
 	for k := range env {
 		if v, ok := vars[k]; ok && v.Secret && !fromSecret[k] {
-			t.Errorf("marlowe-follower: secret setting %s must come from a Secret", k)
+			t.Errorf("%s marlowe-follower: secret setting %s must come from a Secret", where, k)
 		}
 	}
 	for _, k := range []string{"MARLOWE_RT_NODE_SOCKET", "MARLOWE_RT_NETWORK_MAGIC", "MARLOWE_RT_DATABASE_URL", "MARLOWE_RT_QUERY_PORT", "MARLOWE_RT_STREAMING_PORT"} {
 		if env[k] == "" {
-			t.Errorf("marlowe-follower: %s is not set", k)
+			t.Errorf("%s marlowe-follower: %s is not set", where, k)
 		}
+	}
+	if env["MARLOWE_RT_ROLE"] != role {
+		t.Errorf("%s marlowe-follower: MARLOWE_RT_ROLE %q, want %q", where, env["MARLOWE_RT_ROLE"], role)
 	}
 	if mig != nil {
 		if migEnv, _ := containerEnv(idx, *mig); migEnv["MARLOWE_RT_DATABASE_URL"] != env["MARLOWE_RT_DATABASE_URL"] {
-			t.Errorf("migrate and marlowe-follower use different database URLs")
+			t.Errorf("%s: migrate and marlowe-follower use different database URLs", where)
 		}
+	}
+	if role == "writer" {
+		checkNodeSidecar(t, idx, where, spec, *fol, *node, env)
 	}
 
-	// Network: the sidecar's NETWORK and the follower's magic agree.
-	nodeEnv, _ := containerEnv(idx, *node)
-	if want, ok := networkMagic[nodeEnv["NETWORK"]]; !ok {
-		t.Errorf("cardano-node NETWORK %q: want mainnet, preprod or preview", nodeEnv["NETWORK"])
-	} else if env["MARLOWE_RT_NETWORK_MAGIC"] != want {
-		t.Errorf("MARLOWE_RT_NETWORK_MAGIC %q, but the sidecar runs %s (magic %s)", env["MARLOWE_RT_NETWORK_MAGIC"], nodeEnv["NETWORK"], want)
-	}
-	if nodeEnv["NETWORK"] != "preprod" {
-		t.Errorf("default network %q, want preprod", nodeEnv["NETWORK"])
-	}
-
-	// Socket: its directory is one volume, mounted in both containers,
-	// writable by the follower (connect(2) needs write permission).
-	sockDir := path.Dir(env["MARLOWE_RT_NODE_SOCKET"])
-	folMount := mountAt(*fol, sockDir)
-	nodeMount := mountAt(*node, sockDir)
-	if folMount == nil || nodeMount == nil || folMount.Name != nodeMount.Name {
-		t.Errorf("MARLOWE_RT_NODE_SOCKET %q: its directory must be the same volume in the follower and the sidecar", env["MARLOWE_RT_NODE_SOCKET"])
-	} else {
-		if folMount.ReadOnly {
-			t.Errorf("the follower mounts the socket volume read-only")
-		}
-		for _, v := range spec.Volumes {
-			if v.Name == folMount.Name && v.EmptyDir == nil {
-				t.Errorf("socket volume %s: want an emptyDir shared inside the pod", v.Name)
-			}
-		}
-	}
 	if fsc := fol.SecurityContext; fsc == nil || fsc.RunAsGroup == nil || *fsc.RunAsGroup != followerGID || fsc.RunAsUser == nil || *fsc.RunAsUser != followerUID {
 		t.Errorf("marlowe-follower: want runAsUser %d and runAsGroup %d (the image's user)", followerUID, followerGID)
 	}
@@ -747,8 +775,42 @@ func checkFollowerPod(t *testing.T, idx k8sIndex, dep *appsv1.Deployment) {
 	} else if d := time.Duration(fol.StartupProbe.PeriodSeconds*fol.StartupProbe.FailureThreshold) * time.Second; d < 30*time.Minute {
 		t.Errorf("marlowe-follower startupProbe allows %v; want at least 30m for a slow first start", d)
 	}
-	if g := dep.Spec.Template.Spec.TerminationGracePeriodSeconds; g == nil || *g < 30 {
+	if g := spec.TerminationGracePeriodSeconds; g == nil || *g < 30 {
 		t.Errorf("terminationGracePeriodSeconds must leave the follower (~15 s) and the node time to stop")
+	}
+}
+
+// checkNodeSidecar: a writer's node runs the network of the follower's magic
+// and shares its socket with the follower.
+func checkNodeSidecar(t *testing.T, idx k8sIndex, where string, spec *corev1.PodSpec, fol, node corev1.Container, env map[string]string) {
+	t.Helper()
+	// Network: the sidecar's NETWORK and the follower's magic agree.
+	nodeEnv, _ := containerEnv(idx, node)
+	if want, ok := networkMagic[nodeEnv["NETWORK"]]; !ok {
+		t.Errorf("cardano-node NETWORK %q: want mainnet, preprod or preview", nodeEnv["NETWORK"])
+	} else if env["MARLOWE_RT_NETWORK_MAGIC"] != want {
+		t.Errorf("MARLOWE_RT_NETWORK_MAGIC %q, but the sidecar runs %s (magic %s)", env["MARLOWE_RT_NETWORK_MAGIC"], nodeEnv["NETWORK"], want)
+	}
+	if nodeEnv["NETWORK"] != "preprod" {
+		t.Errorf("default network %q, want preprod", nodeEnv["NETWORK"])
+	}
+
+	// Socket: its directory is one volume, mounted in both containers,
+	// writable by the follower (connect(2) needs write permission).
+	sockDir := path.Dir(env["MARLOWE_RT_NODE_SOCKET"])
+	folMount := mountAt(fol, sockDir)
+	nodeMount := mountAt(node, sockDir)
+	if folMount == nil || nodeMount == nil || folMount.Name != nodeMount.Name {
+		t.Errorf("MARLOWE_RT_NODE_SOCKET %q: its directory must be the same volume in the follower and the sidecar", env["MARLOWE_RT_NODE_SOCKET"])
+	} else {
+		if folMount.ReadOnly {
+			t.Errorf("the follower mounts the socket volume read-only")
+		}
+		for _, v := range spec.Volumes {
+			if v.Name == folMount.Name && v.EmptyDir == nil {
+				t.Errorf("socket volume %s: want an emptyDir shared inside the pod", v.Name)
+			}
+		}
 	}
 }
 
@@ -806,6 +868,85 @@ func TestKubernetesServices(t *testing.T) {
 	}
 	if !ports[3780] || !ports[3781] {
 		t.Errorf("Service marlowe-follower: want ports 3780 and 3781")
+	}
+	// Clients go to the readers; the writers' Service is headless and lists
+	// the standby too, for its /status and /metrics.
+	if svc.obj.(*corev1.Service).Spec.Selector["app.kubernetes.io/component"] != "reader" {
+		t.Errorf("Service marlowe-follower must select the readers")
+	}
+	if w, ok := idx["Service"]["marlowe-follower-writer"]; !ok {
+		t.Error("no Service marlowe-follower-writer")
+	} else if ws := w.obj.(*corev1.Service); ws.Spec.ClusterIP != corev1.ClusterIPNone || !ws.Spec.PublishNotReadyAddresses {
+		t.Errorf("Service marlowe-follower-writer: want headless with publishNotReadyAddresses (the standby is never ready)")
+	}
+}
+
+// TestKubernetesAutoscaling: the readers' HorizontalPodAutoscaler targets
+// their Deployment with sound bounds; the PodDisruptionBudgets select
+// exactly one workload, never the writers (their standby is never ready, so
+// a budget would forbid evicting the active writer).
+func TestKubernetesAutoscaling(t *testing.T) {
+	idx := indexManifests(t, loadManifests(t))
+	hpas := idx["HorizontalPodAutoscaler"]
+	if len(hpas) != 1 {
+		t.Fatalf("%d HorizontalPodAutoscalers, want 1 (the readers')", len(hpas))
+	}
+	for _, m := range hpas {
+		h := m.obj.(*autoscalingv2.HorizontalPodAutoscaler)
+		ref := h.Spec.ScaleTargetRef
+		if ref.APIVersion != "apps/v1" || ref.Kind != "Deployment" || ref.Name != "marlowe-follower-reader" {
+			t.Errorf("%s: scaleTargetRef %+v, want apps/v1 Deployment marlowe-follower-reader", m, ref)
+		} else if _, ok := idx["Deployment"][ref.Name]; !ok {
+			t.Errorf("%s: no Deployment %s", m, ref.Name)
+		}
+		if h.Spec.MinReplicas == nil || *h.Spec.MinReplicas < 2 || h.Spec.MaxReplicas < *h.Spec.MinReplicas {
+			t.Errorf("%s: want minReplicas >= 2 and maxReplicas >= minReplicas", m)
+		}
+		cpu := false
+		for _, mt := range h.Spec.Metrics {
+			if mt.Type == autoscalingv2.ResourceMetricSourceType && mt.Resource != nil && mt.Resource.Name == corev1.ResourceCPU &&
+				mt.Resource.Target.Type == autoscalingv2.UtilizationMetricType && mt.Resource.Target.AverageUtilization != nil {
+				cpu = true
+				if u := *mt.Resource.Target.AverageUtilization; u < 10 || u > 100 {
+					t.Errorf("%s: CPU target %d%%", m, u)
+				}
+			}
+		}
+		if !cpu {
+			t.Errorf("%s: want a CPU utilization target (the readers' containers request CPU)", m)
+		}
+		if d, ok := idx["Deployment"][ref.Name]; ok {
+			for _, c := range d.obj.(*appsv1.Deployment).Spec.Template.Spec.Containers {
+				if _, ok := c.Resources.Requests[corev1.ResourceCPU]; !ok {
+					t.Errorf("%s: container %s has no CPU request: utilization is undefined", d, c.Name)
+				}
+			}
+		}
+	}
+	ws := idx.workloads()
+	for _, m := range idx["PodDisruptionBudget"] {
+		pdb := m.obj.(*policyv1.PodDisruptionBudget)
+		sel, err := metav1.LabelSelectorAsSelector(pdb.Spec.Selector)
+		if err != nil || pdb.Spec.Selector == nil || sel.Empty() {
+			t.Errorf("%s: selector missing or invalid: %v", m, err)
+			continue
+		}
+		var matched []workload
+		for _, w := range ws {
+			if sel.Matches(labels.Set(w.template.Labels)) {
+				matched = append(matched, w)
+			}
+		}
+		if len(matched) != 1 {
+			t.Errorf("%s: selector %s matches %d workloads, want exactly 1", m, sel, len(matched))
+			continue
+		}
+		if matched[0].m.kind == "StatefulSet" && matched[0].m.meta.Name == "marlowe-follower-writer" {
+			t.Errorf("%s: selects the writers; their never-ready standby would block every eviction of the active writer", m)
+		}
+		if (pdb.Spec.MinAvailable == nil) == (pdb.Spec.MaxUnavailable == nil) {
+			t.Errorf("%s: set exactly one of minAvailable and maxUnavailable", m)
+		}
 	}
 }
 
@@ -1010,15 +1151,16 @@ func TestKustomizeDocumentedOverlay(t *testing.T) {
 	if v, _ := secretValue(s, "MARLOWE_RT_DATABASE_URL"); !strings.Contains(v, "db.example.com") {
 		t.Errorf("overlay: the Secret still holds the placeholder URL")
 	}
-	d, ok := idx["Deployment"]["marlowe-follower"]
-	if !ok {
-		t.Fatal("overlay: no Deployment marlowe-follower")
+	ws := idx.workloads()
+	if len(ws) == 0 {
+		t.Fatal("overlay: no workloads")
 	}
-	dep := d.obj.(*appsv1.Deployment)
-	for _, c := range allContainers(&dep.Spec.Template.Spec) {
-		if strings.Contains(c.Image, "marlowe-follower") && c.Image != "registry.example.com/marlowe-follower:v0.1.0" {
-			t.Errorf("overlay: container %s image %q not replaced", c.Name, c.Image)
+	for _, w := range ws {
+		for _, c := range allContainers(&w.template.Spec) {
+			if strings.Contains(c.Image, "marlowe-follower") && c.Image != "registry.example.com/marlowe-follower:v0.1.0" {
+				t.Errorf("overlay: %s container %s image %q not replaced", w.m, c.Name, c.Image)
+			}
+			checkEnvRefs(t, "overlay "+w.m.String()+" container "+c.Name, idx, c)
 		}
-		checkEnvRefs(t, "overlay container "+c.Name, idx, c)
 	}
 }
