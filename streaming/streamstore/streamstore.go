@@ -10,7 +10,11 @@ package streamstore
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
+	"fmt"
+	"os"
 	"time"
 
 	"github.com/marlowe-follower/follower/chainsync/chain"
@@ -27,6 +31,10 @@ var (
 	ErrExists = errors.New("stream already exists")
 	// ErrStale: StreamAck with a batch number not above the stored one.
 	ErrStale = errors.New("acknowledgement older than the stored one")
+	// ErrLeased: another process holds the stream's round-trip lease
+	// (StreamLease), or the lease an acknowledgement was made under is no
+	// longer the acknowledging process's (StreamAck with a Holder).
+	ErrLeased = errors.New("another process has a batch of this durable stream in flight")
 	// ErrClosed: the store was closed (the storage layer's
 	// record.ErrBackendClosed).
 	ErrClosed = record.ErrBackendClosed
@@ -70,6 +78,50 @@ type StreamAckParams struct {
 	Batch int64
 	// Records is added to the stream's record count.
 	Records int64
+	// Holder, when set, is the process that acknowledges under its
+	// round-trip lease (StreamLease): the cursor moves only while Holder
+	// holds the lease (else ErrLeased and nothing changes), and the ack
+	// ends the lease, the round trip being over.
+	Holder string
+}
+
+// StreamLeaseParams name a durable stream's round-trip lease: several
+// processes (readers on one database) may serve connections of one stream,
+// and only the lease holder may have a batch of it in flight.
+type StreamLeaseParams struct {
+	Name string
+	// Holder names the process (NewHolder): unique among the processes on
+	// the database, the same for all of one process's leases.
+	Holder string
+	// TTL: the lease lapses this long after it was taken or last renewed
+	// (DefaultLeaseTTL when 0), so that a process that died with a batch
+	// in flight holds the stream no longer than that.
+	TTL time.Duration
+}
+
+// DefaultLeaseTTL is a lease's life without renewal. A holder renews its
+// lease every third of it while its batch is in flight.
+const DefaultLeaseTTL = 10 * time.Second
+
+// EffectiveTTL is p.TTL or DefaultLeaseTTL.
+func (p *StreamLeaseParams) EffectiveTTL() time.Duration {
+	if p.TTL <= 0 {
+		return DefaultLeaseTTL
+	}
+	return p.TTL
+}
+
+// NewHolder returns a holder name for this process: the host, the process
+// id and a random part (a restarted process on the same host with the same
+// id is another holder).
+func NewHolder() string {
+	host, err := os.Hostname()
+	if err != nil || host == "" {
+		host = "host"
+	}
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	return fmt.Sprintf("%s/%d/%s", host, os.Getpid(), hex.EncodeToString(b[:]))
 }
 
 // StreamListParams select a page of streams, ordered by name.
@@ -99,6 +151,18 @@ type Store interface {
 	StreamAck(ctx context.Context, p *StreamAckParams) error
 	// StreamDelete removes a stream; ErrNotFound when there is none.
 	StreamDelete(ctx context.Context, name string) error
+	// StreamLease takes, or renews, the stream's round-trip lease for
+	// p.Holder and returns the stream as stored: its acknowledged cursor
+	// and batch, which another holder may have moved since this process
+	// last looked. ErrLeased when another holder's lease has not lapsed, or
+	// when p.Holder had the last round trip and another process asked for
+	// the stream while it was held (the holders take turns); ErrNotFound
+	// when the stream is gone. The database's clock times the leases.
+	StreamLease(ctx context.Context, p *StreamLeaseParams) (*Stream, error)
+	// StreamRelease gives p.Holder's lease up (a round trip ended without
+	// an acknowledgement: its connection closed, a nack); nothing when
+	// p.Holder does not hold it.
+	StreamRelease(ctx context.Context, p *StreamLeaseParams) error
 	// HistoryGet returns the identity of the history log the streams were
 	// last checked against; ErrNotFound when none was recorded.
 	HistoryGet(ctx context.Context) (*HistoryIdentity, error)

@@ -56,6 +56,7 @@ type Store struct {
 	errs    storage.Errors
 	// The statements, spelled for the dialect.
 	insert, get, list, ack, batchOf, del, historySet string
+	lease, want, release, leaseAck, ackState         string
 }
 
 var _ streamstore.Store = (*Store)(nil)
@@ -98,6 +99,33 @@ func New(ctx context.Context, db storage.DB) (*Store, error) {
 	s.ack = s.rebind(`UPDATE ws_streams SET cursor = ?, batch = ?, records = records + ?, updated_at = ?
 		WHERE name = ? AND batch < ?`)
 	s.batchOf = s.rebind(`SELECT batch FROM ws_streams WHERE name = ?`)
+	// Leases are timed by the database's clock (the processes sharing a
+	// stream may run on machines whose clocks differ): clock_timestamp(),
+	// or on SQLite the current Unix time in microseconds.
+	now, later := `clock_timestamp()`, `clock_timestamp() + ? * interval '1 microsecond'`
+	if s.d != storage.DialectPostgres {
+		now = `CAST((julianday('now') - 2440587.5) * 86400000000.0 AS INTEGER)`
+		later = `(` + now + ` + ?)`
+	}
+	// Holder X takes the lease when it holds it already, nobody does, or
+	// the holder's lease lapsed; unless X had the last round trip and
+	// another process asked for the stream meanwhile (its ask still
+	// current): then X yields this one. Taking it clears X's own ask.
+	s.lease = s.rebind(`UPDATE ws_streams SET lease_holder = ?, lease_until = ` + later + `,
+		lease_wanted = CASE WHEN lease_wanted = ? THEN '' ELSE lease_wanted END
+		WHERE name = ? AND (lease_holder = ? OR lease_holder = '' OR lease_until < ` + now + `)
+		AND NOT (lease_holder <> ? AND lease_last = ? AND lease_wanted <> '' AND lease_wanted <> ?
+			AND lease_wanted_until > ` + now + `)
+		RETURNING ` + columns)
+	// X asks for a stream another process holds.
+	s.want = s.rebind(`UPDATE ws_streams SET lease_wanted = ?, lease_wanted_until = ` + later + `
+		WHERE name = ? AND lease_holder <> '' AND lease_holder <> ?`)
+	s.release = s.rebind(`UPDATE ws_streams SET lease_holder = '', lease_until = NULL, lease_last = ?
+		WHERE name = ? AND lease_holder = ?`)
+	s.leaseAck = s.rebind(`UPDATE ws_streams SET cursor = ?, batch = ?, records = records + ?, updated_at = ?,
+		lease_holder = '', lease_until = NULL, lease_last = ?
+		WHERE name = ? AND batch < ? AND lease_holder = ?`)
+	s.ackState = s.rebind(`SELECT batch, lease_holder FROM ws_streams WHERE name = ?`)
 	s.del = s.rebind(`DELETE FROM ws_streams WHERE name = ?`)
 	s.historySet = s.rebind(`INSERT INTO ws_history
 		(id, network_magic, first_slot, first_hash, head_seq, head_hash, updated_at) VALUES (1, ?, ?, ?, ?, ?, ?)
@@ -263,7 +291,13 @@ func (s *Store) StreamAck(ctx context.Context, p *streamstore.StreamAckParams) e
 
 func (s *Store) ackTx(ctx context.Context, tx *sql.Tx, p *streamstore.StreamAckParams) error {
 	now := time.Now().UTC().Truncate(time.Microsecond)
-	res, err := tx.ExecContext(ctx, s.ack, p.Cursor, p.Batch, p.Records, s.stamp(now), p.Name, p.Batch)
+	var res sql.Result
+	var err error
+	if p.Holder == "" {
+		res, err = tx.ExecContext(ctx, s.ack, p.Cursor, p.Batch, p.Records, s.stamp(now), p.Name, p.Batch)
+	} else {
+		res, err = tx.ExecContext(ctx, s.leaseAck, p.Cursor, p.Batch, p.Records, s.stamp(now), p.Holder, p.Name, p.Batch, p.Holder)
+	}
 	if err != nil {
 		return err
 	}
@@ -271,10 +305,57 @@ func (s *Store) ackTx(ctx context.Context, tx *sql.Tx, p *streamstore.StreamAckP
 		return err
 	}
 	var stored int64
-	if err := tx.QueryRowContext(ctx, s.batchOf, p.Name).Scan(&stored); err != nil {
+	var holder string
+	if err := tx.QueryRowContext(ctx, s.ackState, p.Name).Scan(&stored, &holder); err != nil {
 		return err
 	}
-	return fmt.Errorf("%w: batch %d, stored %d", streamstore.ErrStale, p.Batch, stored)
+	if stored >= p.Batch {
+		return fmt.Errorf("%w: batch %d, stored %d", streamstore.ErrStale, p.Batch, stored)
+	}
+	return fmt.Errorf("%w: batch %d acknowledged under %s's lease, held by %q", streamstore.ErrLeased, p.Batch, p.Holder, holder)
+}
+
+// StreamLease implements streamstore.Store: one statement takes or renews
+// the lease and reads the stream; when it changes nothing, the holder's ask
+// is recorded (the current holder then yields the next round trip) and the
+// stream's existence tells ErrLeased from ErrNotFound.
+func (s *Store) StreamLease(ctx context.Context, p *streamstore.StreamLeaseParams) (*streamstore.Stream, error) {
+	if err := s.errs.Check(); err != nil {
+		return nil, err
+	}
+	if p.Holder == "" {
+		return nil, errors.New("stream store: lease: no holder")
+	}
+	ttl := p.EffectiveTTL().Microseconds()
+	st, err := s.scan(s.db.QueryRowContext(ctx, s.lease, p.Holder, ttl, p.Holder, p.Name, p.Holder, p.Holder, p.Holder, p.Holder))
+	if err == nil {
+		return st, nil
+	}
+	if !errors.Is(err, sql.ErrNoRows) {
+		return nil, s.errs.Translate("lease "+p.Name, err)
+	}
+	if _, err := s.db.ExecContext(ctx, s.want, p.Holder, ttl, p.Name, p.Holder); err != nil {
+		return nil, s.errs.Translate("lease "+p.Name, err)
+	}
+	var batch int64
+	var holder string
+	switch err := s.db.QueryRowContext(ctx, s.ackState, p.Name).Scan(&batch, &holder); {
+	case err != nil:
+		return nil, s.errs.Translate("lease "+p.Name, err)
+	case holder == "":
+		return nil, fmt.Errorf("%w: %s yields its next round trip to another process that asked for it", streamstore.ErrLeased, p.Holder)
+	default:
+		return nil, fmt.Errorf("%w: held by %q", streamstore.ErrLeased, holder)
+	}
+}
+
+// StreamRelease implements streamstore.Store.
+func (s *Store) StreamRelease(ctx context.Context, p *streamstore.StreamLeaseParams) error {
+	if err := s.errs.Check(); err != nil {
+		return err
+	}
+	_, err := s.db.ExecContext(ctx, s.release, p.Holder, p.Name, p.Holder)
+	return s.errs.Translate("release "+p.Name, err)
 }
 
 // StreamDelete implements streamstore.Store.
