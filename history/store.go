@@ -295,12 +295,7 @@ func (s *writer) Receive(ctx actor.Context) {
 			s.commit(false)
 		}
 	case *goLiveRequest:
-		accepted := msg.cursor == s.head
-		if accepted {
-			s.subs[msg.sub.id] = msg.sub
-			s.stats.LiveSubscribers.Store(int64(len(s.subs)))
-		}
-		msg.sub.answer(s.system, msg.reply, goLiveResponse{accepted: accepted, head: s.head})
+		goLive(s.system, s.stats, s.subs, msg, s.head)
 	case *unsubscribe:
 		delete(s.subs, msg.id)
 		s.stats.LiveSubscribers.Store(int64(len(s.subs)))
@@ -319,12 +314,14 @@ func (s *writer) Receive(ctx actor.Context) {
 }
 
 // dropSubs sends every live subscriber back to catch up.
-func (s *writer) dropSubs() {
-	for id, sub := range s.subs {
-		sub.drop(s.system)
-		delete(s.subs, id)
+func (s *writer) dropSubs() { dropSubs(s.system, s.stats, s.subs) }
+
+func dropSubs(system *actor.ActorSystem, stats *StoreStats, subs map[uint64]*liveSub) {
+	for id, sub := range subs {
+		sub.drop(system)
+		delete(subs, id)
 	}
-	s.stats.LiveSubscribers.Store(0)
+	stats.LiveSubscribers.Store(0)
 }
 
 // step adds a processed chain event to the pending batch.
@@ -602,29 +599,48 @@ func (s *writer) die(err error, stopping bool) {
 	}
 }
 
-// fanOut pushes committed records to live subscribers. A subscriber whose
-// queue is full is dropped back to catch-up: the store never waits for one.
+// fanOut pushes committed records to live subscribers.
 func (s *writer) fanOut(records []record.Record) {
-	if len(records) == 0 || len(s.subs) == 0 {
+	fanOut(s.system, s.stats, s.subs, records, s.head, s.indexOf)
+}
+
+// fanOut pushes committed records to the live subscribers subs, each the
+// records its filter matches (index gives a contract's index entry). A
+// subscriber whose queue is full is dropped back to catch-up: the store
+// never waits for one. The writer and the Mirror both deliver through it.
+func fanOut(system *actor.ActorSystem, stats *StoreStats, subs map[uint64]*liveSub, records []record.Record, head int64,
+	index func(*chain.TxOutRef) *record.ContractIndex) {
+	if len(records) == 0 || len(subs) == 0 {
 		return
 	}
-	for id, sub := range s.subs {
+	for id, sub := range subs {
 		var out []record.Record
 		for i := range records {
-			if sub.filter.Matches(&records[i], s.indexOf(records[i].Contract)) {
+			if sub.filter.Matches(&records[i], index(records[i].Contract)) {
 				out = append(out, records[i])
 			}
 		}
 		if len(out) == 0 {
 			continue
 		}
-		if !sub.push(s.system, liveBatch{records: out, head: s.head}) {
-			s.stats.LiveDropped.Add(1)
-			sub.drop(s.system)
-			delete(s.subs, id)
+		if !sub.push(system, liveBatch{records: out, head: head}) {
+			stats.LiveDropped.Add(1)
+			sub.drop(system)
+			delete(subs, id)
 		}
 	}
-	s.stats.LiveSubscribers.Store(int64(len(s.subs)))
+	stats.LiveSubscribers.Store(int64(len(subs)))
+}
+
+// goLive answers a go-live request: accepted when the cursor is the head
+// the live batches continue from.
+func goLive(system *actor.ActorSystem, stats *StoreStats, subs map[uint64]*liveSub, msg *goLiveRequest, head int64) {
+	accepted := msg.cursor == head
+	if accepted {
+		subs[msg.sub.id] = msg.sub
+		stats.LiveSubscribers.Store(int64(len(subs)))
+	}
+	msg.sub.answer(system, msg.reply, goLiveResponse{accepted: accepted, head: head})
 }
 
 // indexOf returns a contract's index entry for filtering, from the cache or

@@ -22,11 +22,18 @@ func (s *Store) Commit(ctx context.Context, p *history.CommitParams) error {
 	if err != nil {
 		return s.translate("commit", err)
 	}
-	err = s.write.BeginFunc(ctx, func(tx pgx.Tx) error { return commit(ctx, tx, pl) })
+	channel, err := s.channel(ctx)
+	if err != nil {
+		return s.translate("commit", err)
+	}
+	err = s.write.BeginFunc(ctx, func(tx pgx.Tx) error { return commit(ctx, tx, pl, p, channel) })
 	return s.translate("commit", err)
 }
 
-func commit(ctx context.Context, tx pgx.Tx, pl *sqlcommon.Plan) error {
+// commit writes the plan, then queues the commit's notice on channel: NOTIFY
+// is transactional, so listeners (reader processes) hear of the commit
+// only once it is durable, and in commit order.
+func commit(ctx context.Context, tx pgx.Tx, pl *sqlcommon.Plan, p *history.CommitParams, channel string) error {
 	var head int64
 	var horizon sqlcommon.HeaderRow
 	if err := tx.QueryRow(ctx, `SELECT (SELECT COALESCE(max(seq), 0) FROM records), slot, block_no, hash
@@ -68,6 +75,14 @@ func commit(ctx context.Context, tx pgx.Tx, pl *sqlcommon.Plan) error {
 		b.Queue(`UPDATE horizon SET slot = $1, block_no = $2, hash = $3 WHERE id = 1`, h.Slot, h.BlockNo, h.Hash)
 		b.Queue(`DELETE FROM utxo_changes WHERE block_no <= $1`, h.BlockNo)
 	}
+	n := history.CommitNotice{Seq: head, Tip: p.Checkpoint.Tip}
+	if len(p.Records) > 0 {
+		n.Seq = p.Records[len(p.Records)-1].Seq
+	}
+	if len(p.Checkpoint.Breadcrumbs) > 0 {
+		n.Block = p.Checkpoint.Breadcrumbs[0]
+	}
+	b.Queue(`SELECT pg_notify($1, $2)`, channel, history.MarshalNotice(n))
 	return tx.SendBatch(ctx, b).Close()
 }
 

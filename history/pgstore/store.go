@@ -13,6 +13,7 @@ import (
 	"context"
 	"embed"
 	"fmt"
+	"sync/atomic"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -54,6 +55,8 @@ type Store struct {
 	own   bool // Close closes pg
 	line  storage.Line
 	errs  storage.Errors
+	// channelName is the commit notices' channel, resolved at first use.
+	channelName atomic.Pointer[string]
 }
 
 var _ history.Backend = (*Store)(nil)
