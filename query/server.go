@@ -89,6 +89,41 @@ type Status struct {
 	CommitError        string
 	CommitFailingSince time.Time
 	CommitFailures     uint64
+
+	// Role is the process's role (all, writer or reader; "" is all).
+	Role string
+	// Reader is set in a reader process (role reader): it follows the
+	// writer's database instead of the node, and NodeTip, Follower and
+	// Committed are the writer's progress as the database holds it.
+	Reader *ReaderStatus
+}
+
+// ReaderStatus is a reader process's position beside the writer's.
+type ReaderStatus struct {
+	// Head is the newest seq this process has delivered (HistorySeq);
+	// WriterHead the writer's committed head as last noticed or read.
+	Head, WriterHead int64
+	// Listening is set while a connection listens for the writer's commit
+	// notices (without one the reader polls).
+	Listening bool
+	// Notices and Polls count the commit notices received and the timed
+	// polls of the writer's progress.
+	Notices, Polls uint64
+	// ReadError is the newest failed read of the database while reads
+	// fail ("" when the last one succeeded).
+	ReadError string
+	// Replica is set when records are read from a streaming replica.
+	Replica *ReplicaStatus
+}
+
+// ReplicaStatus is a replica's replay position.
+type ReplicaStatus struct {
+	// Head is the newest seq the replica has replayed.
+	Head int64
+	// LagSeqs is how many records the replica is behind the writer's head;
+	// LagBytes how many bytes of write-ahead log it has still to replay
+	// (-1 when unknown).
+	LagSeqs, LagBytes int64
 }
 
 // HandshakeFailure is a handshake the node refused or cut short.

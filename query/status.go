@@ -49,11 +49,47 @@ type statusJSON struct {
 	HistorySeq      int64          `json:"historySeq"`
 	Projection      projectionJSON `json:"projection"`
 
+	Role   string      `json:"role,omitempty"`
+	Reader *readerJSON `json:"reader,omitempty"`
+
 	NodeError   string           `json:"nodeError,omitempty"`
 	Handshake   *handshakeJSON   `json:"handshakeFailure,omitempty"`
 	Waiting     *waitingJSON     `json:"waitingForNode,omitempty"`
 	Diverged    *divergedJSON    `json:"diverged,omitempty"`
 	CommitError *commitErrorJSON `json:"commitError,omitempty"`
+}
+
+type readerJSON struct {
+	Head       int64        `json:"head"`
+	WriterHead int64        `json:"writerHead"`
+	Lag        int64        `json:"lag"`
+	Listening  bool         `json:"listening"`
+	Notices    uint64       `json:"notices"`
+	Polls      uint64       `json:"polls"`
+	ReadError  string       `json:"readError,omitempty"`
+	Replica    *replicaJSON `json:"replica,omitempty"`
+}
+
+type replicaJSON struct {
+	Head     int64  `json:"head"`
+	LagSeqs  int64  `json:"lagSeqs"`
+	LagBytes *int64 `json:"lagBytes"`
+}
+
+func readerOf(r *ReaderStatus) *readerJSON {
+	if r == nil {
+		return nil
+	}
+	out := &readerJSON{Head: r.Head, WriterHead: r.WriterHead, Lag: max(0, r.WriterHead-r.Head), Listening: r.Listening,
+		Notices: r.Notices, Polls: r.Polls, ReadError: r.ReadError}
+	if rp := r.Replica; rp != nil {
+		out.Replica = &replicaJSON{Head: rp.Head, LagSeqs: max(0, rp.LagSeqs)}
+		if rp.LagBytes >= 0 {
+			b := rp.LagBytes
+			out.Replica.LagBytes = &b
+		}
+	}
+	return out
 }
 
 type handshakeJSON struct {
@@ -102,6 +138,7 @@ func (s *Server) status(w http.ResponseWriter, r *http.Request) {
 		BlocksBehind: st.BlocksBehind, CommittedBehind: behind(st.NodeTip, st.Committed),
 		HistorySeq: st.HistorySeq,
 		Projection: projectionJSON{Seq: at.Seq, Block: at.Block, Lag: max(0, st.HistorySeq-at.Seq), Error: st.ProjectionError},
+		Role:       st.Role, Reader: readerOf(st.Reader),
 	}
 	if !st.Connected {
 		out.NodeError = st.NodeError
@@ -147,11 +184,14 @@ const (
 	NotReadyBehindTip         = "behind_node_tip"            // the committed point is too far behind the node's tip
 	NotReadyProjectionLagging = "projection_lagging"         // the projection is too far behind the history
 	NotReadyProjectionFailing = "projection_failing"         // the projection's last commit failed
+	NotReadyDatabaseFailing   = "database_failing"           // a reader's reads of the writer's database fail
+	NotReadyReaderBehind      = "reader_behind"              // a reader has delivered too few of the writer's records
 )
 
 // NotReadyReasons lists every reason, in the order /readyz checks them.
 var NotReadyReasons = []string{NotReadyContractStore, NotReadyDiverged, NotReadyWaitingForNode, NotReadyHandshake,
-	NotReadyNodeDisconnected, NotReadyCommitFailing, NotReadyBehindTip, NotReadyProjectionFailing, NotReadyProjectionLagging}
+	NotReadyNodeDisconnected, NotReadyCommitFailing, NotReadyBehindTip, NotReadyProjectionFailing, NotReadyProjectionLagging,
+	NotReadyDatabaseFailing, NotReadyReaderBehind}
 
 // notReadyJSON details one reason.
 type notReadyJSON struct {
@@ -202,6 +242,19 @@ func (s *Server) readiness(ctx context.Context, st Status, at contractstore.Posi
 		add(NotReadyContractStore, notReadyJSON{Message: "the contract store does not answer: " + err.Error()})
 	}
 	switch {
+	case st.Reader != nil:
+		// A reader follows the database, not the node: the writer's
+		// progress below is as stored, and the reader's own position.
+		r := st.Reader
+		if r.ReadError != "" {
+			add(NotReadyDatabaseFailing, notReadyJSON{Message: "reads of the writer's database fail: " + r.ReadError})
+		}
+		if lag := r.WriterHead - r.Head; lag > s.cfg.ReadyMaxSeqLag {
+			add(NotReadyReaderBehind, notReadyJSON{
+				Message: fmt.Sprintf("this reader has delivered up to seq %d, %d records behind the writer's head (at most %d)",
+					r.Head, lag, s.cfg.ReadyMaxSeqLag),
+				Value: u64(uint64(lag)), Limit: u64(uint64(s.cfg.ReadyMaxSeqLag))})
+		}
 	case st.Diverged != nil:
 		add(NotReadyDiverged, notReadyJSON{Message: "following stopped: " + st.Diverged.Reason, Action: st.Diverged.Action, Since: since(st.Diverged.Since)})
 	case st.Waiting != nil:

@@ -43,6 +43,11 @@ type Config struct {
 	History history.Backend
 	// Store tunes the history store (zero: history.DefaultStoreConfig).
 	Store history.StoreConfig
+	// Mirror, when set, makes the pipeline a reader's: its history store
+	// is a history.Mirror of the writer's database that reads records from
+	// History (the same database, or a replica of it); no follower or
+	// processor runs (Follower must be nil).
+	Mirror *Mirror
 	// Slots is the network's slot configuration, for the processor.
 	Slots chain.SlotConfig
 	// Follower, when set, follows a node (InFlight defaults to the
@@ -74,6 +79,13 @@ type Config struct {
 	RestartWindow time.Duration
 	// Middleware wraps every child's Receive (tests inject faults with it).
 	Middleware []actor.ReceiverMiddleware
+}
+
+// Mirror is a reader's history store: where the writer's commits are
+// learned (the writer's database) and the mirror's settings.
+type Mirror struct {
+	Source history.CommitSource
+	Config history.MirrorConfig
 }
 
 // Streaming is the streaming server's configuration and dependencies.
@@ -109,6 +121,7 @@ type Pipeline struct {
 	// configured).
 	Store      *history.Store
 	Handle     *history.Handle
+	Mirror     *history.Mirror // a reader's (Config.Mirror), else nil
 	Processor  *history.Processor
 	Follower   *chainsync.Follower
 	Projection *contracts.Store
@@ -175,7 +188,20 @@ func Start(ctx context.Context, cfg Config) (*Pipeline, error) {
 		p.System.Shutdown()
 		return nil, err
 	}
-	if cfg.History != nil {
+	if cfg.Mirror != nil && (cfg.History == nil || cfg.Follower != nil) {
+		return fail(errors.New("pipeline: a mirror reads a history backend and runs no follower"))
+	}
+	if cfg.Mirror != nil {
+		m, err := history.NewMirror(ctx, cfg.History, cfg.Mirror.Source, cfg.Mirror.Config, cfg.Logger)
+		if err != nil {
+			return fail(err)
+		}
+		p.Mirror, p.Store = m, m.Store()
+		p.Handle = history.NewHandle(p.Store, p.System, nil)
+		if cfg.PageSize > 0 {
+			p.Handle.PageSize = cfg.PageSize
+		}
+	} else if cfg.History != nil {
 		st, err := history.NewStore(ctx, cfg.History, cfg.Store, cfg.Logger)
 		if err != nil {
 			return fail(err)

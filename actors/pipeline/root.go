@@ -56,6 +56,9 @@ type (
 
 // The groups a failure restarts together.
 func (r *root) ingest() []Role {
+	if r.p.Mirror != nil {
+		return []Role{Store}
+	}
 	if r.p.Store == nil {
 		return []Role{Follower, Sink}
 	}
@@ -105,6 +108,10 @@ func (r *root) Receive(c actor.Context) {
 // the follower (or the sink and the follower).
 func (r *root) spawnIngest() {
 	var target *actor.PID
+	if r.p.Mirror != nil {
+		r.spawn(Store, r.p.Mirror.Props())
+		return
+	}
 	if r.p.Store != nil {
 		store := r.spawn(Store, r.p.Store.Props())
 		target = r.spawn(Processor, r.p.Processor.PropsTo(store))
@@ -162,7 +169,7 @@ func (r *root) HandleFailure(_ *actor.ActorSystem, sup actor.Supervisor, child *
 	}
 	r.log().Error("a pipeline actor failed: restarting it from what is committed", zap.String("actor", string(role)), zap.Error(err))
 	group := r.groupOf(role)
-	if group[0] == Follower && r.p.Store != nil {
+	if (group[0] == Follower || group[0] == Store) && r.p.Store != nil {
 		// Before the store's writer stops: its subscriptions wait for the
 		// next one instead of ending.
 		r.p.Store.ExpectRestart()

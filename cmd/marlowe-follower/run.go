@@ -77,9 +77,13 @@ func newRunCommand() *cobra.Command {
 				return err
 			}
 			printEndpoints(cmd, &cfg, svc, useDevnet, devnetChain)
-			if service.WantBar(cfg.Progress.Bar) {
+			switch {
+			case cfg.Role == config.RoleReader:
+				// A reader follows no node: nothing to report progress of
+				// (its /status shows the writer's and its own).
+			case service.WantBar(cfg.Progress.Bar):
 				go service.ShowProgressBar(ctx, cmd.ErrOrStderr(), svc.Progress())
-			} else {
+			default:
 				go service.ReportProgress(ctx, log, svc.Progress(), cfg.Progress.Period)
 			}
 			select {

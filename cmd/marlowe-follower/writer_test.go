@@ -10,9 +10,8 @@ import (
 
 // TestRoleRefusals runs the binary with roles it must refuse before it
 // opens anything: writer and reader on the embedded SQLite store (no
-// database URL), an unknown role, and (until the reader store exists)
-// reader on PostgreSQL. Each exits non-zero with a message naming the
-// setting.
+// database URL) and an unknown role. Each exits non-zero with a message
+// naming the setting.
 func TestRoleRefusals(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the binary")
@@ -47,13 +46,5 @@ func TestRoleRefusals(t *testing.T) {
 	}
 	if code, out := run(nil, "--role", "standby"); code == 0 || !strings.Contains(out, `"standby" is not all, writer or reader`) {
 		t.Errorf("unknown role: exit %d, output %s", code, out)
-	}
-	url := os.Getenv("MARLOWE_TEST_DATABASE_URL")
-	if url == "" {
-		return
-	}
-	code, out := run(nil, "--role", "reader", "--database-url", url)
-	if code == 0 || !strings.Contains(out, "role reader needs the reader store") {
-		t.Errorf("reader on PostgreSQL: exit %d, output %s", code, out)
 	}
 }

@@ -71,7 +71,9 @@ type Node struct {
 // Store is where history is kept.
 type Store struct {
 	DatabaseURL string `yaml:"databaseURL" env:"MARLOWE_RT_DATABASE_URL" flag:"database-url" secret:"true" doc:"PostgreSQL connection URL; empty keeps history in an embedded SQLite file in the data directory"`
-	DataDir     string `yaml:"dataDir" env:"MARLOWE_RT_DATA_DIR" flag:"data-dir" default:"./marlowe-follower-data" doc:"directory of the embedded store"`
+	// ReadDatabaseURL is a reader's streaming replica of DatabaseURL.
+	ReadDatabaseURL string `yaml:"readDatabaseURL" env:"MARLOWE_RT_READ_DATABASE_URL" flag:"read-database-url" secret:"true" doc:"role reader: a PostgreSQL streaming replica (physical standby) of store.databaseURL to read records and contracts from; the reader still learns of commits from store.databaseURL and serves a record only once the replica has replayed it. Empty: read store.databaseURL"`
+	DataDir         string `yaml:"dataDir" env:"MARLOWE_RT_DATA_DIR" flag:"data-dir" default:"./marlowe-follower-data" doc:"directory of the embedded store"`
 }
 
 // Query is the HTTP query API.

@@ -393,6 +393,10 @@ func (c *Config) Validate() error {
 	default:
 		errs = append(errs, fmt.Errorf("role (MARLOWE_RT_ROLE): %q is not all, writer or reader", c.Role))
 	}
+	if c.Store.ReadDatabaseURL != "" && c.Role != RoleReader {
+		errs = append(errs, fmt.Errorf("store.readDatabaseURL (MARLOWE_RT_READ_DATABASE_URL) is for role reader, not %s: "+
+			"a writer reads and writes store.databaseURL", c.Role))
+	}
 	port := func(name string, p int) {
 		if p < 0 || p > 65535 {
 			errs = append(errs, fmt.Errorf("%s: port %d is outside 0..65535", name, p))

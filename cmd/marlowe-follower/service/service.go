@@ -127,6 +127,13 @@ type Service struct {
 	streamStore   streamstore.Store
 	lock          *storelock.Lock
 	fatal         chan error
+
+	// A reader's (role reader; see startReader): its history store, the
+	// projection as stored, and the replica it reads from (nil without).
+	mirror      *history.Mirror
+	view        *contracts.View
+	readDB      storage.DB
+	readBackend history.Backend
 }
 
 // Options tune a service beyond its configuration.
@@ -146,19 +153,11 @@ type Options struct {
 	Middleware []actor.ReceiverMiddleware
 }
 
-// ErrReaderNeedsStore refuses role reader while the service has no reader
-// store, the read side that serves the shared database without a history
-// writer in the process.
-var ErrReaderNeedsStore = errors.New("role reader needs the reader store (serving the query and streaming APIs from the " +
-	"shared PostgreSQL database without following), which this build does not have yet: run role all or writer")
-
-// Start opens the stores and starts the pipeline and the query API. Stop
-// it with Stop.
+// Start opens the stores and starts the pipeline and the query API (for
+// role reader, startReader's). Stop it with Stop.
 func Start(ctx context.Context, cfg *config.Config, log *zap.Logger, opts Options) (*Service, error) {
 	if cfg.Role == config.RoleReader {
-		// A reader starts no follower, processor, history writer or
-		// projection.
-		return nil, fmt.Errorf("role (MARLOWE_RT_ROLE) reader: %w", ErrReaderNeedsStore)
+		return startReader(ctx, cfg, log, opts)
 	}
 	start, err := chainsync.ParseStart(cfg.Node.Start)
 	if err != nil {
@@ -267,7 +266,10 @@ func Start(ctx context.Context, cfg *config.Config, log *zap.Logger, opts Option
 	opts.Handlers["GET /streams"] = streams
 	opts.Handlers["GET /streams/{name}"] = streams
 	opts.Handlers["DELETE /streams/{name}"] = streams
-	if err := s.startQuery(opts, cache); err != nil {
+	magic := cfg.Node.NetworkMagic
+	if err := s.startQuery(opts, queryParts{contracts: s.projection, projection: s.projection, cache: cache, status: func() query.Status {
+		return s.queryStatus(NetworkName(magic), magic, opts.Version, s.projection)
+	}}); err != nil {
 		_ = s.Stop(config.DefaultShutdownGrace)
 		return nil, err
 	}
@@ -337,13 +339,21 @@ func (s *Service) StreamingAddr() string {
 	return s.pipe.StreamingAddr()
 }
 
+// queryParts are what the query API reads: the contracts, the
+// projection's position, the service's state, and a contract cache (nil
+// for none).
+type queryParts struct {
+	contracts  query.ContractReader
+	projection query.Projection
+	cache      *query.ContractCache
+	status     func() query.Status
+}
+
 // startQuery starts the query API, unless its port is 0.
-func (s *Service) startQuery(opts Options, cache *query.ContractCache) error {
+func (s *Service) startQuery(opts Options, parts queryParts) error {
 	if s.cfg.Query.Port == 0 {
 		return nil
 	}
-	proj := s.projection
-	magic := s.cfg.Node.NetworkMagic
 	slots, err := NodeSlotConfig(&s.cfg.Node)
 	if err != nil {
 		return err
@@ -357,8 +367,8 @@ func (s *Service) startQuery(opts Options, cache *query.ContractCache) error {
 	}
 	srv, err := query.New(query.Config{
 		Addr:      net.JoinHostPort(s.cfg.ListenHost(s.cfg.Query.Host), strconv.Itoa(s.cfg.Query.Port)),
-		Contracts: proj, History: s.handle, Projection: proj, Cache: cache, Slots: &slots,
-		Status:  func() query.Status { return s.queryStatus(NetworkName(magic), magic, opts.Version, proj) },
+		Contracts: parts.contracts, History: s.handle, Projection: parts.projection, Cache: parts.cache, Slots: &slots,
+		Status:  parts.status,
 		Metrics: s.metrics.Handler(), Registerer: s.metrics.Registry,
 		ReadyMaxBehind: s.cfg.Query.ReadyDistance, ReadyMaxSeqLag: int64(min(s.cfg.Query.ReadyProjectionLag, math.MaxInt64)),
 		Handlers: opts.Handlers, Logger: s.log,
@@ -382,8 +392,11 @@ func (s *Service) QueryAddr() string {
 	return s.query.Addr()
 }
 
-// Projection returns the contract projection.
+// Projection returns the contract projection (nil in a reader).
 func (s *Service) Projection() *contracts.Store { return s.projection }
+
+// Mirror returns a reader's history store (nil unless role reader).
+func (s *Service) Mirror() *history.Mirror { return s.mirror }
 
 // ContractStore returns the contract projection's store.
 func (s *Service) ContractStore() contractstore.Backend { return s.contractStore }
@@ -424,6 +437,9 @@ func (s *Service) Stop(timeout time.Duration) error {
 // closeStores closes the storage.
 func (s *Service) closeStores() error {
 	var err error
+	if s.view != nil {
+		s.view.Close()
+	}
 	if s.contractStore != nil {
 		if cerr := s.contractStore.Close(); cerr != nil && err == nil {
 			err = cerr
@@ -431,6 +447,16 @@ func (s *Service) closeStores() error {
 	}
 	if s.streamStore != nil {
 		if cerr := s.streamStore.Close(); cerr != nil && err == nil {
+			err = cerr
+		}
+	}
+	if s.readBackend != nil {
+		if cerr := s.readBackend.Close(); cerr != nil && err == nil {
+			err = cerr
+		}
+	}
+	if s.readDB != nil {
+		if cerr := s.readDB.Close(); cerr != nil && err == nil {
 			err = cerr
 		}
 	}

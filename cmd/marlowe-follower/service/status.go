@@ -18,6 +18,7 @@ func (s *Service) queryStatus(network string, magic uint32, version string, proj
 		Network: network, NetworkMagic: magic, Version: version, Connected: p.Connected,
 		NodeTip: p.Tip, Follower: p.Point, SyncProgress: p.Fraction(), BlocksBehind: p.BlocksBehind(),
 		HistorySeq: st.Head.Load(), ProjectionError: proj.LastError(), CommitFailures: st.CommitFailures.Load(),
+		Role: s.cfg.Role,
 	}
 	if h := st.Committed.Load(); h != nil {
 		out.Committed = *h

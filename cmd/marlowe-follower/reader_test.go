@@ -1,0 +1,296 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"github.com/marlowe-follower/follower/chainsync/devnet"
+	"github.com/marlowe-follower/follower/history/record"
+	"github.com/marlowe-follower/follower/streaming/protocol"
+)
+
+// testDatabaseURL returns MARLOWE_TEST_DATABASE_URL; without it the test
+// is skipped, except under CI, where PostgreSQL tests must run.
+func testDatabaseURL(t *testing.T) string {
+	t.Helper()
+	base := os.Getenv("MARLOWE_TEST_DATABASE_URL")
+	if base == "" {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("MARLOWE_TEST_DATABASE_URL is not set under CI")
+		}
+		t.Skip("MARLOWE_TEST_DATABASE_URL is not set")
+	}
+	return base
+}
+
+// proc is a running marlowe-follower, stopped when the test ends.
+type proc struct {
+	name         string
+	cmd          *exec.Cmd
+	out          *lockedBuffer
+	qport, sport int
+	done         chan struct{}
+}
+
+func startProc(t *testing.T, name, bin string, args ...string) *proc {
+	t.Helper()
+	p := &proc{name: name, out: &lockedBuffer{}, done: make(chan struct{})}
+	p.cmd = exec.Command(bin, args...)
+	p.cmd.Stdout, p.cmd.Stderr = p.out, p.out
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		_ = p.cmd.Wait()
+		close(p.done)
+	}()
+	t.Cleanup(func() {
+		_ = p.cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-p.done:
+		case <-time.After(20 * time.Second):
+			_ = p.cmd.Process.Kill()
+			<-p.done
+		}
+		if t.Failed() {
+			out := p.out.String()
+			t.Logf("output of %s (last 4000 bytes):\n%s", p.name, out[max(0, len(out)-4000):])
+		}
+	})
+	return p
+}
+
+// startService runs `run` in a role on the database, its ports free ones.
+func startService(t *testing.T, bin, role, dbURL, socket string, extra ...string) *proc {
+	t.Helper()
+	qport, sport := freePort(t), freePort(t)
+	args := []string{"run", "--role", role, "--database-url", dbURL, "--network-magic", strconv.Itoa(devnet.NetworkMagic),
+		"--query-port", strconv.Itoa(qport), "--streaming-port", strconv.Itoa(sport), "--log-level", "info",
+		"--progress-bar", "never", "--progress-period", "0s", "--no-ui"}
+	if socket != "" {
+		args = append(args, "--node-socket", socket, "--min-backoff", "50ms", "--max-backoff", "300ms")
+	}
+	p := startProc(t, role, bin, append(args, extra...)...)
+	p.qport, p.sport = qport, sport
+	return p
+}
+
+func (p *proc) base() string { return "http://127.0.0.1:" + strconv.Itoa(p.qport) }
+
+type readerStatusAnswer struct {
+	statusAnswer
+	Role   string `json:"role"`
+	Reader *struct {
+		Head       int64 `json:"head"`
+		WriterHead int64 `json:"writerHead"`
+		Listening  bool  `json:"listening"`
+		Notices    int64 `json:"notices"`
+		Replica    *struct {
+			Head     int64  `json:"head"`
+			LagSeqs  int64  `json:"lagSeqs"`
+			LagBytes *int64 `json:"lagBytes"`
+		} `json:"replica"`
+	} `json:"reader"`
+}
+
+func (p *proc) status() (readerStatusAnswer, error) {
+	var st readerStatusAnswer
+	code, err := getJSON(p.base()+"/status", &st)
+	if err == nil && code != http.StatusOK {
+		err = fmt.Errorf("/status answered %d", code)
+	}
+	return st, err
+}
+
+// wsCollector subscribes to a streaming port from a cursor and keeps every
+// record it receives, acknowledging each batch.
+type wsCollector struct {
+	mu    sync.Mutex
+	got   []record.Record
+	err   error
+	last  int64
+	start string // the cursor the subscribed frame gave
+}
+
+func (c *wsCollector) run(ctx context.Context, port int, from string) {
+	fail := func(err error) {
+		c.mu.Lock()
+		c.err = err
+		c.mu.Unlock()
+	}
+	conn, _, err := websocket.Dial(ctx, "ws://127.0.0.1:"+strconv.Itoa(port)+"/", nil)
+	if err != nil {
+		fail(err)
+		return
+	}
+	defer conn.CloseNow()
+	conn.SetReadLimit(64 << 20)
+	if err := writeJSON(ctx, conn, protocol.Command{Type: protocol.TypeSubscribe, Stream: "all", From: from,
+		BatchSize: 50, Filter: &protocol.Filter{All: true}}); err != nil {
+		fail(err)
+		return
+	}
+	for {
+		_, data, err := conn.Read(ctx)
+		if err != nil {
+			if ctx.Err() == nil {
+				fail(err)
+			}
+			return
+		}
+		var fr protocol.Frame
+		if err := json.Unmarshal(data, &fr); err != nil {
+			fail(fmt.Errorf("undecodable frame %q: %w", data, err))
+			return
+		}
+		switch fr.Type {
+		case protocol.TypeError:
+			fail(fmt.Errorf("error frame: %s", data))
+			return
+		case protocol.TypeSubscribed:
+			c.mu.Lock()
+			c.start = fr.Cursor
+			c.mu.Unlock()
+			continue
+		case protocol.TypeBatch:
+		default:
+			continue
+		}
+		c.mu.Lock()
+		c.got = append(c.got, fr.Records...)
+		if n := len(fr.Records); n > 0 {
+			c.last = fr.Records[n-1].Seq
+		}
+		c.mu.Unlock()
+		if err := writeJSON(ctx, conn, protocol.Command{Type: protocol.TypeAck, Stream: "all", Batch: fr.Batch}); err != nil {
+			fail(err)
+			return
+		}
+	}
+}
+
+func (c *wsCollector) lastSeq() (int64, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.last, c.err
+}
+
+// TestReaderServesTheWritersLog runs the built binary as a writer (role
+// all on PostgreSQL, following an external devnet with rollbacks) and as
+// a reader on the same database: a WebSocket subscriber on the reader,
+// subscribed from the start while the writer follows, receives every
+// record of the writer's log exactly once and equal to it; minSeq on the
+// reader answers at the writer's head. Short in CI; MARLOWE_TEST_LONG=1
+// follows a longer chain.
+func TestReaderServesTheWritersLog(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binary")
+	}
+	base := testDatabaseURL(t)
+	bin := buildBinary(t)
+	dbURL, _ := soakDatabase(t, base)
+	dir := t.TempDir()
+	socket := filepath.Join(dir, "node.socket")
+	blocks := 150
+	if os.Getenv("MARLOWE_TEST_LONG") == "1" {
+		blocks = 2000
+	}
+	startProc(t, "devnet", bin, "devnet", "--socket", socket, "--block-rate", "40", "--blocks", strconv.Itoa(blocks),
+		"--rollback-every", "10", "--marlowe-share", "0.6", "--seed", "15", "--log-level", "error")
+	waitSocket(t, socket)
+	writer := startService(t, bin, "all", dbURL, socket)
+	// The reader starts once the writer has made the schema.
+	waitUntil(t, time.Minute, "the writer answers", func() bool { _, err := writer.status(); return err == nil })
+	reader := startService(t, bin, "reader", dbURL, "")
+	waitUntil(t, time.Minute, "the reader answers", func() bool { _, err := reader.status(); return err == nil })
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	col := &wsCollector{}
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		col.run(ctx, reader.sport, "0")
+	}()
+
+	// The chain at rest: the writer has committed its last block.
+	var head int64
+	waitUntil(t, 3*time.Minute, "the writer at the devnet's last block", func() bool {
+		st, err := writer.status()
+		if err != nil || st.Committed.BlockNo < uint64(blocks) {
+			return false
+		}
+		head = st.HistorySeq
+		return true
+	})
+	waitUntil(t, time.Minute, "the subscriber on the reader at the writer's head", func() bool {
+		last, err := col.lastSeq()
+		if err != nil {
+			t.Fatalf("subscriber: %v", err)
+		}
+		return last >= head
+	})
+	code, hdr, err := getHeader(reader.base()+"/contracts?minSeq="+strconv.FormatInt(head, 10), "X-Marlowe-Seq")
+	if err != nil || code != http.StatusOK {
+		t.Fatalf("minSeq=%d on the reader: %d, %v", head, code, err)
+	}
+	if seq, _ := strconv.ParseInt(hdr, 10, 64); seq < head {
+		t.Fatalf("minSeq=%d on the reader answered at seq %s", head, hdr)
+	}
+	rst, err := reader.status()
+	if err != nil || rst.Role != "reader" || rst.Reader == nil || rst.Reader.Head != head || rst.Reader.WriterHead != head ||
+		rst.Committed.BlockNo != uint64(blocks) {
+		t.Fatalf("the reader's status: %+v, %v (want head %d, committed block %d)", rst, err, head, blocks)
+	}
+	if rst.Reader.Notices == 0 {
+		t.Fatal("the reader received no commit notice")
+	}
+	cancel()
+	wg.Wait()
+
+	log, _ := soakLog(t, "postgres", "", dbURL)
+	if int64(len(log)) != head {
+		t.Fatalf("the log holds %d records, the writer's head is %d", len(log), head)
+	}
+	markers := 0
+	for _, r := range log {
+		if r.Kind == record.KindRolledBack {
+			markers++
+		}
+	}
+	if markers == 0 {
+		t.Fatal("the devnet rolled nothing back")
+	}
+	if len(col.got) != len(log) {
+		t.Fatalf("the subscriber on the reader got %d records, the log holds %d", len(col.got), len(log))
+	}
+	for i := range log {
+		if got, want := &col.got[i], &log[i]; got.Seq != want.Seq || digest(got) != digest(want) {
+			t.Fatalf("record %d on the reader: %+v, the writer's log: %+v", i, got, want)
+		}
+	}
+	t.Logf("%d records (%d rollbacks) over %d blocks, each once on the reader's WebSocket", len(log), markers, blocks)
+}
+
+// getHeader GETs url and returns the status code and one header.
+func getHeader(url, name string) (int, string, error) {
+	resp, err := http.Get(url)
+	if err != nil {
+		return 0, "", err
+	}
+	defer resp.Body.Close()
+	return resp.StatusCode, resp.Header.Get(name), nil
+}
