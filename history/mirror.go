@@ -457,6 +457,7 @@ func (m *mirror) pump() {
 		m.readFailed("reading new records", err)
 		return
 	}
+	m.stats.ReadError.Store(nil)
 	if len(recs) == 0 || recs[0].Seq != m.head+1 {
 		m.readFailed("reading new records", fmt.Errorf("records after seq %d up to %d: got %d starting at %v", m.head, m.target, len(recs), firstSeq(recs)))
 		return

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"os"
@@ -10,6 +11,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -75,7 +77,12 @@ func startProc(t *testing.T, name, bin string, args ...string) *proc {
 // startService runs `run` in a role on the database, its ports free ones.
 func startService(t *testing.T, bin, role, dbURL, socket string, extra ...string) *proc {
 	t.Helper()
-	qport, sport := freePort(t), freePort(t)
+	return startServiceOn(t, bin, role, dbURL, socket, freePort(t), freePort(t), extra...)
+}
+
+// startServiceOn runs `run` in a role on the database and the given ports.
+func startServiceOn(t *testing.T, bin, role, dbURL, socket string, qport, sport int, extra ...string) *proc {
+	t.Helper()
 	args := []string{"run", "--role", role, "--database-url", dbURL, "--network-magic", strconv.Itoa(devnet.NetworkMagic),
 		"--query-port", strconv.Itoa(qport), "--streaming-port", strconv.Itoa(sport), "--log-level", "info",
 		"--progress-bar", "never", "--progress-period", "0s", "--no-ui"}
@@ -85,6 +92,12 @@ func startService(t *testing.T, bin, role, dbURL, socket string, extra ...string
 	p := startProc(t, role, bin, append(args, extra...)...)
 	p.qport, p.sport = qport, sport
 	return p
+}
+
+// kill ends the process with SIGKILL and waits for it.
+func (p *proc) kill() {
+	_ = p.cmd.Process.Kill()
+	<-p.done
 }
 
 func (p *proc) base() string { return "http://127.0.0.1:" + strconv.Itoa(p.qport) }
@@ -115,53 +128,92 @@ func (p *proc) status() (readerStatusAnswer, error) {
 }
 
 // wsCollector subscribes to a streaming port from a cursor and keeps every
-// record it receives, acknowledging each batch.
+// record it receives, acknowledging each batch. When the connection ends
+// (the service restarted) it connects again and resumes from the cursor
+// after the last batch it kept.
 type wsCollector struct {
-	mu    sync.Mutex
-	got   []record.Record
-	err   error
-	last  int64
-	start string // the cursor the subscribed frame gave
+	mu       sync.Mutex
+	got      []record.Record
+	err      error
+	last     int64
+	start    string // the cursor the first subscribed frame gave
+	cursor   string // where to resume
+	resumes  int
+	port     func() int
+	connects int
 }
 
 func (c *wsCollector) run(ctx context.Context, port int, from string) {
-	fail := func(err error) {
-		c.mu.Lock()
-		c.err = err
-		c.mu.Unlock()
+	c.mu.Lock()
+	c.cursor = from
+	if c.port == nil {
+		c.port = func() int { return port }
 	}
-	conn, _, err := websocket.Dial(ctx, "ws://127.0.0.1:"+strconv.Itoa(port)+"/", nil)
+	c.mu.Unlock()
+	for ctx.Err() == nil {
+		err := c.connection(ctx)
+		if ctx.Err() != nil {
+			return
+		}
+		var fatal *collectorError
+		if errors.As(err, &fatal) {
+			c.mu.Lock()
+			c.err = err
+			c.mu.Unlock()
+			return
+		}
+		c.mu.Lock()
+		c.resumes++
+		c.mu.Unlock()
+		select {
+		case <-ctx.Done():
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// collectorError is a wrong answer, not a connection that ended.
+type collectorError struct{ msg string }
+
+func (e *collectorError) Error() string { return e.msg }
+
+func (c *wsCollector) connection(ctx context.Context) error {
+	c.mu.Lock()
+	from, port := c.cursor, c.port()
+	c.mu.Unlock()
+	dctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	conn, _, err := websocket.Dial(dctx, "ws://127.0.0.1:"+strconv.Itoa(port)+"/", nil)
+	cancel()
 	if err != nil {
-		fail(err)
-		return
+		return err
 	}
 	defer conn.CloseNow()
 	conn.SetReadLimit(64 << 20)
 	if err := writeJSON(ctx, conn, protocol.Command{Type: protocol.TypeSubscribe, Stream: "all", From: from,
 		BatchSize: 50, Filter: &protocol.Filter{All: true}}); err != nil {
-		fail(err)
-		return
+		return err
 	}
 	for {
 		_, data, err := conn.Read(ctx)
 		if err != nil {
-			if ctx.Err() == nil {
-				fail(err)
-			}
-			return
+			return err
 		}
 		var fr protocol.Frame
 		if err := json.Unmarshal(data, &fr); err != nil {
-			fail(fmt.Errorf("undecodable frame %q: %w", data, err))
-			return
+			return &collectorError{fmt.Sprintf("undecodable frame %q: %v", data, err)}
 		}
 		switch fr.Type {
 		case protocol.TypeError:
-			fail(fmt.Errorf("error frame: %s", data))
-			return
+			if fr.Stream != "" {
+				return fmt.Errorf("stream error frame: %s", data) // shutting down: resume
+			}
+			return &collectorError{fmt.Sprintf("error frame: %s", data)}
 		case protocol.TypeSubscribed:
 			c.mu.Lock()
-			c.start = fr.Cursor
+			if c.start == "" {
+				c.start = fr.Cursor
+			}
+			c.connects++
 			c.mu.Unlock()
 			continue
 		case protocol.TypeBatch:
@@ -173,10 +225,10 @@ func (c *wsCollector) run(ctx context.Context, port int, from string) {
 		if n := len(fr.Records); n > 0 {
 			c.last = fr.Records[n-1].Seq
 		}
+		c.cursor = fr.Cursor
 		c.mu.Unlock()
 		if err := writeJSON(ctx, conn, protocol.Command{Type: protocol.TypeAck, Stream: "all", Batch: fr.Batch}); err != nil {
-			fail(err)
-			return
+			return err
 		}
 	}
 }
@@ -191,9 +243,11 @@ func (c *wsCollector) lastSeq() (int64, error) {
 // all on PostgreSQL, following an external devnet with rollbacks) and as
 // a reader on the same database: a WebSocket subscriber on the reader,
 // subscribed from the start while the writer follows, receives every
-// record of the writer's log exactly once and equal to it; minSeq on the
-// reader answers at the writer's head. Short in CI; MARLOWE_TEST_LONG=1
-// follows a longer chain.
+// record of the writer's log exactly once and equal to it, across a
+// writer killed and replaced (the failover a standby makes) and a reader
+// killed and restarted (the subscriber resumes from its cursor); minSeq on
+// the reader answers at the writer's head. Short in CI;
+// MARLOWE_TEST_LONG=1 follows a longer chain.
 func TestReaderServesTheWritersLog(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the binary")
@@ -203,11 +257,11 @@ func TestReaderServesTheWritersLog(t *testing.T) {
 	dbURL, _ := soakDatabase(t, base)
 	dir := t.TempDir()
 	socket := filepath.Join(dir, "node.socket")
-	blocks := 150
+	blocks := uint64(240)
 	if os.Getenv("MARLOWE_TEST_LONG") == "1" {
 		blocks = 2000
 	}
-	startProc(t, "devnet", bin, "devnet", "--socket", socket, "--block-rate", "40", "--blocks", strconv.Itoa(blocks),
+	startProc(t, "devnet", bin, "devnet", "--socket", socket, "--block-rate", "40", "--blocks", strconv.FormatUint(blocks, 10),
 		"--rollback-every", "10", "--marlowe-share", "0.6", "--seed", "15", "--log-level", "error")
 	waitSocket(t, socket)
 	writer := startService(t, bin, "all", dbURL, socket)
@@ -218,19 +272,38 @@ func TestReaderServesTheWritersLog(t *testing.T) {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	col := &wsCollector{}
+	var current atomic.Pointer[proc]
+	current.Store(reader)
+	col := &wsCollector{port: func() int { return current.Load().sport }}
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		col.run(ctx, reader.sport, "0")
+		col.run(ctx, 0, "0")
 	}()
+	committed := func(at uint64) func() bool {
+		return func() bool {
+			st, err := writer.status()
+			return err == nil && st.Committed.BlockNo >= at
+		}
+	}
+
+	// The writer is killed while it follows; another takes over the store.
+	waitUntil(t, 3*time.Minute, "the writer a third of the way", committed(blocks/3))
+	writer.kill()
+	writer = startService(t, bin, "all", dbURL, socket)
+	// The reader is killed; another serves on its ports, and the
+	// subscriber resumes from its cursor.
+	waitUntil(t, 3*time.Minute, "the new writer two thirds of the way", committed(2*blocks/3))
+	reader.kill()
+	reader = startServiceOn(t, bin, "reader", dbURL, "", reader.qport, reader.sport)
+	current.Store(reader)
 
 	// The chain at rest: the writer has committed its last block.
 	var head int64
 	waitUntil(t, 3*time.Minute, "the writer at the devnet's last block", func() bool {
 		st, err := writer.status()
-		if err != nil || st.Committed.BlockNo < uint64(blocks) {
+		if err != nil || st.Committed.BlockNo < blocks {
 			return false
 		}
 		head = st.HistorySeq
@@ -252,11 +325,14 @@ func TestReaderServesTheWritersLog(t *testing.T) {
 	}
 	rst, err := reader.status()
 	if err != nil || rst.Role != "reader" || rst.Reader == nil || rst.Reader.Head != head || rst.Reader.WriterHead != head ||
-		rst.Committed.BlockNo != uint64(blocks) {
+		rst.Committed.BlockNo != blocks {
 		t.Fatalf("the reader's status: %+v, %v (want head %d, committed block %d)", rst, err, head, blocks)
 	}
-	if rst.Reader.Notices == 0 {
-		t.Fatal("the reader received no commit notice")
+	col.mu.Lock()
+	resumes := col.resumes
+	col.mu.Unlock()
+	if resumes == 0 {
+		t.Fatal("the subscriber never resumed: the reader's restart did not reach it")
 	}
 	cancel()
 	wg.Wait()
@@ -282,7 +358,7 @@ func TestReaderServesTheWritersLog(t *testing.T) {
 			t.Fatalf("record %d on the reader: %+v, the writer's log: %+v", i, got, want)
 		}
 	}
-	t.Logf("%d records (%d rollbacks) over %d blocks, each once on the reader's WebSocket", len(log), markers, blocks)
+	t.Logf("%d records (%d rollbacks) over %d blocks, each once on the reader's WebSocket (%d resumes)", len(log), markers, blocks, resumes)
 }
 
 // getHeader GETs url and returns the status code and one header.
