@@ -19,11 +19,13 @@ set -Eeuo pipefail
 primary_host=127.0.0.1
 primary_port=5432
 
+# PGPASSWORD, when set, is the postgres role's password on the primary
+# (for a server that asks for one).
 as_postgres() {
 	if [ "$(id -u)" -eq 0 ]; then
-		runuser -u postgres -- env TMPDIR=/tmp "$@"
+		runuser -u postgres -- env TMPDIR=/tmp PGPASSWORD="${PGPASSWORD:-}" "$@"
 	else
-		sudo -u postgres env TMPDIR=/tmp "$@"
+		sudo -u postgres env TMPDIR=/tmp PGPASSWORD="${PGPASSWORD:-}" "$@"
 	fi
 }
 

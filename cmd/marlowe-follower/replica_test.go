@@ -27,7 +27,7 @@ type replica struct {
 
 // startReplica makes the replica, or skips the test where pg_basebackup
 // is missing (never under CI: there the test must run).
-func startReplica(t *testing.T) *replica {
+func startReplica(t *testing.T, base string) *replica {
 	t.Helper()
 	if _, err := exec.LookPath("pg_basebackup"); err != nil {
 		if m, _ := filepath.Glob("/usr/lib/postgresql/*/bin/pg_basebackup"); len(m) == 0 {
@@ -39,7 +39,13 @@ func startReplica(t *testing.T) *replica {
 	}
 	r := &replica{port: freePort(t)}
 	script := filepath.Join("..", "..", "scripts", "pg-replica.sh")
-	out, err := exec.Command("bash", script, "up", strconv.Itoa(r.port)).Output()
+	up := exec.Command("bash", script, "up", strconv.Itoa(r.port))
+	if u, err := url.Parse(base); err == nil {
+		if pw, ok := u.User.Password(); ok {
+			up.Env = append(os.Environ(), "PGPASSWORD="+pw)
+		}
+	}
+	out, err := up.Output()
 	if err != nil {
 		var stderr string
 		if ee, ok := err.(*exec.ExitError); ok {
@@ -102,7 +108,7 @@ func TestReaderOnAReplica(t *testing.T) {
 		t.Skip("builds and runs the binary")
 	}
 	base := testDatabaseURL(t)
-	rep := startReplica(t)
+	rep := startReplica(t, base)
 	bin := buildBinary(t)
 	dbURL, _ := soakDatabase(t, base)
 	repURL := rep.url(t, dbURL)
