@@ -75,8 +75,10 @@ type MirrorStats struct {
 	BadNotices atomic.Uint64 // notifications on the channel that were not notices (counted, logged, taken as a wake-up)
 	Polls      atomic.Uint64 // timed polls
 	// ProgressReads counts the reads of the writer's progress done: at
-	// each poll and each new listening connection.
+	// each poll and each new listening connection; ConnectReads those of
+	// the new connections.
 	ProgressReads atomic.Uint64
+	ConnectReads  atomic.Uint64
 	// NoticeReads, PollReads and RetryReads count the reads of new records
 	// that delivered something, by what started them: a notice, a poll (or
 	// a new listening connection, which may have missed notices), or a
@@ -197,7 +199,8 @@ type mirror struct {
 type wakeCause uint8
 
 const (
-	causePoll wakeCause = iota
+	causePoll    wakeCause = iota
+	causeConnect           // a new listening connection: a poll
 	causeNotice
 	causeRetry
 )
@@ -280,7 +283,7 @@ func (m *mirror) listen(ctx context.Context) {
 			backoff = m.cfg.MinBackoff
 			// Notices sent while no connection listened are lost: read
 			// the progress now.
-			system.Root.Send(self, &mirrorWake{cause: causePoll})
+			system.Root.Send(self, &mirrorWake{cause: causeConnect})
 		}, func(n CommitNotice, err error) {
 			if err != nil {
 				m.stats.BadNotices.Add(1)
@@ -362,13 +365,16 @@ func (m *mirror) wake(w *mirrorWake) {
 			// The notice comes once the commit is visible: no read needed.
 			m.target = max(m.target, n.Seq)
 		}
-	case w.cause == causePoll:
+	case w.cause == causePoll || w.cause == causeConnect:
 		p, err := m.source.CommitProgress(ctx)
 		if err != nil {
 			m.readFailed("reading the writer's progress", err)
 			return
 		}
 		m.stats.ProgressReads.Add(1)
+		if w.cause == causeConnect {
+			m.stats.ConnectReads.Add(1)
+		}
 		m.stats.Writer.Store(&p)
 		m.writerHead = max(m.writerHead, p.Head)
 		if m.separate {
