@@ -540,3 +540,44 @@ func TestChannelName(t *testing.T) {
 		t.Fatal("ParseLSN took an LSN without a slash")
 	}
 }
+
+// TestMirrorHearsOnlyItsSchema: two deployments in two schemas of one
+// database notify on channels of their own; a reader of one hears none
+// of the other's commits.
+func TestMirrorHearsOnlyItsSchema(t *testing.T) {
+	mine, other := openTest(t), openTest(t)
+	if err := mine.Init(context.Background(), &history.InitParams{NetworkMagic: 42}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = mine.Close() })
+	w := newWriter(t, other)
+	read := mine.open(t)
+	t.Cleanup(func() { _ = read.Close() })
+	r := newReader(t, read, read, history.MirrorConfig{PollInterval: time.Hour})
+	st := r.mirror.Stats()
+	checkFor(t, time.Minute, func() error {
+		if st.ConnectReads.Load() == 0 {
+			return errors.New("the reader does not listen yet")
+		}
+		return nil
+	})
+	w.send(30)
+	if head := w.committed(t); head == 0 {
+		t.Fatal("the other schema's writer committed nothing")
+	}
+	// A commit of ours after theirs (a block without records): once its
+	// notice is heard, theirs would have been too.
+	if err := mine.Commit(context.Background(), &history.CommitParams{Checkpoint: history.CheckpointUpdate{
+		Breadcrumbs: []chain.BlockHeader{{Slot: 10, BlockNo: 1, Hash: chain.Hash32{1}}}}}); err != nil {
+		t.Fatal(err)
+	}
+	checkFor(t, time.Minute, func() error {
+		if st.Notices.Load() == 0 {
+			return errors.New("no notice of this schema's commit")
+		}
+		return nil
+	})
+	if n := st.Notices.Load(); n != 1 || r.handle.Head() != 0 {
+		t.Fatalf("a reader of an empty schema heard %d notices and is at seq %d", n, r.handle.Head())
+	}
+}

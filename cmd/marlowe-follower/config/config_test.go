@@ -341,3 +341,29 @@ func TestRole(t *testing.T) {
 		t.Errorf("a section as a value: %v", err)
 	}
 }
+
+// TestReadDatabaseURL: the replica URL is a reader's setting, secret when
+// shown, and refused for the roles that write.
+func TestReadDatabaseURL(t *testing.T) {
+	env := func(m map[string]string) func(string) (string, bool) {
+		return func(k string) (string, bool) { v, ok := m[k]; return v, ok }
+	}
+	const pg, replica = "postgres://u@primary/db", "postgres://u:hidden@replica/db"
+	l, err := Load(nil, "", env(map[string]string{"MARLOWE_RT_ROLE": "reader", "MARLOWE_RT_DATABASE_URL": pg,
+		"MARLOWE_RT_READ_DATABASE_URL": replica}))
+	if err != nil || l.Config.Store.ReadDatabaseURL != replica || l.Sources["store.readDatabaseURL"] != FromEnv {
+		t.Fatalf("a reader's replica: %v %+v", err, l)
+	}
+	out, err := l.Redacted()
+	if err != nil || strings.Contains(string(out), "hidden") {
+		t.Fatalf("the replica URL shown unredacted: %v\n%s", err, out)
+	}
+	for _, role := range []string{RoleAll, RoleWriter} {
+		_, err := Load(nil, "", env(map[string]string{"MARLOWE_RT_ROLE": role, "MARLOWE_RT_DATABASE_URL": pg,
+			"MARLOWE_RT_READ_DATABASE_URL": replica}))
+		want := "store.readDatabaseURL (MARLOWE_RT_READ_DATABASE_URL) is for role reader, not " + role
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("a replica for role %s: got %v, want %q", role, err, want)
+		}
+	}
+}
