@@ -81,6 +81,11 @@ type StoreStats struct {
 // committing and reports it on Store.Fatal; retrying cannot succeed.
 var ErrAnotherWriter = errors.New("another writer holds this store")
 
+// ErrFenced is the store's fatal error when a commit is refused for the
+// writer epoch (record.ErrFenced): this process lost the writer lock and
+// another writer took over. The store stops committing for good.
+var ErrFenced = errors.New("fenced")
+
 // Store is the history store, the single writer of the log. It is an
 // actor: Props spawns it, and every incarnation (the first and each one a
 // supervisor starts after a failure) is a fresh writer that loads the
@@ -506,6 +511,12 @@ func (s *writer) commit(stopping bool) {
 		// (a connection lost while the commit's answer was on its way).
 		s.log.Info("the batch's previous attempt was committed", zap.NamedError("attempt", err))
 		err = nil
+	}
+	if errors.Is(err, record.ErrFenced) {
+		// Another process took the writer lock: this one must not write
+		// again, nor retry.
+		s.die(fmt.Errorf("%w: %w", ErrFenced, err), stopping)
+		return
 	}
 	if errors.Is(err, record.ErrSeqMismatch) {
 		s.die(fmt.Errorf("%w: the stored log moved on under this process (%w); run one marlowe-follower per store", ErrAnotherWriter, err), stopping)

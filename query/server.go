@@ -92,6 +92,9 @@ type Status struct {
 
 	// Role is the process's role (all, writer or reader; "" is all).
 	Role string
+	// WriterLock is set on a process that writes a PostgreSQL store: the
+	// writer lock it holds.
+	WriterLock *WriterLock
 	// Reader is set in a reader process (role reader): it follows the
 	// writer's database instead of the node, and NodeTip, Follower and
 	// Committed are the writer's progress as the database holds it.
@@ -124,6 +127,15 @@ type ReplicaStatus struct {
 	// LagBytes how many bytes of write-ahead log it has still to replay
 	// (-1 when unknown).
 	LagSeqs, LagBytes int64
+}
+
+// WriterLock is the writer lock of a writing process (see
+// storelock.Writer).
+type WriterLock struct {
+	Held       bool
+	Epoch      int64     // the writer epoch taken with the lock
+	SessionPID uint32    // the lock session's server process id
+	Since      time.Time // when it was taken (held) or the wait began
 }
 
 // HandshakeFailure is a handshake the node refused or cut short.

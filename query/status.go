@@ -49,14 +49,23 @@ type statusJSON struct {
 	HistorySeq      int64          `json:"historySeq"`
 	Projection      projectionJSON `json:"projection"`
 
-	Role   string      `json:"role,omitempty"`
-	Reader *readerJSON `json:"reader,omitempty"`
+	Role       string          `json:"role,omitempty"`
+	Reader     *readerJSON     `json:"reader,omitempty"`
+	WriterLock *WriterLockJSON `json:"writerLock,omitempty"`
 
 	NodeError   string           `json:"nodeError,omitempty"`
 	Handshake   *handshakeJSON   `json:"handshakeFailure,omitempty"`
 	Waiting     *waitingJSON     `json:"waitingForNode,omitempty"`
 	Diverged    *divergedJSON    `json:"diverged,omitempty"`
 	CommitError *commitErrorJSON `json:"commitError,omitempty"`
+}
+
+// WriterLockJSON is /status's writerLock (the standby's answer uses it too).
+type WriterLockJSON struct {
+	Held       bool      `json:"held"`
+	Epoch      int64     `json:"epoch,omitempty"`
+	SessionPID uint32    `json:"sessionPid,omitempty"`
+	Since      time.Time `json:"since"`
 }
 
 type readerJSON struct {
@@ -155,6 +164,9 @@ func (s *Server) status(w http.ResponseWriter, r *http.Request) {
 	if st.CommitError != "" {
 		out.CommitError = &commitErrorJSON{Message: st.CommitError, Since: st.CommitFailingSince.UTC(), Failures: st.CommitFailures}
 	}
+	if l := st.WriterLock; l != nil {
+		out.WriterLock = &WriterLockJSON{Held: l.Held, Epoch: l.Epoch, SessionPID: l.SessionPID, Since: l.Since.UTC()}
+	}
 	writeJSON(w, http.StatusOK, out)
 }
 
@@ -186,10 +198,11 @@ const (
 	NotReadyProjectionFailing = "projection_failing"         // the projection's last commit failed
 	NotReadyDatabaseFailing   = "database_failing"           // a reader's reads of the writer's database fail
 	NotReadyReaderBehind      = "reader_behind"              // a reader has delivered too few of the writer's records
+	NotReadyWriterStandby     = "writer_standby"             // a writer that does not hold the writer lock: a standby, or one that lost it
 )
 
 // NotReadyReasons lists every reason, in the order /readyz checks them.
-var NotReadyReasons = []string{NotReadyContractStore, NotReadyDiverged, NotReadyWaitingForNode, NotReadyHandshake,
+var NotReadyReasons = []string{NotReadyWriterStandby, NotReadyContractStore, NotReadyDiverged, NotReadyWaitingForNode, NotReadyHandshake,
 	NotReadyNodeDisconnected, NotReadyCommitFailing, NotReadyBehindTip, NotReadyProjectionFailing, NotReadyProjectionLagging,
 	NotReadyDatabaseFailing, NotReadyReaderBehind}
 
@@ -238,6 +251,10 @@ func (s *Server) readiness(ctx context.Context, st Status, at contractstore.Posi
 	add := func(code string, d notReadyJSON) { out = append(out, readyCheck{code: code, notReadyJSON: d}) }
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
+	if l := st.WriterLock; l != nil && !l.Held {
+		add(NotReadyWriterStandby, notReadyJSON{Message: "this writer does not hold the writer lock (another process writes): " +
+			"it stands by", Since: since(l.Since)})
+	}
 	if err := s.cfg.Contracts.Ping(ctx); err != nil {
 		add(NotReadyContractStore, notReadyJSON{Message: "the contract store does not answer: " + err.Error()})
 	}

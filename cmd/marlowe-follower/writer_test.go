@@ -1,11 +1,33 @@
 package main
 
 import (
+	"context"
 	"errors"
+	"flag"
+	"fmt"
+	"io"
+	mrand "math/rand/v2"
+	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/marlowe-follower/follower/chainsync/chain"
+	"github.com/marlowe-follower/follower/chainsync/devnet"
+	"github.com/marlowe-follower/follower/cmd/marlowe-follower/storelock"
+	"github.com/marlowe-follower/follower/history"
+	"github.com/marlowe-follower/follower/history/pgstore"
+	"github.com/marlowe-follower/follower/history/record"
 )
 
 // TestRoleRefusals runs the binary with roles it must refuse before it
@@ -46,5 +68,474 @@ func TestRoleRefusals(t *testing.T) {
 	}
 	if code, out := run(nil, "--role", "standby"); code == 0 || !strings.Contains(out, `"standby" is not all, writer or reader`) {
 		t.Errorf("unknown role: exit %d, output %s", code, out)
+	}
+}
+
+// The tests below run writers (role writer, and all) as processes of the
+// built binary on one PostgreSQL schema, following one devnet that serves
+// a Unix socket from the test process: its journal mode gives every
+// client the same chain, forks included, whatever its timing, so the log
+// of any run that reaches the tip equals an uninterrupted run's.
+
+var writerKills = flag.Int("writer-kills", 3, "TestWriterFailover: how many times the active writer is killed (20 for docs/benchmarks.md)")
+
+// pgSchema makes a schema of the test database, dropped when the test ends,
+// and returns a URL whose sessions use it.
+func pgSchema(t *testing.T, admin *pgx.Conn, name string) string {
+	t.Helper()
+	base := testDatabaseURL(t)
+	ctx := context.Background()
+	schema := fmt.Sprintf("%s_%d_%08x", name, os.Getpid(), mrand.Uint32())
+	if _, err := admin.Exec(ctx, `CREATE SCHEMA `+pgx.Identifier{schema}.Sanitize()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if _, err := admin.Exec(context.Background(), `DROP SCHEMA IF EXISTS `+pgx.Identifier{schema}.Sanitize()+` CASCADE`); err != nil {
+			t.Errorf("dropping %s: %v", schema, err)
+		}
+	})
+	u, err := url.Parse(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := u.Query()
+	q.Set("search_path", schema)
+	u.RawQuery = q.Encode()
+	return u.String()
+}
+
+func adminConn(t *testing.T) *pgx.Conn {
+	t.Helper()
+	conn, err := pgx.Connect(context.Background(), testDatabaseURL(t))
+	if err != nil {
+		t.Fatalf("PostgreSQL at MARLOWE_TEST_DATABASE_URL: %v", err)
+	}
+	t.Cleanup(func() { _ = conn.Close(context.Background()) })
+	return conn
+}
+
+// startWriter runs `marlowe-follower run --role ROLE` on socket and the
+// database at dbURL, with the query API on a free port.
+func startWriter(t *testing.T, bin, socket, dbURL, role string, extra ...string) *child {
+	t.Helper()
+	qport := freePort(t)
+	c := &child{stderr: &lockedBuffer{}, base: "http://127.0.0.1:" + strconv.Itoa(qport), done: make(chan struct{})}
+	args := append([]string{"run", "--role", role, "--node-socket", socket, "--network-magic", strconv.Itoa(devnet.NetworkMagic),
+		"--database-url", dbURL, "--data-dir", t.TempDir(), "--query-host", "127.0.0.1", "--query-port", strconv.Itoa(qport),
+		"--streaming-port", "0", "--min-backoff", "50ms", "--max-backoff", "300ms", "--log-level", "info",
+		"--progress-bar", "never", "--progress-period", "0s", "--writer-lock-ping", "200ms"}, extra...)
+	c.cmd = exec.Command(bin, args...)
+	c.cmd.Stderr = c.stderr
+	if err := c.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		c.err = c.cmd.Wait()
+		close(c.done)
+	}()
+	t.Cleanup(func() {
+		if !c.exited() {
+			_ = c.cmd.Process.Signal(syscall.SIGCONT)
+			_ = c.cmd.Process.Signal(syscall.SIGTERM)
+			select {
+			case <-c.done:
+			case <-time.After(20 * time.Second):
+				_ = c.cmd.Process.Kill()
+				<-c.done
+			}
+		}
+		if t.Failed() {
+			out := c.stderr.String()
+			t.Logf("stderr of %s %s (last 4000 bytes):\n%s", role, c.base, out[max(0, len(out)-4000):])
+		}
+	})
+	return c
+}
+
+// writerStatus is what the tests read of /status on a writer.
+type writerStatus struct {
+	Role       string            `json:"role"`
+	HistorySeq int64             `json:"historySeq"`
+	Committed  chain.BlockHeader `json:"committedPoint"`
+	Projection struct {
+		Lag int64 `json:"lag"`
+	} `json:"projection"`
+	WriterLock *struct {
+		Held       bool   `json:"held"`
+		Epoch      int64  `json:"epoch"`
+		SessionPID uint32 `json:"sessionPid"`
+	} `json:"writerLock"`
+}
+
+// writer returns the process's /status (ok false when it does not answer).
+func (c *child) writer() (writerStatus, bool) {
+	var st writerStatus
+	code, err := getJSON(c.base+"/status", &st)
+	return st, err == nil && code == http.StatusOK && st.WriterLock != nil
+}
+
+// holds reports whether the process answers that it holds the writer lock.
+func (c *child) holds() bool {
+	st, ok := c.writer()
+	return ok && st.WriterLock.Held
+}
+
+// standsBy reports whether the process answers as a standby: not holding
+// the lock, /readyz 503 writer_standby.
+func (c *child) standsBy() bool {
+	st, ok := c.writer()
+	return ok && !st.WriterLock.Held && c.reasonHolds("writer_standby")
+}
+
+// metric returns a metric's value from /metrics (-1 when absent).
+func (c *child) metric(name string) float64 {
+	resp, err := http.Get(c.base + "/metrics")
+	if err != nil {
+		return -1
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	for _, line := range strings.Split(string(body), "\n") {
+		if rest, ok := strings.CutPrefix(line, name+" "); ok {
+			v, err := strconv.ParseFloat(strings.TrimSpace(rest), 64)
+			if err == nil {
+				return v
+			}
+		}
+	}
+	return -1
+}
+
+// writerLockHolders counts the sessions holding a writer lock of the
+// schema dbURL names.
+func writerLockHolders(t *testing.T, admin *pgx.Conn, dbURL string) int {
+	t.Helper()
+	u, _ := url.Parse(dbURL)
+	var n int
+	err := admin.QueryRow(context.Background(), `SELECT count(*) FROM pg_locks l JOIN pg_stat_activity a USING (pid)
+		WHERE l.locktype = 'advisory' AND a.application_name = $2 AND l.granted AND l.mode = 'ExclusiveLock'
+		AND ((l.classid::bigint << 32) | l.objid::bigint) = (hashtextextended($1, 0) & x'ffffffffffffffff'::bigint)`,
+		"marlowe-follower/writer/"+u.Query().Get("search_path"), storelock.WriterApplicationName).Scan(&n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// pgState reads a schema's whole history log, its checkpoint and the
+// contract projection's rows (each table's rows as JSON, in key order).
+func pgState(t *testing.T, dbURL string) ([]record.Record, *history.Checkpoint, []string) {
+	t.Helper()
+	ctx := context.Background()
+	b, err := pgstore.Open(ctx, dbURL, pgstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	cp, err := b.CheckpointGet(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var log []record.Record
+	for {
+		page, err := b.RecordList(ctx, &record.RecordListParams{After: int64(len(log)), Limit: 10000})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(page) == 0 {
+			break
+		}
+		log = append(log, page...)
+	}
+	conn, err := pgx.Connect(ctx, dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	var proj []string
+	for _, table := range []string{"cv_head", "cv_contracts", "cv_contract_tags", "cv_contract_parties", "cv_transactions",
+		"cv_payouts", "cv_withdrawals"} {
+		rows, err := conn.Query(ctx, `SELECT row_to_json(t)::text FROM `+table+` t ORDER BY 1`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range got {
+			proj = append(proj, table+" "+r)
+		}
+	}
+	return log, cp, proj
+}
+
+// sameState compares a run's state with the uninterrupted run's: the log
+// record by record (dense seqs, none missing, none twice), the checkpoint
+// and the projection.
+func sameState(t *testing.T, refURL, gotURL string) int {
+	t.Helper()
+	logA, cpA, projA := pgState(t, refURL)
+	logB, cpB, projB := pgState(t, gotURL)
+	if len(logA) == 0 {
+		t.Fatal("nothing recorded")
+	}
+	for i, r := range logB {
+		if r.Seq != int64(i+1) {
+			t.Fatalf("record %d has seq %d: a gap or a duplicate", i+1, r.Seq)
+		}
+	}
+	if len(logA) != len(logB) {
+		t.Fatalf("the uninterrupted run logged %d records, the one with failovers %d", len(logA), len(logB))
+	}
+	for i := range logA {
+		if !reflect.DeepEqual(logA[i], logB[i]) {
+			t.Fatalf("record %d differs:\n uninterrupted %+v %s\n failovers     %+v %s", i+1, logA[i], logA[i].Payload, logB[i], logB[i].Payload)
+		}
+	}
+	if !reflect.DeepEqual(cpA, cpB) {
+		t.Fatalf("checkpoints differ:\n uninterrupted %+v\n failovers     %+v", cpA, cpB)
+	}
+	if !slices.Equal(projA, projB) {
+		t.Fatalf("the projections differ: %d rows uninterrupted, %d with failovers", len(projA), len(projB))
+	}
+	return len(logA)
+}
+
+// failoverDevnet serves a journaled chain of blocks growing at rate blocks
+// per second, with rollbacks.
+func failoverDevnet(t *testing.T, ctx context.Context, blocks uint64, rate float64) (*devnet.Devnet, string) {
+	t.Helper()
+	socket := filepath.Join(t.TempDir(), "node.socket")
+	gcfg := devnet.DefaultGeneratorConfig()
+	gcfg.Seed, gcfg.MarloweShare, gcfg.MeanBlockSize = 15, 0.4, 2000
+	gcfg.RollbackEvery, gcfg.MaxRollbackDepth = 15, 4
+	dn, err := devnet.Start(ctx, devnet.RunConfig{SocketPath: socket, Generator: gcfg, Blocks: blocks, BlockRate: rate, Journal: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = dn.Close() })
+	return dn, socket
+}
+
+// atTip reports whether the writer committed block tip and its projection
+// caught up.
+func (c *child) atTip(tip uint64) bool {
+	st, ok := c.writer()
+	return ok && st.WriterLock.Held && st.Committed.BlockNo == tip && st.Projection.Lag == 0
+}
+
+// TestWriterFailover runs two writers on one database following one devnet:
+// exactly one holds the writer lock, the other stands by (not ready).
+// The active one is killed with SIGKILL at random moments (-writer-kills
+// times, 3 by default); each time the standby takes over and a new process
+// takes its place as the standby. The failover time, from the kill to the
+// first commit of the new holder, is reported (p50 and max). At the end the
+// log, checkpoint and projection equal those of an uninterrupted writer's
+// on another schema.
+func TestWriterFailover(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binary")
+	}
+	bin := buildBinary(t)
+	admin := adminConn(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	kills := *writerKills
+	blocks := uint64(200 + 60*kills)
+	dn, socket := failoverDevnet(t, ctx, blocks, 40)
+	refURL, haURL := pgSchema(t, admin, "failover_ref"), pgSchema(t, admin, "failover_ha")
+
+	ref := startWriter(t, bin, socket, refURL, "all")
+	active := startWriter(t, bin, socket, haURL, "writer")
+	waitUntil(t, 60*time.Second, "the first writer holding the lock", active.holds)
+	standby := startWriter(t, bin, socket, haURL, "writer")
+	waitUntil(t, 60*time.Second, "the second writer standing by", standby.standsBy)
+	if n := writerLockHolders(t, admin, haURL); n != 1 {
+		t.Fatalf("%d sessions hold the writer lock", n)
+	}
+	if a, s := active.metric("marlowe_writer_lock_held"), standby.metric("marlowe_writer_lock_held"); a != 1 || s != 0 {
+		t.Fatalf("marlowe_writer_lock_held: active %v, standby %v", a, s)
+	}
+	if v := standby.metric(`marlowe_role{role="writer"}`); v != 1 {
+		t.Fatalf("marlowe_role on the standby: %v", v)
+	}
+
+	rng := mrand.New(mrand.NewPCG(uint64(time.Now().UnixNano()), 7))
+	var took []time.Duration
+	for len(took) < kills {
+		time.Sleep(time.Duration(300+rng.IntN(1200)) * time.Millisecond)
+		if dnDone(dn) {
+			t.Logf("the chain is complete after %d kills", len(took))
+			break
+		}
+		before, _ := active.writer()
+		if err := active.cmd.Process.Kill(); err != nil {
+			t.Fatal(err)
+		}
+		killed := time.Now()
+		<-active.done
+		// The new holder's first commit: its commit counter starts at 0.
+		waitUntil(t, 60*time.Second, "the standby's first commit", func() bool {
+			return standby.metric("marlowe_history_commits_total") >= 1
+		})
+		took = append(took, time.Since(killed))
+		st, _ := standby.writer()
+		if !st.WriterLock.Held || st.WriterLock.Epoch <= before.WriterLock.Epoch {
+			t.Fatalf("after the failover: %+v (the killed one had epoch %d)", *st.WriterLock, before.WriterLock.Epoch)
+		}
+		active, standby = standby, startWriter(t, bin, socket, haURL, "writer")
+		waitUntil(t, 60*time.Second, "a new standby", standby.standsBy)
+		if n := writerLockHolders(t, admin, haURL); n != 1 {
+			t.Fatalf("%d sessions hold the writer lock", n)
+		}
+	}
+	<-dn.Done()
+	tip := dn.Store().Tip().BlockNo
+	waitUntil(t, 120*time.Second, "the active writer at the tip", func() bool { return active.atTip(tip) })
+	waitUntil(t, 120*time.Second, "the uninterrupted writer at the tip", func() bool { return ref.atTip(tip) })
+	if !active.isReady() || standby.isReady() {
+		t.Fatalf("at the tip: the holder ready %v, the standby ready %v", active.isReady(), standby.isReady())
+	}
+	for _, c := range []*child{standby, active, ref} {
+		if err := c.stop(t); err != nil {
+			t.Fatalf("stopping: %v", err)
+		}
+	}
+	n := sameState(t, refURL, haURL)
+	if len(took) == 0 {
+		t.Fatal("no failover happened")
+	}
+	sorted := slices.Clone(took)
+	slices.Sort(sorted)
+	t.Logf("failover (kill to the new holder's first commit) over %d kills: p50 %s, max %s (all: %v); %d records, %d blocks",
+		len(sorted), sorted[len(sorted)/2].Round(time.Millisecond), sorted[len(sorted)-1].Round(time.Millisecond), sorted, n, tip)
+}
+
+func dnDone(dn *devnet.Devnet) bool {
+	select {
+	case <-dn.Done():
+		return true
+	default:
+		return false
+	}
+}
+
+// TestZombieWriterIsFenced pauses the lock holder with SIGSTOP, ends its
+// lock's session (pg_terminate_backend of the session /status names, the
+// one pg_locks shows holding the lock), lets the standby take over and
+// commit, then resumes the first with SIGCONT. Its keep-alive ping is
+// an hour apart, so the epoch is what stops it: it commits nothing and
+// exits non-zero saying it lost the writer lock (fenced). Then the new
+// holder's lock session is ended while it runs and a third writer stands
+// by: the third takes over, the second exits non-zero saying it lost the
+// writer lock. The log, checkpoint and projection equal an uninterrupted
+// run's.
+func TestZombieWriterIsFenced(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binary")
+	}
+	bin := buildBinary(t)
+	admin := adminConn(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	dn, socket := failoverDevnet(t, ctx, 400, 40)
+	refURL, zURL := pgSchema(t, admin, "zombie_ref"), pgSchema(t, admin, "zombie")
+	ref := startWriter(t, bin, socket, refURL, "all")
+
+	zombie := startWriter(t, bin, socket, zURL, "writer", "--writer-lock-ping", "1h")
+	waitUntil(t, 60*time.Second, "the first writer committing", func() bool {
+		return zombie.holds() && zombie.metric("marlowe_history_commits_total") >= 1
+	})
+	next := startWriter(t, bin, socket, zURL, "writer")
+	waitUntil(t, 60*time.Second, "the second writer standing by", next.standsBy)
+	st, _ := zombie.writer()
+	var lockPid int
+	if err := admin.QueryRow(ctx, `SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND granted AND mode = 'ExclusiveLock'
+		AND pid = $1`, int(st.WriterLock.SessionPID)).Scan(&lockPid); err != nil {
+		t.Fatalf("the holder's lock session %d in pg_locks: %v", st.WriterLock.SessionPID, err)
+	}
+	if err := zombie.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := admin.Exec(ctx, `SELECT pg_terminate_backend($1)`, lockPid); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, admin, 60*time.Second, "the standby's commits", func() bool {
+		return next.holds() && next.metric("marlowe_history_commits_total") >= 3
+	})
+	if dnDone(dn) {
+		t.Fatal("the chain was complete before the zombie resumed: it would have nothing to commit")
+	}
+	if err := zombie.cmd.Process.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-zombie.done:
+	case <-time.After(60 * time.Second):
+		t.Fatal("the zombie writer did not stop")
+	}
+	var exit *exec.ExitError
+	if !errors.As(zombie.err, &exit) || exit.ExitCode() == 0 {
+		t.Fatalf("the zombie writer exited with %v", zombie.err)
+	}
+	out := zombie.stderr.String()
+	if !strings.Contains(out, "marlowe-follower: fenced: ") || !strings.Contains(out, "this process lost the writer lock") {
+		t.Fatalf("the zombie's last words:\n%s", out[max(0, len(out)-3000):])
+	}
+	if strings.Contains(out, "the batch's previous attempt was committed") {
+		t.Fatal("the zombie committed")
+	}
+
+	// The keep-alive: the running holder's lock session is ended while a
+	// third writer stands by, which takes the lock at once: the holder's
+	// ping notices, it cannot take the lock again, and it stops (or its
+	// next commit is fenced first).
+	third := startWriter(t, bin, socket, zURL, "writer")
+	waitUntil(t, 60*time.Second, "a third writer standing by", third.standsBy)
+	st, _ = next.writer()
+	if _, err := admin.Exec(ctx, `SELECT pg_terminate_backend($1)`, int(st.WriterLock.SessionPID)); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-next.done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the writer whose lock session ended did not stop")
+	}
+	out = next.stderr.String()
+	if !errors.As(next.err, &exit) || exit.ExitCode() == 0 || !strings.Contains(out, "lost the writer lock") {
+		t.Fatalf("the writer whose lock session ended exited with %v:\n%s", next.err, out[max(0, len(out)-3000):])
+	}
+	if i := strings.LastIndex(out, "marlowe-follower: "); i >= 0 {
+		t.Logf("the writer whose lock session ended: %s", strings.TrimSpace(out[i:]))
+	}
+	<-dn.Done()
+	tip := dn.Store().Tip().BlockNo
+	waitUntil(t, 120*time.Second, "the third writer at the tip", func() bool { return third.atTip(tip) })
+	waitUntil(t, 120*time.Second, "the uninterrupted writer at the tip", func() bool { return ref.atTip(tip) })
+	for _, c := range []*child{third, ref} {
+		if err := c.stop(t); err != nil {
+			t.Fatalf("stopping: %v", err)
+		}
+	}
+	sameState(t, refURL, zURL)
+}
+
+// waitFor is waitUntil that shows the database's sessions when it times out.
+func waitFor(t *testing.T, admin *pgx.Conn, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	start := time.Now()
+	for !cond() {
+		if time.Since(start) > d {
+			rows, err := admin.Query(context.Background(), `SELECT pid || ' ' || coalesce(application_name, '') || ' ' ||
+				coalesce(state, '') || ' ' || coalesce(wait_event_type, '') || ' ' || coalesce(wait_event, '') || ' ' ||
+				left(query, 120) FROM pg_stat_activity WHERE datname = current_database()`)
+			if err == nil {
+				lines, _ := pgx.CollectRows(rows, pgx.RowTo[string])
+				t.Logf("sessions:\n%s", strings.Join(lines, "\n"))
+			}
+			t.Fatalf("timed out after %s waiting for %s", d, what)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }

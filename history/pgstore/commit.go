@@ -13,7 +13,9 @@ import (
 // stored head and horizon are read with the horizon row locked, which
 // serializes writers; the records go by COPY when there are many, and
 // everything else to the server as one pipelined batch of set-based
-// statements (arrays unnested server-side).
+// statements (arrays unnested server-side). Once the process took a writer
+// epoch (storage.Postgres.TakeEpoch) the commit is refused with
+// record.ErrFenced when the stored epoch is another.
 func (s *Store) Commit(ctx context.Context, p *history.CommitParams) error {
 	if err := s.check(); err != nil {
 		return err
@@ -26,7 +28,13 @@ func (s *Store) Commit(ctx context.Context, p *history.CommitParams) error {
 	if err != nil {
 		return s.translate("commit", err)
 	}
-	err = s.write.BeginFunc(ctx, func(tx pgx.Tx) error { return commit(ctx, tx, pl, p, channel) })
+	err = s.write.BeginFunc(ctx, func(tx pgx.Tx) error {
+		// Fenced first: nothing of a writer that lost its lock lands.
+		if err := s.pg.CheckEpoch(ctx, tx); err != nil {
+			return err
+		}
+		return commit(ctx, tx, pl, p, channel)
+	})
 	return s.translate("commit", err)
 }
 

@@ -36,6 +36,8 @@ type Postgres struct {
 	SQL    *sql.DB
 	Schema string
 	closed atomic.Bool
+	// epoch is the writer epoch this process took (fence.go).
+	epoch atomic.Int64
 }
 
 // OpenPostgres connects to the database at url (a PostgreSQL URL or

@@ -397,6 +397,9 @@ func (c *Config) Validate() error {
 		errs = append(errs, fmt.Errorf("store.readDatabaseURL (MARLOWE_RT_READ_DATABASE_URL) is for role reader, not %s: "+
 			"a writer reads and writes store.databaseURL", c.Role))
 	}
+	if c.Store.WriterLockPing <= 0 {
+		errs = append(errs, errors.New("store.writerLockPing (MARLOWE_RT_WRITER_LOCK_PING) must be positive"))
+	}
 	port := func(name string, p int) {
 		if p < 0 || p > 65535 {
 			errs = append(errs, fmt.Errorf("%s: port %d is outside 0..65535", name, p))

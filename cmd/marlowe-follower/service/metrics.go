@@ -35,6 +35,30 @@ func NewMetrics() *Metrics {
 	return m
 }
 
+// RegisterRole exposes the process's role (marlowe_role{role}, 1) and, on
+// a process writing PostgreSQL (w set), its writer lock:
+// marlowe_writer_lock_held (1 while held, 0 standing by) and
+// marlowe_writer_epoch (the epoch taken with it, 0 before).
+func (m *Metrics) RegisterRole(role string, w *writerState) {
+	m.Registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "marlowe_role",
+		Help: "1, labelled with the process's role: all, writer or reader.", ConstLabels: prometheus.Labels{"role": role}},
+		func() float64 { return 1 }))
+	if w == nil {
+		return
+	}
+	m.Registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "marlowe_writer_lock_held",
+		Help: "1 while this process holds the writer lock and follows; 0 while it stands by (or lost the lock)."},
+		func() float64 {
+			if w.isHeld() {
+				return 1
+			}
+			return 0
+		}))
+	m.Registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "marlowe_writer_epoch",
+		Help: "The writer epoch this process took with the writer lock (0 before it holds it)."},
+		func() float64 { return float64(w.status().Epoch) }))
+}
+
 // Handler serves the metrics.
 func (m *Metrics) Handler() http.Handler {
 	return promhttp.HandlerFor(m.Registry, promhttp.HandlerOpts{Registry: m.Registry})

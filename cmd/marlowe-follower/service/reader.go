@@ -55,6 +55,7 @@ func startReader(ctx context.Context, cfg *config.Config, log *zap.Logger, opts 
 	}
 	s := &Service{cfg: cfg, log: log, db: db, backend: primary, progress: &chainsync.Progress{}, metrics: NewMetrics(),
 		fatal: make(chan error, 1), lock: lock}
+	s.metrics.RegisterRole(config.RoleReader, nil)
 	fail := func(err error) (*Service, error) {
 		s.closeStores()
 		return nil, err

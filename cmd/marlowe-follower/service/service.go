@@ -127,6 +127,10 @@ type Service struct {
 	streamStore   streamstore.Store
 	lock          *storelock.Lock
 	fatal         chan error
+	// writer is the writer lock of a process writing PostgreSQL (nil on
+	// SQLite, whose in-use lock is an exclusive flock already, and on a
+	// reader).
+	writer *writerState
 
 	// A reader's (role reader; see startReader): its history store, the
 	// projection as stored, and the replica it reads from (nil without).
@@ -194,6 +198,9 @@ func Start(ctx context.Context, cfg *config.Config, log *zap.Logger, opts Option
 	metrics := NewMetrics()
 	storeCfg.ObserveCommit = func(d time.Duration) { metrics.CommitSeconds.Observe(d.Seconds()) }
 	s := &Service{cfg: cfg, log: log, db: db, backend: backend, progress: &chainsync.Progress{}, metrics: metrics, fatal: make(chan error, 1), lock: lock}
+	if _, ok := db.(*storage.Postgres); ok {
+		s.writer = &writerState{}
+	}
 	fail := func(err error) (*Service, error) {
 		s.closeStores()
 		return nil, err
@@ -217,6 +224,15 @@ func Start(ctx context.Context, cfg *config.Config, log *zap.Logger, opts Option
 	}
 	if err := streamstore.CheckHistory(ctx, st, cfg.Node.NetworkMagic, committedLog{backend, head}); err != nil {
 		return fail(err)
+	}
+	metrics.RegisterRole(cfg.Role, s.writer)
+	if pg, ok := db.(*storage.Postgres); ok {
+		// One writer at a time: wait for the writer lock (a hot standby
+		// while another process holds it), then take a new epoch, before
+		// anything is loaded to resume from.
+		if err := s.takeWriterLock(ctx, pg, opts); err != nil {
+			return fail(err)
+		}
 	}
 	cache := query.NewContractCache(query.DefaultCacheBytes)
 	scfg := streaming.DefaultConfig()
@@ -255,9 +271,15 @@ func Start(ctx context.Context, cfg *config.Config, log *zap.Logger, opts Option
 	go func() {
 		<-s.pipe.Done()
 		if err := s.pipe.Err(); err != nil {
-			s.fatal <- err
+			select {
+			case s.fatal <- err:
+			default: // the writer lock was lost first
+			}
 		}
 	}()
+	if s.writer != nil {
+		go s.watchWriterLock()
+	}
 	if opts.Handlers == nil {
 		opts.Handlers = map[string]http.Handler{}
 	}
@@ -418,7 +440,9 @@ func (s *Service) Pipeline() *pipeline.Pipeline { return s.pipe }
 
 // Fatal receives the error that makes the service unable to go on: the
 // pipeline stopped on its own (another writer holds the store,
-// history.ErrAnotherWriter, or an actor that keeps failing); the caller
+// history.ErrAnotherWriter, or an actor that keeps failing), or this
+// process lost the writer lock (storelock.ErrWriterLockLost; its commits
+// fenced: history.ErrFenced); the caller
 // stops the service and exits with it.
 func (s *Service) Fatal() <-chan error { return s.fatal }
 
@@ -464,6 +488,9 @@ func (s *Service) closeStores() error {
 		err = cerr
 	}
 	if cerr := s.db.Close(); cerr != nil && err == nil {
+		err = cerr
+	}
+	if cerr := s.releaseWriterLock(); cerr != nil && err == nil {
 		err = cerr
 	}
 	if cerr := s.lock.Release(); cerr != nil && err == nil {

@@ -20,6 +20,9 @@ func (s *Service) queryStatus(network string, magic uint32, version string, proj
 		HistorySeq: st.Head.Load(), ProjectionError: proj.LastError(), CommitFailures: st.CommitFailures.Load(),
 		Role: s.cfg.Role,
 	}
+	if s.writer != nil {
+		out.WriterLock = s.writer.status()
+	}
 	if h := st.Committed.Load(); h != nil {
 		out.Committed = *h
 	}

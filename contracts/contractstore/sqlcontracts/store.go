@@ -62,8 +62,9 @@ type Store struct {
 	own  bool // Close closes db
 	line storage.Line
 	errs storage.Errors
-	// PostgreSQL: the process's pool.
+	// PostgreSQL: the process's pool, and its writer epoch (fence).
 	pool *pgxpool.Pool
+	pg   *storage.Postgres
 	// SQLite: contracts.sqlite.
 	file *storage.File
 }
@@ -81,7 +82,7 @@ func New(ctx context.Context, db storage.DB) (*Store, error) {
 	s := &Store{db: db, line: line, errs: storage.Errors{Prefix: "contract store"}}
 	switch db := db.(type) {
 	case *storage.Postgres:
-		s.pool = db.Pool
+		s.pool, s.pg = db.Pool, db
 		s.Reader = cvsql.Reader{One: s.one, Tx: s.readTx, Lateral: true}
 	case *storage.SQLite:
 		if s.file, err = db.File(ctx, File); err != nil {
@@ -153,7 +154,9 @@ func (s *Store) Init(ctx context.Context) error {
 	return s.errs.Translate("init", err)
 }
 
-// Commit writes one batch in one transaction.
+// Commit writes one batch in one transaction. On PostgreSQL it is refused
+// with record.ErrFenced once another process took the writer epoch
+// (storage.Postgres.CheckEpoch).
 func (s *Store) Commit(ctx context.Context, p *contractstore.CommitParams) error {
 	if err := s.errs.Check(); err != nil {
 		return err
@@ -162,6 +165,9 @@ func (s *Store) Commit(ctx context.Context, p *contractstore.CommitParams) error
 	conflict := fmt.Errorf("%w (stored seq is not %d)", contractstore.ErrConflict, p.PrevSeq)
 	if s.pool != nil {
 		return s.errs.Translate("commit", pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+			if err := s.pg.CheckEpoch(ctx, tx); err != nil {
+				return err // a writer that lost its lock (record.ErrFenced)
+			}
 			var b pgx.Batch
 			for _, st := range stmts {
 				b.Queue(storage.Rebind(storage.DialectPostgres, st.SQL), st.Args...)

@@ -54,6 +54,8 @@ type Store struct {
 	db      *sql.DB
 	path    string
 	errs    storage.Errors
+	// pg is the PostgreSQL pool, whose writer epoch fences acks (nil on SQLite).
+	pg *storage.Postgres
 	// The statements, spelled for the dialect.
 	insert, get, list, ack, batchOf, del, historySet string
 	lease, want, release, leaseAck, ackState         string
@@ -80,7 +82,7 @@ func New(ctx context.Context, db storage.DB) (*Store, error) {
 	filter, order := "filter", "name"
 	switch db := db.(type) {
 	case *storage.Postgres:
-		s.db, filter, order = db.SQL, "filter::text", `name COLLATE "C"`
+		s.db, s.pg, filter, order = db.SQL, db, "filter::text", `name COLLATE "C"`
 	case *storage.SQLite:
 		f, err := db.File(ctx, File)
 		if err != nil {
@@ -290,6 +292,12 @@ func (s *Store) StreamAck(ctx context.Context, p *streamstore.StreamAckParams) e
 }
 
 func (s *Store) ackTx(ctx context.Context, tx *sql.Tx, p *streamstore.StreamAckParams) error {
+	if s.pg != nil {
+		// A writer that lost its lock moves no cursor (record.ErrFenced).
+		if err := s.pg.CheckEpochSQL(ctx, tx); err != nil {
+			return err
+		}
+	}
 	now := time.Now().UTC().Truncate(time.Microsecond)
 	var res sql.Result
 	var err error

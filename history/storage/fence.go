@@ -1,0 +1,140 @@
+package storage
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/marlowe-follower/follower/history/record"
+)
+
+// The writer's fencing epoch on PostgreSQL: the one row of writer_epoch
+// (the history line's migration 0002). A process that took the writer
+// lock calls TakeEpoch once; from then on every write transaction of the
+// stores on this pool checks the stored epoch (CheckEpoch, CheckEpochSQL)
+// and fails with record.ErrFenced when another process has taken a newer
+// one. A process that never took an epoch (a reader, a tool, a test of a
+// store alone) is not fenced.
+
+const (
+	takeEpochSQL  = `UPDATE writer_epoch SET epoch = epoch + 1 WHERE id = 1 RETURNING epoch`
+	checkEpochSQL = `SELECT epoch FROM writer_epoch WHERE id = 1 FOR SHARE`
+)
+
+// TakeEpoch increments the stored writer epoch and keeps the new value as
+// this process's: call it once the writer lock is held and before
+// anything is read to resume from. The increment waits for write
+// transactions of the previous holder in flight (they hold the row FOR
+// SHARE), so everything it committed is visible after it and nothing it
+// commits later lands. A previous holder that stopped in the middle of one
+// (a process paused with its transaction open) would block the increment
+// for as long as it is paused: after EpochGrace the sessions that block it
+// are ended (pg_terminate_backend; their transactions roll back), and
+// ended, when set, is told each one's server pid. Only a previous holder's
+// writes lock the row while this process holds the writer lock.
+func (p *Postgres) TakeEpoch(ctx context.Context, ended func(pid int)) (int64, error) {
+	conn, err := p.Pool.Acquire(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("taking the writer epoch: %w", err)
+	}
+	defer conn.Release()
+	pid := conn.Conn().PgConn().PID()
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		t := time.NewTicker(EpochGrace)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+			rows, err := p.Pool.Query(ctx, `SELECT b FROM unnest(pg_blocking_pids($1)) AS b WHERE pg_terminate_backend(b)`, int(pid))
+			if err != nil {
+				continue
+			}
+			pids, _ := pgx.CollectRows(rows, pgx.RowTo[int])
+			for _, b := range pids {
+				if ended != nil {
+					ended(b)
+				}
+			}
+		}
+	}()
+	var epoch int64
+	err = conn.QueryRow(ctx, takeEpochSQL).Scan(&epoch)
+	close(done)
+	wg.Wait()
+	if err != nil {
+		return 0, fmt.Errorf("taking the writer epoch: %w", err)
+	}
+	p.epoch.Store(epoch)
+	return epoch, nil
+}
+
+// EpochGrace is how long TakeEpoch waits for the previous holder's write
+// transactions before it ends the sessions that block it.
+const EpochGrace = 500 * time.Millisecond
+
+// Epoch is the writer epoch this process took (0: none, not fenced).
+func (p *Postgres) Epoch() int64 { return p.epoch.Load() }
+
+// StillEpoch reports whether the stored epoch is still this process's
+// (record.ErrFenced when another took a newer one), outside any write: a
+// writer that took its lock again after the lock's session failed checks
+// that nobody took over meanwhile.
+func (p *Postgres) StillEpoch(ctx context.Context) error {
+	mine := p.epoch.Load()
+	if mine == 0 {
+		return nil
+	}
+	var stored int64
+	if err := p.Pool.QueryRow(ctx, `SELECT epoch FROM writer_epoch WHERE id = 1`).Scan(&stored); err != nil {
+		return fmt.Errorf("reading the writer epoch: %w", err)
+	}
+	return fenced(mine, stored)
+}
+
+// CheckEpoch refuses, with record.ErrFenced, a write transaction of a
+// process whose epoch is no longer the stored one. It locks the epoch row
+// FOR SHARE until tx ends. It does nothing before TakeEpoch.
+func (p *Postgres) CheckEpoch(ctx context.Context, tx pgx.Tx) error {
+	mine := p.epoch.Load()
+	if mine == 0 {
+		return nil
+	}
+	var stored int64
+	if err := tx.QueryRow(ctx, checkEpochSQL).Scan(&stored); err != nil {
+		return fmt.Errorf("checking the writer epoch: %w", err)
+	}
+	return fenced(mine, stored)
+}
+
+// CheckEpochSQL is CheckEpoch in a database/sql transaction on the pool.
+func (p *Postgres) CheckEpochSQL(ctx context.Context, tx *sql.Tx) error {
+	mine := p.epoch.Load()
+	if mine == 0 {
+		return nil
+	}
+	var stored int64
+	if err := tx.QueryRowContext(ctx, checkEpochSQL).Scan(&stored); err != nil {
+		return fmt.Errorf("checking the writer epoch: %w", err)
+	}
+	return fenced(mine, stored)
+}
+
+func fenced(mine, stored int64) error {
+	if stored == mine {
+		return nil
+	}
+	return fmt.Errorf("%w (writer epoch %d, the stored one is %d)", record.ErrFenced, mine, stored)
+}
