@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -188,22 +189,38 @@ func (c *child) standsBy() bool {
 }
 
 // metric returns a metric's value from /metrics (-1 when absent).
-func (c *child) metric(name string) float64 {
+func (c *child) metric(name string) float64 { return c.metricsOf(name)[0] }
+
+// metricsOf returns metrics' values from one scrape of /metrics (-1 for
+// each absent one).
+func (c *child) metricsOf(names ...string) []float64 {
+	out := make([]float64, len(names))
+	for i := range out {
+		out[i] = -1
+	}
 	resp, err := http.Get(c.base + "/metrics")
 	if err != nil {
-		return -1
+		return out
 	}
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(resp.Body)
 	for _, line := range strings.Split(string(body), "\n") {
-		if rest, ok := strings.CutPrefix(line, name+" "); ok {
-			v, err := strconv.ParseFloat(strings.TrimSpace(rest), 64)
-			if err == nil {
-				return v
+		for i, name := range names {
+			if rest, ok := strings.CutPrefix(line, name+" "); ok {
+				if v, err := strconv.ParseFloat(strings.TrimSpace(rest), 64); err == nil {
+					out[i] = v
+				}
 			}
 		}
 	}
-	return -1
+	return out
+}
+
+// firstCommit reports whether the process holds the writer lock and has
+// committed (one scrape: a standby's reader serves /metrics too).
+func (c *child) firstCommit() bool {
+	v := c.metricsOf("marlowe_writer_lock_held", "marlowe_history_commits_total")
+	return v[0] == 1 && v[1] >= 1
 }
 
 // writerLockHolders counts the sessions holding a writer lock of the
@@ -360,6 +377,15 @@ func TestWriterFailover(t *testing.T) {
 	if v := standby.metric(`marlowe_role{role="writer"}`); v != 1 {
 		t.Fatalf("marlowe_role on the standby: %v", v)
 	}
+	// The standby serves the query API from the database meanwhile.
+	waitUntil(t, 30*time.Second, "the standby serving the committed history", func() bool {
+		st, ok := standby.writer()
+		var page struct {
+			Results []json.RawMessage `json:"results"`
+		}
+		code, err := getJSON(standby.base+"/contracts", &page)
+		return ok && st.Role == "writer" && st.HistorySeq > 0 && err == nil && code == http.StatusOK
+	})
 
 	rng := mrand.New(mrand.NewPCG(uint64(time.Now().UnixNano()), 7))
 	var took []time.Duration
@@ -376,9 +402,7 @@ func TestWriterFailover(t *testing.T) {
 		killed := time.Now()
 		<-active.done
 		// The new holder's first commit: its commit counter starts at 0.
-		waitUntil(t, 60*time.Second, "the standby's first commit", func() bool {
-			return standby.metric("marlowe_history_commits_total") >= 1
-		})
+		waitUntil(t, 60*time.Second, "the standby's first commit", standby.firstCommit)
 		took = append(took, time.Since(killed))
 		st, _ := standby.writer()
 		if !st.WriterLock.Held || st.WriterLock.Epoch <= before.WriterLock.Epoch {
@@ -444,9 +468,7 @@ func TestZombieWriterIsFenced(t *testing.T) {
 	ref := startWriter(t, bin, socket, refURL, "all")
 
 	zombie := startWriter(t, bin, socket, zURL, "writer", "--writer-lock-ping", "1h")
-	waitUntil(t, 60*time.Second, "the first writer committing", func() bool {
-		return zombie.holds() && zombie.metric("marlowe_history_commits_total") >= 1
-	})
+	waitUntil(t, 60*time.Second, "the first writer committing", zombie.firstCommit)
 	next := startWriter(t, bin, socket, zURL, "writer")
 	waitUntil(t, 60*time.Second, "the second writer standing by", next.standsBy)
 	st, _ := zombie.writer()
@@ -462,7 +484,8 @@ func TestZombieWriterIsFenced(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, admin, 60*time.Second, "the standby's commits", func() bool {
-		return next.holds() && next.metric("marlowe_history_commits_total") >= 3
+		v := next.metricsOf("marlowe_writer_lock_held", "marlowe_history_commits_total")
+		return v[0] == 1 && v[1] >= 3
 	})
 	if dnDone(dn) {
 		t.Fatal("the chain was complete before the zombie resumed: it would have nothing to commit")

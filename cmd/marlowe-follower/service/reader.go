@@ -37,6 +37,14 @@ import (
 
 // startReader starts a reader process.
 func startReader(ctx context.Context, cfg *config.Config, log *zap.Logger, opts Options) (*Service, error) {
+	return startReaderFor(ctx, cfg, log, opts, nil)
+}
+
+// startReaderFor starts a reader; standby, when set, is the writer lock a
+// writer waits for while the reader serves in its place (a hot standby):
+// /status then shows the writer's role and writerLock, /readyz is 503
+// writer_standby, and marlowe_role is the writer's.
+func startReaderFor(ctx context.Context, cfg *config.Config, log *zap.Logger, opts Options, standby *standbyOf) (*Service, error) {
 	slots, err := NodeSlotConfig(&cfg.Node)
 	if err != nil {
 		return nil, err
@@ -55,7 +63,12 @@ func startReader(ctx context.Context, cfg *config.Config, log *zap.Logger, opts 
 	}
 	s := &Service{cfg: cfg, log: log, db: db, backend: primary, progress: &chainsync.Progress{}, metrics: NewMetrics(),
 		fatal: make(chan error, 1), lock: lock}
-	s.metrics.RegisterRole(config.RoleReader, nil)
+	s.standby = standby
+	if standby != nil {
+		s.metrics.RegisterRole(standby.role, standby.writer)
+	} else {
+		s.metrics.RegisterRole(config.RoleReader, nil)
+	}
 	fail := func(err error) (*Service, error) {
 		s.closeStores()
 		return nil, err
@@ -227,6 +240,11 @@ func (s *Service) readerStatus(network string, magic uint32, version string) que
 		r.Replica = &query.ReplicaStatus{Head: rh, LagSeqs: r.WriterHead - rh, LagBytes: ms.LagBytes.Load()}
 	}
 	out.Reader = r
+	if s.standby != nil {
+		// A writer standing by: its role, and the lock it waits for
+		// (readiness: writer_standby).
+		out.Role, out.WriterLock = s.standby.role, s.standby.writer.status()
+	}
 	return out
 }
 

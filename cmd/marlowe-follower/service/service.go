@@ -127,6 +127,9 @@ type Service struct {
 	streamStore   streamstore.Store
 	lock          *storelock.Lock
 	fatal         chan error
+	// standby is set on the reader a standby writer runs while it waits
+	// for the writer lock (writer.go).
+	standby *standbyOf
 	// writer is the writer lock of a process writing PostgreSQL (nil on
 	// SQLite, whose in-use lock is an exclusive flock already, and on a
 	// reader).

@@ -2,18 +2,16 @@ package service
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
-	"net/http"
-	"strconv"
+	"maps"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap"
 
+	"github.com/marlowe-follower/follower/cmd/marlowe-follower/config"
 	"github.com/marlowe-follower/follower/cmd/marlowe-follower/storelock"
 	"github.com/marlowe-follower/follower/history/record"
 	"github.com/marlowe-follower/follower/history/storage"
@@ -51,18 +49,32 @@ func (w *writerState) status() *query.WriterLock {
 	return out
 }
 
+// standbyOf is what a standby writer's reader shows of the writer: its
+// role and the writer lock it waits for.
+type standbyOf struct {
+	role   string
+	writer *writerState
+}
+
+// standbyStopGrace bounds the stop of a standby's reader at takeover: its
+// clients are cut after it (they reconnect to the new holder, durable
+// streams resume from their cursors).
+const standbyStopGrace = time.Second
+
 // takeWriterLock waits for the writer lock, as a hot standby while another
 // process holds it: connected, its migrations applied and its stores
-// checked, the query port answering /status, /readyz (503,
-// writer_standby), /healthz and /metrics. Once it holds the lock it takes
-// a new writer epoch, which fences every write of the previous holder
-// (storage.Postgres.TakeEpoch): the pipeline, started after this, resumes
-// from what is committed then.
+// checked, and with a port enabled serving as a reader does (startReader:
+// the query API, SSE and the WebSocket API from the database; /status
+// with role and writerLock, /readyz 503 writer_standby). At takeover the
+// reader stops (its ports free for the writer's). Once it holds the lock
+// it takes a new writer epoch, which fences every write of the previous
+// holder (storage.Postgres.TakeEpoch): the pipeline, started after this,
+// resumes from what is committed then.
 func (s *Service) takeWriterLock(ctx context.Context, pg *storage.Postgres, opts Options) error {
 	w := s.writer
 	waitCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	var standby *http.Server
+	var standby *Service
 	var standbyErr error
 	start := time.Now()
 	lock, err := storelock.Writer(waitCtx, s.cfg.Store.DatabaseURL, storelock.WriterOptions{
@@ -84,20 +96,25 @@ func (s *Service) takeWriterLock(ctx context.Context, pg *storage.Postgres, opts
 			w.mu.Unlock()
 			s.log.Info("standing by: another process holds the writer lock; this one takes over when it is free",
 				zap.String("role", s.cfg.Role))
-			if s.cfg.Query.Port == 0 {
+			if s.cfg.Query.Port == 0 && s.cfg.Streaming.Port == 0 {
 				return
 			}
-			if standby, standbyErr = s.startStandby(opts); standbyErr != nil {
+			if standby, standbyErr = s.startStandby(waitCtx, opts); standbyErr != nil {
 				cancel()
 			}
 		},
 	})
 	if standby != nil {
-		sctx, scancel := context.WithTimeout(context.Background(), 5*time.Second)
-		_ = standby.Shutdown(sctx)
-		scancel()
+		took := time.Now()
+		if err := standby.Stop(standbyStopGrace); err != nil {
+			s.log.Warn("stopping the standby's reader", zap.Error(err))
+		}
+		s.log.Info("the standby's reader stopped", zap.Duration("took", time.Since(took)))
 	}
 	if standbyErr != nil {
+		if lock != nil {
+			_ = lock.Release()
+		}
 		return standbyErr
 	}
 	if err != nil {
@@ -153,63 +170,18 @@ func (s *Service) releaseWriterLock() error {
 	return lock.Release()
 }
 
-// standbyStatus is /status on a standby's query port.
-type standbyStatus struct {
-	Network      string                `json:"network"`
-	NetworkMagic uint32                `json:"networkMagic"`
-	Version      string                `json:"version"`
-	Role         string                `json:"role"`
-	HistorySeq   int64                 `json:"historySeq"`
-	HistoryError string                `json:"historyError,omitempty"`
-	WriterLock   *query.WriterLockJSON `json:"writerLock"`
-}
-
-// startStandby serves the query port while the process stands by:
-// /status (its role, the lock it waits for and the committed head of the
-// shared history), /readyz (503 writer_standby), /healthz and /metrics.
-func (s *Service) startStandby(opts Options) (*http.Server, error) {
-	addr := net.JoinHostPort(s.cfg.ListenHost(s.cfg.Query.Host), strconv.Itoa(s.cfg.Query.Port))
-	ln, err := net.Listen("tcp", addr)
+// startStandby starts the reader a standby writer serves while it waits:
+// the configuration's ports, the writer's database, no replica.
+func (s *Service) startStandby(ctx context.Context, opts Options) (*Service, error) {
+	rcfg := *s.cfg
+	rcfg.Role, rcfg.Store.ReadDatabaseURL = config.RoleReader, ""
+	ropts := opts
+	ropts.Handlers = maps.Clone(opts.Handlers)
+	r, err := startReaderFor(ctx, &rcfg, s.log.Named("standby"), ropts, &standbyOf{role: s.cfg.Role, writer: s.writer})
 	if err != nil {
-		return nil, fmt.Errorf("query.port %d: %w", s.cfg.Query.Port, err)
+		return nil, fmt.Errorf("standing by as a reader: %w", err)
 	}
-	writeJSON := func(w http.ResponseWriter, code int, v any) {
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(code)
-		_ = json.NewEncoder(w).Encode(v)
-	}
-	mux := http.NewServeMux()
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
-		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
-	})
-	mux.HandleFunc("GET /status", func(w http.ResponseWriter, r *http.Request) {
-		lock := s.writer.status()
-		out := standbyStatus{Network: NetworkName(s.cfg.Node.NetworkMagic), NetworkMagic: s.cfg.Node.NetworkMagic,
-			Version: opts.Version, Role: s.cfg.Role,
-			WriterLock: &query.WriterLockJSON{Held: lock.Held, Since: lock.Since.UTC()}}
-		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
-		defer cancel()
-		head, err := s.backend.Head(ctx)
-		if err != nil {
-			out.HistoryError = err.Error()
-		}
-		out.HistorySeq = head
-		writeJSON(w, http.StatusOK, out)
-	})
-	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
-		lock := s.writer.status()
-		msg := "this writer does not hold the writer lock (another process writes): it stands by"
-		w.Header().Set(query.HeaderRetryAfter, "5")
-		writeJSON(w, http.StatusServiceUnavailable, map[string]any{"ready": false, "reasons": []string{msg},
-			"notReady": map[string]any{query.NotReadyWriterStandby: map[string]any{"message": msg, "since": lock.Since.UTC()}}})
-	})
-	mux.Handle("GET /metrics", s.metrics.Handler())
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second, MaxHeaderBytes: 64 << 10}
-	go func() {
-		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			s.log.Warn("the standby's query port stopped", zap.Error(err))
-		}
-	}()
-	s.log.Info("standing by: the query port answers /status, /readyz, /healthz and /metrics", zap.String("addr", ln.Addr().String()))
-	return srv, nil
+	s.log.Info("standing by: serving the query and streaming APIs from the database meanwhile, as a reader",
+		zap.String("query", r.QueryAddr()), zap.String("streaming", r.StreamingAddr()))
+	return r, nil
 }
