@@ -76,6 +76,9 @@ func (s *Service) takeWriterLock(ctx context.Context, pg *storage.Postgres, opts
 	defer cancel()
 	var standby *Service
 	var standbyErr error
+	// The standby's reader failing for good ends the wait: the process
+	// exits with it rather than stand by with its ports dead.
+	var readerFailed atomic.Pointer[error]
 	start := time.Now()
 	lock, err := storelock.Writer(waitCtx, s.cfg.Store.DatabaseURL, storelock.WriterOptions{
 		Logger: s.log, Ping: s.cfg.Store.WriterLockPing,
@@ -101,9 +104,22 @@ func (s *Service) takeWriterLock(ctx context.Context, pg *storage.Postgres, opts
 			}
 			if standby, standbyErr = s.startStandby(waitCtx, opts); standbyErr != nil {
 				cancel()
+				return
 			}
+			go func(r *Service) {
+				select {
+				case err := <-r.Fatal():
+					err = fmt.Errorf("standing by: the reader stopped: %w", err)
+					readerFailed.Store(&err)
+					cancel()
+				case <-waitCtx.Done():
+				}
+			}(standby)
 		},
 	})
+	if p := readerFailed.Load(); p != nil && standbyErr == nil {
+		standbyErr = *p
+	}
 	if standby != nil {
 		took := time.Now()
 		if err := standby.Stop(standbyStopGrace); err != nil {
