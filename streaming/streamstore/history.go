@@ -26,6 +26,17 @@ type HistoryLog interface {
 	RecordGet(ctx context.Context, seq int64) (*record.Record, error)
 }
 
+// MovingHistoryLog is a HistoryLog other processes commit to while the
+// check runs (a writer's standby or a reader starting beside a running
+// writer): its committed head is read again after the streams' cursors, so
+// that a cursor acknowledged meanwhile, which can only point at a record
+// committed before its acknowledgement, is not taken for one beyond the log.
+type MovingHistoryLog interface {
+	HistoryLog
+	// CurrentHead reads the committed head now.
+	CurrentHead(ctx context.Context) (int64, error)
+}
+
 // maxNamed caps the streams an error names.
 const maxNamed = 5
 
@@ -63,7 +74,7 @@ func CheckHistory(ctx context.Context, st Store, magic uint32, h HistoryLog) err
 			return fmt.Errorf("%w: %s; %s", ErrHistoryMismatch, why, MismatchAction)
 		}
 	}
-	if err := checkCursors(ctx, st, head); err != nil {
+	if err := checkCursors(ctx, st, head, h); err != nil {
 		return err
 	}
 	if err := st.HistorySet(ctx, &now); err != nil {
@@ -100,10 +111,14 @@ func differs(ctx context.Context, seen, now *HistoryIdentity, h HistoryLog) stri
 	return ""
 }
 
-// checkCursors refuses streams whose acknowledged position is beyond head.
-func checkCursors(ctx context.Context, st Store, head int64) error {
-	var beyond []string
-	count := 0
+// checkCursors refuses streams whose acknowledged position is beyond head
+// (for a MovingHistoryLog, beyond its head read after the cursors).
+func checkCursors(ctx context.Context, st Store, head int64, h HistoryLog) error {
+	type position struct {
+		name string
+		at   int64
+	}
+	var ahead []position
 	p := StreamListParams{}
 	for {
 		page, err := st.StreamList(ctx, &p)
@@ -117,16 +132,32 @@ func checkCursors(ctx context.Context, st Store, head int64) error {
 				return fmt.Errorf("stream store: stream %s: %w", s.Name, err)
 			}
 			if at := max(c.Seq, c.Snapshot); at > head {
-				count++
-				if len(beyond) < maxNamed {
-					beyond = append(beyond, fmt.Sprintf("%s at %d", s.Name, at))
-				}
+				ahead = append(ahead, position{s.Name, at})
 			}
 		}
 		if len(page) < p.EffectiveLimit() {
 			break
 		}
 		p.After = page[len(page)-1].Name
+	}
+	if len(ahead) > 0 {
+		if m, ok := h.(MovingHistoryLog); ok {
+			now, err := m.CurrentHead(ctx)
+			if err != nil {
+				return fmt.Errorf("stream store: reading the history's head: %w", err)
+			}
+			head = max(head, now)
+		}
+	}
+	var beyond []string
+	count := 0
+	for _, a := range ahead {
+		if a.at > head {
+			count++
+			if len(beyond) < maxNamed {
+				beyond = append(beyond, fmt.Sprintf("%s at %d", a.name, a.at))
+			}
+		}
 	}
 	if count == 0 {
 		return nil

@@ -312,6 +312,11 @@ type committedLog struct {
 
 func (l committedLog) Head() int64 { return l.head }
 
+// CurrentHead reads the head again: on PostgreSQL other processes (the
+// active writer beside its standby, beside a reader) commit while this one
+// starts (streamstore.MovingHistoryLog).
+func (l committedLog) CurrentHead(ctx context.Context) (int64, error) { return l.b.Head(ctx) }
+
 func (l committedLog) RecordGet(ctx context.Context, seq int64) (*record.Record, error) {
 	return l.b.RecordGet(ctx, seq)
 }

@@ -354,6 +354,15 @@ func (l *fakeLog) RecordGet(_ context.Context, seq int64) (*record.Record, error
 		Hash: chain.Hash32{v, byte(seq), byte(seq >> 8)}}}, nil
 }
 
+// movingLog is a fakeLog another process commits to: its head, read
+// again, is now.
+type movingLog struct {
+	fakeLog
+	now int64
+}
+
+func (l *movingLog) CurrentHead(context.Context) (int64, error) { return l.now, nil }
+
 func testCheckHistory(t *testing.T, open Opener) {
 	ctx := context.Background()
 	s := mustOpen(t, open)
@@ -390,6 +399,25 @@ func testCheckHistory(t *testing.T, open Opener) {
 	}
 	// The same history grown: accepted.
 	if err := streamstore.CheckHistory(ctx, s, magic, &fakeLog{head: 3500, variant: 1}); err != nil {
+		t.Fatal(err)
+	}
+	// Another process commits while this one checks: a stream acknowledged
+	// past the head this process read at start (3500) is within the head
+	// read after the cursors; beyond that one too, it is refused.
+	ahead := sample("ahead")
+	ahead.Cursor = "3600"
+	if err := s.StreamCreate(ctx, ahead); err != nil {
+		t.Fatal(err)
+	}
+	if err := streamstore.CheckHistory(ctx, s, magic, &movingLog{fakeLog{head: 3500, variant: 1}, 3600}); err != nil {
+		t.Fatalf("a cursor acknowledged while the check ran: %v", err)
+	}
+	err = streamstore.CheckHistory(ctx, s, magic, &movingLog{fakeLog{head: 3500, variant: 1}, 3550})
+	if !errors.Is(err, streamstore.ErrHistoryMismatch) || !strings.Contains(err.Error(), "ahead at 3600") ||
+		!strings.Contains(err.Error(), "beyond the history's head 3550") {
+		t.Fatalf("a cursor beyond the moving head too: %v", err)
+	}
+	if err := s.StreamDelete(ctx, "ahead"); err != nil {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct {
