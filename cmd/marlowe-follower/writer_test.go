@@ -343,7 +343,8 @@ func (c *child) atTip(tip uint64) bool {
 }
 
 // TestWriterFailover runs two writers on one database following one devnet:
-// exactly one holds the writer lock, the other stands by (not ready).
+// exactly one holds the writer lock, the other stands by (not ready,
+// serving the query API from the database), and reset is refused.
 // The active one is killed with SIGKILL at random moments (-writer-kills
 // times, 3 by default); each time the standby takes over and a new process
 // takes its place as the standby. The failover time, from the kill to the
@@ -376,6 +377,11 @@ func TestWriterFailover(t *testing.T) {
 	}
 	if v := standby.metric(`marlowe_role{role="writer"}`); v != 1 {
 		t.Fatalf("marlowe_role on the standby: %v", v)
+	}
+	// reset is refused while a writer and a standby run.
+	if out, err := exec.Command(bin, "reset", "--yes", "--database-url", haURL).CombinedOutput(); err == nil ||
+		!strings.Contains(string(out), "a running marlowe-follower service holds this store") {
+		t.Fatalf("reset beside a writer and a standby: %v\n%s", err, out)
 	}
 	// The standby serves the query API from the database meanwhile.
 	waitUntil(t, 30*time.Second, "the standby serving the committed history", func() bool {
