@@ -3,6 +3,7 @@ package history
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 
@@ -72,6 +73,16 @@ func (f *Feed) Next(ctx context.Context) (b record.Batch, ok bool, err error) {
 		return record.Batch{}, false, ErrFeedClosed
 	}
 	if f.live != nil || f.asking != nil {
+		return record.Batch{}, false, nil
+	}
+	if f.sub.h.ahead(f.sub.cursor) {
+		// A reader behind the cursor's writer: look again shortly (the
+		// actor is told to call Next again).
+		ls := f.sub.h.newLiveSub(f.sub.filter)
+		ls.feed, ls.target = f, f.target
+		f.asking = ls
+		system, target := f.system, f.target
+		time.AfterFunc(aheadWait, func() { system.Root.Send(target, &Delivery{feed: f, sub: ls, kind: deliveryChanged}) })
 		return record.Batch{}, false, nil
 	}
 	for {

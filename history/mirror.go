@@ -156,6 +156,12 @@ func NewMirror(ctx context.Context, read Backend, source CommitSource, cfg Mirro
 		return nil, fmt.Errorf("history mirror: reading the writer's progress: %w", err)
 	}
 	m.stats.Writer.Store(&p)
+	st.known = func() int64 {
+		if w := m.stats.Writer.Load(); w != nil {
+			return w.Head
+		}
+		return 0
+	}
 	return m, nil
 }
 

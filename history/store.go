@@ -105,6 +105,9 @@ type Store struct {
 	// initial is the committed state NewStore loaded, for the first
 	// writer; the writers after it load their own.
 	initial *committed
+	// known, in a reader's store (Mirror), is the writer's head as last
+	// noticed (Handle.CommittedHead).
+	known func() int64
 }
 
 // committed is the state a writer starts from.

@@ -31,8 +31,30 @@ func NewHandle(store *Store, system *actor.ActorSystem, pid *actor.PID) *Handle 
 	return &Handle{store: store, backend: store.backend, PageSize: 1000}
 }
 
-// Head returns the newest committed seq.
+// Head returns the newest committed seq this process delivers from: the
+// writer's head in the writer's process, a reader's own head in a reader
+// (history.Mirror), which follows the writer's by a moment.
 func (h *Handle) Head() int64 { return h.store.stats.Head.Load() }
+
+// CommittedHead returns the newest seq known to be committed: Head in the
+// writer's process; in a reader, the writer's head as last noticed, when
+// that is further. A cursor up to it is valid here: a subscription from a
+// cursor this reader has not reached yet (a client that moved from a
+// reader further ahead) waits until it has.
+func (h *Handle) CommittedHead() int64 {
+	head := h.Head()
+	if k := h.store.known; k != nil {
+		head = max(head, k())
+	}
+	return head
+}
+
+// aheadWait is how long a subscription whose cursor is beyond this
+// process's head (a reader behind the writer) waits before looking again.
+const aheadWait = 20 * time.Millisecond
+
+// ahead reports whether a cursor is beyond this process's head.
+func (h *Handle) ahead(c record.Cursor) bool { return max(c.Seq, c.Snapshot) > h.Head() }
 
 // Stats returns the store's counters.
 func (h *Handle) Stats() *StoreStats { return h.store.stats }
@@ -105,6 +127,19 @@ func (s *Subscription) Next(ctx context.Context) (record.Batch, error) {
 				}
 				continue
 			case <-ctx.Done():
+				return record.Batch{}, ctx.Err()
+			}
+		}
+		if s.h.ahead(s.cursor) {
+			// A reader behind the cursor's writer: nothing to read or
+			// go live at yet (a snapshot beyond the head would read
+			// records not there).
+			t := time.NewTimer(aheadWait)
+			select {
+			case <-t.C:
+				continue
+			case <-ctx.Done():
+				t.Stop()
 				return record.Batch{}, ctx.Err()
 			}
 		}

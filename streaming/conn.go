@@ -403,7 +403,9 @@ func (s *Server) newEphemeral(cmd *protocol.Command, filter record.Filter) (*str
 // startCursor resolves a starting point to a cursor: origin is a snapshot
 // as of the head now, tip the head now.
 func (s *Server) startCursor(filter record.Filter, from record.From) (record.Cursor, error) {
-	head := s.head()
+	// A reader process may not have reached a cursor another reader gave
+	// (the subscription waits for it): valid up to the writer's head.
+	head := s.h.CommittedHead()
 	if from.Kind == record.FromCursor && max(from.Cursor.Seq, from.Cursor.Snapshot) > head {
 		return record.Cursor{}, &subscribeError{protocol.CodeBadCursor,
 			fmt.Sprintf("cursor %s is beyond the head of the log (%d)", from.Cursor, head)}

@@ -581,3 +581,79 @@ func TestMirrorHearsOnlyItsSchema(t *testing.T) {
 		t.Fatalf("a reader of an empty schema heard %d notices and is at seq %d", n, r.handle.Head())
 	}
 }
+
+// lagging is a read database that has replayed the log up to upTo only,
+// as a streaming replica behind its primary (log reads only).
+type lagging struct {
+	history.Backend
+	upTo atomic.Int64
+}
+
+func (l *lagging) Head(ctx context.Context) (int64, error) {
+	h, err := l.Backend.Head(ctx)
+	return min(h, l.upTo.Load()), err
+}
+
+func (l *lagging) RecordList(ctx context.Context, p *record.RecordListParams) ([]record.Record, error) {
+	if p.Mode != record.ModeLog {
+		return nil, errors.New("lagging: log reads only")
+	}
+	q := *p
+	if q.UpTo == 0 || q.UpTo > l.upTo.Load() {
+		q.UpTo = l.upTo.Load()
+	}
+	if q.After >= q.UpTo {
+		return nil, nil
+	}
+	return l.Backend.RecordList(ctx, &q)
+}
+
+// TestMirrorCursorAheadOfTheReader: a subscription from a cursor the
+// reader has not reached (a client that moved from a reader further
+// ahead) delivers nothing until the reader has it, then exactly the
+// records after it; the cursor is valid there (CommittedHead).
+func TestMirrorCursorAheadOfTheReader(t *testing.T) {
+	db := openTest(t)
+	w := newWriter(t, db)
+	w.send(60)
+	head := w.committed(t)
+	read := db.open(t)
+	t.Cleanup(func() { _ = read.Close() })
+	lag := &lagging{Backend: read}
+	lag.upTo.Store(head / 3)
+	r := newReader(t, lag, read, history.MirrorConfig{PollInterval: time.Hour, ReplicaRetry: 5 * time.Millisecond})
+	checkFor(t, time.Minute, func() error {
+		if h := r.handle.Head(); h != head/3 {
+			return fmt.Errorf("the reader at seq %d, want %d", h, head/3)
+		}
+		return nil
+	})
+	if c := r.handle.CommittedHead(); c != head {
+		t.Fatalf("CommittedHead %d, want the writer's %d", c, head)
+	}
+	cursor := 2 * head / 3
+	sub := r.handle.Subscribe(record.Filter{}, record.From{Kind: record.FromCursor, Cursor: record.Cursor{Seq: cursor}})
+	defer sub.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	b, err := sub.Next(ctx)
+	cancel()
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("a cursor at %d on a reader at %d gave %d records, %v", cursor, r.handle.Head(), len(b.Records), err)
+	}
+	lag.upTo.Store(head) // the replica replays the rest
+	var got []int64
+	for int64(len(got)) < head-cursor {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		b, err := sub.Next(ctx)
+		cancel()
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, seqsOf(b.Records)...)
+	}
+	for i, seq := range got {
+		if seq != cursor+int64(i)+1 {
+			t.Fatalf("after cursor %d: got %v", cursor, got)
+		}
+	}
+}
