@@ -120,8 +120,10 @@ type MirrorStats struct {
 // database holds, so a subscriber or a query of this process never sees a
 // record the read database has not replayed.
 //
-// Like the Store it is an actor (Props); each incarnation reads the read
-// database's head when it starts, and its live subscribers catch up.
+// Like the Store it is an actor (Props); each incarnation starts from the
+// head the previous one delivered up to, and its live subscribers catch
+// up. Failed reads are counted and retried at the next wake-up; only a
+// read database whose head went back stops it for good.
 type Mirror struct {
 	store    *Store // the read side's shared state: presence, counters, backend
 	source   CommitSource
@@ -228,12 +230,12 @@ func (m *mirror) Receive(ctx actor.Context) {
 	case *actor.Started:
 		m.system, m.self = ctx.ActorSystem(), ctx.Self()
 		m.subs = map[uint64]*liveSub{}
-		rctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		head, err := m.store.backend.Head(rctx)
-		cancel()
-		if err != nil {
-			panic(fmt.Errorf("history mirror: reading the head: %w", err))
-		}
+		// Where the previous incarnation (or NewMirror) left off: every
+		// record up to it was delivered or is in the read database, and
+		// the first wake-up reads how far the database is now. Nothing to
+		// read here, so that a database away for a while fails no
+		// incarnation.
+		head := m.store.stats.Head.Load()
 		m.head, m.target, m.writerHead = head, head, head
 		m.store.stats.Head.Store(head)
 		m.store.run.attach(m.system, m.self)

@@ -118,7 +118,7 @@ func TestReaderOnAReplica(t *testing.T) {
 	if os.Getenv("MARLOWE_TEST_LONG") == "1" {
 		blocks = 2000
 	}
-	startProc(t, "devnet", bin, "devnet", "--socket", socket, "--block-rate", "40", "--blocks", strconv.FormatUint(blocks, 10),
+	startProc(t, "devnet", bin, "devnet", "--socket", socket, "--block-rate", "25", "--blocks", strconv.FormatUint(blocks, 10),
 		"--rollback-every", "10", "--marlowe-share", "0.6", "--seed", "16", "--log-level", "error")
 	waitSocket(t, socket)
 	writer := startService(t, bin, "all", dbURL, socket)
