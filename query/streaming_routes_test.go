@@ -43,7 +43,7 @@ func TestStreamingRoutesAgainstSpec(t *testing.T) {
 	t.Cleanup(func() { streams.Close() })
 	cfg := streamtest.TestConfig()
 	cfg.Token = "tok"
-	ws, err := streaming.New(cfg, streaming.Deps{History: p.Handle, Streams: streams,
+	ws, err := streaming.New(cfg, streaming.Deps{History: p.Handle, System: p.System, Streams: streams,
 		Tip: func() chain.Tip { h := p.Tip(); return chain.Tip{Point: h.Point(), BlockNo: h.BlockNo} }})
 	must(t, err)
 	must(t, ws.Start(ctx))

@@ -3,11 +3,6 @@ package streaming
 import (
 	"sync"
 	"sync/atomic"
-
-	"github.com/coder/websocket"
-	"go.uber.org/zap"
-
-	"github.com/marlowe-follower/follower/streaming/protocol"
 )
 
 // queueBudget is the server's account of the frames queued on all its
@@ -21,11 +16,13 @@ import (
 // total may pass the limit by the frames in the writers of connections
 // being cut, one per connection at most.
 type queueBudget struct {
-	s     *Server
 	limit int64
 	used  atomic.Int64
 	peak  atomic.Int64
 	mu    sync.Mutex // one reservation cuts at a time
+
+	qmu    sync.Mutex
+	queues map[*sendQueue]struct{} // the connections' send queues
 }
 
 // reserve accounts n bytes, cutting connections off first when they would
@@ -43,11 +40,11 @@ func (b *queueBudget) reserve(n int64) {
 		b.mu.Lock()
 		cut := false
 		for b.used.Load()+n > b.limit {
-			c := b.s.largestQueue()
-			if c == nil {
+			q := b.largestQueue()
+			if q == nil {
 				break
 			}
-			c.overBudget()
+			q.cutOverBudget()
 			cut = true
 		}
 		b.mu.Unlock()
@@ -73,34 +70,46 @@ func (s *Server) QueuedBytes() (now, peak int64) {
 	return s.budget.used.Load(), s.budget.peak.Load()
 }
 
-// largestQueue returns the open connection with the most bytes waiting in
-// its send queue, or nil when none has any.
-func (s *Server) largestQueue() *conn {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	var best *conn
+// add and remove register a connection's send queue with the budget.
+func (b *queueBudget) add(q *sendQueue) {
+	b.qmu.Lock()
+	defer b.qmu.Unlock()
+	if b.queues == nil {
+		b.queues = map[*sendQueue]struct{}{}
+	}
+	b.queues[q] = struct{}{}
+}
+
+func (b *queueBudget) remove(q *sendQueue) {
+	b.qmu.Lock()
+	defer b.qmu.Unlock()
+	delete(b.queues, q)
+}
+
+// largestQueue returns the open queue with the most bytes waiting, or nil
+// when none has any.
+func (b *queueBudget) largestQueue() *sendQueue {
+	b.qmu.Lock()
+	defer b.qmu.Unlock()
+	var best *sendQueue
 	var most int64
-	for c := range s.conns {
-		if c.closing.Load() {
+	for q := range b.queues {
+		if q.isClosed() {
 			continue
 		}
-		if n := c.q.pending(); n > most {
-			best, most = c, n
+		if n := q.pending(); n > most {
+			best, most = q, n
 		}
 	}
 	return best
 }
 
-// overBudget cuts off a connection whose queue is the largest when the
-// server's queue budget is reached, with a close frame naming the reason.
-func (c *conn) overBudget() {
-	c.closeOnce.Do(func() {
-		c.srv.m.budgetCuts.Inc()
-		c.log.Warn("disconnecting the client with the most queued frames: the streaming queue budget is reached",
-			zap.String("reason", protocol.CloseMemoryBudget), zap.Int64("queuedBytes", c.q.pending()),
-			zap.Int64("budget", c.srv.cfg.QueueBudget))
-		c.shutdown(websocket.StatusPolicyViolation, protocol.CloseMemoryBudget)
-	})
-	// A connection already closing is skipped by largestQueue; its queue
-	// was emptied when it began to close.
+// cut closes the largest queue (its bytes are released at once) and tells
+// its connection actor, which closes the connection with a close frame
+// naming the reason.
+func (q *sendQueue) cutOverBudget() {
+	q.close()
+	if q.onBudgetCut != nil {
+		q.onBudgetCut()
+	}
 }

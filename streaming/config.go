@@ -1,6 +1,8 @@
 package streaming
 
 import (
+	"github.com/asynkron/protoactor-go/actor"
+
 	"errors"
 	"fmt"
 	"slices"
@@ -207,4 +209,8 @@ type Deps struct {
 	Logger *zap.Logger
 	// Registerer receives the server's metrics (nil: not registered).
 	Registerer prometheus.Registerer
+	// System is the actor system Start spawns the server actor in: the
+	// history store's (its Feeds deliver to the stream actors). A parent
+	// that spawns Props itself needs none.
+	System *actor.ActorSystem
 }

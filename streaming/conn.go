@@ -5,120 +5,640 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
-	"sync/atomic"
 	"time"
 
+	"github.com/asynkron/protoactor-go/actor"
 	"github.com/coder/websocket"
 	"go.uber.org/zap"
 
 	"github.com/marlowe-follower/follower/history/record"
 	"github.com/marlowe-follower/follower/streaming/auth"
 	"github.com/marlowe-follower/follower/streaming/protocol"
-	"github.com/marlowe-follower/follower/streaming/streamstore"
 )
 
-// conn is one WebSocket connection: a reader (the HTTP handler's
-// goroutine) that executes commands and a writer that drains the bounded
-// send queue. The server's heartbeat loop sends it heartbeats and pings.
-type conn struct {
-	srv    *Server
-	ws     *websocket.Conn
-	id     uint64
-	log    *zap.Logger
-	q      *sendQueue
-	ctx    context.Context // ends when the connection does
+// connActor is one WebSocket connection, a child of the server actor. It
+// owns the connection's state (its subscriptions, its send queue and the
+// frames waiting for room in it) and decides everything in Receive; two
+// goroutines do the blocking I/O: the reader (the HTTP handler's
+// goroutine) forwards each frame the client sends to the mailbox, the
+// writer drains the send queue into the socket. The actor stops once the
+// connection has ended and its goroutines are done; the streams it was
+// attached to watch it, and a round trip bound to it ends then.
+type connActor struct {
+	srv       *Server
+	ws        *websocket.Conn
+	id        uint64
+	log       *zap.Logger
+	principal auth.Principal
+	q         *sendQueue
+	// credits bound the frames the reader has handed over and the actor
+	// has not taken yet.
+	credits chan struct{}
+	// gone is closed when the actor stops: the reader stops waiting.
+	gone   chan struct{}
+	ctx    context.Context // ends when the connection starts to end
 	cancel context.CancelFunc
 
-	// principal is who the connection authenticated as: the owner check
-	// of its durable streams.
-	principal auth.Principal
+	self *actor.PID
+	sys  *actor.ActorSystem
 
-	closeOnce sync.Once
-	// closing is set when the connection starts to end: nothing more is
-	// queued for it, and its reader only takes acks and nacks until the
-	// socket ends. Its subscriptions are detached (their round trips end)
-	// when the reader has stopped, so that an ack the client sent before
-	// the end still counts.
-	closing atomic.Bool
-	mu      sync.Mutex
-	subs    map[string]*attachment
+	subs map[string]*connSub
+	// opening is the subscription being set up: the commands after it
+	// wait (stashed) until it is, as they were sent.
+	opening string
+	stash   []*inbound
 	bad     int
+	// closing is set when the connection starts to end: nothing more is
+	// queued for it, and it takes only acks and nacks until the socket's
+	// reads end.
+	closing    bool
+	readerDone bool
+	running    int // the writer, the close handshake and pings not ended yet
+	pinging    bool
+
+	// overflow are frames waiting for room in the send queue, oldest
+	// first; the oldest waits at most WriteTimeout, then the client is
+	// cut off as a slow consumer.
+	overflow      []waiting
+	overflowBytes int64
+	overflowTimer *time.Timer
+	overflowGen   int
 }
 
-func newConn(s *Server, ws *websocket.Conn, id uint64, remote string) *conn {
-	ctx, cancel := context.WithCancel(s.ctx)
-	q := newSendQueue(s.cfg.SendQueueFrames, s.cfg.SendQueueBytes)
-	q.budget = &s.budget
-	return &conn{srv: s, ws: ws, id: id, q: q,
-		ctx: ctx, cancel: cancel, subs: map[string]*attachment{},
-		log: s.log.With(zap.Uint64("connection", id), zap.String("remote", remote))}
+// connSub is a subscription of the connection.
+type connSub struct {
+	stream   *actor.PID // nil while it is set up
+	durable  bool
+	owner    string
+	replying int // acks and nacks handed to the stream and not yet taken
 }
 
-// serve runs the connection until it ends.
-func (c *conn) serve() {
-	c.ws.SetReadLimit(c.srv.cfg.MaxFrameBytes)
-	c.srv.wg.Add(1)
-	go c.writeLoop()
-	c.readLoop()
-	c.close(websocket.StatusNormalClosure, "")
-	c.detachAll()
+// waiting is a frame waiting for room in the send queue.
+type waiting struct {
+	frame  []byte
+	pooled bool
+	since  time.Time
+	// a batch's: its stream is told when it cannot be queued (and, with
+	// notify, when it is).
+	stream *actor.PID
+	number int64
+	notify bool
 }
 
-// detachAll detaches every subscription: their round trips end at once.
-func (c *conn) detachAll() {
-	c.mu.Lock()
-	subs := c.subs
-	c.subs = map[string]*attachment{}
-	c.mu.Unlock()
-	for _, a := range subs {
-		c.srv.m.subscribers.Dec()
-		a.st.detach(a)
+// Messages of a connection actor.
+type (
+	// inbound is a frame the reader read.
+	inbound struct {
+		typ  websocket.MessageType
+		data []byte
+	}
+	// readEnded: the socket's reads ended (the client went, or the close
+	// handshake is done).
+	readEnded struct{ err error }
+	// ended: one of the connection's goroutines returned.
+	ended struct{ writer bool }
+	// room: the writer took a frame while frames waited for room.
+	room struct{}
+	// cut ends the connection with a close frame (the writer's watchdog,
+	// the queue budget, the server shutting down).
+	cut struct {
+		code   websocket.StatusCode
+		reason string
+		why    string // the metric counted: slow, budget or none
+	}
+	overflowDue struct{ gen int }
+	pingFailed  struct{}
+	// heartbeat is the server's periodic frame with the tip.
+	heartbeat struct{ frame []byte }
+	// subscribeRefused: the server refused a subscribe.
+	subscribeRefused struct {
+		name, code, msg string
+		abusive         bool
+	}
+	// attached: a stream took the connection.
+	attached struct {
+		stream  *actor.PID
+		name    string
+		durable bool
+		owner   string
+		frame   []byte // the subscribed frame
+	}
+	attachRefused struct{ name, code, msg string }
+	// deliverMsg is a batch frame for a subscription.
+	deliverMsg struct {
+		stream *actor.PID
+		name   string
+		number int64
+		frame  []byte
+		notify bool
+	}
+	// replied: a stream took an ack or nack.
+	replied struct{ stream *actor.PID }
+	// dropSub: the stream ended the subscription (deleted).
+	dropSub struct {
+		stream          *actor.PID
+		name, code, msg string
+	}
+	controlMsg struct{ frame []byte }
+)
+
+// Receive handles the connection's messages.
+func (c *connActor) Receive(ac actor.Context) {
+	switch m := ac.Message().(type) {
+	case *actor.Started:
+		c.self, c.sys = ac.Self(), ac.ActorSystem()
+		c.running++
+		go c.writeLoop()
+		c.srv.m.connections.Inc()
+		c.log.Debug("connected")
+	case *inbound:
+		if c.opening != "" {
+			c.stash = append(c.stash, m)
+			return
+		}
+		c.handle(ac, m)
+	case *readEnded:
+		c.readerDone = true
+		if st := websocket.CloseStatus(m.err); st == -1 && !c.closing {
+			c.log.Debug("connection lost", zap.Error(m.err))
+		}
+		c.close(websocket.StatusNormalClosure, "")
+	case *ended:
+		c.running--
+		if m.writer && !c.closing {
+			c.close(websocket.StatusInternalError, "")
+		}
+	case *pingEnded:
+		c.running--
+		c.pinging = false
+	case *pingFailed:
+		c.close(websocket.StatusPolicyViolation, protocol.ClosePingTimeout)
+	case *cut:
+		if c.closing {
+			return
+		}
+		switch m.why {
+		case "slow":
+			c.srv.m.slowDropped.Inc()
+			c.log.Warn("disconnecting a client that does not read", zap.String("reason", protocol.CloseSlowConsumer))
+		case "budget":
+			c.srv.m.budgetCuts.Inc()
+			c.log.Warn("disconnecting the client with the most queued frames: the streaming queue budget is reached",
+				zap.String("reason", protocol.CloseMemoryBudget), zap.Int64("budget", c.srv.cfg.QueueBudget))
+		}
+		c.close(m.code, m.reason)
+	case *room:
+		c.flush()
+	case *overflowDue:
+		if m.gen == c.overflowGen && len(c.overflow) > 0 {
+			if time.Since(c.overflow[0].since) >= c.srv.cfg.WriteTimeout {
+				c.slowConsumer()
+			} else {
+				c.armOverflow()
+			}
+		}
+	case *heartbeat:
+		if c.closing {
+			return
+		}
+		if len(c.subs) > 0 && len(c.overflow) == 0 {
+			_ = c.q.tryPush(m.frame, false)
+		}
+		c.ping()
+	case *subscribeRefused:
+		if c.opening == m.name {
+			delete(c.subs, m.name)
+			c.opened(ac)
+			if !c.closing {
+				c.reject(m.code, m.msg, m.name, m.abusive)
+			}
+		}
+	case *attachRefused:
+		if c.opening == m.name {
+			delete(c.subs, m.name)
+			c.opened(ac)
+			if !c.closing {
+				c.reject(m.code, m.msg, m.name, false)
+			}
+		}
+	case *attached:
+		sub := c.subs[m.name]
+		if c.opening != m.name || sub == nil || c.closing {
+			tell(c.sys, m.stream, &detach{conn: c.self})
+			if c.opening == m.name {
+				delete(c.subs, m.name)
+				c.opened(ac)
+			}
+			break
+		}
+		sub.stream, sub.durable, sub.owner = m.stream, m.durable, m.owner
+		c.srv.m.subscribers.Inc()
+		c.sendFrame(m.frame)
+		c.opened(ac)
+	case *deliverMsg:
+		c.deliver(ac, m)
+	case *replied:
+		for _, s := range c.subs {
+			if s.stream != nil && s.stream.Equal(m.stream) && s.replying > 0 {
+				s.replying--
+			}
+		}
+	case *dropSub:
+		if s := c.subs[m.name]; s != nil && s.stream != nil && s.stream.Equal(m.stream) {
+			delete(c.subs, m.name)
+			c.srv.m.subscribers.Dec()
+			if !c.closing {
+				_ = c.q.tryPush(controlFrame(&protocol.Frame{Type: protocol.TypeError, Code: m.code, Message: m.msg, Stream: m.name}), false)
+			}
+		}
+	case *controlMsg:
+		if !c.closing {
+			_ = c.q.tryPush(m.frame, false)
+		}
+	case *actor.Stopping:
+		if !c.closing {
+			// Stopped from outside (the server failed): the client still
+			// gets the close frame.
+			c.close(websocket.StatusGoingAway, protocol.CloseShuttingDown)
+		}
+		// The streams watch the actor: its Terminated detaches it from
+		// them, after the replies it handed them.
+		for _, s := range c.subs {
+			if s.stream != nil {
+				c.srv.m.subscribers.Dec()
+			}
+		}
+		c.subs = nil
+		if c.overflowTimer != nil {
+			c.overflowTimer.Stop()
+		}
+		c.srv.m.connections.Dec()
+		close(c.gone)
+		return
+	default:
+		return
+	}
+	if c.closing && c.readerDone && c.running == 0 {
+		ac.Stop(c.self)
 	}
 }
 
-func (c *conn) readLoop() {
-	// Reads take no context: one with a Done channel costs a registration
-	// per read, and cancelling it would drop the socket without a close
-	// handshake. Closing the connection ends a read.
+// opened ends the setting up of a subscription: the commands that waited
+// for it are taken now, in order.
+func (c *connActor) opened(ac actor.Context) {
+	c.opening = ""
+	for len(c.stash) > 0 && c.opening == "" {
+		m := c.stash[0]
+		c.stash[0] = nil
+		c.stash = c.stash[1:]
+		c.handle(ac, m)
+	}
+}
+
+// handle decodes and executes a frame from the client.
+func (c *connActor) handle(ac actor.Context, m *inbound) {
+	<-c.credits // the reader may read the next frame
+	if m.typ != websocket.MessageText {
+		if !c.closing {
+			c.reject(protocol.CodeBadFrame, "only text frames holding JSON commands are accepted", "", true)
+		}
+		return
+	}
+	cmd, err := protocol.DecodeCommand(m.data)
+	if err != nil {
+		code, msg := protocol.CodeBadJSON, err.Error()
+		var bc *protocol.ErrBadCommand
+		if errors.As(err, &bc) {
+			code, msg = bc.Code, bc.Err.Error()
+		}
+		if !c.closing {
+			c.reject(code, msg, "", true)
+		}
+		return
+	}
+	if c.closing && cmd.Type != protocol.TypeAck && cmd.Type != protocol.TypeNack {
+		return // an ending connection takes only replies to what it was sent
+	}
+	c.execute(ac, cmd)
+}
+
+func (c *connActor) execute(ac actor.Context, cmd *protocol.Command) {
+	switch cmd.Type {
+	case protocol.TypeSubscribe:
+		c.subscribe(ac, cmd)
+	case protocol.TypeAck, protocol.TypeNack:
+		s := c.subs[cmd.Stream]
+		if s == nil || s.stream == nil {
+			c.reject(protocol.CodeUnknownStream, fmt.Sprintf("no subscription named %q on this connection", cmd.Stream), cmd.Stream, false)
+			return
+		}
+		if s.durable && !c.principal.Owns(s.owner) {
+			c.reject(protocol.CodeForbidden, fmt.Sprintf("durable stream %q belongs to another credential", cmd.Stream), cmd.Stream, false)
+			return
+		}
+		if s.replying >= replyQueue {
+			c.srv.m.staleAcks.Inc()
+			return
+		}
+		s.replying++
+		tell(c.sys, s.stream, &reply{conn: c.self, batch: cmd.Batch, ack: cmd.Type == protocol.TypeAck, upTo: cmd.UpToSeq, reason: cmd.Reason})
+	case protocol.TypeUnsubscribe:
+		s := c.subs[cmd.Stream]
+		if s == nil || s.stream == nil {
+			c.reject(protocol.CodeUnknownStream, fmt.Sprintf("no subscription named %q on this connection", cmd.Stream), cmd.Stream, true)
+			return
+		}
+		delete(c.subs, cmd.Stream)
+		c.srv.m.subscribers.Dec()
+		tell(c.sys, s.stream, &detach{conn: c.self})
+		c.send(&protocol.Frame{Type: protocol.TypeUnsubscribed, Stream: cmd.Stream})
+	case protocol.TypePing:
+		t := c.srv.tip()
+		c.send(&protocol.Frame{Type: protocol.TypePong, Tip: &t})
+	}
+}
+
+// subscribe checks a subscribe command and asks the server for its
+// stream; the commands after it wait for the answer.
+func (c *connActor) subscribe(ac actor.Context, cmd *protocol.Command) {
+	cfg := &c.srv.cfg
+	_, exists := c.subs[cmd.Stream]
+	switch {
+	case exists:
+		c.reject(protocol.CodeStreamExists, fmt.Sprintf("a subscription named %q is already on this connection", cmd.Stream), cmd.Stream, true)
+		return
+	case len(c.subs) >= cfg.MaxSubscriptions:
+		c.reject(protocol.CodeTooManySubscriptions, fmt.Sprintf("at most %d subscriptions per connection", cfg.MaxSubscriptions), cmd.Stream, true)
+		return
+	case cmd.BatchSize > cfg.MaxBatchSize:
+		c.reject(protocol.CodeBadRequest, fmt.Sprintf("batchSize %d is above the limit %d", cmd.BatchSize, cfg.MaxBatchSize), cmd.Stream, true)
+		return
+	case time.Duration(cmd.BatchTimeout) > cfg.MaxBatchTimeout:
+		c.reject(protocol.CodeBadRequest, fmt.Sprintf("batchTimeout is above the limit %s", cfg.MaxBatchTimeout), cmd.Stream, true)
+		return
+	}
+	var filter record.Filter
+	if cmd.Filter != nil {
+		var err error
+		if filter, err = cmd.Filter.History(); err != nil {
+			c.reject(protocol.CodeBadFilter, err.Error(), cmd.Stream, true)
+			return
+		}
+	}
+	if !cmd.Durable && !c.principal.Allows(auth.ScopeSubscribe) {
+		c.reject(protocol.CodeForbidden, "this token has no subscribe scope: it may use durable streams only", cmd.Stream, true)
+		return
+	}
+	c.subs[cmd.Stream] = &connSub{}
+	c.opening = cmd.Stream
+	tell(c.sys, ac.Parent(), &openStream{cmd: cmd, filter: filter, who: c.principal, conn: c.self, id: c.id, q: c.q})
+}
+
+// reject answers a command with an error frame; abusive errors count
+// toward MaxBadFrames, after which the connection is closed.
+func (c *connActor) reject(code, msg, stream string, abusive bool) {
+	c.srv.m.badFrames.WithLabelValues(code).Inc()
+	c.send(&protocol.Frame{Type: protocol.TypeError, Code: code, Message: msg, Stream: stream})
+	if !abusive {
+		return
+	}
+	c.bad++
+	if c.bad >= c.srv.cfg.MaxBadFrames {
+		c.log.Info("closing a connection that sends bad frames", zap.Int("badFrames", c.bad))
+		c.close(websocket.StatusPolicyViolation, protocol.CloseTooManyErrors)
+	}
+}
+
+// send queues a control frame; when the queue has no room it waits for
+// some (the client is cut off if it does not read within WriteTimeout).
+func (c *connActor) send(f *protocol.Frame) { c.sendFrame(controlFrame(f)) }
+
+func (c *connActor) sendFrame(b []byte) {
+	if c.closing {
+		return
+	}
+	c.enqueue(waiting{frame: b})
+}
+
+// deliver queues a stream's batch frame, or tells the stream it cannot.
+func (c *connActor) deliver(ac actor.Context, m *deliverMsg) {
+	s := c.subs[m.name]
+	if c.closing || s == nil || s.stream == nil || !s.stream.Equal(m.stream) {
+		putFrameBuf(m.frame)
+		tell(c.sys, m.stream, &undelivered{conn: c.self, number: m.number})
+		return
+	}
+	c.enqueue(waiting{frame: m.frame, pooled: true, stream: m.stream, number: m.number, notify: m.notify})
+}
+
+// enqueue puts a frame in the send queue, or behind the frames waiting
+// for room in it.
+func (c *connActor) enqueue(w waiting) {
+	if len(c.overflow) == 0 {
+		switch err := c.q.tryPush(w.frame, w.pooled); {
+		case err == nil:
+			c.queued(w)
+			return
+		case errors.Is(err, errQueueClosed):
+			c.refused(w)
+			return
+		}
+	}
+	w.since = time.Now()
+	c.overflow = append(c.overflow, w)
+	c.overflowBytes += int64(len(w.frame))
+	if len(c.overflow) > c.srv.cfg.SendQueueFrames || c.overflowBytes > c.srv.cfg.SendQueueBytes {
+		// As much again waits as the queue holds: the client does not read.
+		c.slowConsumer()
+		return
+	}
+	if len(c.overflow) == 1 {
+		c.q.roomWanted.Store(true)
+		c.flush() // the writer may have made room meanwhile
+		if len(c.overflow) > 0 {
+			c.armOverflow()
+		}
+	}
+}
+
+// flush moves waiting frames into the send queue while there is room.
+func (c *connActor) flush() {
+	for len(c.overflow) > 0 {
+		w := c.overflow[0]
+		err := c.q.tryPush(w.frame, w.pooled)
+		if errors.Is(err, errQueueFull) {
+			c.q.roomWanted.Store(true)
+			return
+		}
+		c.overflow[0] = waiting{}
+		c.overflow = c.overflow[1:]
+		c.overflowBytes -= int64(len(w.frame))
+		if err != nil {
+			c.refused(w)
+		} else {
+			c.queued(w)
+		}
+	}
+	c.overflow = nil
+	c.q.roomWanted.Store(false)
+	c.overflowGen++
+}
+
+func (c *connActor) armOverflow() {
+	if c.overflowTimer != nil {
+		c.overflowTimer.Stop()
+	}
+	c.overflowGen++
+	sys, self, gen := c.sys, c.self, c.overflowGen
+	c.overflowTimer = time.AfterFunc(time.Until(c.overflow[0].since.Add(c.srv.cfg.WriteTimeout)), func() {
+		tell(sys, self, &overflowDue{gen: gen})
+	})
+}
+
+func (c *connActor) queued(w waiting) {
+	if w.notify {
+		tell(c.sys, w.stream, &queuedNotice{conn: c.self})
+	}
+}
+
+func (c *connActor) refused(w waiting) {
+	if w.pooled {
+		putFrameBuf(w.frame)
+	}
+	if w.stream != nil {
+		tell(c.sys, w.stream, &undelivered{conn: c.self, number: w.number})
+	}
+}
+
+// slowConsumer cuts off a client that does not read: a frame waited for
+// room in its queue for WriteTimeout.
+func (c *connActor) slowConsumer() {
+	if c.closing {
+		return
+	}
+	c.srv.m.slowDropped.Inc()
+	c.log.Warn("disconnecting a client that does not read", zap.String("reason", protocol.CloseSlowConsumer))
+	c.close(websocket.StatusPolicyViolation, protocol.CloseSlowConsumer)
+}
+
+// close starts ending the connection with a status and reason (once):
+// nothing more is queued, the streams are told (none sends to it again),
+// and the close handshake runs in the background (it may take seconds
+// with a peer that does not read). The reader goes on taking acks and
+// nacks until the socket ends; then the actor stops, and the round trips
+// bound to it end.
+func (c *connActor) close(code websocket.StatusCode, reason string) {
+	if c.closing {
+		return
+	}
+	c.closing = true
+	if reason != "" {
+		c.srv.m.disconnects.WithLabelValues(reason).Inc()
+	}
+	c.cancel()
+	c.q.close()
+	for _, w := range c.overflow {
+		c.refused(w)
+	}
+	c.overflow, c.overflowBytes = nil, 0
+	c.overflowGen++
+	for _, s := range c.subs {
+		if s.stream != nil {
+			tell(c.sys, s.stream, &connClosing{conn: c.self})
+		}
+	}
+	c.running++
+	ws, sys, self := c.ws, c.sys, c.self
+	go func() {
+		_ = ws.Close(code, reason)
+		tell(sys, self, &ended{})
+	}()
+}
+
+// ping checks that the client answers (one ping at a time); one that does
+// not within PingTimeout is disconnected.
+func (c *connActor) ping() {
+	if c.pinging {
+		return
+	}
+	c.pinging = true
+	c.running++
+	ctx, ws, sys, self, timeout := c.ctx, c.ws, c.sys, c.self, c.srv.cfg.PingTimeout
+	go func() {
+		pctx, cancel := context.WithTimeout(ctx, timeout)
+		err := ws.Ping(pctx)
+		if err != nil && errors.Is(pctx.Err(), context.DeadlineExceeded) {
+			tell(sys, self, &pingFailed{})
+		}
+		cancel()
+		tell(sys, self, &pingEnded{})
+	}()
+}
+
+// pingEnded: a ping returned.
+type pingEnded struct{}
+
+// writeLoop writes queued frames. A write that takes longer than
+// WriteTimeout (the client does not read) trips the watchdog, which cuts
+// the client off; a timer reset per write costs less than a context.
+func (c *connActor) writeLoop() {
+	sys, self := c.sys, c.self
+	defer tell(sys, self, &ended{writer: true})
+	watchdog := time.AfterFunc(time.Hour, func() {
+		// The close handshake waits (up to its 5 s) for the stuck write,
+		// so a client that reads again in that time gets its frames, then
+		// the close frame with the reason.
+		tell(sys, self, &cut{code: websocket.StatusPolicyViolation, reason: protocol.CloseSlowConsumer, why: "slow"})
+	})
+	watchdog.Stop()
+	defer watchdog.Stop()
+	for {
+		f, ok := c.q.pop(c.ctx.Done())
+		if !ok {
+			return
+		}
+		if c.q.roomWanted.CompareAndSwap(true, false) {
+			tell(sys, self, &room{})
+		}
+		watchdog.Reset(c.srv.cfg.WriteTimeout)
+		err := c.ws.Write(context.Background(), websocket.MessageText, f.b)
+		c.q.done(f)
+		if !watchdog.Stop() {
+			return // tripped: the connection is being cut off
+		}
+		if f.pooled {
+			putFrameBuf(f.b)
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// readLoop is the reader: it hands every frame to the actor, at most
+// cap(credits) ahead of it, until the socket's reads end. Reads take no
+// context: one with a Done channel costs a registration per read, and
+// cancelling it would drop the socket without a close handshake. Closing
+// the connection ends a read.
+func (c *connActor) readLoop(sys *actor.ActorSystem, pid *actor.PID) {
 	var buf bytes.Buffer
 	for {
 		typ, data, err := c.read(&buf)
 		if err != nil {
-			if st := websocket.CloseStatus(err); st == -1 && c.ctx.Err() == nil {
-				c.log.Debug("connection lost", zap.Error(err))
-			}
+			tell(sys, pid, &readEnded{err: err})
 			return
 		}
-		closing := c.closing.Load()
-		if typ != websocket.MessageText {
-			if closing {
-				continue
-			}
-			c.reject(protocol.CodeBadFrame, "only text frames holding JSON commands are accepted", "", true)
-			continue
+		select {
+		case c.credits <- struct{}{}:
+		case <-c.gone:
+			return
 		}
-		cmd, err := protocol.DecodeCommand(data)
-		if err != nil {
-			code, msg := protocol.CodeBadJSON, err.Error()
-			var bc *protocol.ErrBadCommand
-			if errors.As(err, &bc) {
-				code, msg = bc.Code, bc.Err.Error()
-			}
-			if !closing {
-				c.reject(code, msg, "", true)
-			}
-			continue
-		}
-		if closing && cmd.Type != protocol.TypeAck && cmd.Type != protocol.TypeNack {
-			continue // an ending connection takes only replies to what it was sent
-		}
-		c.execute(cmd)
+		tell(sys, pid, &inbound{typ: typ, data: bytes.Clone(data)})
 	}
 }
 
 // read reads one message into buf (reused: most commands are small).
-func (c *conn) read(buf *bytes.Buffer) (websocket.MessageType, []byte, error) {
+func (c *connActor) read(buf *bytes.Buffer) (websocket.MessageType, []byte, error) {
 	typ, r, err := c.ws.Reader(context.Background())
 	if err != nil {
 		return 0, nil, err
@@ -131,322 +651,4 @@ func (c *conn) read(buf *bytes.Buffer) (websocket.MessageType, []byte, error) {
 		defer func() { *buf = bytes.Buffer{} }() // do not keep a large buffer
 	}
 	return typ, buf.Bytes(), nil
-}
-
-// reject answers a command with an error frame; abusive errors count
-// toward MaxBadFrames, after which the connection is closed.
-func (c *conn) reject(code, msg, stream string, abusive bool) {
-	c.srv.m.badFrames.WithLabelValues(code).Inc()
-	c.send(&protocol.Frame{Type: protocol.TypeError, Code: code, Message: msg, Stream: stream})
-	if !abusive {
-		return
-	}
-	c.mu.Lock()
-	c.bad++
-	n := c.bad
-	c.mu.Unlock()
-	if n >= c.srv.cfg.MaxBadFrames {
-		c.log.Info("closing a connection that sends bad frames", zap.Int("badFrames", n))
-		c.close(websocket.StatusPolicyViolation, protocol.CloseTooManyErrors)
-	}
-}
-
-// send queues a control frame, waiting for room (the reader waits, which
-// slows down a client that sends commands without reading answers).
-func (c *conn) send(f *protocol.Frame) {
-	if err := c.q.push(c.ctx, controlFrame(f), false, c.srv.cfg.WriteTimeout); errors.Is(err, errQueueFull) {
-		c.slowConsumer()
-	}
-}
-
-func (c *conn) execute(cmd *protocol.Command) {
-	switch cmd.Type {
-	case protocol.TypeSubscribe:
-		c.subscribe(cmd)
-	case protocol.TypeAck, protocol.TypeNack:
-		c.mu.Lock()
-		a := c.subs[cmd.Stream]
-		c.mu.Unlock()
-		if a == nil {
-			c.reject(protocol.CodeUnknownStream, fmt.Sprintf("no subscription named %q on this connection", cmd.Stream), cmd.Stream, false)
-			return
-		}
-		if a.st.durable && !c.principal.Owns(a.st.owner) {
-			c.reject(protocol.CodeForbidden, fmt.Sprintf("durable stream %q belongs to another credential", cmd.Stream), cmd.Stream, false)
-			return
-		}
-		if !a.st.post(reply{att: a, batch: cmd.Batch, ack: cmd.Type == protocol.TypeAck, upTo: cmd.UpToSeq, reason: cmd.Reason},
-			c.srv.cfg.WriteTimeout) {
-			c.srv.m.staleAcks.Inc()
-		}
-	case protocol.TypeUnsubscribe:
-		c.mu.Lock()
-		a := c.subs[cmd.Stream]
-		delete(c.subs, cmd.Stream)
-		c.mu.Unlock()
-		if a == nil {
-			c.reject(protocol.CodeUnknownStream, fmt.Sprintf("no subscription named %q on this connection", cmd.Stream), cmd.Stream, true)
-			return
-		}
-		c.srv.m.subscribers.Dec()
-		a.st.detach(a)
-		c.send(&protocol.Frame{Type: protocol.TypeUnsubscribed, Stream: cmd.Stream})
-	case protocol.TypePing:
-		t := c.srv.tip()
-		c.send(&protocol.Frame{Type: protocol.TypePong, Tip: &t})
-	}
-}
-
-// subscribe starts or attaches a stream.
-func (c *conn) subscribe(cmd *protocol.Command) {
-	c.mu.Lock()
-	_, exists := c.subs[cmd.Stream]
-	n := len(c.subs)
-	c.mu.Unlock()
-	cfg := &c.srv.cfg
-	switch {
-	case exists:
-		c.reject(protocol.CodeStreamExists, fmt.Sprintf("a subscription named %q is already on this connection", cmd.Stream), cmd.Stream, true)
-		return
-	case n >= cfg.MaxSubscriptions:
-		c.reject(protocol.CodeTooManySubscriptions, fmt.Sprintf("at most %d subscriptions per connection", cfg.MaxSubscriptions), cmd.Stream, true)
-		return
-	case cmd.BatchSize > cfg.MaxBatchSize:
-		c.reject(protocol.CodeBadRequest, fmt.Sprintf("batchSize %d is above the limit %d", cmd.BatchSize, cfg.MaxBatchSize), cmd.Stream, true)
-		return
-	case time.Duration(cmd.BatchTimeout) > cfg.MaxBatchTimeout:
-		c.reject(protocol.CodeBadRequest, fmt.Sprintf("batchTimeout is above the limit %s", cfg.MaxBatchTimeout), cmd.Stream, true)
-		return
-	}
-	var filter record.Filter
-	var err error
-	if cmd.Filter != nil {
-		if filter, err = cmd.Filter.History(); err != nil {
-			c.reject(protocol.CodeBadFilter, err.Error(), cmd.Stream, true)
-			return
-		}
-	}
-	var st *stream
-	switch {
-	case cmd.Durable:
-		st, err = c.srv.openDurable(c.ctx, cmd, filter, c.principal)
-	case !c.principal.Allows(auth.ScopeSubscribe):
-		err = &subscribeError{protocol.CodeForbidden, "this token has no subscribe scope: it may use durable streams only"}
-	default:
-		st, err = c.srv.newEphemeral(cmd, filter)
-	}
-	if err != nil {
-		var se *subscribeError
-		if errors.As(err, &se) {
-			c.reject(se.code, se.msg, cmd.Stream, true)
-			return
-		}
-		c.log.Error("subscribing", zap.String("stream", cmd.Stream), zap.Error(err))
-		c.reject(protocol.CodeInternal, "the subscription could not be set up; try again", cmd.Stream, false)
-		return
-	}
-	a := &attachment{conn: c, name: cmd.Stream, st: st, gone: make(chan struct{})}
-	acked, _ := st.positions()
-	c.mu.Lock()
-	if c.ctx.Err() != nil { // the connection ended meanwhile
-		c.mu.Unlock()
-		if !st.durable {
-			c.srv.forgetEphemeral(st)
-		}
-		return
-	}
-	c.subs[cmd.Stream] = a
-	c.mu.Unlock()
-	c.srv.m.subscribers.Inc()
-	c.send(&protocol.Frame{Type: protocol.TypeSubscribed, Stream: cmd.Stream, Durable: st.durable, Mode: st.mode,
-		Cursor: acked.String(), BatchSize: st.batchSize, BatchTimeout: protocol.Duration(st.batchTimeout),
-		Filter: &st.wire, Tip: ptr(c.srv.tip())})
-	switch st.attach(a) {
-	case "":
-	case protocol.CodeShuttingDown:
-		c.dropSub(a, protocol.CodeShuttingDown, "the server is shutting down")
-		if !st.durable {
-			c.srv.forgetEphemeral(st)
-		}
-	default:
-		c.dropSub(a, protocol.CodeStreamDeleted, "the durable stream was deleted")
-	}
-}
-
-func ptr[T any](v T) *T { return &v }
-
-// dropSub removes a subscription the server ended, telling the client.
-func (c *conn) dropSub(a *attachment, code, msg string) {
-	c.mu.Lock()
-	if c.subs[a.name] != a {
-		c.mu.Unlock()
-		return
-	}
-	delete(c.subs, a.name)
-	c.mu.Unlock()
-	c.srv.m.subscribers.Dec()
-	_ = c.q.tryPush(controlFrame(&protocol.Frame{Type: protocol.TypeError, Code: code, Message: msg, Stream: a.name}), false)
-}
-
-// writeLoop writes queued frames. A write that takes longer than
-// WriteTimeout (the client does not read) trips the watchdog, which cuts
-// the client off; a timer reset per write costs less than a context.
-func (c *conn) writeLoop() {
-	defer c.srv.wg.Done()
-	watchdog := time.AfterFunc(time.Hour, func() { c.slowConsumerNow() })
-	watchdog.Stop()
-	defer watchdog.Stop()
-	for {
-		f, ok := c.q.pop(c.ctx.Done())
-		if !ok {
-			return
-		}
-		watchdog.Reset(c.srv.cfg.WriteTimeout)
-		err := c.ws.Write(context.Background(), websocket.MessageText, f.b)
-		c.q.done(f)
-		if !watchdog.Stop() {
-			return // tripped: the connection is being cut off
-		}
-		if f.pooled {
-			putFrameBuf(f.b)
-		}
-		if err != nil {
-			c.close(websocket.StatusInternalError, "")
-			return
-		}
-	}
-}
-
-// ping checks that the client answers; one that does not within
-// PingTimeout is disconnected. The server's heartbeat loop calls it.
-func (c *conn) ping() {
-	ctx, cancel := context.WithTimeout(c.ctx, c.srv.cfg.PingTimeout)
-	defer cancel()
-	err := c.ws.Ping(ctx)
-	if err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
-		c.close(websocket.StatusPolicyViolation, protocol.ClosePingTimeout)
-	}
-}
-
-// subscribed reports whether the connection has subscriptions.
-func (c *conn) subscribed() bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return len(c.subs) > 0
-}
-
-// slowConsumer cuts off a client that does not read: its send queue
-// stayed full for WriteTimeout.
-func (c *conn) slowConsumer() {
-	c.closeOnce.Do(func() {
-		c.srv.m.slowDropped.Inc()
-		c.log.Warn("disconnecting a client that does not read", zap.String("reason", protocol.CloseSlowConsumer))
-		c.shutdown(websocket.StatusPolicyViolation, protocol.CloseSlowConsumer)
-	})
-}
-
-// slowConsumerNow cuts off a client whose socket took a write for longer
-// than WriteTimeout. It still tries the close frame naming the reason: the
-// close handshake waits (up to its 5 s) for the stuck write, so a client
-// that reads again in that time gets its frames, then the close frame with
-// the reason instead of a bare end of the connection; one that never reads
-// loses the connection when the handshake gives up.
-func (c *conn) slowConsumerNow() { c.slowConsumer() }
-
-// close ends the connection with a status and reason (once).
-func (c *conn) close(code websocket.StatusCode, reason string) {
-	c.closeOnce.Do(func() { c.shutdown(code, reason) })
-}
-
-// shutdown stops the writer and keepalive and closes the socket in the
-// background: the close handshake may take seconds with a peer that does
-// not read. The reader goes on taking acks and nacks until the socket
-// ends; then serve detaches the subscriptions (their round trips end).
-func (c *conn) shutdown(code websocket.StatusCode, reason string) {
-	if reason != "" {
-		c.srv.m.disconnects.WithLabelValues(reason).Inc()
-	}
-	c.closing.Store(true)
-	c.cancel()
-	c.q.close()
-	c.srv.wg.Add(1)
-	go func() {
-		defer c.srv.wg.Done()
-		_ = c.ws.Close(code, reason)
-	}()
-}
-
-// subscribeError is a refusal the client is told about.
-type subscribeError struct{ code, msg string }
-
-// Error implements error.
-func (e *subscribeError) Error() string { return e.code + ": " + e.msg }
-
-// newEphemeral makes a connection's own stream.
-func (s *Server) newEphemeral(cmd *protocol.Command, filter record.Filter) (*stream, error) {
-	from, err := protocol.ParseFrom(cmd.From)
-	if err != nil {
-		return nil, &subscribeError{protocol.CodeBadCursor, err.Error()}
-	}
-	start, err := s.startCursor(filter, from)
-	if err != nil {
-		return nil, err
-	}
-	st := s.newStream(cmd, filter)
-	st.acked, st.delivered = start, start
-	s.mu.Lock()
-	s.ephemeral[st] = struct{}{}
-	s.mu.Unlock()
-	return st, nil
-}
-
-// startCursor resolves a starting point to a cursor: origin is a snapshot
-// as of the head now, tip the head now.
-func (s *Server) startCursor(filter record.Filter, from record.From) (record.Cursor, error) {
-	// A reader process may not have reached a cursor another reader gave
-	// (the subscription waits for it): valid up to the writer's head.
-	head := s.h.CommittedHead()
-	if from.Kind == record.FromCursor && max(from.Cursor.Seq, from.Cursor.Snapshot) > head {
-		return record.Cursor{}, &subscribeError{protocol.CodeBadCursor,
-			fmt.Sprintf("cursor %s is beyond the head of the log (%d)", from.Cursor, head)}
-	}
-	return s.h.Subscribe(filter, from).Cursor(), nil
-}
-
-// forgetEphemeral drops an ended ephemeral stream.
-func (s *Server) forgetEphemeral(st *stream) {
-	s.mu.Lock()
-	delete(s.ephemeral, st)
-	s.mu.Unlock()
-}
-
-func (s *Server) newStream(cmd *protocol.Command, filter record.Filter) *stream {
-	st := &stream{srv: s, name: cmd.Stream, durable: cmd.Durable, mode: cmd.Mode, filter: filter, replies: make(chan reply, replyQueue),
-		wire: cmd.Filter.Canonical(), batchSize: cmd.BatchSize, batchTimeout: time.Duration(cmd.BatchTimeout)}
-	if st.mode == "" {
-		st.mode = protocol.ModeAck
-	}
-	if st.batchSize == 0 {
-		st.batchSize = s.cfg.DefaultBatchSize
-	}
-	if cmd.BatchTimeout == 0 {
-		st.batchTimeout = s.cfg.DefaultBatchTimeout
-	}
-	return st
-}
-
-// streamFromStored makes the stream of a stored durable stream.
-func (s *Server) streamFromStored(rec *streamstore.Stream) (*stream, error) {
-	filter, err := rec.Filter.History()
-	if err != nil {
-		return nil, fmt.Errorf("durable stream %s: stored filter: %w", rec.Name, err)
-	}
-	cur, err := record.ParseCursor(rec.Cursor)
-	if err != nil {
-		return nil, fmt.Errorf("durable stream %s: stored cursor: %w", rec.Name, err)
-	}
-	st := &stream{srv: s, name: rec.Name, owner: rec.Owner, durable: true, mode: rec.Mode, filter: filter, wire: rec.Filter.Canonical(), replies: make(chan reply, replyQueue),
-		batchSize: rec.BatchSize, batchTimeout: rec.BatchTimeout, acked: cur, delivered: cur, batchNo: rec.Batch,
-		records: rec.Records}
-	return st, nil
 }

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/asynkron/protoactor-go/actor"
 	"go.uber.org/zap"
 
 	"github.com/marlowe-follower/follower/history/record"
@@ -27,8 +28,10 @@ var ErrNoDurableStreams = errors.New("streaming: durable streams are not enabled
 // not exist. An existing stream keeps its filter, mode and batching: a
 // command that gives another filter or mode is refused; its from is
 // ignored (the stream resumes after its last ack). A stream belongs to the
-// principal that created it: another one is refused (forbidden).
-func (s *Server) openDurable(ctx context.Context, cmd *protocol.Command, filter record.Filter, who auth.Principal) (*stream, error) {
+// principal that created it: another one is refused (forbidden). The
+// server actor runs it: creations and deletions are serialized.
+func (a *serverActor) openDurable(c actor.Context, m *openStream) (*streamRef, error) {
+	s, cmd, who := a.s, m.cmd, m.who
 	if s.store == nil {
 		return nil, &subscribeError{protocol.CodeDurableUnavailable, "this server keeps no durable streams"}
 	}
@@ -39,40 +42,37 @@ func (s *Server) openDurable(ctx context.Context, cmd *protocol.Command, filter 
 		return nil, &subscribeError{protocol.CodeBadRequest,
 			"a durable stream name is 1 to 100 of the characters A-Z a-z 0-9 . _ -"}
 	}
-	s.createMu.Lock()
-	defer s.createMu.Unlock()
-	s.mu.Lock()
-	st := s.durables[cmd.Stream]
-	s.mu.Unlock()
-	if st == nil {
+	ref := a.durables[cmd.Stream]
+	if ref == nil {
+		ctx, cancel := context.WithTimeout(context.Background(), requestTimeout)
+		defer cancel()
 		rec, err := s.store.StreamGet(ctx, cmd.Stream)
 		if errors.Is(err, streamstore.ErrNotFound) {
-			rec, err = s.createDurable(ctx, cmd, filter, who)
+			rec, err = s.createDurable(ctx, cmd, m.filter, who)
 		}
 		if err != nil {
 			return nil, err
 		}
-		if st, err = s.streamFromStored(rec); err != nil {
+		st, err := s.streamFromStored(rec)
+		if err != nil {
 			return nil, err
 		}
-		s.mu.Lock()
-		s.durables[st.name] = st
-		s.mu.Unlock()
+		ref = a.spawnStream(c, st)
 	}
-	if !who.Owns(st.owner) {
+	if !who.Owns(ref.owner) {
 		return nil, &subscribeError{protocol.CodeForbidden,
-			fmt.Sprintf("durable stream %q belongs to another credential", st.name)}
+			fmt.Sprintf("durable stream %q belongs to another credential", ref.name)}
 	}
-	if cmd.Filter != nil && !st.wire.Equal(cmd.Filter) {
-		stored, _ := json.Marshal(st.wire)
+	if cmd.Filter != nil && !ref.wire.Equal(cmd.Filter) {
+		stored, _ := json.Marshal(ref.wire)
 		return nil, &subscribeError{protocol.CodeStreamMismatch,
-			fmt.Sprintf("durable stream %q exists with the filter %s; delete it to change it", st.name, stored)}
+			fmt.Sprintf("durable stream %q exists with the filter %s; delete it to change it", ref.name, stored)}
 	}
-	if cmd.Mode != "" && cmd.Mode != st.mode {
+	if cmd.Mode != "" && cmd.Mode != ref.mode {
 		return nil, &subscribeError{protocol.CodeStreamMismatch,
-			fmt.Sprintf("durable stream %q exists in %s mode", st.name, st.mode)}
+			fmt.Sprintf("durable stream %q exists in %s mode", ref.name, ref.mode)}
 	}
-	return st, nil
+	return ref, nil
 }
 
 func (s *Server) createDurable(ctx context.Context, cmd *protocol.Command, filter record.Filter, who auth.Principal) (*streamstore.Stream, error) {
@@ -134,13 +134,10 @@ func (s *Server) info(rec *streamstore.Stream, head int64) StreamInfo {
 	if c, err := record.ParseCursor(rec.Cursor); err == nil {
 		in.Lag = max(head-c.Seq, 0)
 	}
-	s.mu.Lock()
-	st := s.durables[rec.Name]
-	s.mu.Unlock()
-	if st != nil {
-		st.mu.Lock()
-		in.Connections, in.InFlight = len(st.atts), st.inFlight
-		st.mu.Unlock()
+	if ref := s.view.Load().durable[rec.Name]; ref != nil {
+		if st := ref.stats.Load(); st != nil {
+			in.Connections, in.InFlight = st.connections, st.inFlight
+		}
 	}
 	return in
 }
@@ -190,21 +187,13 @@ func (s *Server) DeleteStream(ctx context.Context, name string) error {
 	if s.store == nil {
 		return ErrNoDurableStreams
 	}
-	s.createMu.Lock()
-	defer s.createMu.Unlock()
-	if err := s.store.StreamDelete(ctx, name); err != nil {
+	res, ok := s.ask(&deleteRequest{name: name})
+	if !ok {
+		return errors.New("streaming: the server is not running")
+	}
+	if err, _ := res.(error); err != nil {
 		return err
 	}
-	s.mu.Lock()
-	st := s.durables[name]
-	delete(s.durables, name)
-	s.mu.Unlock()
-	if st != nil {
-		for _, a := range st.close() {
-			a.conn.dropSub(a, protocol.CodeStreamDeleted, fmt.Sprintf("durable stream %q was deleted", name))
-		}
-	}
-	s.log.Info("durable stream deleted", zap.String("stream", name))
 	return nil
 }
 
@@ -357,4 +346,54 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 
 func writeError(w http.ResponseWriter, status int, code, msg string) {
 	writeJSON(w, status, map[string]string{"code": code, "message": msg})
+}
+
+// subscribeError is a refusal the client is told about.
+type subscribeError struct{ code, msg string }
+
+// Error implements error.
+func (e *subscribeError) Error() string { return e.code + ": " + e.msg }
+
+// startCursor resolves a starting point to a cursor: origin is a snapshot
+// as of the head now, tip the head now.
+func (s *Server) startCursor(filter record.Filter, from record.From) (record.Cursor, error) {
+	// A reader process may not have reached a cursor another reader gave
+	// (the subscription waits for it): valid up to the writer's head.
+	head := s.h.CommittedHead()
+	if from.Kind == record.FromCursor && max(from.Cursor.Seq, from.Cursor.Snapshot) > head {
+		return record.Cursor{}, &subscribeError{protocol.CodeBadCursor,
+			fmt.Sprintf("cursor %s is beyond the head of the log (%d)", from.Cursor, head)}
+	}
+	return s.h.Subscribe(filter, from).Cursor(), nil
+}
+
+// newStream makes the stream actor of a subscribe command.
+func (s *Server) newStream(cmd *protocol.Command, filter record.Filter) *streamActor {
+	st := &streamActor{srv: s, name: cmd.Stream, durable: cmd.Durable, mode: cmd.Mode, filter: filter,
+		wire: cmd.Filter.Canonical(), batchSize: cmd.BatchSize, batchTimeout: time.Duration(cmd.BatchTimeout)}
+	if st.mode == "" {
+		st.mode = protocol.ModeAck
+	}
+	if st.batchSize == 0 {
+		st.batchSize = s.cfg.DefaultBatchSize
+	}
+	if cmd.BatchTimeout == 0 {
+		st.batchTimeout = s.cfg.DefaultBatchTimeout
+	}
+	return st
+}
+
+// streamFromStored makes the stream actor of a stored durable stream.
+func (s *Server) streamFromStored(rec *streamstore.Stream) (*streamActor, error) {
+	filter, err := rec.Filter.History()
+	if err != nil {
+		return nil, fmt.Errorf("durable stream %s: stored filter: %w", rec.Name, err)
+	}
+	cur, err := record.ParseCursor(rec.Cursor)
+	if err != nil {
+		return nil, fmt.Errorf("durable stream %s: stored cursor: %w", rec.Name, err)
+	}
+	return &streamActor{srv: s, name: rec.Name, owner: rec.Owner, durable: true, mode: rec.Mode, filter: filter, wire: rec.Filter.Canonical(),
+		batchSize: rec.BatchSize, batchTimeout: rec.BatchTimeout, acked: cur, delivered: cur, batchNo: rec.Batch,
+		records: rec.Records}, nil
 }

@@ -104,17 +104,17 @@ func (l *lagCollector) Collect(ch chan<- prometheus.Metric) {
 	head := l.s.head()
 	var maxLag int64
 	byOwner := map[string]int64{}
-	for _, st := range l.s.allStreams() {
-		acked, _ := st.positions()
-		if st.durable {
-			owner := st.owner
+	for _, ref := range l.s.view.Load().all {
+		st := ref.stats.Load()
+		if ref.durable {
+			owner := ref.owner
 			if owner == "" {
 				owner = "anonymous"
 			}
-			byOwner[owner] = max(byOwner[owner], head-acked.Seq, 0)
+			byOwner[owner] = max(byOwner[owner], head-st.acked.Seq, 0)
 		}
-		if st.running() {
-			maxLag = max(maxLag, head-acked.Seq)
+		if st.running {
+			maxLag = max(maxLag, head-st.acked.Seq)
 		}
 	}
 	for owner, lag := range byOwner {

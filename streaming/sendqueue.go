@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -31,6 +32,26 @@ type sendQueue struct {
 	closed    bool
 	ready     chan struct{} // signalled when a frame is added
 	space     chan struct{} // closed and replaced when room is made
+	// roomWanted is set by the connection actor while frames wait for
+	// room: the writer tells it when it takes one.
+	roomWanted atomic.Bool
+	// onBudgetCut tells the connection actor that the budget cut it off
+	// (its queue is closed already); set before the queue is shared.
+	onBudgetCut func()
+}
+
+// hasRoom reports whether a small frame would join the queue now.
+func (q *sendQueue) hasRoom() bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return !q.closed && (len(q.frames) == 0 || len(q.frames) < q.maxFrames && q.bytes < q.maxBytes)
+}
+
+// isClosed reports whether the queue takes no more frames.
+func (q *sendQueue) isClosed() bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.closed
 }
 
 // queued is a frame in the queue; pooled frames go back to framePool once

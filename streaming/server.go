@@ -30,19 +30,37 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/asynkron/protoactor-go/actor"
 	"github.com/coder/websocket"
 	"go.uber.org/zap"
 
 	"github.com/marlowe-follower/follower/history"
+	"github.com/marlowe-follower/follower/history/record"
 	"github.com/marlowe-follower/follower/query/origin"
 	"github.com/marlowe-follower/follower/streaming/auth"
 	"github.com/marlowe-follower/follower/streaming/protocol"
 	"github.com/marlowe-follower/follower/streaming/streamstore"
 )
 
-// Server is the streaming server. Create it with New, then either Start it
-// on its own port or mount it (it is an http.Handler for the WebSocket
-// endpoint) and call Start with an empty Addr; stop it with Shutdown.
+// Server is the streaming server. Create it with New; its actor (Props)
+// is the server: a parent spawns it (the pipeline's root does), or Start
+// spawns it in Deps.System and listens on Config.Addr. Mount it (it is an
+// http.Handler for the WebSocket endpoint) or let it listen; stop it with
+// Shutdown, or by sending its actor Stop.
+//
+// The actor tree, with the messages on the arrows:
+//
+//	server actor ──spawns──▶ connection actor (one per WebSocket)
+//	             ──spawns──▶ stream actor (one per subscription or durable stream)
+//	connection ──openStream──▶ server ──attach──▶ stream ──attached──▶ connection
+//	connection ──reply (ack, nack)──▶ stream ──replied──▶ connection
+//	stream ──deliverMsg──▶ connection ──undelivered, queuedNotice──▶ stream
+//	connection stops ──Terminated──▶ stream: the round trip bound to it ends
+//
+// What the Server struct holds besides the actor's PID is fixed at New or
+// shared by design (the record cache, the queue budget, the tip's JSON);
+// every decision about connections and streams is taken in an actor's
+// Receive.
 type Server struct {
 	cfg   Config
 	auth  *auth.Authenticator
@@ -52,40 +70,44 @@ type Server struct {
 	log   *zap.Logger
 	m     *metrics
 
-	ctx      context.Context // cancelled at the very end of Shutdown
-	cancel   context.CancelFunc
-	stopped  chan struct{}  // closed when Shutdown begins
-	shutDown chan struct{}  // closed when Shutdown ends
-	wg       sync.WaitGroup // dispatchers and their pumps
-	// workMu orders wg.Add of goroutines started from outside wg (a
-	// dispatcher started by a subscribe) before Shutdown's wg.Wait: noWork
-	// is set under it before the wait, and no such Add happens after.
-	workMu   sync.Mutex
-	noWork   bool
-	closing  atomic.Bool
 	nextID   atomic.Uint64
 	tipCache atomic.Pointer[encodedTip]
 	enc      recordCache // the JSON of the records near the head
 	budget   queueBudget // the frames queued on all connections
 	// origins are the browser origins allowed on the WebSocket: Config.Origins
-	// and, once Start listens, the listening address's own.
+	// and, once it listens, the listening address's own.
 	origins atomic.Pointer[origin.List]
 
-	mu        sync.Mutex
-	conns     map[*conn]struct{}
-	clients   int // WebSocket connections and event streams
-	durables  map[string]*stream
-	ephemeral map[*stream]struct{}
-	createMu  sync.Mutex // serializes durable stream creation and deletion
+	sys *actor.ActorSystem
+	pid atomic.Pointer[actor.PID] // the server actor, once started
+	// view is the running streams (the server actor's, published for
+	// the HTTP API and the metrics).
+	view atomic.Pointer[streamsView]
 
-	httpSrv  *http.Server
-	ln       net.Listener
-	serveWG  sync.WaitGroup
-	handlers sync.WaitGroup // WebSocket connections and event streams being served
+	stopOnce sync.Once
+	stopped  chan struct{} // closed when the server starts to stop: event streams end
+	done     chan struct{} // closed when the server actor has stopped
+	started  chan error    // Start's: the actor's start-up result
+	errMu    sync.Mutex
+	stopErr  error // a shutdown cut short
+
+	httpSrv *http.Server
+	ln      net.Listener
+}
+
+// streamRef is a running stream as the server knows it.
+type streamRef struct {
+	pid     *actor.PID
+	name    string
+	owner   string
+	durable bool
+	wire    protocol.Filter // a durable stream's, for the mismatch check
+	mode    protocol.Mode
+	stats   *atomic.Pointer[streamStats]
 }
 
 // New checks the configuration and returns a server. Nothing runs before
-// Start.
+// its actor starts.
 func New(cfg Config, deps Deps) (*Server, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -97,35 +119,26 @@ func New(cfg Config, deps Deps) (*Server, error) {
 	if log == nil {
 		log = zap.NewNop()
 	}
-	ctx, cancel := context.WithCancel(context.Background())
 	authn, _ := auth.New(cfg.AllTokens()) // Validate checked them
 	s := &Server{cfg: cfg, auth: authn, deps: deps, h: deps.History, store: deps.Streams, log: log.Named("streaming"),
-		ctx: ctx, cancel: cancel, stopped: make(chan struct{}), shutDown: make(chan struct{}),
-		conns: map[*conn]struct{}{}, durables: map[string]*stream{}, ephemeral: map[*stream]struct{}{}}
-	s.budget = queueBudget{s: s, limit: cfg.QueueBudget}
+		sys: deps.System, stopped: make(chan struct{}), done: make(chan struct{})}
+	s.budget = queueBudget{limit: cfg.QueueBudget}
 	allowed, _ := origin.Parse(cfg.Origins) // Validate checked them
 	s.origins.Store(&allowed)
+	s.view.Store(&streamsView{})
 	s.m = newMetrics(s)
 	if deps.Registerer != nil {
 		if err := s.m.register(deps.Registerer); err != nil {
-			cancel()
 			return nil, fmt.Errorf("streaming: registering metrics: %w", err)
 		}
 	}
 	return s, nil
 }
 
-// Start loads the durable streams (each resumes after its last ack when a
-// client starts it) and, when Config.Addr is set, listens there.
-func (s *Server) Start(ctx context.Context) error {
-	if s.store != nil {
-		if err := s.loadDurables(ctx); err != nil {
-			return err
-		}
-	}
-	s.wg.Add(1)
-	go s.heartbeats()
-	if s.cfg.Addr == "" {
+// Listen binds Config.Addr (nothing when it is empty); the server actor
+// serves it once started. An actor started without Listen listens itself.
+func (s *Server) Listen() error {
+	if s.cfg.Addr == "" || s.ln != nil {
 		return nil
 	}
 	ln, err := net.Listen("tcp", s.cfg.Addr)
@@ -135,54 +148,46 @@ func (s *Server) Start(ctx context.Context) error {
 	s.ln = ln
 	own := s.origins.Load().With(origin.OfListener(ln.Addr().String())...)
 	s.origins.Store(&own)
-	s.httpSrv = &http.Server{Handler: s, ReadHeaderTimeout: s.cfg.ReadHeaderTimeout, MaxHeaderBytes: s.cfg.MaxHeaderBytes,
-		ErrorLog: zap.NewStdLog(httpErrorLogger(s.log))}
-	s.serveWG.Add(1)
-	go func() {
-		defer s.serveWG.Done()
-		if err := s.httpSrv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			s.log.Error("streaming server stopped", zap.Error(err))
-		}
-	}()
-	s.log.Info("streaming API listening", zap.String("addr", ln.Addr().String()), zap.Bool("auth", !s.auth.Open()),
-		zap.Strings("tokens", s.auth.Names()))
 	return nil
 }
 
-func (s *Server) loadDurables(ctx context.Context) error {
-	after := ""
-	for {
-		page, err := s.store.StreamList(ctx, &streamstore.StreamListParams{After: after})
+// Props returns the server actor's props: spawn it once (a parent's
+// supervisor restarts a failed server with a new Server from New). It
+// loads the durable streams (each resumes after its last ack when a client
+// starts it) and serves the listener; a failure to start is a panic, for
+// the supervisor.
+func (s *Server) Props() *actor.Props {
+	return actor.PropsFromProducer(func() actor.Actor {
+		return &serverActor{s: s, conns: map[string]connRef{}, refs: map[string]*streamRef{}, durables: map[string]*streamRef{}}
+	})
+}
+
+// Start runs the server on its own: it listens on Config.Addr and spawns
+// the server actor in Deps.System (the history store's actor system), and
+// returns once the durable streams are loaded.
+func (s *Server) Start(ctx context.Context) error {
+	if s.sys == nil {
+		return errors.New("streaming: Deps.System (the history store's actor system) is required to Start")
+	}
+	if err := s.Listen(); err != nil {
+		return err
+	}
+	s.started = make(chan error, 1)
+	pid := s.sys.Root.Spawn(s.Props())
+	select {
+	case err := <-s.started:
 		if err != nil {
-			return fmt.Errorf("streaming: loading durable streams: %w", err)
+			<-s.done
+			return err
 		}
-		for i := range page {
-			st, err := s.streamFromStored(&page[i])
-			if err != nil {
-				s.log.Error("a stored durable stream cannot be resumed", zap.Error(err))
-				continue
-			}
-			s.mu.Lock()
-			if _, ok := s.durables[st.name]; !ok {
-				s.durables[st.name] = st
-			}
-			s.mu.Unlock()
-		}
-		if len(page) < streamstore.MaxList {
-			break
-		}
-		after = page[len(page)-1].Name
+		return nil
+	case <-ctx.Done():
+		s.sys.Root.Stop(pid)
+		return ctx.Err()
 	}
-	s.mu.Lock()
-	n := len(s.durables)
-	s.mu.Unlock()
-	if n > 0 {
-		s.log.Info("durable streams loaded", zap.Int("streams", n))
-	}
-	return nil
 }
 
-// Addr returns the address Start listens on (nil without a listener).
+// Addr returns the address the server listens on (nil without a listener).
 func (s *Server) Addr() net.Addr {
 	if s.ln == nil {
 		return nil
@@ -190,19 +195,8 @@ func (s *Server) Addr() net.Addr {
 	return s.ln.Addr()
 }
 
-func (s *Server) isClosing() bool { return s.closing.Load() }
-
-// addWork counts in a goroutine started from outside s.wg, or returns false
-// once the server is shutting down.
-func (s *Server) addWork() bool {
-	s.workMu.Lock()
-	defer s.workMu.Unlock()
-	if s.noWork || s.closing.Load() {
-		return false
-	}
-	s.wg.Add(1)
-	return true
-}
+// Done is closed once the server actor has stopped.
+func (s *Server) Done() <-chan struct{} { return s.done }
 
 func (s *Server) head() int64 { return s.h.Head() }
 
@@ -233,41 +227,6 @@ type encodedTip struct {
 	js  []byte
 }
 
-// heartbeats sends every connection with subscriptions a heartbeat frame
-// with the tip, and pings every connection, each HeartbeatInterval. A
-// connection whose queue is full skips the heartbeat (it has frames to
-// read); one that does not answer the ping is closed.
-func (s *Server) heartbeats() {
-	defer s.wg.Done()
-	t := time.NewTicker(s.cfg.HeartbeatInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-s.stopped:
-			return
-		case <-t.C:
-		}
-		tip := s.tip()
-		frame := controlFrame(&protocol.Frame{Type: protocol.TypeHeartbeat, Tip: &tip})
-		s.mu.Lock()
-		conns := make([]*conn, 0, len(s.conns))
-		for c := range s.conns {
-			conns = append(conns, c)
-		}
-		s.mu.Unlock()
-		for _, c := range conns {
-			if c.subscribed() {
-				_ = c.q.tryPush(frame, false)
-			}
-			s.wg.Add(1)
-			go func() {
-				defer s.wg.Done()
-				c.ping()
-			}()
-		}
-	}
-}
-
 // authenticate returns the request's principal (auth.Anonymous when no
 // token is configured), or answers 401 and returns false.
 func (s *Server) authenticate(w http.ResponseWriter, r *http.Request) (auth.Principal, bool) {
@@ -283,29 +242,42 @@ func (s *Server) authenticate(w http.ResponseWriter, r *http.Request) (auth.Prin
 // may use every stream.
 func (s *Server) Open() bool { return s.auth.Open() }
 
+// requestTimeout bounds a request of an HTTP handler to the server actor.
+const requestTimeout = 10 * time.Second
+
+// ask sends the server actor a request and waits for its answer; ok false
+// when the actor is not running (not started yet, or stopped).
+func (s *Server) ask(msg any) (any, bool) {
+	pid := s.pid.Load()
+	if pid == nil {
+		return nil, false
+	}
+	res, err := s.sys.Root.RequestFuture(pid, msg, requestTimeout).Result()
+	if err != nil {
+		return nil, false
+	}
+	return res, true
+}
+
 // admit counts a client in, or refuses it (shutting down, or full).
-func (s *Server) admit(w http.ResponseWriter, r *http.Request) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	switch {
-	case s.closing.Load():
+func (s *Server) admit(w http.ResponseWriter) bool {
+	res, ok := s.ask(&admitRequest{})
+	if !ok || res == admitClosing {
 		writeError(w, http.StatusServiceUnavailable, "shutting_down", "the server is shutting down")
 		return false
-	case s.clients >= s.cfg.MaxConnections:
+	}
+	if res == admitFull {
 		w.Header().Set("Retry-After", "5")
 		writeError(w, http.StatusServiceUnavailable, "too_many_connections", "too many connections")
 		return false
 	}
-	s.clients++
-	s.handlers.Add(1)
 	return true
 }
 
 func (s *Server) leave() {
-	s.mu.Lock()
-	s.clients--
-	s.mu.Unlock()
-	s.handlers.Done()
+	if pid := s.pid.Load(); pid != nil {
+		tell(s.sys, pid, &leaveMsg{})
+	}
 }
 
 // originAllowed checks a browser's Origin against the allowed origins
@@ -322,128 +294,248 @@ func (s *Server) originAllowed(w http.ResponseWriter, r *http.Request) bool {
 	return false
 }
 
-// ServeHTTP upgrades a request to the streaming WebSocket and serves it.
+// ServeHTTP upgrades a request to the streaming WebSocket; the server
+// actor spawns its connection actor, and the handler's goroutine becomes
+// the connection's reader.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !s.originAllowed(w, r) {
 		return
 	}
 	p, ok := s.authenticate(w, r)
-	if !ok || !s.admit(w, r) {
+	if !ok || !s.admit(w) {
 		return
 	}
-	defer s.leave()
 	// The origin is checked above: Accept's own check would also let
 	// through any page whose Origin equals the Host header.
 	ws, err := websocket.Accept(w, r, &websocket.AcceptOptions{InsecureSkipVerify: true})
 	if err != nil {
+		s.leave()
 		s.log.Debug("WebSocket upgrade refused", zap.String("remote", r.RemoteAddr), zap.Error(err))
 		return
 	}
-	c := newConn(s, ws, s.nextID.Add(1), r.RemoteAddr)
-	c.principal = p
-	s.mu.Lock()
-	if s.closing.Load() {
-		s.mu.Unlock()
+	ws.SetReadLimit(s.cfg.MaxFrameBytes)
+	id := s.nextID.Add(1)
+	ctx, cancel := context.WithCancel(context.Background())
+	q := newSendQueue(s.cfg.SendQueueFrames, s.cfg.SendQueueBytes)
+	q.budget = &s.budget
+	c := &connActor{srv: s, ws: ws, id: id, q: q, principal: p, ctx: ctx, cancel: cancel,
+		credits: make(chan struct{}, replyQueue), gone: make(chan struct{}), subs: map[string]*connSub{},
+		log: s.log.With(zap.Uint64("connection", id), zap.String("remote", r.RemoteAddr))}
+	res, ok := s.ask(&connOpened{c: c})
+	pid, _ := res.(*actor.PID)
+	if !ok || pid == nil {
+		cancel()
+		s.leave()
 		_ = ws.Close(websocket.StatusGoingAway, protocol.CloseShuttingDown)
 		return
 	}
-	s.conns[c] = struct{}{}
-	s.mu.Unlock()
-	s.m.connections.Inc()
-	c.log.Debug("connected")
-	c.serve()
-	s.mu.Lock()
-	delete(s.conns, c)
-	s.mu.Unlock()
-	s.m.connections.Dec()
+	c.readLoop(s.sys, pid)
 }
 
 // Shutdown stops the server: it accepts no more clients, lets every round
 // trip in flight end (acked, nacked or its connection gone) while ctx
 // allows, then closes every connection ("server shutting down") and ends
-// event streams. Durable streams keep their last acknowledged cursor. It
-// returns ctx's error when it had to cut round trips short. The stream
-// store is not closed: its owner closes it after Shutdown. Later calls
-// wait for the first one to finish and return nil.
+// event streams: its actor stops its stream actors, then its connection
+// actors, then itself. Durable streams keep their last acknowledged
+// cursor. It returns ctx's error when it had to cut round trips short. The
+// stream store is not closed: its owner closes it after Shutdown. Later
+// calls wait for the first one to finish and return nil.
 func (s *Server) Shutdown(ctx context.Context) error {
-	s.mu.Lock() // admit counts clients in under s.mu: none after this
-	first := s.closing.CompareAndSwap(false, true)
-	s.mu.Unlock()
-	if !first {
-		select {
-		case <-s.shutDown:
-		case <-ctx.Done():
-			return ctx.Err()
+	first := false
+	s.stopOnce.Do(func() { first = true })
+	pid := s.pid.Load()
+	if first && pid != nil {
+		deadline, ok := ctx.Deadline()
+		if !ok {
+			deadline = time.Now().Add(time.Hour)
 		}
+		s.sys.Root.Send(pid, &Stop{Deadline: deadline})
+	}
+	if pid == nil {
+		s.finish()
 		return nil
 	}
-	defer close(s.shutDown)
-	close(s.stopped)
-	var err error
-	if s.httpSrv != nil {
-		if e := s.httpSrv.Shutdown(ctx); e != nil {
-			err = e
-		}
-	}
-	// Round trips in flight finish; no new batch goes out.
-	var ds []*dispatcher
-	for _, st := range s.allStreams() {
-		if d := st.drain(); d != nil {
-			ds = append(ds, d)
-		}
-	}
-	for _, d := range ds {
-		select {
-		case <-d.exited:
-		case <-ctx.Done():
-			d.stop()
-			err = ctx.Err()
-		}
-	}
-	s.mu.Lock()
-	conns := make([]*conn, 0, len(s.conns))
-	for c := range s.conns {
-		conns = append(conns, c)
-	}
-	s.mu.Unlock()
-	for _, c := range conns {
-		c.close(websocket.StatusGoingAway, protocol.CloseShuttingDown)
-	}
-	s.workMu.Lock()
-	s.noWork = true
-	s.workMu.Unlock()
-	done := make(chan struct{})
-	go func() {
-		s.wg.Wait()
-		s.handlers.Wait()
-		s.serveWG.Wait()
-		close(done)
-	}()
 	select {
-	case <-done:
+	case <-s.done:
 	case <-ctx.Done():
-		err = ctx.Err()
+		s.sys.Root.Stop(pid)
+		<-s.done
+		return ctx.Err()
 	}
-	s.cancel()
-	<-done
-	if s.deps.Registerer != nil {
-		s.m.unregister(s.deps.Registerer)
+	if !first {
+		return nil
 	}
-	return err
+	s.errMu.Lock()
+	defer s.errMu.Unlock()
+	return s.stopErr
 }
 
-// allStreams returns the durable streams and the running ephemeral ones.
-func (s *Server) allStreams() []*stream {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	out := make([]*stream, 0, len(s.durables)+len(s.ephemeral))
-	for _, st := range s.durables {
-		out = append(out, st)
+// finish closes what a server that never started holds.
+func (s *Server) finish() {
+	if s.ln != nil {
+		_ = s.ln.Close()
 	}
-	for st := range s.ephemeral {
-		out = append(out, st)
+	select {
+	case <-s.done:
+	default:
+		if s.deps.Registerer != nil {
+			s.m.unregister(s.deps.Registerer)
+		}
+		close(s.done)
 	}
-	return out
+}
+
+// Stop asks the server actor to stop in order: no new clients, the round
+// trips in flight end (until Deadline), then the connections close with
+// "server shutting down"; then the actor stops. The pipeline's root sends
+// it instead of a poison pill.
+type Stop struct{ Deadline time.Time }
+
+// The server actor's answers to admitRequest.
+type admitAnswer int
+
+const (
+	admitOK admitAnswer = iota
+	admitClosing
+	admitFull
+)
+
+// Messages of the server actor.
+type (
+	admitRequest struct{}
+	leaveMsg     struct{}
+	connOpened   struct{ c *connActor }
+	// openStream asks for a subscription's stream.
+	openStream struct {
+		cmd    *protocol.Command
+		filter record.Filter
+		who    auth.Principal
+		conn   *actor.PID
+		id     uint64
+		q      *sendQueue
+	}
+	deleteRequest struct{ name string }
+	tick          struct{}
+	drainDeadline struct{}
+	httpDone      struct{ err error }
+)
+
+// connRef is a connection actor and its send queue.
+type connRef struct {
+	pid *actor.PID
+	q   *sendQueue
+}
+
+// serverActor is the streaming server's actor: the parent of a connection
+// actor per WebSocket and a stream actor per subscription or durable
+// stream. It admits clients, opens streams (creating durable ones in the
+// store), deletes them, sends heartbeats, and stops in order.
+type serverActor struct {
+	s    *Server
+	self *actor.PID
+
+	clients  int                   // WebSocket connections and event streams
+	conns    map[string]connRef    // by PID id
+	refs     map[string]*streamRef // running streams by PID id
+	durables map[string]*streamRef // by name
+	heart    *time.Timer
+
+	closing     bool
+	streamsDone bool // the streams have stopped: the connections close
+	httpPending bool
+	drainTimer  *time.Timer
+}
+
+func (a *serverActor) Receive(c actor.Context) {
+	s := a.s
+	switch m := c.Message().(type) {
+	case *actor.Started:
+		a.start(c)
+	case *admitRequest:
+		switch {
+		case a.closing:
+			c.Respond(admitClosing)
+		case a.clients >= s.cfg.MaxConnections:
+			c.Respond(admitFull)
+		default:
+			a.clients++
+			c.Respond(admitOK)
+		}
+	case *leaveMsg:
+		a.clients--
+	case *connOpened:
+		if a.closing {
+			c.Respond((*actor.PID)(nil))
+			return
+		}
+		pid := c.Spawn(actor.PropsFromProducer(func() actor.Actor { return m.c }))
+		q, sys := m.c.q, c.ActorSystem()
+		q.onBudgetCut = func() {
+			tell(sys, pid, &cut{code: websocket.StatusPolicyViolation, reason: protocol.CloseMemoryBudget, why: "budget"})
+		}
+		s.budget.add(q)
+		a.conns[pid.Id] = connRef{pid: pid, q: q}
+		c.Respond(pid)
+	case *openStream:
+		a.openStream(c, m)
+	case *deleteRequest:
+		c.Respond(a.deleteStream(c, m.name))
+	case *tick:
+		a.heartbeats(c)
+	case *Stop:
+		a.stop(c, m.Deadline)
+	case *drainDeadline:
+		// Round trips still in flight are cut short.
+		s.errMu.Lock()
+		s.stopErr = context.DeadlineExceeded
+		s.errMu.Unlock()
+		for _, ref := range a.refs {
+			c.Stop(ref.pid)
+		}
+	case *httpDone:
+		a.httpPending = false
+		if m.err != nil {
+			s.errMu.Lock()
+			s.stopErr = m.err
+			s.errMu.Unlock()
+		}
+	case *actor.Terminated:
+		if cr, ok := a.conns[m.Who.Id]; ok {
+			delete(a.conns, m.Who.Id)
+			a.clients--
+			s.budget.remove(cr.q)
+		}
+		if ref, ok := a.refs[m.Who.Id]; ok {
+			delete(a.refs, m.Who.Id)
+			if ref.durable && a.durables[ref.name] == ref {
+				// The next subscribe starts it again from the store.
+				delete(a.durables, ref.name)
+			}
+			a.publish()
+		}
+	case *actor.Stopping:
+		if !a.closing {
+			a.closing = true
+			a.stopOnce()
+			if s.httpSrv != nil {
+				_ = s.httpSrv.Close()
+			}
+		}
+		if a.heart != nil {
+			a.heart.Stop()
+		}
+		if a.drainTimer != nil {
+			a.drainTimer.Stop()
+		}
+		return
+	case *actor.Stopped:
+		s.pid.CompareAndSwap(a.self, nil)
+		s.finish()
+		return
+	}
+	if a.closing {
+		a.advance(c)
+	}
 }
 
 // httpErrorLogger is the logger of net/http's own errors (a handshake cut
@@ -454,4 +546,14 @@ func httpErrorLogger(l *zap.Logger) *zap.Logger {
 		return l
 	}
 	return l.WithOptions(zap.IncreaseLevel(zap.WarnLevel))
+}
+
+// tell sends msg to pid unless that actor has stopped: the goroutines,
+// timers and late replies of a connection or stream may outlive its
+// actor, and what they would tell it no longer matters (a message to a
+// stopped actor would be a dead letter, logged).
+func tell(sys *actor.ActorSystem, pid *actor.PID, msg any) {
+	if _, ok := sys.ProcessRegistry.GetLocal(pid.Id); ok {
+		sys.Root.Send(pid, msg)
+	}
 }

@@ -94,7 +94,7 @@ func (s *Server) serveEvents(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusForbidden, protocol.CodeForbidden, "this token has no subscribe scope")
 		return
 	}
-	if !s.admit(w, r) {
+	if !s.admit(w) {
 		return
 	}
 	defer s.leave()

@@ -1,28 +1,52 @@
 package streaming
 
 import (
-	"sync"
+	"context"
+	"errors"
+	"sync/atomic"
 	"time"
 
+	"github.com/asynkron/protoactor-go/actor"
+	"go.uber.org/zap"
+
+	"github.com/marlowe-follower/follower/history"
 	"github.com/marlowe-follower/follower/history/record"
 	"github.com/marlowe-follower/follower/streaming/protocol"
+	"github.com/marlowe-follower/follower/streaming/streamstore"
 )
 
-// stream is a subscription's server-side state. An ephemeral stream belongs
-// to one connection and ends with it. A durable stream outlives its
-// connections: any number may attach to it, and its batches go to them in
-// turn, one round trip at a time.
+// Nack backoff: after a nack the records go out again after a delay that
+// doubles with each consecutive nack of the same records.
+const (
+	minNackDelay = 100 * time.Millisecond
+	maxNackDelay = 5 * time.Second
+	// replyQueue is how many acks and nacks of one subscription a
+	// connection may have handed to its stream and not seen taken.
+	replyQueue = 16
+)
+
+// streamActor is a stream: an ephemeral subscription (one connection's, it
+// stops when that connection leaves) or a durable stream (it outlives its
+// connections: any number may attach, and its batches go to them in turn).
+// It is a child of the server actor and holds the round trip: the batch
+// formed and not yet acknowledged (pending), the delivery of it waiting
+// for its ack (inFlight), bound to one connection actor, which the stream
+// watches: the moment that actor stops, the round trip ends and the batch
+// goes to the next connection, now or when one attaches. Nothing is ever
+// queued for a connection that is not there (the failure of the FireFly
+// seed: shared/seeds/003_f4905808e4fe0f24.txt).
 //
-// The connections attached to a stream are its attachments. While a stream
-// has any, one dispatcher goroutine runs it; when the last one leaves the
-// dispatcher stops and leaves the stream's position (its acknowledged
-// cursor and the batch in flight, if any) in the stream, for the next
-// dispatcher. A round trip is bound to one attachment: the moment that
-// attachment goes, the round trip ends and its records are delivered again
-// to the next attachment, now or when one arrives. Nothing is ever queued
-// for a connection that is not there (the failure of the FireFly seed:
-// shared/seeds/003_f4905808e4fe0f24.txt).
-type stream struct {
+// Every field is the actor's own, changed only in Receive. The stream
+// reads the history through a history.Feed (catch-up pages it reads in
+// Receive, live batches the store sends to its mailbox) and never holds
+// more than about a batch besides the pending one: when its buffer is full
+// it closes the feed and opens it again, from where the buffer ends, once
+// there is room.
+//
+// The round trip of a durable stream starts in deliver and ends in
+// completed, endRoundTrip or a nack: the one place a lock shared by
+// several processes serving one durable stream would gate.
+type streamActor struct {
 	srv  *Server
 	name string
 	// owner is the name of the credential a durable stream belongs to
@@ -34,204 +58,630 @@ type stream struct {
 	wire         protocol.Filter
 	batchSize    int
 	batchTimeout time.Duration
-	// replies carries acks and nacks from connections to whichever
-	// dispatcher runs the stream, now or next: one posted as a dispatcher
-	// stops is not lost with it.
-	replies chan reply
+	stats        *atomic.Pointer[streamStats] // published for the server's readers
 
-	mu       sync.Mutex
-	atts     []*attachment
-	rr       int // round-robin position among atts
-	disp     *dispatcher
-	closed   bool // deleted, or an ephemeral stream whose connection left
-	acked    record.Cursor
-	batchNo  int64 // the last batch number used
-	records  int64 // records acknowledged
-	pending  *pendingBatch
-	orphan   *roundTrip // a stopped dispatcher's (dispatcher.orphan)
-	inFlight int64      // the batch number of the round trip in flight, 0 when none
-	// delivered is the cursor after the newest batch sent.
-	delivered record.Cursor
+	self *actor.PID
+	sys  *actor.ActorSystem
+
+	atts []*attachment
+	rr   int // round-robin position among atts
+
+	acked     record.Cursor
+	delivered record.Cursor // the cursor after the newest batch sent
+	batchNo   int64         // the last batch number used
+	records   int64         // records acknowledged
+	pending   *pendingBatch
+	inFlight  *roundTrip
+	// orphan is the delivery of the pending batch whose connection went
+	// without a reply (nil once the batch goes out again or is done): an
+	// ack of it that arrives late still counts, as long as the batch has
+	// not gone out again.
+	orphan *roundTrip
+	// holding: a connection with the round trip went; the next delivery
+	// waits for what is in the mailbox already (the replies it sent before
+	// it stopped) until the resume message comes round.
+	holding  bool
+	retryAt  time.Time // no delivery before then (nack backoff)
+	nacks    int
+	draining bool
+	closed   bool
+	// bcast are the connections a broadcast batch was handed to that have
+	// not queued it yet: the next one waits for them.
+	bcast map[string]bool
+
+	feed       *history.Feed
+	feedGen    int
+	pullQueued bool
+	idle       bool // the history store stopped for good
+	waitRetry  bool // a read failed: the feed opens again after RetryDelay
+	buf        []chunk
+	bufLen     int
+	bufSince   time.Time
+	bufEnd     record.Cursor // the position after the last record received
+
+	due      time.Time // when the timer fires (zero: not armed)
+	timer    *time.Timer
+	timerGen int
+}
+
+// streamStats is what a stream publishes of itself after each message:
+// read by the server's HTTP API and metrics, written only by the actor.
+type streamStats struct {
+	acked       record.Cursor
+	connections int
+	inFlight    int64
+	running     bool
 }
 
 // attachment is one connection's subscription to a stream, under the name
 // the client gave it.
 type attachment struct {
-	conn     *conn
-	name     string
-	st       *stream
-	gone     chan struct{}
-	goneOnce sync.Once
+	conn    *actor.PID
+	id      uint64
+	q       *sendQueue // the connection's: read only for whether it has room
+	name    string
+	closing bool // the connection is ending: nothing more goes to it
 }
 
-func (a *attachment) leave() { a.goneOnce.Do(func() { close(a.gone) }) }
-
-// post hands an ack or nack to the stream's dispatcher (or, when none
-// runs, to the next one), waiting at most timeout for room; false when
-// there was none (the reply is dropped and counted as stale).
-func (st *stream) post(r reply, timeout time.Duration) bool {
-	select {
-	case st.replies <- r:
-		return true
-	default:
-	}
-	t := time.NewTimer(timeout)
-	defer t.Stop()
-	select {
-	case st.replies <- r:
-		return true
-	case <-t.C:
-		return false
-	}
+// roundTrip is a batch delivery waiting for its ack, bound to one
+// connection.
+type roundTrip struct {
+	conn   *actor.PID
+	id     uint64
+	name   string
+	number int64
+	timer  *time.Timer // ack timeout, when configured
 }
 
-// attach adds a connection to the stream and makes sure a dispatcher runs.
-// It returns "" or the error code of why it could not: the durable stream
-// was deleted, or the server is shutting down.
-func (st *stream) attach(a *attachment) string {
-	st.mu.Lock()
-	defer st.mu.Unlock()
-	if st.closed {
-		return protocol.CodeStreamDeleted
+// Messages of a stream actor.
+type (
+	// attach adds a connection (the server sends it on the connection's
+	// behalf); the stream answers the connection with attached or
+	// attachRefused.
+	attach struct {
+		conn *actor.PID
+		id   uint64
+		q    *sendQueue
+		name string
 	}
-	if st.disp == nil {
-		d := newDispatcher(st)
-		if !d.start() {
-			return protocol.CodeShuttingDown
+	// detach removes a connection: unsubscribed, or the connection stopped.
+	detach struct{ conn *actor.PID }
+	// connClosing: the connection is ending; its acks still come.
+	connClosing struct{ conn *actor.PID }
+	// reply is an ack or a nack.
+	reply struct {
+		conn  *actor.PID
+		batch int64
+		ack   bool
+		// upTo, in an ack, acknowledges only the records up to that seq
+		// (0: all).
+		upTo   int64
+		reason string
+	}
+	// undelivered: the connection did not queue the batch (it is ending).
+	undelivered struct {
+		conn   *actor.PID
+		number int64
+	}
+	// queuedNotice: a broadcast batch is in the connection's queue.
+	queuedNotice struct{ conn *actor.PID }
+	pullMsg      struct{ gen int }
+	reopenMsg    struct{}
+	dueMsg       struct{ gen int }
+	ackTimeout   struct{ number int64 }
+	resumeMsg    struct{}
+	// drainStream: the server stops; finish the round trip in flight,
+	// send no new batch, then stop.
+	drainStream struct{}
+	// closeStream: the durable stream was deleted.
+	closeStream struct{ msg string }
+)
+
+func (st *streamActor) log() *zap.Logger {
+	return st.srv.log.With(zap.String("stream", st.name), zap.Bool("durable", st.durable))
+}
+
+// Receive handles the stream's messages; every one ends with step.
+func (st *streamActor) Receive(c actor.Context) {
+	switch msg := c.Message().(type) {
+	case *actor.Started:
+		st.self, st.sys = c.Self(), c.ActorSystem()
+	case *attach:
+		st.attach(c, msg)
+	case *detach:
+		c.Unwatch(msg.conn)
+		st.remove(c, msg.conn)
+	case *actor.Terminated:
+		st.remove(c, msg.Who)
+	case *connClosing:
+		for _, a := range st.atts {
+			if a.conn.Equal(msg.conn) {
+				a.closing = true
+			}
 		}
-		st.disp = d
-	} else {
-		st.disp.wakeUp()
+	case *reply:
+		st.handleReply(msg)
+		tell(st.sys, msg.conn, &replied{stream: st.self})
+	case *undelivered:
+		if rt := st.inFlight; rt != nil && rt.conn.Equal(msg.conn) && rt.number == msg.number {
+			st.pending.sent--
+			st.endRoundTrip("connection closed")
+		}
+		delete(st.bcast, msg.conn.Id)
+	case *queuedNotice:
+		delete(st.bcast, msg.conn.Id)
+	case *pullMsg:
+		st.pullQueued = false
+		if msg.gen == st.feedGen && st.feed != nil {
+			st.pull()
+		}
+	case *reopenMsg:
+		st.waitRetry = false
+	case *history.Delivery:
+		if st.feed == nil {
+			return
+		}
+		b, ok, again := st.feed.Take(msg)
+		if ok {
+			st.received(chunk{records: b.Records, end: b.Cursor})
+		}
+		if again {
+			st.requestPull()
+		}
+	case *dueMsg:
+		if msg.gen == st.timerGen {
+			st.due = time.Time{}
+		}
+	case *ackTimeout:
+		if rt := st.inFlight; rt != nil && rt.number == msg.number {
+			st.srv.m.ackTimeouts.Inc()
+			tell(st.sys, rt.conn, &controlMsg{frame: controlFrame(&protocol.Frame{Type: protocol.TypeError, Code: protocol.CodeAckTimeout,
+				Stream: rt.name, Message: "the batch was not acknowledged in time; it goes out again"})})
+			st.endRoundTrip("ack timeout")
+		}
+	case *resumeMsg:
+		st.holding = false
+	case *drainStream:
+		st.draining = true
+	case *closeStream:
+		st.closed = true
+		for _, a := range st.atts {
+			c.Unwatch(a.conn)
+			tell(st.sys, a.conn, &dropSub{stream: st.self, name: a.name, code: protocol.CodeStreamDeleted, msg: msg.msg})
+		}
+		st.atts = nil
+		c.Stop(st.self)
+		return
+	case *actor.Stopping:
+		for _, a := range st.atts {
+			c.Unwatch(a.conn) // their Terminated would find no one
+		}
+		st.stopFeed()
+		if st.timer != nil {
+			st.timer.Stop()
+		}
+		if st.inFlight != nil && st.inFlight.timer != nil {
+			st.inFlight.timer.Stop()
+		}
+		st.stats.Store(&streamStats{acked: st.acked})
+		return
+	default:
+		return
 	}
-	st.atts = append(st.atts, a)
-	return ""
+	st.step(c)
 }
 
-// detach removes a connection. The round trip bound to it, if any, ends at
-// once. When no connection is left the dispatcher stops; an ephemeral
-// stream is then over.
-func (st *stream) detach(a *attachment) {
-	a.leave()
-	st.mu.Lock()
-	for i, x := range st.atts {
-		if x == a {
-			st.atts = append(st.atts[:i:i], st.atts[i+1:]...)
+// attach adds a connection and tells it the subscription is set up.
+func (st *streamActor) attach(c actor.Context, m *attach) {
+	if st.closed || st.draining {
+		code, text := protocol.CodeShuttingDown, "the server is shutting down"
+		if st.closed {
+			code, text = protocol.CodeStreamDeleted, "the durable stream was deleted"
+		}
+		tell(st.sys, m.conn, &attachRefused{name: m.name, code: code, msg: text})
+		if len(st.atts) == 0 && !st.durable {
+			c.Stop(st.self)
+		}
+		return
+	}
+	c.Watch(m.conn)
+	st.atts = append(st.atts, &attachment{conn: m.conn, id: m.id, q: m.q, name: m.name})
+	tip := st.srv.tip()
+	tell(st.sys, m.conn, &attached{stream: st.self, name: m.name, durable: st.durable, owner: st.owner,
+		frame: controlFrame(&protocol.Frame{Type: protocol.TypeSubscribed, Stream: m.name, Durable: st.durable, Mode: st.mode,
+			Cursor: st.acked.String(), BatchSize: st.batchSize, BatchTimeout: protocol.Duration(st.batchTimeout),
+			Filter: &st.wire, Tip: &tip})})
+	if len(st.atts) == 1 {
+		// The first connection: read from the position after the last
+		// batch formed (the pending one's end, else the acknowledged
+		// cursor); requestPull opens the feed.
+		st.bufEnd = st.acked
+		if st.pending != nil {
+			st.bufEnd = st.pending.cursor
+		}
+		st.buf, st.bufLen = nil, 0
+	}
+}
+
+// remove takes a connection off the stream. The round trip bound to it,
+// if any, ends at once. When no connection is left the stream stops
+// reading; an ephemeral stream is then over.
+func (st *streamActor) remove(c actor.Context, conn *actor.PID) {
+	for i, a := range st.atts {
+		if !a.conn.Equal(conn) {
+			continue
+		}
+		st.atts = append(st.atts[:i:i], st.atts[i+1:]...)
+		break
+	}
+	delete(st.bcast, conn.Id)
+	if rt := st.inFlight; rt != nil && rt.conn.Equal(conn) {
+		// The connection may have acknowledged just before it went: its
+		// replies are in the mailbox already, ahead of resume.
+		st.orphan = rt
+		st.endRoundTrip("connection closed")
+		st.holding = true
+		tell(st.sys, st.self, &resumeMsg{})
+	}
+	if len(st.atts) > 0 {
+		return
+	}
+	st.stopFeed()
+	st.buf, st.bufLen = nil, 0
+	if !st.durable {
+		st.closed = true
+		c.Stop(st.self)
+	}
+}
+
+// step moves the stream on after a message: forms and delivers the next
+// batch, reads more, arms the timer and publishes the stream's state.
+func (st *streamActor) step(c actor.Context) {
+	if st.closed {
+		st.publish()
+		return
+	}
+	if st.pending == nil && !st.draining {
+		st.form()
+	}
+	for st.pending != nil && st.inFlight == nil && !st.draining && !st.holding && !time.Now().Before(st.retryAt) {
+		if !st.deliver(c) {
 			break
 		}
-	}
-	over := false
-	if len(st.atts) == 0 {
-		over = !st.durable && !st.closed
-		if !st.durable {
-			st.closed = true
-		}
-		if st.disp != nil {
-			st.disp.stop()
+		if st.pending == nil {
+			st.form() // broadcast: the batch is out, form the next one
 		}
 	}
-	st.mu.Unlock()
-	if over {
-		st.srv.forgetEphemeral(st)
+	if st.draining && st.inFlight == nil {
+		st.closed = true
+		st.publish()
+		c.Stop(st.self)
+		return
+	}
+	st.requestPull()
+	st.arm()
+	st.publish()
+}
+
+func (st *streamActor) publish() {
+	s := streamStats{acked: st.acked, connections: len(st.atts), running: len(st.atts) > 0}
+	if st.inFlight != nil {
+		s.inFlight = st.inFlight.number
+	}
+	if old := st.stats.Load(); old == nil || *old != s {
+		st.stats.Store(&s)
 	}
 }
 
-// next returns the attachment whose turn it is, skipping those that are
-// gone, or nil when there is none. skip, when set, is passed over unless
-// it is the only one. A stopped dispatcher d gets none: the connections
-// that attach after it stopped (detach stops it under st.mu) belong to its
-// successor, which would deliver its batch again.
-func (st *stream) next(d *dispatcher, skip *attachment) *attachment {
-	st.mu.Lock()
-	defer st.mu.Unlock()
-	if d.ctx.Err() != nil {
-		return nil
+// arm sets the timer for the next batch timeout or nack backoff.
+func (st *streamActor) arm() {
+	var due time.Time
+	if st.pending == nil && st.bufLen > 0 && st.batchTimeout > 0 {
+		due = st.bufSince.Add(st.batchTimeout)
 	}
+	if st.pending != nil && st.inFlight == nil && st.retryAt.After(due) {
+		due = st.retryAt
+	}
+	if due.Equal(st.due) {
+		return
+	}
+	if st.timer != nil {
+		st.timer.Stop()
+	}
+	st.timerGen++
+	st.due = due
+	if due.IsZero() {
+		return
+	}
+	sys, self, gen := st.sys, st.self, st.timerGen
+	st.timer = time.AfterFunc(time.Until(due), func() { tell(sys, self, &dueMsg{gen: gen}) })
+}
+
+// openFeed starts reading the history after from.
+func (st *streamActor) openFeed(from record.Cursor) {
+	st.stopFeed()
+	st.feedGen++
+	st.feed = st.srv.h.Feed(st.sys, st.self, st.filter, record.From{Kind: record.FromCursor, Cursor: from})
+	// Catch-up pages of about one batch keep a stream's memory small when
+	// many streams catch up at once.
+	st.feed.SetPageSize(st.batchSize)
+	st.bufEnd = from
+	st.requestPull()
+}
+
+func (st *streamActor) stopFeed() {
+	if st.feed != nil {
+		st.feed.Close()
+		st.feed = nil
+	}
+	st.feedGen++
+}
+
+// requestPull asks for the next catch-up page with a message, so that
+// replies and stops come in between, while the buffer has room.
+func (st *streamActor) requestPull() {
+	if st.feed == nil && !st.idle && !st.waitRetry && len(st.atts) > 0 && st.bufLen < st.batchSize && !st.closed {
+		// Paused with a full buffer: go on from where it ends.
+		st.openFeed(st.bufEnd)
+		return
+	}
+	if st.pullQueued || st.feed == nil || st.feed.Live() || st.bufLen >= st.batchSize {
+		return
+	}
+	st.pullQueued = true
+	tell(st.sys, st.self, &pullMsg{gen: st.feedGen})
+}
+
+// pull reads the next catch-up page (at the head the feed goes live and
+// its batches come as Deliveries).
+func (st *streamActor) pull() {
+	if st.bufLen >= st.batchSize {
+		return
+	}
+	before := st.feed.Cursor()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	b, ok, err := st.feed.Next(ctx)
+	cancel()
+	if err != nil {
+		st.readFailed(err)
+		return
+	}
+	if ok {
+		st.received(chunk{records: b.Records, snapshot: before.Snapshot, end: b.Cursor})
+	}
+}
+
+// readFailed stops reading after an error and reads again after
+// RetryDelay (not at all once the history store stopped for good).
+func (st *streamActor) readFailed(err error) {
+	st.stopFeed()
+	if errors.Is(err, history.ErrStoreStopped) {
+		st.idle = true
+		return
+	}
+	st.waitRetry = true
+	st.log().Error("reading the history failed; reading again", zap.Error(err), zap.Duration("after", st.srv.cfg.RetryDelay))
+	sys, self := st.sys, st.self
+	time.AfterFunc(st.srv.cfg.RetryDelay, func() { tell(sys, self, &reopenMsg{}) })
+}
+
+// received buffers a chunk of records. A live chunk that finds the
+// buffer full is not kept: the feed closes and opens again from the end
+// of the buffer when there is room, reading those records again.
+func (st *streamActor) received(ch chunk) {
+	if len(ch.records) == 0 {
+		return
+	}
+	if st.bufLen >= st.batchSize {
+		st.stopFeed()
+		return
+	}
+	if st.bufLen == 0 {
+		st.bufSince = time.Now()
+	}
+	st.buf = append(st.buf, ch)
+	st.bufLen += len(ch.records)
+	st.bufEnd = ch.end
+}
+
+// form turns buffered records into the pending batch when the batch is
+// full, its timeout passed, or there is no timeout.
+func (st *streamActor) form() {
+	if st.bufLen == 0 {
+		return
+	}
+	if st.bufLen < st.batchSize && st.batchTimeout > 0 && time.Since(st.bufSince) < st.batchTimeout {
+		return
+	}
+	var recs []record.Record
+	var cur record.Cursor
+	var snapshot int64
+	for len(recs) < st.batchSize && len(st.buf) > 0 {
+		c := &st.buf[0]
+		k := min(st.batchSize-len(recs), len(c.records))
+		recs = append(recs, c.records[:k]...)
+		cur = c.cursorAfter(k - 1)
+		snapshot = max(snapshot, c.snapshot)
+		if k == len(c.records) {
+			st.buf[0] = chunk{}
+			st.buf = st.buf[1:]
+		} else {
+			c.records = c.records[k:]
+		}
+	}
+	st.bufLen -= len(recs)
+	st.bufSince = time.Now()
+	st.pending = &pendingBatch{records: recs, cursor: cur, snapshot: snapshot}
+	st.nacks = 0
+}
+
+// deliver hands the pending batch to connections: in ack mode to the next
+// one in turn (one with room in its queue first), starting a round trip;
+// in broadcast mode to every one. It reports whether a batch went out.
+func (st *streamActor) deliver(c actor.Context) bool {
+	p := st.pending
+	tip := st.srv.tipJSON()
+	head := st.srv.head()
+	if st.mode == protocol.ModeBroadcast {
+		return st.broadcast(c, p, tip, head)
+	}
+	a := st.next()
+	if a == nil {
+		return false
+	}
+	st.batchNo++
+	number := st.batchNo
+	frame := st.srv.enc.batchFrame(a.name, number, p.cursor, tip, p.sent > 0, p.records, head)
+	tell(st.sys, a.conn, &deliverMsg{stream: st.self, name: a.name, number: number, frame: frame})
+	if p.sent > 0 {
+		st.srv.m.redeliveries.Inc()
+	}
+	p.sent++
+	st.srv.m.batchesSent.WithLabelValues(string(protocol.ModeAck)).Inc()
+	st.srv.m.recordsSent.Add(float64(len(p.records)))
+	rt := &roundTrip{conn: a.conn, id: a.id, name: a.name, number: number}
+	st.orphan = nil
+	if d := st.srv.cfg.AckTimeout; d > 0 {
+		sys, self := st.sys, st.self
+		rt.timer = time.AfterFunc(d, func() { tell(sys, self, &ackTimeout{number: number}) })
+	}
+	st.inFlight = rt
+	st.delivered = p.cursor
+	return true
+}
+
+// next returns the attachment whose turn it is: the first in turn with
+// room in its queue, else the next in turn (its connection waits for room
+// or cuts the client off); never one whose connection is ending.
+func (st *streamActor) next() *attachment {
 	n := len(st.atts)
+	var first *attachment
+	firstAt := 0
 	for i := range n {
-		a := st.atts[(st.rr+i)%n]
-		if a == skip && n > 1 {
+		k := (st.rr + i) % n
+		a := st.atts[k]
+		if a.closing {
 			continue
 		}
-		select {
-		case <-a.gone:
-			continue
-		default:
+		if first == nil {
+			first, firstAt = a, k
 		}
-		if a.conn.closing.Load() && n > 1 {
-			continue // it is going: nothing more is sent to it
+		if a.q.hasRoom() {
+			st.rr = (k + 1) % n
+			return a
 		}
-		st.rr = (st.rr + i + 1) % n
-		return a
 	}
-	return nil
+	if first != nil {
+		st.rr = (firstAt + 1) % n
+	}
+	return first
 }
 
-// attachments returns the current attachments.
-func (st *stream) attachments() []*attachment {
-	st.mu.Lock()
-	defer st.mu.Unlock()
-	return append([]*attachment(nil), st.atts...)
+func (st *streamActor) broadcast(c actor.Context, p *pendingBatch, tip []byte, head int64) bool {
+	if len(st.bcast) > 0 {
+		return false // a connection has not queued the last one yet
+	}
+	var to []*attachment
+	for _, a := range st.atts {
+		if !a.closing {
+			to = append(to, a)
+		}
+	}
+	if len(to) == 0 {
+		return false
+	}
+	st.batchNo++
+	number := st.batchNo
+	st.bcast = make(map[string]bool, len(to))
+	for _, a := range to {
+		st.bcast[a.conn.Id] = true
+		tell(st.sys, a.conn, &deliverMsg{stream: st.self, name: a.name, number: number, notify: true,
+			frame: st.srv.enc.batchFrame(a.name, number, p.cursor, tip, false, p.records, head)})
+	}
+	st.srv.m.batchesSent.WithLabelValues(string(protocol.ModeBroadcast)).Add(float64(len(to)))
+	st.srv.m.recordsSent.Add(float64(len(p.records) * len(to)))
+	st.delivered = p.cursor
+	st.completed(number, p)
+	return true
 }
 
-// running reports whether a dispatcher runs the stream.
-func (st *stream) running() bool {
-	st.mu.Lock()
-	defer st.mu.Unlock()
-	return st.disp != nil
-}
-
-// positions returns the acknowledged cursor and the cursor after the
-// newest batch sent.
-func (st *stream) positions() (acked, delivered record.Cursor) {
-	st.mu.Lock()
-	defer st.mu.Unlock()
-	return st.acked, st.delivered
-}
-
-// dispatcherExited takes a stopped dispatcher's state back and starts a
-// successor when connections attached meanwhile.
-func (st *stream) dispatcherExited(d *dispatcher) {
-	st.mu.Lock()
-	defer st.mu.Unlock()
-	if st.disp != d {
+// handleReply takes an ack or nack. Only the one for the round trip in
+// flight, from its connection, counts; any other is ignored.
+func (st *streamActor) handleReply(r *reply) {
+	rt := st.inFlight
+	if rt == nil && st.orphan != nil && st.orphan.conn.Equal(r.conn) && st.orphan.number == r.batch && st.pending != nil {
+		// The reply of a delivery whose connection went before it was
+		// read: the batch has not gone out again, so it still counts.
+		rt = st.orphan
+		st.orphan = nil
+		st.inFlight = rt
+	}
+	if rt == nil || !rt.conn.Equal(r.conn) || rt.number != r.batch {
+		st.srv.m.staleAcks.Inc()
+		st.log().Debug("ignoring an ack or nack of a batch not in flight", zap.Int64("batch", r.batch), zap.String("connection", r.conn.Id))
 		return
 	}
-	st.disp = nil
-	st.inFlight = 0
-	if st.closed || len(st.atts) == 0 || st.srv.isClosing() {
+	if r.ack {
+		st.srv.m.acks.Inc()
+		st.clearRoundTrip()
+		done, rest := st.pending.split(r.upTo)
+		if done == nil { // an ack of none of its records
+			st.log().Debug("a partial ack acknowledged no record; the batch goes out again", zap.Int64("batch", r.batch))
+			return
+		}
+		st.completed(rt.number, done)
+		if rest != nil {
+			// The records after upTo go out again at once, in a new batch.
+			st.pending = rest
+		}
 		return
 	}
-	if d := newDispatcher(st); d.start() {
-		st.disp = d
-	}
+	st.srv.m.nacks.Inc()
+	st.nacks++
+	delay := min(minNackDelay<<min(st.nacks-1, 16), maxNackDelay)
+	st.retryAt = time.Now().Add(delay)
+	st.log().Info("batch refused by the client; it goes out again", zap.Int64("batch", r.batch),
+		zap.String("reason", r.reason), zap.Duration("after", delay))
+	st.clearRoundTrip()
 }
 
-// close ends the stream for good (a deleted durable stream): every
-// attachment is dropped and the dispatcher stops. It returns the
-// attachments it dropped.
-func (st *stream) close() []*attachment {
-	st.mu.Lock()
-	atts := st.atts
-	st.atts = nil
-	st.closed = true
-	d := st.disp
-	st.mu.Unlock()
-	for _, a := range atts {
-		a.leave()
-	}
-	if d != nil {
-		d.stop()
-		<-d.exited
-	}
-	return atts
+// endRoundTrip ends the round trip in flight without an ack: its records
+// go out again, to the next connection in turn.
+func (st *streamActor) endRoundTrip(why string) {
+	st.log().Debug("round trip ended without an ack; the records go out again", zap.String("why", why),
+		zap.Int64("batch", st.inFlight.number))
+	st.clearRoundTrip()
 }
 
-// drain asks the dispatcher to finish its round trip in flight and stop.
-func (st *stream) drain() *dispatcher {
-	st.mu.Lock()
-	defer st.mu.Unlock()
-	if st.disp != nil {
-		st.disp.drain()
+func (st *streamActor) clearRoundTrip() {
+	if st.inFlight != nil && st.inFlight.timer != nil {
+		st.inFlight.timer.Stop()
 	}
-	return st.disp
+	st.inFlight = nil
+}
+
+// completed moves the acknowledged position past a batch (and stores it
+// for a durable stream).
+func (st *streamActor) completed(number int64, p *pendingBatch) {
+	st.pending = nil
+	st.orphan = nil
+	st.acked = p.cursor
+	st.retryAt = time.Time{}
+	st.records += int64(len(p.records))
+	if !st.durable {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	err := st.srv.store.StreamAck(ctx, &streamstore.StreamAckParams{Name: st.name, Cursor: p.cursor.String(),
+		Batch: number, Records: int64(len(p.records))})
+	switch {
+	case err == nil:
+	case errors.Is(err, streamstore.ErrNotFound):
+		st.log().Info("the durable stream was deleted")
+	default:
+		st.srv.m.storeFailures.Inc()
+		st.log().Error("storing the acknowledged cursor failed; a restart would deliver these records again",
+			zap.Error(err), zap.String("cursor", p.cursor.String()))
+	}
 }

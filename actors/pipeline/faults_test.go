@@ -51,7 +51,7 @@ var actorTypes = []struct {
 	{Processor, "*history.processorActor", "*chainsync.ChainEvent"},
 	{Store, "*history.writer", "*history.Step"},
 	{Projection, "*contracts.projector", "*history.Delivery"},
-	{Streamer, "*pipeline.streamer", "*pipeline.crash"},
+	{Streamer, "*streaming.serverActor", "*pipeline.crash"},
 }
 
 func (f *faults) arm(actorType string) {

@@ -241,9 +241,13 @@ func Start(ctx context.Context, cfg Config) (*Pipeline, error) {
 		p.Projection = proj
 	}
 	if cfg.Streaming != nil {
-		srv, err := p.newStreamingServer(ctx, cfg.Streaming.Config.Addr)
+		srv, err := p.newStreamingServer(cfg.Streaming.Config.Addr)
 		if err != nil {
 			return fail(err)
+		}
+		if err := srv.Listen(); err != nil {
+			_ = srv.Shutdown(ctx) // never started: releases its metrics
+			return fail(&ListenError{Err: err})
 		}
 		p.firstSrv = srv
 		if a := srv.Addr(); a != nil {
@@ -258,20 +262,38 @@ func Start(ctx context.Context, cfg Config) (*Pipeline, error) {
 	return p, nil
 }
 
-// newStreamingServer starts a streaming server listening on addr.
-func (p *Pipeline) newStreamingServer(ctx context.Context, addr string) (*streaming.Server, error) {
+// newStreamingServer makes a streaming server for addr; its actor is
+// the pipeline's streaming child.
+func (p *Pipeline) newStreamingServer(addr string) (*streaming.Server, error) {
 	sc := p.cfg.Streaming.Config
 	sc.Addr = addr
 	deps := p.cfg.Streaming.Deps
 	deps.History = p.Handle
+	deps.System = p.System
 	srv, err := streaming.New(sc, deps)
 	if err != nil {
 		return nil, fmt.Errorf("streaming: %w", err)
 	}
-	if err := srv.Start(ctx); err != nil {
-		return nil, &ListenError{Err: err}
-	}
 	return srv, nil
+}
+
+// streamingProps returns the props of a fresh streaming server's actor.
+// The first incarnation's server was made and bound by Start, which
+// reports a taken address; a later one listens where the first did, from
+// its actor's start, which fails for the supervisor when it cannot.
+func (p *Pipeline) streamingProps() *actor.Props {
+	srv := p.firstSrv
+	p.firstSrv = nil
+	if srv == nil {
+		var err error
+		if srv, err = p.newStreamingServer(p.streamAddr); err != nil {
+			// New checked this configuration once already: only a
+			// metrics registration can fail, and the actor says so.
+			return actor.PropsFromFunc(func(actor.Context) { panic(fmt.Errorf("restarting the streaming server: %w", err)) })
+		}
+	}
+	p.streaming.Store(srv)
+	return srv.Props()
 }
 
 // ListenError is Start's error when the streaming server cannot start
@@ -378,41 +400,6 @@ func (p *Pipeline) Stop(timeout time.Duration) error {
 	}
 	p.System.Shutdown()
 	return err
-}
-
-// streamer is the streaming server's actor: it owns the server's
-// lifecycle (the server's connections run on their own goroutines). Each
-// incarnation starts a new server on the address the first one bound; the
-// durable streams resume from their stored cursors.
-type streamer struct {
-	p   *Pipeline
-	srv *streaming.Server
-}
-
-func (s *streamer) Receive(c actor.Context) {
-	switch c.Message().(type) {
-	case *actor.Started:
-		srv := s.p.firstSrv
-		s.p.firstSrv = nil
-		if srv == nil {
-			var err error
-			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-			srv, err = s.p.newStreamingServer(ctx, s.p.streamAddr)
-			cancel()
-			if err != nil {
-				panic(fmt.Errorf("restarting the streaming server: %w", err))
-			}
-		}
-		s.srv = srv
-		s.p.streaming.Store(srv)
-	case *actor.Stopping:
-		if s.srv != nil {
-			s.p.streaming.CompareAndSwap(s.srv, nil)
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			_ = s.srv.Shutdown(ctx)
-			cancel()
-		}
-	}
 }
 
 // sinkActor hands the follower's events to Config.Sink and returns their

@@ -10,6 +10,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/marlowe-follower/follower/actors"
+	"github.com/marlowe-follower/follower/streaming"
 )
 
 // root is the pipeline's actor: it spawns the children, is their
@@ -87,6 +88,15 @@ func (r *root) Receive(c actor.Context) {
 			return
 		}
 		delete(r.alive, msg.Who.Id)
+		if role == Streamer {
+			if srv := r.p.streaming.Load(); srv != nil {
+				select {
+				case <-srv.Done():
+					r.p.streaming.CompareAndSwap(srv, nil)
+				default:
+				}
+			}
+		}
 		r.p.mu.Lock()
 		if r.p.children[role] != nil && r.p.children[role].Equal(msg.Who) {
 			delete(r.p.children, role)
@@ -212,7 +222,7 @@ func (r *root) respawn(role Role) {
 	case Projection:
 		r.spawn(Projection, r.p.Projection.Props())
 	case Streamer:
-		r.spawn(Streamer, actor.PropsFromProducer(func() actor.Actor { return &streamer{p: r.p} }))
+		r.spawn(Streamer, r.p.streamingProps())
 	}
 }
 
@@ -319,9 +329,14 @@ func (r *root) advance() {
 			continue // already gone
 		}
 		r.waiting = st.pid
-		if st.poison {
+		switch {
+		case st.poison && r.alive[st.pid.Id] == Streamer:
+			// The streaming server stops in order: its round trips in
+			// flight end first, then its connections close.
+			r.ctx.Send(st.pid, &streaming.Stop{Deadline: time.Now().Add(5 * time.Second)})
+		case st.poison:
 			r.ctx.Poison(st.pid)
-		} else {
+		default:
 			r.ctx.Stop(st.pid)
 		}
 		return

@@ -144,7 +144,7 @@ func (p *pipeline) tip() chain.Tip { return p.progress.Snapshot().Tip }
 func (p *pipeline) startStreamingServer(ctx context.Context) (*streaming.Server, string, error) {
 	cfg := streaming.DefaultConfig()
 	cfg.Addr = "127.0.0.1:0"
-	srv, err := streaming.New(cfg, streaming.Deps{History: p.handle, Tip: p.tip})
+	srv, err := streaming.New(cfg, streaming.Deps{History: p.handle, System: p.pipe.System, Tip: p.tip})
 	if err != nil {
 		return nil, "", err
 	}

@@ -39,7 +39,7 @@ func TestFilterVocabularyAcrossSurfaces(t *testing.T) {
 	}
 	cfg := streamtest.TestConfig()
 	tip := func() chain.Tip { t := p.Tip(); return chain.Tip{Point: t.Point(), BlockNo: t.BlockNo} }
-	ws, err := streaming.New(cfg, streaming.Deps{History: p.Handle, Tip: tip})
+	ws, err := streaming.New(cfg, streaming.Deps{History: p.Handle, System: p.System, Tip: tip})
 	if err != nil {
 		t.Fatal(err)
 	}

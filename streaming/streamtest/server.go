@@ -63,7 +63,7 @@ func StartServer(t testing.TB, h *History, o ServerOptions) *Server {
 	if log == nil {
 		log = zap.NewNop()
 	}
-	s, err := streaming.New(cfg, streaming.Deps{History: h.Handle, Streams: o.Streams, Logger: log, Registerer: reg,
+	s, err := streaming.New(cfg, streaming.Deps{History: h.Handle, System: h.System, Streams: o.Streams, Logger: log, Registerer: reg,
 		Tip: func() chain.Tip { return chain.Tip{BlockNo: 1} }})
 	if err != nil {
 		t.Fatal(err)
