@@ -156,11 +156,20 @@ func (s *Server) Listen() error {
 // loads the durable streams (each resumes after its last ack when a client
 // starts it) and serves the listener; a failure to start is a panic, for
 // the supervisor.
+//
+// A connection or stream actor that fails is not restarted on its own (it
+// shares its state with its peers: a connection's subscriptions, a
+// stream's round trip): its failure is the server actor's, which its
+// parent's supervisor handles. In the pipeline that restarts a fresh
+// server, whose durable streams resume from their stored cursors.
 func (s *Server) Props() *actor.Props {
 	return actor.PropsFromProducer(func() actor.Actor {
 		return &serverActor{s: s, conns: map[string]connRef{}, refs: map[string]*streamRef{}, durables: map[string]*streamRef{}}
-	})
+	}, actor.WithSupervisor(escalate))
 }
+
+// escalate hands a child's failure to the server actor's supervisor.
+var escalate = actor.NewOneForOneStrategy(0, 0, func(any) actor.Directive { return actor.EscalateDirective })
 
 // Start runs the server on its own: it listens on Config.Addr and spawns
 // the server actor in Deps.System (the history store's actor system), and
