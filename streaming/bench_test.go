@@ -433,6 +433,19 @@ func rawSubscriber(t *testing.T, ctx context.Context, url, from string, keep boo
 		ready.Done()
 		return
 	}
+	// Ready once subscribed: "tip" is the head when the server takes the
+	// subscribe, and the run counts the records committed after ready.
+	for {
+		_, data, err := ws.Read(ctx)
+		if err != nil {
+			t.Error(err)
+			ready.Done()
+			return
+		}
+		if bytes.HasPrefix(data, []byte(`{"type":"subscribed"`)) {
+			break
+		}
+	}
 	ready.Done()
 	var buf bytes.Buffer
 	blockKey, batchKey := []byte(`"block":{"slot":`), []byte(`"batch":`)

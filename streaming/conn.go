@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -67,10 +68,12 @@ type connActor struct {
 
 // connSub is a subscription of the connection.
 type connSub struct {
-	stream   *actor.PID // nil while it is set up
-	durable  bool
-	owner    string
-	replying int // acks and nacks handed to the stream and not yet taken
+	stream  *actor.PID // nil while it is set up
+	durable bool
+	owner   string
+	// replying counts the acks and nacks handed to the stream and not yet
+	// taken (the stream counts them down): at replyQueue more are dropped.
+	replying atomic.Int32
 }
 
 // waiting is a frame waiting for room in the send queue.
@@ -87,10 +90,12 @@ type waiting struct {
 
 // Messages of a connection actor.
 type (
-	// inbound is a frame the reader read.
+	// inbound is a frame the reader read, decoded (a command, or why it
+	// is not one).
 	inbound struct {
-		typ  websocket.MessageType
-		data []byte
+		typ websocket.MessageType
+		cmd *protocol.Command
+		err error
 	}
 	// readEnded: the socket's reads ended (the client went, or the close
 	// handshake is done).
@@ -132,8 +137,6 @@ type (
 		frame  []byte
 		notify bool
 	}
-	// replied: a stream took an ack or nack.
-	replied struct{ stream *actor.PID }
 	// dropSub: the stream ended the subscription (deleted).
 	dropSub struct {
 		stream          *actor.PID
@@ -237,12 +240,6 @@ func (c *connActor) Receive(ac actor.Context) {
 		c.opened(ac)
 	case *deliverMsg:
 		c.deliver(ac, m)
-	case *replied:
-		for _, s := range c.subs {
-			if s.stream != nil && s.stream.Equal(m.stream) && s.replying > 0 {
-				s.replying--
-			}
-		}
 	case *dropSub:
 		if s := c.subs[m.name]; s != nil && s.stream != nil && s.stream.Equal(m.stream) {
 			delete(c.subs, m.name)
@@ -304,7 +301,7 @@ func (c *connActor) handle(ac actor.Context, m *inbound) {
 		}
 		return
 	}
-	cmd, err := protocol.DecodeCommand(m.data)
+	cmd, err := m.cmd, m.err
 	if err != nil {
 		code, msg := protocol.CodeBadJSON, err.Error()
 		var bc *protocol.ErrBadCommand
@@ -336,12 +333,13 @@ func (c *connActor) execute(ac actor.Context, cmd *protocol.Command) {
 			c.reject(protocol.CodeForbidden, fmt.Sprintf("durable stream %q belongs to another credential", cmd.Stream), cmd.Stream, false)
 			return
 		}
-		if s.replying >= replyQueue {
+		if s.replying.Load() >= replyQueue {
 			c.srv.m.staleAcks.Inc()
 			return
 		}
-		s.replying++
-		tell(c.sys, s.stream, &reply{conn: c.self, batch: cmd.Batch, ack: cmd.Type == protocol.TypeAck, upTo: cmd.UpToSeq, reason: cmd.Reason})
+		s.replying.Add(1)
+		tell(c.sys, s.stream, &reply{conn: c.self, batch: cmd.Batch, ack: cmd.Type == protocol.TypeAck, upTo: cmd.UpToSeq, reason: cmd.Reason,
+			taken: &s.replying})
 	case protocol.TypeUnsubscribe:
 		s := c.subs[cmd.Stream]
 		if s == nil || s.stream == nil {
@@ -633,7 +631,12 @@ func (c *connActor) readLoop(sys *actor.ActorSystem, pid *actor.PID) {
 		case <-c.gone:
 			return
 		}
-		tell(sys, pid, &inbound{typ: typ, data: bytes.Clone(data)})
+		// Decoding here decides nothing: the actor takes the command.
+		m := &inbound{typ: typ}
+		if typ == websocket.MessageText {
+			m.cmd, m.err = protocol.DecodeCommand(data)
+		}
+		tell(sys, pid, m)
 	}
 }
 

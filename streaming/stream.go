@@ -157,6 +157,7 @@ type (
 		// (0: all).
 		upTo   int64
 		reason string
+		taken  *atomic.Int32 // the connection's count of replies not yet taken
 	}
 	// undelivered: the connection did not queue the batch (it is ending).
 	undelivered struct {
@@ -200,8 +201,8 @@ func (st *streamActor) Receive(c actor.Context) {
 			}
 		}
 	case *reply:
+		msg.taken.Add(-1)
 		st.handleReply(msg)
-		tell(st.sys, msg.conn, &replied{stream: st.self})
 	case *undelivered:
 		if rt := st.inFlight; rt != nil && rt.conn.Equal(msg.conn) && rt.number == msg.number {
 			st.pending.sent--
