@@ -131,7 +131,26 @@ type Config struct {
 	// fits ("memory budget", status 1008). A frame counts until it is
 	// written to its socket (MARLOWE_RT_STREAMING_QUEUE_BUDGET_MB).
 	QueueBudget int64
+	// LeaseHolder, when not empty, names this process among several that
+	// serve the durable streams of one database (writers and readers on
+	// PostgreSQL; streamstore.NewHolder): a durable stream in ack mode then
+	// sends a batch only under its round-trip lease (streamstore's
+	// StreamLease), so that at most one process at a time has a batch of
+	// the stream in flight, the processes take turns, and an
+	// acknowledgement moves the stored cursor only under the lease it was
+	// made under. Empty: this process is the streams' only server (the
+	// embedded SQLite store).
+	LeaseHolder string
+	// LeaseTTL is a lease's life without renewal (streamstore.DefaultLeaseTTL
+	// when 0): how long a durable stream stays with a process that died
+	// with a batch in flight. LeaseRetry is how long a stream whose lease
+	// another process holds waits before it asks again
+	// (DefaultLeaseRetry when 0).
+	LeaseTTL, LeaseRetry time.Duration
 }
+
+// DefaultLeaseRetry is Config.LeaseRetry's default.
+const DefaultLeaseRetry = 100 * time.Millisecond
 
 // DefaultConfig returns the defaults.
 func DefaultConfig() Config {
@@ -176,6 +195,9 @@ func (c *Config) Validate() error {
 	}
 	if c.AckTimeout < 0 {
 		errs = append(errs, errors.New("streaming config: AckTimeout must not be negative"))
+	}
+	if c.LeaseTTL < 0 || c.LeaseRetry < 0 {
+		errs = append(errs, errors.New("streaming config: LeaseTTL and LeaseRetry must not be negative"))
 	}
 	if _, err := origin.Parse(c.Origins); err != nil {
 		errs = append(errs, fmt.Errorf("streaming config: Origins: %w", err))

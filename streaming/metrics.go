@@ -20,6 +20,8 @@ type metrics struct {
 	slowDropped   prometheus.Counter
 	ackTimeouts   prometheus.Counter
 	storeFailures prometheus.Counter
+	leaseWaits    prometheus.Counter
+	leasesLost    prometheus.Counter
 	budgetCuts    prometheus.Counter
 	queued        prometheus.GaugeFunc
 	lag           *lagCollector
@@ -51,6 +53,10 @@ func newMetrics(s *Server) *metrics {
 		slowDropped:   counter("slow_clients_dropped_total", "Connections closed because the client did not read (slow consumer)."),
 		ackTimeouts:   counter("ack_timeouts_total", "Round trips ended because the ack did not come in time."),
 		storeFailures: counter("stream_store_failures_total", "Failed writes of durable stream cursors."),
+		leaseWaits: counter("lease_waits_total",
+			"Batches of a durable stream held back because another process had a batch of it in flight (round-trip leases, several processes on one database)."),
+		leasesLost: counter("leases_lost_total",
+			"Round trips of a durable stream ended because this process's lease lapsed or was refused (its acknowledgement does not move the cursor; the records go out again)."),
 		budgetCuts: counter("queue_budget_cuts_total",
 			"Connections closed because the frames queued on all connections reached the queue budget (the largest queues first)."),
 		queued: prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "queued_bytes",
@@ -63,7 +69,7 @@ func newMetrics(s *Server) *metrics {
 func (m *metrics) register(r prometheus.Registerer) error {
 	for _, c := range []prometheus.Collector{m.connections, m.subscribers, m.sseClients, m.batchesSent, m.recordsSent,
 		m.acks, m.nacks, m.redeliveries, m.staleAcks, m.badFrames, m.disconnects, m.slowDropped, m.ackTimeouts,
-		m.storeFailures, m.budgetCuts, m.queued, m.lag} {
+		m.storeFailures, m.leaseWaits, m.leasesLost, m.budgetCuts, m.queued, m.lag} {
 		if err := r.Register(c); err != nil {
 			return err
 		}
@@ -74,7 +80,7 @@ func (m *metrics) register(r prometheus.Registerer) error {
 func (m *metrics) unregister(r prometheus.Registerer) {
 	for _, c := range []prometheus.Collector{m.connections, m.subscribers, m.sseClients, m.batchesSent, m.recordsSent,
 		m.acks, m.nacks, m.redeliveries, m.staleAcks, m.badFrames, m.disconnects, m.slowDropped, m.ackTimeouts,
-		m.storeFailures, m.budgetCuts, m.queued, m.lag} {
+		m.storeFailures, m.leaseWaits, m.leasesLost, m.budgetCuts, m.queued, m.lag} {
 		r.Unregister(c)
 	}
 }

@@ -102,6 +102,12 @@ type streamActor struct {
 	due      time.Time // when the timer fires (zero: not armed)
 	timer    *time.Timer
 	timerGen int
+
+	// leased: this process holds the stream's round-trip lease (shared
+	// streams only: Config.LeaseHolder set); renewal renews it while held.
+	leased   bool
+	renewal  *time.Timer
+	leaseGen int
 }
 
 // streamStats is what a stream publishes of itself after each message:
@@ -171,6 +177,8 @@ type (
 	dueMsg       struct{ gen int }
 	ackTimeout   struct{ number int64 }
 	resumeMsg    struct{}
+	// renewLease: time to renew the round-trip lease (of generation gen).
+	renewLease struct{ gen int }
 	// drainStream: the server stops; finish the round trip in flight,
 	// send no new batch, then stop.
 	drainStream struct{}
@@ -242,6 +250,10 @@ func (st *streamActor) Receive(c actor.Context) {
 		}
 	case *resumeMsg:
 		st.holding = false
+	case *renewLease:
+		if msg.gen == st.leaseGen && st.leased {
+			st.renew()
+		}
 	case *drainStream:
 		st.draining = true
 	case *closeStream:
@@ -264,6 +276,7 @@ func (st *streamActor) Receive(c actor.Context) {
 		if st.inFlight != nil && st.inFlight.timer != nil {
 			st.inFlight.timer.Stop()
 		}
+		st.releaseLease()
 		st.stats.Store(&streamStats{acked: st.acked})
 		return
 	default:
@@ -358,6 +371,12 @@ func (st *streamActor) step(c actor.Context) {
 		st.publish()
 		c.Stop(st.self)
 		return
+	}
+	if st.leased && st.inFlight == nil && !st.holding {
+		// The lease is held only while a batch is in flight (and while a
+		// departed connection's last replies are read): another process's
+		// connection may take the stream now.
+		st.releaseLease()
 	}
 	st.requestPull()
 	st.arm()
@@ -530,6 +549,9 @@ func (st *streamActor) deliver(c actor.Context) bool {
 	if a == nil {
 		return false
 	}
+	if st.shared() && !st.leased && !st.takeLease() {
+		return false
+	}
 	st.batchNo++
 	number := st.batchNo
 	frame := st.srv.enc.batchFrame(a.name, number, p.cursor, tip, p.sent > 0, p.records, head)
@@ -674,15 +696,167 @@ func (st *streamActor) completed(number int64, p *pendingBatch) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	err := st.srv.store.StreamAck(ctx, &streamstore.StreamAckParams{Name: st.name, Cursor: p.cursor.String(),
-		Batch: number, Records: int64(len(p.records))})
+	ack := &streamstore.StreamAckParams{Name: st.name, Cursor: p.cursor.String(), Batch: number, Records: int64(len(p.records))}
+	if st.shared() {
+		if !st.leased {
+			// Never under a lease this process still holds: another
+			// process may have the stream now.
+			st.srv.m.leasesLost.Inc()
+			st.log().Warn("acknowledgement of a batch whose round-trip lease is gone: not stored; the records go out again",
+				zap.Int64("batch", number))
+			return
+		}
+		// The ack ends the round trip, and with it the lease.
+		ack.Holder = st.srv.cfg.LeaseHolder
+		st.dropLease()
+	}
+	err := st.srv.store.StreamAck(ctx, ack)
 	switch {
 	case err == nil:
+	case errors.Is(err, streamstore.ErrLeased):
+		// The lease lapsed (this process stalled) and another process may
+		// have sent these records since: the cursor did not move, and the
+		// next lease puts the stream back where the store has it.
+		st.srv.m.leasesLost.Inc()
+		st.log().Warn("acknowledgement refused: this process no longer holds the stream's lease; the records go out again",
+			zap.Int64("batch", number), zap.Error(err))
 	case errors.Is(err, streamstore.ErrNotFound):
 		st.log().Info("the durable stream was deleted")
 	default:
 		st.srv.m.storeFailures.Inc()
 		st.log().Error("storing the acknowledged cursor failed; a restart would deliver these records again",
 			zap.Error(err), zap.String("cursor", p.cursor.String()))
+	}
+}
+
+// shared reports whether the stream's round trips are leased: a durable
+// stream in ack mode on a database that several processes serve.
+func (st *streamActor) shared() bool {
+	return st.durable && st.mode == protocol.ModeAck && st.srv.cfg.LeaseHolder != ""
+}
+
+func (st *streamActor) leaseParams() *streamstore.StreamLeaseParams {
+	return &streamstore.StreamLeaseParams{Name: st.name, Holder: st.srv.cfg.LeaseHolder, TTL: st.srv.cfg.LeaseTTL}
+}
+
+// takeLease asks the store for the stream's round-trip lease before a
+// batch goes out. Granted, the store's cursor is the truth: when another
+// process acknowledged batches meanwhile (or this process's last ack was
+// refused), the stream goes back to that cursor, gives the lease up and
+// reads from there. Refused, the batch waits LeaseRetry and asks again.
+// It reports whether the pending batch may go out now.
+func (st *streamActor) takeLease() bool {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	stored, err := st.srv.store.StreamLease(ctx, st.leaseParams())
+	switch {
+	case err == nil:
+	case errors.Is(err, streamstore.ErrLeased):
+		st.srv.m.leaseWaits.Inc()
+		st.retryAt = time.Now().Add(st.leaseRetry())
+		return false
+	case errors.Is(err, streamstore.ErrNotFound):
+		// Deleted through another process: the server's view of it goes
+		// when this process hears of the deletion; nothing goes out.
+		st.log().Info("the durable stream was deleted by another process")
+		st.retryAt = time.Now().Add(st.srv.cfg.RetryDelay)
+		return false
+	default:
+		st.srv.m.storeFailures.Inc()
+		st.log().Error("taking the durable stream's round-trip lease failed; asking again", zap.Error(err),
+			zap.Duration("after", st.srv.cfg.RetryDelay))
+		st.retryAt = time.Now().Add(st.srv.cfg.RetryDelay)
+		return false
+	}
+	st.leased = true
+	st.armRenewal()
+	st.batchNo = max(st.batchNo, stored.Batch)
+	if stored.Cursor == st.acked.String() {
+		return true
+	}
+	cur, err := record.ParseCursor(stored.Cursor)
+	if err != nil {
+		st.srv.m.storeFailures.Inc()
+		st.log().Error("the stored cursor of the durable stream does not parse", zap.String("cursor", stored.Cursor), zap.Error(err))
+		st.releaseLease()
+		st.retryAt = time.Now().Add(st.srv.cfg.RetryDelay)
+		return false
+	}
+	st.log().Debug("another process moved the durable stream on; reading from its cursor",
+		zap.String("from", st.acked.String()), zap.String("to", stored.Cursor))
+	st.acked, st.delivered, st.records = cur, cur, stored.Records
+	st.pending, st.orphan = nil, nil
+	st.buf, st.bufLen = nil, 0
+	st.stopFeed()
+	st.bufEnd = cur
+	st.releaseLease()
+	return false
+}
+
+func (st *streamActor) leaseRetry() time.Duration {
+	if d := st.srv.cfg.LeaseRetry; d > 0 {
+		return d
+	}
+	return DefaultLeaseRetry
+}
+
+// armRenewal renews the lease every third of its life while it is held.
+func (st *streamActor) armRenewal() {
+	if st.renewal != nil {
+		st.renewal.Stop()
+	}
+	st.leaseGen++
+	sys, self, gen := st.sys, st.self, st.leaseGen
+	st.renewal = time.AfterFunc(st.leaseParams().EffectiveTTL()/3, func() { tell(sys, self, &renewLease{gen: gen}) })
+}
+
+// renew renews the lease held. Lost (it lapsed and another process took
+// the stream), the round trip in flight ends: its ack would not count.
+func (st *streamActor) renew() {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_, err := st.srv.store.StreamLease(ctx, st.leaseParams())
+	switch {
+	case err == nil:
+		st.armRenewal()
+	case errors.Is(err, streamstore.ErrLeased), errors.Is(err, streamstore.ErrNotFound):
+		st.srv.m.leasesLost.Inc()
+		st.log().Warn("the durable stream's round-trip lease was lost; the batch in flight goes out again", zap.Error(err))
+		st.dropLease()
+		if st.inFlight != nil {
+			st.clearRoundTrip()
+		}
+	default:
+		// Renewed next time, or lapsed: then the ack is refused and the
+		// records go out again.
+		st.srv.m.storeFailures.Inc()
+		st.log().Error("renewing the durable stream's round-trip lease failed", zap.Error(err))
+		st.armRenewal()
+	}
+}
+
+// dropLease forgets the lease without telling the store (the ack ended
+// it, or it is lost).
+func (st *streamActor) dropLease() {
+	st.leased = false
+	st.leaseGen++
+	if st.renewal != nil {
+		st.renewal.Stop()
+		st.renewal = nil
+	}
+}
+
+// releaseLease gives the lease back to the store, so that another
+// process's connection can take the stream at once.
+func (st *streamActor) releaseLease() {
+	if !st.leased {
+		return
+	}
+	st.dropLease()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := st.srv.store.StreamRelease(ctx, st.leaseParams()); err != nil {
+		// It lapses after its TTL.
+		st.log().Warn("releasing the durable stream's round-trip lease failed; it lapses by itself", zap.Error(err))
 	}
 }

@@ -4,9 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
-	"strconv"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
@@ -107,15 +105,7 @@ func startReaderFor(ctx context.Context, cfg *config.Config, log *zap.Logger, op
 	if err := streamstore.CheckHistory(ctx, st, cfg.Node.NetworkMagic, committedLog{primary, head}); err != nil {
 		return fail(err)
 	}
-	scfg := streaming.DefaultConfig()
-	scfg.Addr = ""
-	if cfg.Streaming.Port != 0 {
-		scfg.Addr = net.JoinHostPort(cfg.ListenHost(cfg.Streaming.Host), strconv.Itoa(cfg.Streaming.Port))
-	}
-	scfg.Tokens = cfg.StreamingTokens()
-	s.warnIfOpen()
-	scfg.Origins = cfg.StreamingOrigins()
-	scfg.QueueBudget = int64(cfg.Streaming.QueueBudgetMB) << 20
+	scfg := s.streamingConfig(cfg)
 	s.pipe, err = pipeline.Start(ctx, pipeline.Config{
 		Logger: log, History: read, Slots: slots, Progress: s.progress,
 		Mirror: &pipeline.Mirror{Source: source},

@@ -238,15 +238,7 @@ func Start(ctx context.Context, cfg *config.Config, log *zap.Logger, opts Option
 		}
 	}
 	cache := query.NewContractCache(query.DefaultCacheBytes)
-	scfg := streaming.DefaultConfig()
-	scfg.Addr = ""
-	if cfg.Streaming.Port != 0 {
-		scfg.Addr = net.JoinHostPort(cfg.ListenHost(cfg.Streaming.Host), strconv.Itoa(cfg.Streaming.Port))
-	}
-	scfg.Tokens = cfg.StreamingTokens()
-	s.warnIfOpen()
-	scfg.Origins = cfg.StreamingOrigins()
-	scfg.QueueBudget = int64(cfg.Streaming.QueueBudgetMB) << 20
+	scfg := s.streamingConfig(cfg)
 	s.pipe, err = pipeline.Start(ctx, pipeline.Config{
 		Logger: log, History: backend, Store: storeCfg, Slots: slots, Progress: s.progress,
 		Follower: &chainsync.Config{

@@ -317,10 +317,10 @@ func (s *Store) ackTx(ctx context.Context, tx *sql.Tx, p *streamstore.StreamAckP
 	if err := tx.QueryRowContext(ctx, s.ackState, p.Name).Scan(&stored, &holder); err != nil {
 		return err
 	}
-	if stored >= p.Batch {
-		return fmt.Errorf("%w: batch %d, stored %d", streamstore.ErrStale, p.Batch, stored)
+	if p.Holder != "" && holder != p.Holder {
+		return fmt.Errorf("%w: batch %d acknowledged under %s's lease, held by %q", streamstore.ErrLeased, p.Batch, p.Holder, holder)
 	}
-	return fmt.Errorf("%w: batch %d acknowledged under %s's lease, held by %q", streamstore.ErrLeased, p.Batch, p.Holder, holder)
+	return fmt.Errorf("%w: batch %d, stored %d", streamstore.ErrStale, p.Batch, stored)
 }
 
 // StreamLease implements streamstore.Store: one statement takes or renews

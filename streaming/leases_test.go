@@ -1,0 +1,225 @@
+package streaming_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/marlowe-follower/follower/history/record"
+	"github.com/marlowe-follower/follower/streaming"
+	"github.com/marlowe-follower/follower/streaming/protocol"
+	"github.com/marlowe-follower/follower/streaming/streamstore"
+	"github.com/marlowe-follower/follower/streaming/streamstore/sqlstreams"
+	"github.com/marlowe-follower/follower/streaming/streamtest"
+)
+
+// postgresStreams opens stream stores on a fresh schema of the test
+// database, dropped when the test ends: each call is another process's
+// store on the same tables. Without MARLOWE_TEST_DATABASE_URL the test is
+// skipped, except under CI.
+func postgresStreams(t *testing.T) func() streamstore.Store {
+	t.Helper()
+	url := os.Getenv("MARLOWE_TEST_DATABASE_URL")
+	if url == "" {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("MARLOWE_TEST_DATABASE_URL is not set under CI")
+		}
+		t.Skip("MARLOWE_TEST_DATABASE_URL is not set")
+	}
+	ctx := context.Background()
+	schema := fmt.Sprintf("ws_lease_%d_%d", time.Now().UnixNano(), rand.Uint32())
+	t.Cleanup(func() {
+		conn, err := pgx.Connect(ctx, url)
+		if err != nil {
+			t.Errorf("dropping schema %s: %v", schema, err)
+			return
+		}
+		defer conn.Close(ctx)
+		if _, err := conn.Exec(ctx, `DROP SCHEMA IF EXISTS `+pgx.Identifier{schema}.Sanitize()+` CASCADE`); err != nil {
+			t.Errorf("dropping schema %s: %v", schema, err)
+		}
+	})
+	return func() streamstore.Store {
+		st, err := sqlstreams.OpenPostgres(ctx, url, schema)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = st.Close() })
+		return st
+	}
+}
+
+// partitionable is a stream store that can be cut off from its database,
+// as a process whose connections hang: every call fails while it is cut.
+type partitionable struct {
+	streamstore.Store
+	cut atomic.Bool
+}
+
+var errPartitioned = errors.New("test: the database is unreachable")
+
+func (p *partitionable) StreamAck(ctx context.Context, a *streamstore.StreamAckParams) error {
+	if p.cut.Load() {
+		return errPartitioned
+	}
+	return p.Store.StreamAck(ctx, a)
+}
+
+func (p *partitionable) StreamLease(ctx context.Context, l *streamstore.StreamLeaseParams) (*streamstore.Stream, error) {
+	if p.cut.Load() {
+		return nil, errPartitioned
+	}
+	return p.Store.StreamLease(ctx, l)
+}
+
+func (p *partitionable) StreamRelease(ctx context.Context, l *streamstore.StreamLeaseParams) error {
+	if p.cut.Load() {
+		return errPartitioned
+	}
+	return p.Store.StreamRelease(ctx, l)
+}
+
+// leased configures a server as one of several processes on the streams'
+// database.
+func leased(holder string) func(*streaming.Config) {
+	return func(c *streaming.Config) {
+		c.LeaseHolder, c.LeaseTTL, c.LeaseRetry = holder, time.Second, 10*time.Millisecond
+	}
+}
+
+// TestDurableStreamAcrossTwoServers: one durable stream served by two
+// servers on one database (two processes, each with its own stream store
+// and lease holder name), a connection on each. Its batches go to both, one
+// round trip at a time across the two, and together the connections get
+// every record exactly once. Then one server is cut off from the database
+// with a batch in flight: its lease lapses, the other server's connection
+// gets those records, the cut-off server's late acknowledgement does not
+// move the cursor, and the stored cursor and record count are exact.
+func TestDurableStreamAcrossTwoServers(t *testing.T) {
+	open := postgresStreams(t)
+	ctx := context.Background()
+	h := streamtest.NewHistory(t, "", nil)
+	feed, err := streamtest.NewFeed(h, 5, 0.6, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := feed.UntilRecords(ctx, 240); err != nil {
+		t.Fatal(err)
+	}
+	storeA := &partitionable{Store: open()}
+	srvA := streamtest.StartServer(t, h, streamtest.ServerOptions{Streams: storeA, Config: leased("process-a")})
+	srvB := streamtest.StartServer(t, h, streamtest.ServerOptions{Streams: open(), Config: leased("process-b")})
+	start := record.Cursor{Snapshot: h.Handle.Head()}
+	want, err := streamtest.Expected(ctx, h.Backend, record.Filter{}, start, h.Handle.Head())
+	if err != nil {
+		t.Fatal(err)
+	}
+	const batchSize = 6
+	cmd := protocol.Command{Stream: "shared", Durable: true, Filter: &protocol.Filter{All: true}, BatchSize: batchSize}
+
+	var (
+		mu          sync.Mutex
+		all         streamtest.Collector
+		perServer   [2]int
+		outstanding atomic.Int32
+		overlap     atomic.Int32
+		lastCursor  string      // the cursor of the last batch acknowledged
+		hold        atomic.Bool // connection A keeps its next batch unacknowledged
+		held        = make(chan *protocol.Frame, 1)
+	)
+	rawA := streamtest.Dial(t, srvA.URL, nil)
+	rawA.Subscribe(cmd)
+	rawB := streamtest.Dial(t, srvB.URL, nil)
+	rawB.Subscribe(cmd)
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	for i, raw := range []*streamtest.Raw{rawA, rawB} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				f, err := raw.TryRead(100 * time.Millisecond)
+				select {
+				case <-done:
+					return
+				default:
+				}
+				if err != nil || f.Type != protocol.TypeBatch {
+					continue
+				}
+				if i == 0 && hold.Load() {
+					hold.Store(false)
+					held <- f
+					continue
+				}
+				if outstanding.Add(1) > 1 {
+					overlap.Add(1)
+				}
+				mu.Lock()
+				perServer[i]++
+				if err := all.Add(f.Records); err != nil {
+					t.Error(err)
+				}
+				lastCursor = f.Cursor
+				mu.Unlock()
+				time.Sleep(2 * time.Millisecond) // some work
+				outstanding.Add(-1)
+				raw.Ack(f)
+			}
+		}()
+	}
+	count := func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(all.Records)
+	}
+	waitFor(t, "half the records", func() bool { return count() >= len(want)/2 })
+
+	// Server A is cut off from the database with a batch in flight.
+	hold.Store(true)
+	var stuck *protocol.Frame
+	select {
+	case stuck = <-held:
+	case <-time.After(10 * time.Second):
+		t.Fatal("connection A got no batch to hold")
+	}
+	storeA.cut.Store(true)
+	waitFor(t, "every record, through server B once A's lease lapsed", func() bool { return count() >= len(want) })
+	storeA.cut.Store(false)
+	rawA.Ack(stuck) // too late: another process had the stream since
+	waitFor(t, "A's late acknowledgement refused", func() bool { return srvA.Metric(t, "marlowe_streaming_leases_lost_total") >= 1 })
+	close(done)
+	wg.Wait()
+
+	if err := streamtest.Same(all.Records, want); err != nil {
+		t.Fatal(err)
+	}
+	if all.Dups != 0 || overlap.Load() != 0 {
+		t.Fatalf("%d duplicates, %d overlapping round trips across the two servers", all.Dups, overlap.Load())
+	}
+	// Both servers took turns before the cut.
+	batches := (len(want) + batchSize - 1) / batchSize
+	if perServer[0] < batches/6 || perServer[1] < batches/6 {
+		t.Errorf("batches per server %v of %d: one server did not take its turns", perServer, batches)
+	}
+	stored, err := open().StreamGet(ctx, "shared")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if stored.Records != int64(len(want)) || stored.Cursor != lastCursor {
+		t.Fatalf("stored stream %+v: want %d records acknowledged, cursor %s", stored, len(want), lastCursor)
+	}
+	if srvB.Metric(t, "marlowe_streaming_lease_waits_total") == 0 && srvA.Metric(t, "marlowe_streaming_lease_waits_total") == 0 {
+		t.Error("no batch ever waited for the other server's round trip")
+	}
+	t.Logf("%d records in %d batches, per server %v; lease waits A %.0f B %.0f", len(want), batches, perServer,
+		srvA.Metric(t, "marlowe_streaming_lease_waits_total"), srvB.Metric(t, "marlowe_streaming_lease_waits_total"))
+}
