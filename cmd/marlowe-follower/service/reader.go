@@ -21,7 +21,6 @@ import (
 	"github.com/marlowe-follower/follower/history/storage"
 	"github.com/marlowe-follower/follower/query"
 	"github.com/marlowe-follower/follower/streaming"
-	"github.com/marlowe-follower/follower/streaming/streamstore"
 )
 
 // A reader (role reader) serves the query API, the runtime view, SSE and
@@ -93,16 +92,8 @@ func startReaderFor(ctx context.Context, cfg *config.Config, log *zap.Logger, op
 		return fail(err)
 	}
 	s.contractStore = cb
-	st, err := OpenStreamStore(ctx, db)
+	st, err := s.openStreams(ctx, cfg, db, primary)
 	if err != nil {
-		return fail(err)
-	}
-	s.streamStore = st
-	head, err := primary.Head(ctx)
-	if err != nil {
-		return fail(fmt.Errorf("reading the history's head: %w", err))
-	}
-	if err := streamstore.CheckHistory(ctx, st, cfg.Node.NetworkMagic, committedLog{primary, head}); err != nil {
 		return fail(err)
 	}
 	scfg := s.streamingConfig(cfg)

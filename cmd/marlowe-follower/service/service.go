@@ -213,19 +213,8 @@ func Start(ctx context.Context, cfg *config.Config, log *zap.Logger, opts Option
 		return fail(err)
 	}
 	s.contractStore = cb
-	st, err := OpenStreamStore(ctx, db)
+	st, err := s.openStreams(ctx, cfg, db, backend)
 	if err != nil {
-		return fail(err)
-	}
-	s.streamStore = st
-	// The streams' cursors point into this history: refuse another one, or
-	// an older copy than the streams (restored from an older backup),
-	// before any stream is served.
-	head, err := backend.Head(ctx)
-	if err != nil {
-		return fail(fmt.Errorf("reading the history's head: %w", err))
-	}
-	if err := streamstore.CheckHistory(ctx, st, cfg.Node.NetworkMagic, committedLog{backend, head}); err != nil {
 		return fail(err)
 	}
 	metrics.RegisterRole(cfg.Role, s.writer)
@@ -293,6 +282,26 @@ func Start(ctx context.Context, cfg *config.Config, log *zap.Logger, opts Option
 	log.Info("following", zap.String("socket", cfg.Node.Socket), zap.Uint32("networkMagic", cfg.Node.NetworkMagic),
 		zap.String("store", where), zap.Int64("head", s.store.Stats().Head.Load()))
 	return s, nil
+}
+
+// openStreams opens the durable streams' store on db (s.streamStore) and
+// checks, before any stream is served, that their cursors point into this
+// history, the committed log of h: another history, or an older copy than
+// the streams (restored from an older backup), is refused.
+func (s *Service) openStreams(ctx context.Context, cfg *config.Config, db storage.DB, h history.Backend) (streamstore.Store, error) {
+	st, err := OpenStreamStore(ctx, db)
+	if err != nil {
+		return nil, err
+	}
+	s.streamStore = st
+	head, err := h.Head(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("reading the history's head: %w", err)
+	}
+	if err := streamstore.CheckHistory(ctx, st, cfg.Node.NetworkMagic, committedLog{h, head}); err != nil {
+		return nil, err
+	}
+	return st, nil
 }
 
 // committedLog is the committed history log as streamstore.CheckHistory
