@@ -53,7 +53,7 @@ import (
 //	server actor ──spawns──▶ connection actor (one per WebSocket)
 //	             ──spawns──▶ stream actor (one per subscription or durable stream)
 //	connection ──openStream──▶ server ──attach──▶ stream ──attached──▶ connection
-//	connection ──reply (ack, nack)──▶ stream ──replied──▶ connection
+//	connection ──reply (ack, nack)──▶ stream
 //	stream ──deliverMsg──▶ connection ──undelivered, queuedNotice──▶ stream
 //	connection stops ──Terminated──▶ stream: the round trip bound to it ends
 //
