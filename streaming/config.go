@@ -235,4 +235,8 @@ type Deps struct {
 	// history store's (its Feeds deliver to the stream actors). A parent
 	// that spawns Props itself needs none.
 	System *actor.ActorSystem
+	// Middleware wraps the Receive of every connection and stream actor
+	// the server actor spawns (the pipeline passes its own: tests inject
+	// faults with it).
+	Middleware []actor.ReceiverMiddleware
 }

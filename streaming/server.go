@@ -168,6 +168,17 @@ func (s *Server) Props() *actor.Props {
 	}, actor.WithSupervisor(escalate))
 }
 
+// childProps are the props of a connection or stream actor the server
+// actor spawns: the actor itself (made by the server actor, which keeps a
+// handle on it), wrapped in Deps.Middleware.
+func (s *Server) childProps(a actor.Actor) *actor.Props {
+	props := actor.PropsFromProducer(func() actor.Actor { return a })
+	if len(s.deps.Middleware) > 0 {
+		props = props.Configure(actor.WithReceiverMiddleware(s.deps.Middleware...))
+	}
+	return props
+}
+
 // escalate hands a child's failure to the server actor's supervisor.
 var escalate = actor.NewOneForOneStrategy(0, 0, func(any) actor.Directive { return actor.EscalateDirective })
 
@@ -477,7 +488,7 @@ func (a *serverActor) Receive(c actor.Context) {
 			c.Respond((*actor.PID)(nil))
 			return
 		}
-		pid := c.Spawn(actor.PropsFromProducer(func() actor.Actor { return m.c }))
+		pid := c.Spawn(s.childProps(m.c))
 		q, sys := m.c.q, c.ActorSystem()
 		q.onBudgetCut = func() {
 			tell(sys, pid, &cut{code: websocket.StatusPolicyViolation, reason: protocol.CloseMemoryBudget, why: "budget"})

@@ -52,6 +52,10 @@ var actorTypes = []struct {
 	{Store, "*history.writer", "*history.Step"},
 	{Projection, "*contracts.projector", "*history.Delivery"},
 	{Streamer, "*streaming.serverActor", "*pipeline.crash"},
+	// A stream or connection actor that fails escalates: the pipeline
+	// restarts the whole streaming server, as for its own actor.
+	{Streamer, "*streaming.streamActor", "*history.Delivery"},
+	{Streamer, "*streaming.connActor", "*streaming.deliverMsg"},
 }
 
 func (f *faults) arm(actorType string) {
@@ -212,7 +216,7 @@ func runDevnet(t *testing.T, inject bool) runOutcome {
 			wait(fmt.Sprintf("block %d", 60*(i+1)), func() bool { return progress.Snapshot().Point.BlockNo >= uint64(60*(i+1)) })
 			before := p.Restarts(at.role)
 			f.arm(at.actor)
-			if at.role == Streamer {
+			if at.message == "*pipeline.crash" {
 				p.System.Root.Send(p.Child(Streamer), &crash{})
 			}
 			wait("the "+string(at.role)+" restarted", func() bool { return p.Restarts(at.role) > before })

@@ -270,6 +270,7 @@ func (p *Pipeline) newStreamingServer(addr string) (*streaming.Server, error) {
 	deps := p.cfg.Streaming.Deps
 	deps.History = p.Handle
 	deps.System = p.System
+	deps.Middleware = append(deps.Middleware, p.cfg.Middleware...)
 	srv, err := streaming.New(sc, deps)
 	if err != nil {
 		return nil, fmt.Errorf("streaming: %w", err)
