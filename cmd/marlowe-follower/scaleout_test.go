@@ -50,10 +50,7 @@ func TestScaleOut(t *testing.T) {
 	schema := u.Query().Get("search_path")
 
 	ref := startWriter(t, bin, socket, refURL, "all")
-	active := startWriter(t, bin, socket, haURL, "writer")
-	waitUntil(t, 60*time.Second, "the first writer holding the lock", active.holds)
-	standby := startWriter(t, bin, socket, haURL, "writer")
-	waitUntil(t, 60*time.Second, "the second writer standing by", standby.standsBy)
+	active, standby := startWriterPair(t, bin, socket, haURL)
 	readers := []*proc{startService(t, bin, "reader", haURL, ""), startService(t, bin, "reader", haURL, "")}
 	for i, r := range readers {
 		waitUntil(t, 60*time.Second, fmt.Sprintf("reader %d serving", i+1), func() bool {
@@ -91,17 +88,9 @@ func TestScaleOut(t *testing.T) {
 	readerKilled := false
 	for len(took) < kills && !dnDone(dn) {
 		time.Sleep(time.Duration(500+rng.IntN(1500)) * time.Millisecond)
-		if err := active.cmd.Process.Kill(); err != nil {
-			t.Fatal(err)
-		}
-		killed := time.Now()
-		<-active.done
-		waitUntil(t, 60*time.Second, "the standby's first commit", func() bool {
-			return standby.metric("marlowe_history_commits_total") >= 1
-		})
-		took = append(took, time.Since(killed))
-		active, standby = standby, startWriter(t, bin, socket, haURL, "writer")
-		waitUntil(t, 60*time.Second, "a new standby", standby.standsBy)
+		var d time.Duration
+		active, standby, d = failOver(t, bin, socket, haURL, active, standby)
+		took = append(took, d)
 		if !readerKilled {
 			readerKilled = true
 			r := readers[1]

@@ -365,10 +365,7 @@ func TestWriterFailover(t *testing.T) {
 	refURL, haURL := pgSchema(t, admin, "failover_ref"), pgSchema(t, admin, "failover_ha")
 
 	ref := startWriter(t, bin, socket, refURL, "all")
-	active := startWriter(t, bin, socket, haURL, "writer")
-	waitUntil(t, 60*time.Second, "the first writer holding the lock", active.holds)
-	standby := startWriter(t, bin, socket, haURL, "writer")
-	waitUntil(t, 60*time.Second, "the second writer standing by", standby.standsBy)
+	active, standby := startWriterPair(t, bin, socket, haURL)
 	if n := writerLockHolders(t, admin, haURL); n != 1 {
 		t.Fatalf("%d sessions hold the writer lock", n)
 	}
@@ -402,20 +399,13 @@ func TestWriterFailover(t *testing.T) {
 			break
 		}
 		before, _ := active.writer()
-		if err := active.cmd.Process.Kill(); err != nil {
-			t.Fatal(err)
-		}
-		killed := time.Now()
-		<-active.done
-		// The new holder's first commit: its commit counter starts at 0.
-		waitUntil(t, 60*time.Second, "the standby's first commit", standby.firstCommit)
-		took = append(took, time.Since(killed))
-		st, _ := standby.writer()
+		var d time.Duration
+		active, standby, d = failOver(t, bin, socket, haURL, active, standby)
+		took = append(took, d)
+		st, _ := active.writer()
 		if !st.WriterLock.Held || st.WriterLock.Epoch <= before.WriterLock.Epoch {
 			t.Fatalf("after the failover: %+v (the killed one had epoch %d)", *st.WriterLock, before.WriterLock.Epoch)
 		}
-		active, standby = standby, startWriter(t, bin, socket, haURL, "writer")
-		waitUntil(t, 60*time.Second, "a new standby", standby.standsBy)
 		if n := writerLockHolders(t, admin, haURL); n != 1 {
 			t.Fatalf("%d sessions hold the writer lock", n)
 		}
@@ -440,6 +430,35 @@ func TestWriterFailover(t *testing.T) {
 	slices.Sort(sorted)
 	t.Logf("failover (kill to the new holder's first commit) over %d kills: p50 %s, max %s (all: %v); %d records, %d blocks",
 		len(sorted), sorted[len(sorted)/2].Round(time.Millisecond), sorted[len(sorted)-1].Round(time.Millisecond), sorted, n, tip)
+}
+
+// startWriterPair starts two writers on dbURL: the first once it holds
+// the writer lock, the second once it stands by.
+func startWriterPair(t *testing.T, bin, socket, dbURL string) (active, standby *child) {
+	t.Helper()
+	active = startWriter(t, bin, socket, dbURL, "writer")
+	waitUntil(t, 60*time.Second, "the first writer holding the lock", active.holds)
+	standby = startWriter(t, bin, socket, dbURL, "writer")
+	waitUntil(t, 60*time.Second, "the second writer standing by", standby.standsBy)
+	return active, standby
+}
+
+// failOver kills the active writer with SIGKILL, waits for the standby's
+// first commit (its commit counter starts at 0) and starts a new standby
+// in the killed one's place. It returns the new pair and the failover
+// time, from the kill to that first commit.
+func failOver(t *testing.T, bin, socket, dbURL string, active, standby *child) (*child, *child, time.Duration) {
+	t.Helper()
+	if err := active.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	killed := time.Now()
+	<-active.done
+	waitUntil(t, 60*time.Second, "the standby's first commit", standby.firstCommit)
+	took := time.Since(killed)
+	next := startWriter(t, bin, socket, dbURL, "writer")
+	waitUntil(t, 60*time.Second, "a new standby", next.standsBy)
+	return standby, next, took
 }
 
 func dnDone(dn *devnet.Devnet) bool {
