@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"os"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -89,12 +90,20 @@ func freePort() (int, error) {
 // startService starts the whole pipeline (follower, processor, history
 // store, contract projection, query API, streaming server) as the binary's
 // run command does.
+// A port freePort found free can be taken before the service binds it (by
+// the ephemeral port of an outgoing connection, to PostgreSQL for one): the
+// service is then started again on other ports, a few times.
 func startService(ctx context.Context, socket string, store storeSpec) (*service.Service, error) {
-	cfg, err := serviceConfig(socket, store)
-	if err != nil {
-		return nil, err
+	for attempt := 1; ; attempt++ {
+		cfg, err := serviceConfig(socket, store)
+		if err != nil {
+			return nil, err
+		}
+		svc, err := service.Start(ctx, cfg, zap.NewNop(), service.Options{Version: "marlowe-bench"})
+		if err == nil || !errors.Is(err, syscall.EADDRINUSE) || attempt == 3 {
+			return svc, err
+		}
 	}
-	return service.Start(ctx, cfg, zap.NewNop(), service.Options{Version: "marlowe-bench"})
 }
 
 // synced reports whether the service has committed every block up to tip
