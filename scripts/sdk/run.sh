@@ -5,8 +5,10 @@
 # the devnet's chain stopped at a number of blocks (a chain at rest, so that
 # the check can compare its answers exactly), waits until the service has
 # stored all of it (wait.mjs), runs sdk-check.mjs against
-# http://127.0.0.1:PORT/runtime, stops the service and exits with the
-# check's status (non-zero as well when the service does not stop cleanly).
+# http://127.0.0.1:PORT/runtime, then the example program of docs/query.md
+# ("Using the Marlowe TS SDK", copied from the page as it is), stops the
+# service and exits non-zero when either failed (and when the service does
+# not stop cleanly).
 # Everything it makes is removed on exit; the SDK is installed once into a
 # cache directory (MARLOWE_SDK_CACHE, default
 # ~/.cache/marlowe-follower/npm-sdk), and again only when package-lock.json
@@ -85,5 +87,31 @@ check=0
 t0=$SECONDS
 SDK_NODE_MODULES="$modules" node "$here/sdk-check.mjs" "http://127.0.0.1:$qport/runtime" || check=$?
 echo "the check took $((SECONDS - t0)) s"
+
+# The example of docs/query.md: the first js block of its "Using the Marlowe
+# TS SDK" section, run as a user would run it (node example.mjs beside the
+# SDK's node_modules), with RUNTIME_URL the view. It must exit 0, print the
+# Runtime version and leave no unhandled rejection (Node exits 1 on one).
+if [ "$check" -eq 0 ]; then
+	mkdir -p "$tmp/example"
+	ln -s "$modules" "$tmp/example/node_modules"
+	awk '/^### Using the Marlowe TS SDK/ { section = 1; next }
+		section && /^### / { exit }
+		section && !code && /^```js$/ { code = 1; next }
+		code && /^```$/ { exit }
+		code { print }' docs/query.md >"$tmp/example/example.mjs"
+	if [ ! -s "$tmp/example/example.mjs" ]; then
+		echo "FAIL docs/query.md has no js example under \"Using the Marlowe TS SDK\""
+		check=1
+	elif ! (cd "$tmp/example" && RUNTIME_URL="http://127.0.0.1:$qport/runtime" node example.mjs >"$tmp/example/out.txt" 2>&1) ||
+		! grep -q '^Runtime 1\.0\.0$' "$tmp/example/out.txt"; then
+		echo "FAIL the example of docs/query.md (Using the Marlowe TS SDK):"
+		cat "$tmp/example/out.txt"
+		check=1
+	else
+		echo "the example of docs/query.md ran:"
+		sed 's/^/  /' "$tmp/example/out.txt"
+	fi
+fi
 stop_service || [ "$check" -ne 0 ] || check=1
 exit "$check"
