@@ -1,6 +1,7 @@
 // End-to-end test of the service from headless Chromium: a page of an
 // allowed origin reads the query API cross-origin (with its exposed
-// headers), receives server-sent events and WebSocket frames; a page of a
+// headers), pages the runtime view with Range as the Marlowe TS SDK does,
+// receives server-sent events and WebSocket frames; a page of a
 // refused origin is blocked on all three. run.sh starts the service and
 // runs this with the environment below; it prints one line per check and
 // exits non-zero on the first failure.
@@ -42,6 +43,9 @@ const REFUSED_PORT = Number(env("REFUSED_PORT"));
 const CHROMIUM = process.env.CHROMIUM || "/usr/bin/chromium";
 const USER_DATA_DIR = env("USER_DATA_DIR");
 const WAIT_MS = 20000;
+// The runtime view is paged from the page in PAGES pages of PAGE_SIZE.
+const PAGE_SIZE = 2;
+const PAGES = 3;
 
 const started = Date.now();
 const log = (msg) => console.log(`[${((Date.now() - started) / 1000).toFixed(1)}s] ${msg}`);
@@ -66,6 +70,24 @@ async function waitForContracts() {
     await new Promise((r) => setTimeout(r, 200));
   }
   throw new Error("no contracts after 60 s: " + last);
+}
+
+// waitForRuntimeContracts polls the runtime view until it lists n
+// contracts (its Total-Count).
+async function waitForRuntimeContracts(n) {
+  const deadline = Date.now() + 60000;
+  let last = "";
+  while (Date.now() < deadline) {
+    try {
+      const res = await fetch(QUERY_URL + "/runtime/contracts", { headers: { Range: "contractId;limit 1" } });
+      last = res.status + " Total-Count " + res.headers.get("Total-Count");
+      if (res.status === 206 && Number(res.headers.get("Total-Count")) >= n) return;
+    } catch (e) {
+      last = e.message;
+    }
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  throw new Error(`the runtime view has not ${n} contracts after 60 s: ${last}`);
 }
 
 // serve starts the static server of the test page on a port.
@@ -127,6 +149,32 @@ async function main() {
       check(f.runtimeVersion && (f.status !== 206 || f.contentRange),
         `GET ${f.path}: X-Runtime-Version ${f.runtimeVersion}, Content-Range ${f.contentRange} readable`, f);
     }
+    // Paging the runtime view from the page as the SDK does it: a Range
+    // request header (so a preflight), Next-Range, Accept-Ranges and
+    // Total-Count readable, the next page where the last one ended.
+    await waitForRuntimeContracts(PAGES * PAGE_SIZE + 1);
+    const paged = await a.page.evaluate(async (c) => {
+      const out = [];
+      let range = `contractId;limit ${c.size}`;
+      for (let i = 0; i < c.pages && range; i++) {
+        const res = await fetch(c.query + "/runtime/contracts", {
+          headers: { Accept: "application/json", "Content-Type": "application/json", Range: range },
+        });
+        const body = await res.json();
+        out.push({
+          status: res.status, ids: body.results.map((r) => r.resource.contractId),
+          nextRange: res.headers.get("Next-Range"), acceptRanges: res.headers.get("Accept-Ranges"),
+          total: res.headers.get("Total-Count"), runtimeTip: res.headers.get("X-Runtime-Tip"),
+        });
+        range = res.headers.get("Next-Range");
+      }
+      return out;
+    }, { query: QUERY_URL, size: PAGE_SIZE, pages: PAGES });
+    check(paged.length === PAGES && paged.every((p) => p.status === 206 && p.ids.length === PAGE_SIZE && p.nextRange &&
+      p.acceptRanges === "contractId" && Number(p.total) > PAGES * PAGE_SIZE && JSON.parse(p.runtimeTip).blockHeader),
+    `/runtime/contracts paged with Range from ${allowedOrigin}: ${PAGES} pages of ${PAGE_SIZE}, Next-Range, Accept-Ranges, ` +
+      `Total-Count and X-Runtime-Tip readable`, paged);
+    check(new Set(paged.flatMap((p) => p.ids)).size === PAGES * PAGE_SIZE, "the Range pages do not overlap", paged);
     check(got.event && got.event.id && got.event.record && got.event.record.seq >= 1,
       `EventSource on /events: a record (seq ${got.event.record.seq}, id ${got.event.id})`, got.event);
     check(got.batch.records > 0 && got.batch.frames[0] === "subscribed",
