@@ -57,10 +57,17 @@ func TestRuntimeTotalCount(t *testing.T) {
 // it is 503 NotYetApplied with Retry-After and the status headers, and a
 // malformed one is the Runtime's 400.
 func TestRuntimeMinSeq(t *testing.T) {
-	f := newFixture(t, projectiontest.SQLite, 24, 60, func(c *query.Config) {
-		withRuntime(c)
-		c.MinSeqWait = 30 * time.Millisecond
-	})
+	for _, backend := range projectiontest.Backends {
+		t.Run(backend, func(t *testing.T) {
+			checkRuntimeMinSeq(t, newFixture(t, backend, 24, 60, func(c *query.Config) {
+				withRuntime(c)
+				c.MinSeqWait = 30 * time.Millisecond
+			}))
+		})
+	}
+}
+
+func checkRuntimeMinSeq(t *testing.T, f *fixture) {
 	head := f.p.Projection.Applied().Seq
 	for _, path := range []string{"/contracts?minSeq=", "/payouts?minSeq=", "/withdrawals?minSeq="} {
 		a := f.rtGet(path+strconv.FormatInt(head, 10), nil, http.StatusPartialContent)
@@ -261,8 +268,23 @@ func TestRuntimeWithdrawalsByRoleCurrency(t *testing.T) {
 // TestRuntimeRangeRefusals: Range headers the view cannot satisfy are 416
 // with the Runtime's error body and the status headers, on every list.
 func TestRuntimeRangeRefusals(t *testing.T) {
-	f := newFixture(t, projectiontest.SQLite, 27, 200, withRuntime)
-	contracts := keysOf(rtPages(f, "/contracts", "contractId", "", contractKey), contractKey)
+	for _, backend := range projectiontest.Backends {
+		t.Run(backend, func(t *testing.T) { checkRangeRefusals(t, newFixture(t, backend, 27, 300, withRuntime)) })
+	}
+}
+
+func checkRangeRefusals(t *testing.T, f *fixture) {
+	refused := func(path string, rng []string) {
+		t.Helper()
+		a := f.rtGet(path, http.Header{"Range": rng}, http.StatusRequestedRangeNotSatisfiable)
+		var e struct{ ErrorCode, Message string }
+		a.decode(t, &e)
+		if e.ErrorCode != "RangeNotSatisfiable" || e.Message == "" {
+			t.Fatalf("%s Range %q: %s", path, rng, a.body)
+		}
+	}
+	all := rtPages(f, "/contracts", "contractId", "contractId;limit 10000", contractKey)
+	contracts := keysOf(all, contractKey)
 	lists := []struct{ path, field, unknown string }{
 		{"/contracts", "contractId", strings.Repeat("ab", 32) + "%230"},
 		{"/contracts/" + pathEscape(contracts[0]) + "/transactions", "transactionId", strings.Repeat("cd", 32)},
@@ -287,12 +309,31 @@ func TestRuntimeRangeRefusals(t *testing.T) {
 			{l.field, l.field + ";limit 2"},
 			{l.field + " " + strings.Repeat("a", 1100)},
 		} {
-			a := f.rtGet(l.path, http.Header{"Range": rng}, http.StatusRequestedRangeNotSatisfiable)
-			var e struct{ ErrorCode, Message string }
-			a.decode(t, &e)
-			if e.ErrorCode != "RangeNotSatisfiable" || e.Message == "" {
-				t.Fatalf("%s Range %q: %s", l.path, rng, a.body)
-			}
+			refused(l.path, rng)
+		}
+	}
+	// A start that exists but is not in the filtered list.
+	var untagged string
+	for _, c := range all {
+		if _, tagged := c.Resource.Tags["devnet"]; !tagged {
+			untagged = c.Resource.ContractID
+			break
+		}
+	}
+	if untagged == "" {
+		t.Fatal("every contract is tagged devnet")
+	}
+	refused("/contracts?tag=devnet", []string{"contractId " + pathEscape(untagged)})
+	payouts := rtPages(f, "/payouts?status=withdrawn", "payoutId", "payoutId;limit 10000", payoutKey)
+	if len(payouts) == 0 {
+		t.Fatal("no payout was withdrawn")
+	}
+	refused("/payouts?status=available", []string{"payoutId " + pathEscape(payouts[0].Resource.PayoutID)})
+	// Another contract's step.
+	for _, id := range contracts[1:] {
+		if steps := rtPages(f, "/contracts/"+pathEscape(id)+"/transactions", "transactionId", "", txKey); len(steps) > 0 {
+			refused("/contracts/"+pathEscape(contracts[0])+"/transactions", []string{"transactionId " + steps[0].Resource.TransactionID})
+			break
 		}
 	}
 	// Writes are refused with the status headers too.

@@ -295,16 +295,17 @@ type (
 		BlockHeaderHash string `json:"blockHeaderHash"`
 	}
 	rtContract struct {
-		ContractID       string          `json:"contractId"`
-		Policy           string          `json:"roleTokenMintingPolicyId"`
-		Version          string          `json:"version"`
-		Status           string          `json:"status"`
-		ContractStatus   string          `json:"contractStatus"`
-		Block            rtBlock         `json:"block"`
-		Seq              int64           `json:"seq"`
-		Current          json.RawMessage `json:"currentContract"`
-		State            json.RawMessage `json:"state"`
-		UTxO             *string         `json:"utxo"`
+		ContractID       string                     `json:"contractId"`
+		Policy           string                     `json:"roleTokenMintingPolicyId"`
+		Version          string                     `json:"version"`
+		Status           string                     `json:"status"`
+		ContractStatus   string                     `json:"contractStatus"`
+		Block            rtBlock                    `json:"block"`
+		Tags             map[string]json.RawMessage `json:"tags"`
+		Seq              int64                      `json:"seq"`
+		Current          json.RawMessage            `json:"currentContract"`
+		State            json.RawMessage            `json:"state"`
+		UTxO             *string                    `json:"utxo"`
 		UnclaimedPayouts []struct {
 			PayoutID string `json:"payoutId"`
 			Role     string `json:"role"`
