@@ -46,6 +46,11 @@ func (s *Store) TransactionSpending(ctx context.Context, contract, in chain.TxOu
 	return s.cfg.Backend.TransactionSpending(ctx, contract, in)
 }
 
+// TransactionOfTx reads the step a transaction made, of whichever contract.
+func (s *Store) TransactionOfTx(ctx context.Context, tx chain.Hash32) (*contractstore.Transaction, contractstore.Position, error) {
+	return s.cfg.Backend.TransactionOfTx(ctx, tx)
+}
+
 // PayoutList reads a page of payouts.
 func (s *Store) PayoutList(ctx context.Context, p *contractstore.PayoutListParams) (*contractstore.PayoutPage, error) {
 	return s.cfg.Backend.PayoutList(ctx, p)

@@ -138,7 +138,7 @@ func TestEndpointsAgainstDevnet(t *testing.T) {
 			for _, op := range []string{"GET /contracts", "GET /contracts/{contractId}", "GET /contracts/{contractId}/transactions",
 				"GET /contracts/{contractId}/transactions/{txId}", "GET /contracts/{contractId}/history",
 				"GET /contracts/{contractId}/next", "GET /payouts",
-				"GET /payouts/{payoutId}", "GET /withdrawals", "GET /withdrawals/{txId}", "GET /status", "GET /healthz",
+				"GET /payouts/{payoutId}", "GET /withdrawals", "GET /withdrawals/{txId}", "GET /transactions/{txId}", "GET /status", "GET /healthz",
 				"GET /readyz", "GET /openapi.json", "GET /metrics"} {
 				if !f.spec.hit[op] {
 					t.Errorf("%s was never answered 200", op)
@@ -182,6 +182,16 @@ func (f *fixture) checkContracts(contracts []contractJSON) {
 			f.get("/contracts/"+id+"/transactions/"+tx.TransactionID, http.StatusOK).decode(t, &got)
 			if got.TransactionID != tx.TransactionID || len(got.Details) < 2 {
 				t.Fatalf("transaction %s: %+v", tx.TransactionID, got)
+			}
+			// The same step by its transaction id alone.
+			var byTx struct {
+				ContractID    string          `json:"contractId"`
+				TransactionID string          `json:"transactionId"`
+				Details       json.RawMessage `json:"details"`
+			}
+			f.get("/transactions/"+tx.TransactionID, http.StatusOK).decode(t, &byTx)
+			if byTx.ContractID != c.ContractID || byTx.TransactionID != tx.TransactionID || string(byTx.Details) != string(got.Details) {
+				t.Fatalf("/transactions/%s: %+v, want the step of %s", tx.TransactionID, byTx, c.ContractID)
 			}
 		}
 		if i%3 != 0 && i != len(contracts)-1 {
@@ -402,7 +412,7 @@ func (f *fixture) checkOthers() {
 	zero := strings.Repeat("0", 64)
 	for _, path := range []string{"/contracts/" + zero + "%230", "/contracts/" + zero + "%230/transactions",
 		"/contracts/" + zero + "%230/transactions/" + zero, "/contracts/" + zero + "%230/history",
-		"/payouts/" + zero + "%231", "/withdrawals/" + zero, "/nope", "/contracts/x/y/z"} {
+		"/payouts/" + zero + "%231", "/withdrawals/" + zero, "/transactions/" + zero, "/nope", "/contracts/x/y/z"} {
 		var e struct{ Code string }
 		f.get(path, http.StatusNotFound).decode(t, &e)
 		if e.Code != "not_found" {

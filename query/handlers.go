@@ -28,6 +28,7 @@ func (s *Server) routes() []route {
 		{"GET /payouts/{payoutId}", s.payoutGet},
 		{"GET /withdrawals", s.withdrawalList},
 		{"GET /withdrawals/{txId}", s.withdrawalGet},
+		{"GET /transactions/{txId}", s.transactionOfTx},
 		{"GET /status", s.status},
 		{"GET /healthz", s.healthz},
 		{"GET /readyz", s.readyz},
@@ -308,6 +309,33 @@ func (s *Server) transactionGet(w http.ResponseWriter, r *http.Request) {
 	setPosition(w, at, s.cfg.Status().NodeTip)
 	if err != nil {
 		s.fail(w, r, err, "transaction "+tx.String()+" of contract "+id.String())
+		return
+	}
+	s.one(w, at, transactionJSON{transactionHeaderJSON: transactionHeaderOf(t), Details: rawOr(t.Payload, "null")})
+}
+
+// transactionOfTx answers the step a transaction made, of whichever
+// contract (a search by transaction id alone: the explorer's search box).
+func (s *Server) transactionOfTx(w http.ResponseWriter, r *http.Request) {
+	q, err := parseQuery(r)
+	if err != nil {
+		s.fail(w, r, err, "")
+		return
+	}
+	tx, err := parseTxID(r.PathValue("txId"))
+	if err != nil {
+		s.fail(w, r, err, "")
+		return
+	}
+	ctx, cancel, ok := s.begin(w, r, q)
+	if !ok {
+		return
+	}
+	defer cancel()
+	t, at, err := s.cfg.Contracts.TransactionOfTx(ctx, tx)
+	setPosition(w, at, s.cfg.Status().NodeTip)
+	if err != nil {
+		s.fail(w, r, err, "step of transaction "+tx.String())
 		return
 	}
 	s.one(w, at, transactionJSON{transactionHeaderJSON: transactionHeaderOf(t), Details: rawOr(t.Payload, "null")})

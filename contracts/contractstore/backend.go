@@ -72,6 +72,10 @@ type Backend interface {
 	// the contract output in, with its payload; ErrNotFound while no applied
 	// step has spent it.
 	TransactionSpending(ctx context.Context, contract chain.TxOutRef, in chain.TxOutRef) (*Transaction, Position, error)
+	// TransactionOfTx reads the step (applied or rejected) a transaction
+	// made, of whichever contract, with its payload; ErrNotFound when the
+	// transaction stepped no contract as of the returned position.
+	TransactionOfTx(ctx context.Context, tx chain.Hash32) (*Transaction, Position, error)
 	// PayoutList reads a page of payouts.
 	PayoutList(ctx context.Context, p *PayoutListParams) (*PayoutPage, error)
 	// PayoutGet reads one payout.

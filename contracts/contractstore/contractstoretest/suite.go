@@ -90,6 +90,9 @@ func testEmpty(t *testing.T, b contractstore.Backend) {
 	if _, _, err := b.TransactionGet(ctx, id, id.TxID); !errors.Is(err, contractstore.ErrNotFound) {
 		t.Fatalf("transaction: %v", err)
 	}
+	if _, _, err := b.TransactionOfTx(ctx, id.TxID); !errors.Is(err, contractstore.ErrNotFound) {
+		t.Fatalf("transaction by its id: %v", err)
+	}
 	if _, _, err := b.PayoutGet(ctx, id); !errors.Is(err, contractstore.ErrNotFound) {
 		t.Fatalf("payout: %v", err)
 	}

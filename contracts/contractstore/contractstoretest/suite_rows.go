@@ -113,6 +113,10 @@ func testTransactions(t *testing.T, b contractstore.Backend) {
 			if !equalJSONOf(got, &w) {
 				t.Fatalf("%s %s:\n got %+v\nwant %+v", id, w.TxID, got, w)
 			}
+			byTx, at, err := b.TransactionOfTx(ctx, w.TxID)
+			if err != nil || at != m.head.Position || !equalJSONOf(byTx, &w) {
+				t.Fatalf("%s: the step of transaction %s: %+v (%v at %+v), want %+v", id, w.TxID, byTx, err, at, w)
+			}
 		}
 		testStepLinks(t, b, m, id, want)
 	}
@@ -155,6 +159,17 @@ func testStepLinks(t *testing.T, b contractstore.Backend, m *model, id chain.TxO
 		if _, _, err := b.TransactionProducing(ctx, id, chain.TxOutRef{TxID: st.TxID, Index: 77}); !errors.Is(err, contractstore.ErrNotFound) {
 			t.Fatalf("%s: producing an output no step made: %v", id, err)
 		}
+	}
+	// A creation's transaction stepped no contract (unless the model has it
+	// step one too).
+	stepped := false
+	for _, steps := range m.txs {
+		for _, st := range steps {
+			stepped = stepped || st.TxID == id.TxID
+		}
+	}
+	if _, _, err := b.TransactionOfTx(ctx, id.TxID); !stepped && !errors.Is(err, contractstore.ErrNotFound) {
+		t.Fatalf("%s: the creation's transaction as a step: %v", id, err)
 	}
 	// The first output was made by the creation, not by a step.
 	if _, _, err := b.TransactionProducing(ctx, id, id); !errors.Is(err, contractstore.ErrNotFound) {

@@ -423,6 +423,34 @@ func TransactionSpending(ctx context.Context, q Querier, contract, in chain.TxOu
 	return transactionWhere(ctx, q, "t.input = ? AND t.kind = 'applied'", RefBytes(contract), RefBytes(in))
 }
 
+// TransactionOfTx reads the step a transaction made (applied or rejected),
+// of whichever contract, and the cursor, in one statement; by the
+// cv_transactions_tx index. A transaction steps at most one contract (the
+// Marlowe validator refuses a second Marlowe input); were there several, the
+// first in chain order is the one read.
+func TransactionOfTx(ctx context.Context, q Querier, tx chain.Hash32) (*contractstore.Transaction, contractstore.Position, error) {
+	var h headScan
+	var t txScan
+	found, err := queryOne(ctx, q, `SELECT `+HeadCols+`, `+txCols+`, t.payload FROM cv_head k
+		LEFT JOIN cv_transactions t ON t.seq = (SELECT min(x.seq) FROM cv_transactions x WHERE x.tx_id = ?) WHERE k.id = 1`,
+		[]any{append([]byte(nil), tx[:]...)}, append(h.dest(), t.dest(true)...)...)
+	if err != nil {
+		return nil, contractstore.Position{}, err
+	}
+	if !found {
+		return nil, contractstore.Position{}, errNoHead
+	}
+	head, err := h.head()
+	if err != nil {
+		return nil, head.Position, err
+	}
+	out, err := t.transaction()
+	if err == nil && out == nil {
+		err = contractstore.ErrNotFound
+	}
+	return out, head.Position, err
+}
+
 // transactionWhere reads the step of a contract that matches cond (on one
 // more argument) with the cursor; the contract's steps are found by the
 // (contract_id, seq) index and are few.

@@ -89,6 +89,15 @@ func (s *Reader) TransactionProducing(ctx context.Context, contract, out chain.T
 	return t, at, err
 }
 
+// TransactionOfTx reads the step a transaction made (one statement).
+func (s *Reader) TransactionOfTx(ctx context.Context, tx chain.Hash32) (t *contractstore.Transaction, at contractstore.Position, err error) {
+	err = s.One(ctx, "transaction of tx", func(q Querier) error {
+		t, at, err = TransactionOfTx(ctx, q, tx)
+		return err
+	})
+	return t, at, err
+}
+
 // TransactionSpending reads the step that spent a contract output (one statement).
 func (s *Reader) TransactionSpending(ctx context.Context, contract, in chain.TxOutRef) (t *contractstore.Transaction, at contractstore.Position, err error) {
 	err = s.One(ctx, "transaction spending", func(q Querier) error {

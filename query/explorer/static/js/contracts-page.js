@@ -224,7 +224,7 @@ function startLive() {
 }
 
 // Search: a contract id opens it; a transaction id opens the contract it
-// created, stepped or withdrew from; a roles currency, an address, a party
+// created, stepped or withdrew from (at that step); a roles currency, an address, a party
 // role or anything else (a tag) filters the list.
 async function search(text) {
   const out = $("search-result");
@@ -251,7 +251,7 @@ async function search(text) {
       fill(out, "Looking for the transaction…");
       const found = await findTx(tx);
       if (found) return go(found.contractId, found.hash);
-      fill(out, h("span", { class: "error" }, "No contract was created by this transaction, and no step with payouts or withdrawal of it was found."));
+      fill(out, h("span", { class: "error" }, "This transaction created no contract, stepped none and withdrew no payout (as of the API’s current seq)."));
       return;
     }
     if (/^[0-9a-fA-F]{56}$/.test(q)) return filter("roleCurrency", q.toLowerCase());
@@ -264,9 +264,9 @@ async function search(text) {
   }
 }
 
-// findTx tries, one at a time (most often the first answers): the contract
-// the transaction created (its first outputs), the withdrawal it made, the
-// payouts it paid (a step's outputs).
+// findTx tries, one at a time: the step the transaction made (of
+// whichever contract: GET /transactions/{txId}), the contract it created
+// (its first outputs), the withdrawal it made.
 async function findTx(tx) {
   const tryGet = async (path) => {
     try {
@@ -276,16 +276,14 @@ async function findTx(tx) {
       throw e;
     }
   };
+  const step = await tryGet("transactions/" + tx);
+  if (step) return { contractId: step.contractId, hash: "#tx-" + tx };
   for (let ix = 0; ix < 3; ix++) {
     const c = await tryGet(contractPath(`${tx}#${ix}`));
     if (c) return { contractId: c.contractId, hash: "" };
   }
   const w = await tryGet("withdrawals/" + tx);
   if (w && w.payouts && w.payouts.length) return { contractId: w.payouts[0].contractId, hash: "#tx-" + tx };
-  for (let ix = 0; ix < 4; ix++) {
-    const p = await tryGet("payouts/" + encodeURIComponent(`${tx}#${ix}`));
-    if (p) return { contractId: p.contractId, hash: "#tx-" + tx };
-  }
   return null;
 }
 
