@@ -129,9 +129,15 @@ function startProxy() {
   })));
 }
 
-// openPage opens a page and records its console errors and uncaught errors.
-async function openPage(context, url, errors) {
+// openPage opens a page and records its console errors and uncaught errors;
+// before(page), when given, runs before it loads.
+async function openPage(context, url, errors, before) {
   const page = await context.newPage();
+  if (before) await before(page);
+  page.on("request", (r) => {
+    const u = r.url();
+    if (!u.startsWith("data:") && new URL(u).origin !== new URL(url).origin) errors.push({ url: page.url(), text: "a request off the port: " + u, at: Date.now() });
+  });
   page.on("console", (m) => {
     if (m.type() === "error") errors.push({ url: page.url(), text: m.text(), resource: m.location().url, at: Date.now() });
   });
@@ -173,6 +179,87 @@ async function findRolledBack() {
     }
   }
   return any;
+}
+
+// addressesIn collects the bech32 addresses of parties in a contract's
+// core JSON.
+function addressesIn(v, out = new Set()) {
+  if (v && typeof v === "object") {
+    if (typeof v.address === "string" && /^addr(_test)?1/.test(v.address)) out.add(v.address);
+    for (const x of Object.values(v)) addressesIn(x, out);
+  }
+  return out;
+}
+
+// searchFilters types text into the search box and checks that the list
+// then shows the contracts of filter key=value: the URL and the list's
+// query say so, and every row shown is one the API lists for that filter
+// (or one a rollback removed meanwhile).
+async function searchFilters(list, text, key, value) {
+  await list.fill("#q", text);
+  await list.press("#q", "Enter");
+  await list.waitForFunction(([k, v]) => new URLSearchParams(location.search).get(k) === v &&
+    new URLSearchParams(document.getElementById("contracts").dataset.query || "").get(k) === v &&
+    document.querySelectorAll("#contracts tbody tr[data-id]").length > 0, [key, value], { timeout: 10000 });
+  const shown = await list.$$eval("#contracts tbody tr[data-id]:not(.gone)", (rows) => rows.map((r) => r.dataset.id));
+  const want = new Set((await api(`/contracts?order=desc&limit=100&${key}=${encodeURIComponent(value)}`)).results.map((c) => c.contractId));
+  const wrong = [];
+  for (const id of shown) {
+    if (want.has(id)) continue;
+    const res = await fetch(`${QUERY_URL}/contracts/${enc(id)}`);
+    if (res.status !== 404) wrong.push(id); // 404: rolled back since the page read it
+  }
+  check(shown.length > 0 && wrong.length === 0, `searching "${text.length > 24 ? text.slice(0, 20) + "…" : text}" shows the ${shown.length} newest contracts with ${key} ${value.length > 24 ? value.slice(0, 20) + "…" : value}`, wrong);
+  await list.click("#reset");
+  await list.waitForFunction((k) => !new URLSearchParams(document.getElementById("contracts").dataset.query || "").has(k) &&
+    document.querySelectorAll("#contracts tbody tr[data-id]").length > 0, key, { timeout: 10000 });
+}
+
+// searchOpens types text into the search box and waits for the contract
+// page it opens (with #tx-TX when hash is given); then goes back. A
+// transaction id is looked up as a step's, a creation's (TX#0, #1, #2) and a
+// withdrawal's in turn: the lookups that find nothing answer 404.
+const searches = []; // {from, to}: when searchOpens searched (its lookups' 404s are expected)
+async function searchOpens(list, text, contractId, hash, what) {
+  const span = { from: Date.now(), to: Infinity };
+  searches.push(span);
+  await list.fill("#q", text);
+  await Promise.all([list.waitForURL((u) => u.pathname.endsWith("/ui/contract") && u.searchParams.get("id") === contractId && u.hash === hash, { timeout: 15000 }),
+    list.press("#q", "Enter")]);
+  await list.waitForSelector("#timeline li[data-seq]", { timeout: 10000 });
+  span.to = Date.now();
+  if (hash) {
+    const kind = await list.waitForSelector(`#timeline li${hash}`, { timeout: 10000 }).then((el) => el.getAttribute("data-kind"));
+    check(true, `searching ${what} ${text.slice(0, 12)}… opened contract ${contractId} at that ${kind} record`);
+  } else {
+    check((await list.textContent("#facts")).includes(contractId), `searching ${what} ${text.slice(0, 12)}… opened contract ${contractId}`);
+  }
+  await list.goBack();
+  await list.waitForSelector("#contracts tbody tr[data-id]", { timeout: 10000 });
+}
+
+// colours reads the page's background and text colours (and muted text and
+// links) in the scheme the browser is told to prefer.
+async function colours(page, scheme) {
+  await page.emulateMedia({ colorScheme: scheme });
+  return page.evaluate(() => {
+    const rgb = (s) => (s.match(/[\d.]+/g) || []).slice(0, 3).map(Number);
+    const cs = (el) => getComputedStyle(el);
+    const html = document.documentElement;
+    const muted = document.querySelector(".muted");
+    const link = document.querySelector("main a");
+    return { bg: rgb(cs(html).backgroundColor), fg: rgb(cs(html).color), muted: muted ? rgb(cs(muted).color) : null, link: link ? rgb(cs(link).color) : null };
+  });
+}
+
+// contrast is the WCAG contrast ratio of two sRGB colours.
+function contrast(a, b) {
+  const lum = ([r, g, b]) => {
+    const f = (c) => ((c /= 255) <= 0.03928 ? c / 12.92 : ((c + 0.055) / 1.055) ** 2.4);
+    return 0.2126 * f(r) + 0.7152 * f(g) + 0.0722 * f(b);
+  };
+  const [x, y] = [lum(a), lum(b)].sort((p, q) => q - p);
+  return (x + 0.05) / (y + 0.05);
 }
 
 async function main() {
@@ -222,6 +309,80 @@ async function main() {
     await list.goBack();
     await list.waitForSelector("#contracts tbody tr[data-id]", { timeout: 10000 });
 
+    // The search box with a transaction id: the creation's, a step's, a
+    // withdrawal's (of contracts past rollback depth); with a roles
+    // currency and with a party's bech32 address.
+    await searchOpens(list, target.contractId.split("#")[0], target.contractId, "", "the creation's transaction");
+    let stepTx = null;
+    let currency = null;
+    let address = null;
+    for (const c of older.slice(5).reverse()) {
+      if (!currency && c.roleTokenMintingPolicyId) currency = c.roleTokenMintingPolicyId;
+      if (!address) address = [...addressesIn((await api(`/contracts/${enc(c.contractId)}`)).initialContract)][0] || null;
+      if (!stepTx && c.steps > 0) {
+        const h = await api(`/contracts/${enc(c.contractId)}/history?limit=100`);
+        const r = h.results.find((x) => x.kind === "inputs_applied");
+        if (r) stepTx = { contractId: c.contractId, txId: r.txId };
+      }
+    }
+    for (let i = 0, cursor = ""; (!address || !currency) && i < 10; i++) {
+      // Older contracts, a page at a time, until one has an address party and one roles.
+      const pg = await api(`/contracts?order=desc&limit=50${cursor ? "&cursor=" + enc(cursor) : ""}`);
+      cursor = pg.cursor || "";
+      for (const c of pg.results) {
+        if (!currency && c.roleTokenMintingPolicyId) currency = c.roleTokenMintingPolicyId;
+        if (!address) address = [...addressesIn((await api(`/contracts/${enc(c.contractId)}`)).initialContract)][0] || null;
+      }
+      if (!address || !currency) await sleep(1000);
+    }
+    check(stepTx, "a contract past rollback depth has a step");
+    await searchOpens(list, stepTx.txId, stepTx.contractId, "#tx-" + stepTx.txId, "a step's transaction");
+    let wd = null;
+    for (let i = 0; !wd && i < 30; i++) {
+      const ws = (await api("/withdrawals?limit=10")).results;
+      wd = ws.find((w) => w.payouts && w.payouts.length) || null;
+      if (!wd) await sleep(1000);
+    }
+    check(wd, "the devnet withdrew a payout");
+    await searchOpens(list, wd.withdrawalId, wd.payouts[0].contractId, "#tx-" + wd.withdrawalId, "a withdrawal's transaction");
+    check(currency && address, `the devnet's contracts have roles (${currency}) and address parties (${address})`);
+    await searchFilters(list, currency, "roleCurrency", currency);
+    await searchFilters(list, address, "partyAddress", address);
+
+    // Paging: 10 a page, the next page older than the first, and back.
+    await list.selectOption('select[name="limit"]', "10");
+    await list.waitForFunction(() => location.search.includes("limit=10") && document.querySelectorAll("#contracts tbody tr[data-id]:not(.gone)").length === 10, null, { timeout: 10000 });
+    // The rows shown when "Older" is clicked (read and clicked in one go:
+    // new contracts move the first page meanwhile).
+    const page1 = await list.evaluate(() => {
+      const seqs = [...document.querySelectorAll("#contracts tbody tr[data-id]:not(.gone)")].map((r) => Number(r.dataset.seq));
+      document.getElementById("next").click();
+      return seqs;
+    });
+    await list.waitForFunction(() => /page 2/.test(document.getElementById("page-no").textContent) && new URLSearchParams(document.getElementById("contracts").dataset.query || "").get("cursor") &&
+      document.querySelectorAll("#contracts tbody tr[data-id]").length > 0, null, { timeout: 10000 });
+    const page2 = await list.$$eval("#contracts tbody tr[data-id]:not(.gone)", (rows) => rows.map((r) => Number(r.dataset.seq)));
+    check(page2.length > 0 && Math.max(...page2) < Math.min(...page1) && new URL(list.url()).searchParams.has("cursor"),
+      `"Older" shows the next ${page2.length} contracts, all older than the first page's`, { page1, page2 });
+    await list.click("#prev");
+    await list.waitForFunction(() => /page 1/.test(document.getElementById("page-no").textContent) && !new URLSearchParams(document.getElementById("contracts").dataset.query || "").get("cursor"), null, { timeout: 10000 });
+    const back = await list.$$eval("#contracts tbody tr[data-id]:not(.gone)", (rows) => rows.map((r) => Number(r.dataset.seq)));
+    check(back.length === 10 && Math.min(...back) >= Math.min(...page1) && (await list.$eval("#prev", (b) => b.disabled)), `"Newer" goes back to the first page`, { page1, back });
+    await list.selectOption('select[name="limit"]', "25");
+    await list.waitForFunction(() => !location.search.includes("limit=") && document.querySelectorAll("#contracts tbody tr[data-id]").length > 10, null, { timeout: 10000 });
+
+    // The keyboard: the first Tab reaches the skip link (with a visible
+    // focus ring), Enter follows it; searches typed and sent with Enter
+    // were checked above.
+    // (A page of its own: the list keeps watching for rollbacks below.)
+    const kb = await openPage(context, BASE + "/", errors);
+    await kb.waitForSelector("#contracts tbody tr[data-id]", { timeout: 10000 });
+    await kb.keyboard.press("Tab");
+    const skip = await kb.evaluate(() => ({ cls: document.activeElement.className, outline: getComputedStyle(document.activeElement).outlineStyle }));
+    await kb.keyboard.press("Enter");
+    check(skip.cls === "skip" && skip.outline !== "none" && (await kb.evaluate(() => location.hash)) === "#main", "the first Tab reaches the skip link, focus shown, Enter goes to the content", skip);
+    await kb.close();
+
     // A contract being stepped: opened just after its creation, a step
     // applied meanwhile appears (a few tries: some lifecycles end at once).
     let live = null;
@@ -255,6 +416,34 @@ async function main() {
     check(treeNodes.length > 3 && treeNodes.includes("when"), `the contract is drawn as a tree (${treeNodes.length} nodes shown)`);
     const words = await live.page.$$eval("#timeline li[data-kind=inputs_applied] .step-body", (l) => l.map((x) => x.textContent));
     check(words.every((w) => /deposits|chooses|notification|no inputs/.test(w)), "every step's inputs are in words", words.slice(0, 3));
+    // The tree closes and opens with the keyboard (a branch is a
+    // <details>; tried again should a new step redraw the tree meanwhile).
+    let toggled = null;
+    for (let i = 0; i < 3 && !toggled; i++) {
+      const branches = await live.page.$$("#tree details > summary");
+      check(branches.length > 0, "the tree has branches");
+      const branch = branches[branches.length - 1];
+      const was = await branch.evaluate((el) => el.parentElement.open);
+      await branch.focus();
+      await live.page.keyboard.press("Enter");
+      // (A branch's nodes are drawn on its toggle event, a task after the key.)
+      const first = await live.page.waitForFunction(([el, open]) => el.parentElement.open === open && (!open || el.parentElement.querySelectorAll(":scope > ul > li").length > 0), [branch, !was], { timeout: 3000 }).then(() => true, () => false);
+      await live.page.keyboard.press("Enter");
+      const second = await live.page.waitForFunction(([el, open]) => el.parentElement.open === open && (!open || el.parentElement.querySelectorAll(":scope > ul > li").length > 0), [branch, was], { timeout: 3000 }).then(() => true, () => false);
+      if (await branch.evaluate((el) => el.isConnected)) toggled = { was, first, second };
+    }
+    check(toggled && toggled.first && toggled.second, "Enter on a branch of the tree closes and opens it (its nodes drawn when open)", toggled);
+
+    // Light and dark schemes: readable text in both (WCAG contrast).
+    for (const scheme of ["light", "dark"]) {
+      const c = await colours(live.page, scheme);
+      const dark = contrast(c.bg, [0, 0, 0]) < contrast(c.bg, [255, 255, 255]);
+      const ratios = { text: contrast(c.fg, c.bg), muted: c.muted ? contrast(c.muted, c.bg) : 0, link: c.link ? contrast(c.link, c.bg) : 0 };
+      check(dark === (scheme === "dark") && ratios.text >= 7 && ratios.muted >= 4.5 && ratios.link >= 4.5,
+        `the ${scheme} scheme: ${dark ? "dark" : "light"} background, contrast ${ratios.text.toFixed(1)} (text), ${ratios.muted.toFixed(1)} (muted), ${ratios.link.toFixed(1)} (links)`, c);
+      if (scheme === "dark") await shot(live.page, "contract-dark.png");
+    }
+    await live.page.emulateMedia({ colorScheme: "light" });
     let docShot = false;
     if (DOC_SCREENSHOT && (await live.page.textContent("#facts")).includes("waiting for its next step")) {
       docShot = await docScreenshot(live.page); // an open contract: its current position shows
@@ -309,18 +498,62 @@ async function main() {
     check(await status.$$eval("#chart polyline", (l) => l.length === 2), "the chart draws blocks/s and records/s");
     await shot(status, "status.png");
 
+    // While behind: the status page of a follower catching up, its /status
+    // and /metrics answered as the service's own with the node 60,000
+    // blocks ahead and closing at 190 blocks/s (200 read, the tip growing
+    // 10): the bar shows the share synced and the time to go.
+    const behindSince = Date.now();
+    const catchingUp = () => {
+      const t = (Date.now() - behindSince) / 1000;
+      const tip = 100000 + Math.round(10 * t);
+      const behind = Math.max(1, Math.round(60000 - 190 * t));
+      return { t, tip, behind };
+    };
+    const behindPage = await openPage(context, BASE + "/ui/status", errors, async (page) => {
+      await page.route((u) => u.pathname === "/status", async (route) => {
+        const res = await route.fetch();
+        const st = await res.json();
+        const { tip, behind } = catchingUp();
+        st.nodeTip = { ...st.nodeTip, blockNo: tip };
+        st.followerPoint = { ...st.followerPoint, blockNo: tip - behind };
+        st.blocksBehind = behind;
+        st.syncProgress = (tip - behind) / tip;
+        await route.fulfill({ response: res, json: st });
+      });
+      await page.route((u) => u.pathname === "/metrics", async (route) => {
+        const res = await route.fetch();
+        const { t } = catchingUp();
+        const text = (await res.text()).split("\n").filter((l) => !/^marlowe_(blocks_total|node_tip_block_number)[ {]/.test(l)).join("\n") +
+          `\nmarlowe_blocks_total ${Math.round(40000 + 200 * t)}\nmarlowe_node_tip_block_number ${100000 + Math.round(10 * t)}\n`;
+        await route.fulfill({ response: res, body: text });
+      });
+    });
+    await behindPage.waitForFunction(() => /to go at the current rate/.test(document.getElementById("sync-text").textContent), null, { timeout: 15000 });
+    const behindText = (await behindPage.textContent("#sync-text")).trim();
+    const behindBar = await behindPage.$eval("#progress", (p) => p.value);
+    const m = /([\d,]+) blocks behind the node · about (?:(\d+) min )?(\d+) s to go/.exec(behindText);
+    const etaSecs = m ? Number(m[2] || 0) * 60 + Number(m[3]) : NaN;
+    const wantEta = Number((m ? m[1] : "0").replace(/,/g, "")) / 190;
+    check(behindBar > 0.35 && behindBar < 0.45 && m && Math.abs(etaSecs - wantEta) < wantEta * 0.25,
+      `while behind, the status page shows the bar at ${(behindBar * 100).toFixed(1)} % and "${behindText}" (${Math.round(wantEta)} s expected)`);
+    await shot(behindPage, "status-behind.png");
+    await behindPage.close();
+
     // No console errors, except the cut connections' own (the moment they
-    // were cut) and a 404 of /next for a contract that closed between the
-    // page's read of it and its /next (the page then reads it again; the
-    // browser logs every 404).
+    // were cut), the 404s of the search box's lookups of a transaction id
+    // (a step's, a creation's, a withdrawal's, in turn), and a 404 of /next
+    // for a contract that closed between the page's read of it and its
+    // /next (the page then reads it again; the browser logs every 404).
     const cutErrors = (e) => e.at >= cutAt && e.at < cutAt + 5000 && /net::ERR_|Failed to load resource/.test(e.text);
     const closedRace = [];
     for (const e of errors) {
       const m = /\/contracts\/([^/?]+)\/next\?/.exec(e.resource || "");
       if (m && /status of 404/.test(e.text) && (await api(`/contracts/${m[1]}`)).status === "closed") closedRace.push(e);
     }
-    const real = errors.filter((e) => !cutErrors(e) && !closedRace.includes(e));
-    check(real.length === 0, `no console errors on the explorer's pages (${errors.filter(cutErrors).length} from the cut connections, ${closedRace.length} /next of a contract closing meanwhile)`, real);
+    const lookups = (e) => /status of 404/.test(e.text) && /\/(transactions\/[0-9a-f]{64}|withdrawals\/[0-9a-f]{64}|contracts\/[0-9a-f]{64}%23\d)$/.test(e.resource || "") &&
+      searches.some((w) => e.at >= w.from && e.at <= w.to);
+    const real = errors.filter((e) => !cutErrors(e) && !closedRace.includes(e) && !lookups(e));
+    check(real.length === 0, `no console errors and no request off the query port on the explorer's pages (${errors.filter(cutErrors).length} from the cut connections, ${closedRace.length} /next of a contract closing meanwhile, ${errors.filter(lookups).length} 404s of the search's transaction lookups)`, real);
   } finally {
     await context.close();
     proxy.close();
