@@ -238,6 +238,60 @@ async function searchOpens(list, text, contractId, hash, what) {
   await list.waitForSelector("#contracts tbody tr[data-id]", { timeout: 10000 });
 }
 
+// checkContractPanels checks a contract page's header, state, deadlines
+// and "what can be done next" against the API (read again when the
+// contract stepped meanwhile).
+async function checkContractPanels(page, id) {
+  const facts = await page.textContent("#facts");
+  check(["Contract id", "Script version", "Roles currency", "Tags", "Metadata", "Created", "Assets locked"].every((x) => facts.includes(x)) && facts.includes(id),
+    "the contract's header: id, script version, roles currency, tags, metadata, creation block and transaction, assets locked");
+  const rel = await page.$$eval("#tree .deadline", (l) => l.map((d) => [d.querySelector("time") && d.querySelector("time").getAttribute("datetime"), (d.querySelector(".rel") || {}).textContent]));
+  check(rel.length > 0 && rel.every(([iso, r]) => /^\d{4}-\d\d-\d\dT/.test(iso || "") && /^\((in .+|.+ ago|now)\)$/.test(r || "")), `the tree's deadlines are dates with how far away (${rel[0] && rel[0][1]})`, rel.slice(0, 3));
+  for (let attempt = 0; ; attempt++) {
+    const steps = await page.evaluate(() => document.documentElement.dataset.steps);
+    await page.waitForFunction(() => {
+      const n = document.getElementById("next");
+      return n.querySelector("[data-next], p.muted, p.error") !== null;
+    }, null, { timeout: 10000 });
+    const c = await api(`/contracts/${enc(id)}`);
+    const shown = await page.$$eval("#next [data-next]", (l) => l.map((x) => x.dataset.next).sort());
+    const error = await page.$$eval("#next .error", (l) => l.map((x) => x.textContent));
+    check(error.length === 0, "what can be done next: the API answered", error);
+    let want;
+    if (c.status === "closed") {
+      want = [];
+    } else {
+      // The interval the page asked for ("For a transaction valid from … to …").
+      const [from, to] = await page.$$eval("#next p.small time", (l) => l.slice(0, 2).map((t) => t.getAttribute("datetime")));
+      const next = await api(`/contracts/${enc(id)}/next?validityStart=${encodeURIComponent(from)}&validityEnd=${encodeURIComponent(to)}`);
+      const ai = next.applicable_inputs || {};
+      want = [...(ai.deposits || []).map(() => "deposit"), ...(ai.choices || []).map(() => "choice"), ...(ai.notify ? ["notify"] : []), ...(next.can_reduce ? ["reduce"] : [])].sort();
+    }
+    const stepsNow = await page.evaluate(() => document.documentElement.dataset.steps);
+    if (JSON.stringify(shown) === JSON.stringify(want) || attempt === 3 || steps === stepsNow) {
+      check(JSON.stringify(shown) === JSON.stringify(want), `what can be done next: ${shown.join(", ") || "nothing"}, as GET /next says (${c.status})`, { shown, want });
+      break;
+    }
+    await sleep(1000); // the contract stepped meanwhile: look again
+  }
+  for (let attempt = 0; ; attempt++) {
+    const steps = await page.evaluate(() => Number(document.documentElement.dataset.steps));
+    const state = await page.$$eval("#state h3", (l) => l.map((x) => x.textContent));
+    const accounts = await page.$$eval("#state h3:first-of-type + table tbody tr", (l) => l.length);
+    const c = await api(`/contracts/${enc(id)}`);
+    if (c.steps !== steps && attempt < 3) {
+      await sleep(1000); // the page has not shown the newest step yet
+      continue;
+    }
+    if (c.state) {
+      check(state.join("|") === "Accounts|Choices made|Bound values" && accounts === c.state.accounts.length, `the state: ${accounts} account(s), choices, bound values`, { state, accounts, want: c.state.accounts.length });
+    } else {
+      check((await page.textContent("#state")).includes("closed"), "the state of a closed contract: none left");
+    }
+    break;
+  }
+}
+
 // colours reads the page's background and text colours (and muted text and
 // links) in the scheme the browser is told to prefer.
 async function colours(page, scheme) {
@@ -444,6 +498,18 @@ async function main() {
       if (scheme === "dark") await shot(live.page, "contract-dark.png");
     }
     await live.page.emulateMedia({ colorScheme: "light" });
+
+    // The header, the state, the deadlines as dates with how far away, and
+    // what can be done next (GET /next for now), as the API has them.
+    await checkContractPanels(live.page, live.id);
+    // ... and of an open one (the live one may have closed by now).
+    const opens = (await api("/contracts?status=open&order=desc&limit=30")).results;
+    check(opens.length > 0, "the devnet has open contracts");
+    const openId = opens[opens.length - 1].contractId;
+    const openPage1 = await openPage(context, `${BASE}/ui/contract?id=${enc(openId)}`, errors);
+    await openPage1.waitForSelector("#timeline li[data-seq]", { timeout: 10000 });
+    await checkContractPanels(openPage1, openId);
+    await openPage1.close();
     let docShot = false;
     if (DOC_SCREENSHOT && (await live.page.textContent("#facts")).includes("waiting for its next step")) {
       docShot = await docScreenshot(live.page); // an open contract: its current position shows
