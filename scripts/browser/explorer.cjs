@@ -220,7 +220,7 @@ async function searchFilters(list, text, key, value) {
 // transaction id is looked up as a step's, a creation's (TX#0, #1, #2) and a
 // withdrawal's in turn: the lookups that find nothing answer 404.
 const searches = []; // {from, to}: when searchOpens searched (its lookups' 404s are expected)
-async function searchOpens(list, text, contractId, hash, what) {
+async function searchOpens(list, text, contractId, hash, what, then) {
   const span = { from: Date.now(), to: Infinity };
   searches.push(span);
   await list.fill("#q", text);
@@ -234,6 +234,7 @@ async function searchOpens(list, text, contractId, hash, what) {
   } else {
     check((await list.textContent("#facts")).includes(contractId), `searching ${what} ${text.slice(0, 12)}… opened contract ${contractId}`);
   }
+  if (then) await then(list);
   await list.goBack();
   await list.waitForSelector("#contracts tbody tr[data-id]", { timeout: 10000 });
 }
@@ -398,7 +399,14 @@ async function main() {
       if (!wd) await sleep(1000);
     }
     check(wd, "the devnet withdrew a payout");
-    await searchOpens(list, wd.withdrawalId, wd.payouts[0].contractId, "#tx-" + wd.withdrawalId, "a withdrawal's transaction");
+    await searchOpens(list, wd.withdrawalId, wd.payouts[0].contractId, "#tx-" + wd.withdrawalId, "a withdrawal's transaction", async (page) => {
+      // Its payouts: each withdrawn one with its withdrawal.
+      const mine = wd.payouts.filter((p) => p.contractId === wd.payouts[0].contractId).map((p) => p.payoutId);
+      const rows = await page.$$eval("#payouts tr[data-payout]", (l) => l.map((tr) => ({ id: tr.dataset.payout, status: tr.dataset.status, text: tr.textContent })));
+      const shown = rows.filter((r) => mine.includes(r.id));
+      check(shown.length === mine.length && shown.every((r) => r.status === "withdrawn" && r.text.includes(wd.withdrawalId.slice(0, 10))),
+        `the contract's payouts show the ${mine.length} it withdrew, with the withdrawal ${wd.withdrawalId.slice(0, 10)}…`, { mine, rows });
+    });
     check(currency && address, `the devnet's contracts have roles (${currency}) and address parties (${address})`);
     await searchFilters(list, currency, "roleCurrency", currency);
     await searchFilters(list, address, "partyAddress", address);
@@ -470,6 +478,16 @@ async function main() {
     check(treeNodes.length > 3 && treeNodes.includes("when"), `the contract is drawn as a tree (${treeNodes.length} nodes shown)`);
     const words = await live.page.$$eval("#timeline li[data-kind=inputs_applied] .step-body", (l) => l.map((x) => x.textContent));
     check(words.every((w) => /deposits|chooses|notification|no inputs/.test(w)), "every step's inputs are in words", words.slice(0, 3));
+    const details = await live.page.$$eval("#timeline li[data-kind=inputs_applied]", (l) => l.map((li) => ({
+      block: /^block \d/.test((li.querySelector(".step-head .block") || {}).textContent || ""),
+      valid: /^Valid (from|with)/.test([...li.querySelectorAll(".step-body p")].map((p) => p.textContent).find((t) => t.startsWith("Valid")) || ""),
+      slots: /\(slots [\d–]+ to [\d–]+\)/.test(li.textContent),
+    })));
+    check(details.length > 0 && details.every((d) => d.block && d.valid && d.slots), "every step shows its block and validity interval (dates and slots)", details);
+    const paying = await live.page.$$eval("#timeline li[data-kind=inputs_applied]", (l) => l.map((li) => [Number(li.dataset.seq), /Paid out:/.test(li.textContent)]));
+    const hist = (await api(`/contracts/${enc(live.id)}/history?includeRolledBack=true&limit=1000`)).results;
+    const wantPaying = new Map(hist.filter((r) => r.kind === "inputs_applied").map((r) => [r.seq, (r.payload.payouts || []).length > 0]));
+    check(paying.every(([seq, p]) => wantPaying.get(seq) === p), `every step with payouts shows them (${paying.filter(([, p]) => p).length} of ${paying.length})`, { paying, want: [...wantPaying] });
     // The tree closes and opens with the keyboard (a branch is a
     // <details>; tried again should a new step redraw the tree meanwhile).
     let toggled = null;
@@ -510,6 +528,27 @@ async function main() {
     await openPage1.waitForSelector("#timeline li[data-seq]", { timeout: 10000 });
     await checkContractPanels(openPage1, openId);
     await openPage1.close();
+
+    // Merkleized cases are marked (every branch expanded).
+    let merkle = null;
+    for (const c of (await api("/contracts?order=desc&limit=100")).results.slice(10)) {
+      const full = await api(`/contracts/${enc(c.contractId)}`);
+      const n = (JSON.stringify(full.initialContract).match(/"merkleized_then"/g) || []).length;
+      if (n > 0) {
+        merkle = { id: c.contractId, n };
+        break;
+      }
+    }
+    check(merkle, "the devnet has a contract with merkleized cases");
+    const mPage = await openPage(context, `${BASE}/ui/contract?id=${enc(merkle.id)}`, errors);
+    await mPage.waitForSelector("#tree li[data-kind]", { timeout: 10000 });
+    await mPage.click("#expand");
+    await mPage.waitForFunction((n) => document.querySelectorAll("#tree .badge.merkle").length >= n && document.querySelectorAll("#tree details:not([open])").length === 0, merkle.n, { timeout: 10000 });
+    const marks = await mPage.$$eval("#tree .badge.merkle", (l) => l.map((b) => b.textContent));
+    const hidden = await mPage.$$eval("#tree li[data-kind=hidden]", (l) => l.map((x) => x.textContent));
+    check(marks.length >= merkle.n && hidden.every((t) => /not revealed/.test(t)) && marks.filter((m) => m === "merkleized").length === hidden.length,
+      `contract ${merkle.id}: its ${merkle.n} merkleized case(s) are marked (${marks.filter((m) => /revealed/.test(m)).length} revealed, ${hidden.length} not)`, { marks, hidden });
+    await mPage.close();
     let docShot = false;
     if (DOC_SCREENSHOT && (await live.page.textContent("#facts")).includes("waiting for its next step")) {
       docShot = await docScreenshot(live.page); // an open contract: its current position shows
@@ -560,7 +599,10 @@ async function main() {
     const syncText = await status.textContent("#sync-text");
     const figures = await status.$$eval(".figure", (f) => Object.fromEntries(f.map((x) => [x.dataset.figure, x.querySelector(".value").textContent])));
     check(progress > 0.9 && /synced/.test(syncText), `the status page shows progress: ${syncText.trim()}`);
-    check(Number(figures.blocks) > 0 && /^block \d/.test(figures.tip) && /^seq /.test(figures.projection), "node tip, follower point, seqs and rates are shown", figures);
+    check(Number(figures.blocks) > 0 && /^block \d/.test(figures.tip) && /^block \d/.test(figures.follower) && /^\d/.test(figures.seq) && /^seq /.test(figures.projection) &&
+      /^\d/.test(figures.subscribers) && /^\d/.test(figures.records), "node tip, follower point, history seq, projection seq, subscribers and rates are shown", figures);
+    const lag = await status.$eval('[data-figure="projection"] .sub', (x) => x.textContent);
+    check(/^lag [\d,]+ records/.test(lag), `the projection's lag: ${lag}`);
     check(await status.$$eval("#chart polyline", (l) => l.length === 2), "the chart draws blocks/s and records/s");
     await shot(status, "status.png");
 
