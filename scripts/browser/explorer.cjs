@@ -191,6 +191,15 @@ function addressesIn(v, out = new Set()) {
   return out;
 }
 
+// rolesIn collects the role names of parties in a contract's core JSON.
+function rolesIn(v, out = new Set()) {
+  if (v && typeof v === "object") {
+    if (typeof v.role_token === "string" && v.role_token !== "" && /^[\x20-\x7e]+$/.test(v.role_token)) out.add(v.role_token);
+    for (const x of Object.values(v)) rolesIn(x, out);
+  }
+  return out;
+}
+
 // searchFilters types text into the search box and checks that the list
 // then shows the contracts of filter key=value: the URL and the list's
 // query say so, and every row shown is one the API lists for that filter
@@ -264,7 +273,13 @@ async function checkContractPanels(page, id) {
     } else {
       // The interval the page asked for ("For a transaction valid from … to …").
       const [from, to] = await page.$$eval("#next p.small time", (l) => l.slice(0, 2).map((t) => t.getAttribute("datetime")));
-      const next = await api(`/contracts/${enc(id)}/next?validityStart=${encodeURIComponent(from)}&validityEnd=${encodeURIComponent(to)}`);
+      const res = await fetch(`${QUERY_URL}/contracts/${enc(id)}/next?validityStart=${encodeURIComponent(from)}&validityEnd=${encodeURIComponent(to)}`);
+      if (res.status === 404 && attempt < 3) {
+        await sleep(1000); // it closed since it was read: the page follows
+        continue;
+      }
+      if (!res.ok) throw new Error(`GET /contracts/${id}/next: ${res.status}`);
+      const next = await res.json();
       const ai = next.applicable_inputs || {};
       want = [...(ai.deposits || []).map(() => "deposit"), ...(ai.choices || []).map(() => "choice"), ...(ai.notify ? ["notify"] : []), ...(next.can_reduce ? ["reduce"] : [])].sort();
     }
@@ -371,7 +386,14 @@ async function main() {
     let stepTx = null;
     let currency = null;
     let address = null;
+    let role = null;
+    let tag = null;
     for (const c of older.slice(5).reverse()) {
+      if (!tag) tag = Object.keys(c.tags || {})[0] || null;
+      if (!role && c.roleTokenMintingPolicyId) {
+        const name = [...rolesIn((await api(`/contracts/${enc(c.contractId)}`)).initialContract)][0];
+        if (name) role = `${c.roleTokenMintingPolicyId}.${name}`;
+      }
       if (!currency && c.roleTokenMintingPolicyId) currency = c.roleTokenMintingPolicyId;
       if (!address) address = [...addressesIn((await api(`/contracts/${enc(c.contractId)}`)).initialContract)][0] || null;
       if (!stepTx && c.steps > 0) {
@@ -410,6 +432,9 @@ async function main() {
     check(currency && address, `the devnet's contracts have roles (${currency}) and address parties (${address})`);
     await searchFilters(list, currency, "roleCurrency", currency);
     await searchFilters(list, address, "partyAddress", address);
+    check(role && tag, `the devnet's contracts have a named role (${role}) and a tag (${tag})`);
+    await searchFilters(list, role, "partyRole", role);
+    await searchFilters(list, tag, "tag", tag);
 
     // Paging: 10 a page, the next page older than the first, and back.
     await list.selectOption('select[name="limit"]', "10");
