@@ -147,6 +147,131 @@ async function openPage(context, url, errors, before) {
   return page;
 }
 
+// watchLiveRollback keeps contract pages open on the contracts created
+// last, each until its contract closes or for 30 s (so that the page sees
+// its steps arrive), until one of those pages shows a step that arrived
+// while it was open as rolled back: struck through, marked with the seq of
+// the rolled_back record that undid it, and flashed (the page flashes a step
+// only after its first drawing: "new" when the step came with the rollback
+// already known, at 50 blocks/s the usual case, "rollback" when the page
+// had drawn it applied). Only contracts whose creation is
+// deeper than any rollback can reach are opened (their pages never 404).
+// A browser opens at most six connections to one host and every contract
+// page holds one for its event stream, so the pages are spread over four
+// pass-through proxies on other loopback addresses, four on each. It
+// returns what it saw, or null when the time is up.
+async function watchLiveRollback(context, errors, ms) {
+  const PER_HOST = 4;
+  const DEPTH = 4; // deeper than the devnet's rollbacks (--rollback-depth 3)
+  const hosts = await Promise.all(["127.0.0.2", "127.0.0.3", "127.0.0.4", "127.0.0.5"].map(passThrough));
+  const ctl = new AbortController();
+  const res = await fetch(`${QUERY_URL}/events?all=true&from=tip`, { signal: ctl.signal });
+  if (!res.ok) throw new Error(`GET /events: ${res.status}`);
+  const reader = res.body.pipeThrough(new TextDecoderStream()).getReader();
+  const startedAt = Date.now();
+  const created = []; // [contractId, block number of its creation], newest last
+  const pool = new Map(); // contractId -> { page, at }
+  const ended = new Set(); // contracts closed (their pages are let go)
+  const rollbacks = new Set(); // seqs of rolled_back records seen
+  let tipBlock = 0;
+  let opened = 0;
+  let buf = "";
+  let pending = null;
+  try {
+    while (Date.now() - startedAt < ms) {
+      pending = pending || reader.read();
+      const next = await Promise.race([pending, sleep(300).then(() => null)]);
+      if (next) {
+        pending = null;
+        if (next.done) return null;
+        buf += next.value;
+      }
+      let i;
+      while ((i = buf.indexOf("\n\n")) >= 0) {
+        const ev = buf.slice(0, i);
+        buf = buf.slice(i + 2);
+        const m = ev.match(/^data: (.*)$/m);
+        if (!m || !/^event: record$/m.test(ev)) continue;
+        const r = JSON.parse(m[1]);
+        if (r.kind === "rolled_back") rollbacks.add(r.seq);
+        if (r.block) tipBlock = r.kind === "rolled_back" ? r.block.blockNo : Math.max(tipBlock, r.block.blockNo);
+        if (r.kind === "contract_created") created.push([r.contractId, r.block.blockNo]);
+        if (r.kind === "inputs_applied" && r.payload.closed) ended.add(r.contractId);
+      }
+      for (const [contractId, { page, at }] of pool) {
+        const hits = await page.evaluate(() => window.__rollbackFlashes || []).catch(() => []);
+        const hit = hits.find((x) => rollbacks.has(x.rollback) && x.struck);
+        if (hit) return { contractId, ...hit, pages: opened, rollbacks: rollbacks.size };
+        if (ended.has(contractId) || Date.now() - at > 30000) {
+          pool.delete(contractId);
+          await page.close();
+        }
+      }
+      const host = hosts.find((h) => [...pool.values()].filter((x) => x.host === h).length < PER_HOST);
+      if (!host) continue;
+      // The newest contract whose creation no rollback can reach.
+      let k = created.length - 1;
+      while (k >= 0 && created[k][1] > tipBlock - DEPTH) k--;
+      if (k < 0) continue;
+      const [candidate] = created.splice(k, 1)[0];
+      created.splice(0, k); // older ones are not waited for
+      // The timeline is drawn again on every refresh, so the page records
+      // each step it flashes as rolled back when it is drawn.
+      const page = await openPage(context, `${host.url}/ui/contract?id=${enc(candidate)}`, errors, (p) => p.addInitScript(() => {
+        window.__rollbackFlashes = [];
+        new MutationObserver((muts) => {
+          for (const m of muts) {
+            for (const n of m.addedNodes) {
+              if (n.nodeType !== 1 || n.tagName !== "LI" || !n.dataset.flashed || !n.classList.contains("rolled-back")) continue;
+              const title = n.querySelector(".step-title");
+              window.__rollbackFlashes.push({ flashed: n.dataset.flashed, step: Number(n.dataset.seq), rollback: Number(n.dataset.rolledBack), struck: !!title && getComputedStyle(title).textDecorationLine.includes("line-through") });
+            }
+          }
+        }).observe(document, { childList: true, subtree: true });
+      }));
+      opened++;
+      pool.set(candidate, { page, at: Date.now(), host });
+    }
+    return null;
+  } finally {
+    ctl.abort();
+    for (const { page } of pool.values()) await page.close().catch(() => {});
+    for (const h of hosts) h.close();
+  }
+}
+
+// passThrough listens on a loopback address and passes every connection
+// through to the query port.
+function passThrough(address) {
+  const target = new URL(QUERY_URL);
+  const socks = new Set();
+  const srv = net.createServer((client) => {
+    const upstream = net.connect(Number(target.port), target.hostname);
+    socks.add(client).add(upstream);
+    client.pipe(upstream).pipe(client);
+    const end = () => {
+      client.destroy();
+      upstream.destroy();
+      socks.delete(client);
+      socks.delete(upstream);
+    };
+    for (const s of [client, upstream]) {
+      s.on("error", end);
+      s.on("close", end);
+    }
+  });
+  return new Promise((resolve, reject) => {
+    srv.once("error", reject);
+    srv.listen(0, address, () => resolve({
+      url: `http://${address}:${srv.address().port}`,
+      close() {
+        for (const s of socks) s.destroy();
+        srv.close();
+      },
+    }));
+  });
+}
+
 async function shot(page, name) {
   const file = path.join(ARTIFACTS, name);
   await page.screenshot({ path: file, fullPage: true });
@@ -601,6 +726,17 @@ async function main() {
     await shot(rbPage, "contract.png");
     await shot(live.page, "contract-live.png");
     if (DOC_SCREENSHOT && !docShot) await docScreenshot(rbPage);
+    // (Closed: a browser opens at most six connections to one host, and
+    // every contract page holds one for its event stream.)
+    await rbPage.close();
+    await live.page.close();
+
+    // A rollback seen live on an open contract page: a step the page
+    // showed is struck through and flashed when a rollback undoes it,
+    // without a reload.
+    const seen = await watchLiveRollback(context, errors, 120000);
+    check(seen, "an open contract page strikes through a step when a rollback undoes it, without reload", seen);
+    log(`     ${seen.contractId}: the step at seq ${seen.step}, undone by the rollback at seq ${seen.rollback}, flashed "${seen.flashed}" (${seen.pages} pages opened, ${seen.rollbacks} rollbacks watched)`);
 
     // The contracts page flashed a row a rollback changed (it has been
     // watching all along).
