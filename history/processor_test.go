@@ -65,9 +65,11 @@ func TestProcessorRecordsGeneratedActivity(t *testing.T) {
 	}
 	counts := map[record.Kind]int{}
 	addressPayouts, semanticsChecked := 0, 0
-	// Payouts carrying several payments; address payouts holding more than
-	// their payments; other outputs to a payout's address (the payee's change).
-	mergedRoles, withChange, changeBeside := 0, 0, 0
+	// Payouts carrying several payments (to a role; to an address, with
+	// tokens: the devnet's merged-payments lifecycle); address payouts
+	// holding more than their payments; other outputs to a payout's address
+	// (the payee's change).
+	mergedRoles, mergedAddresses, mergedWithTokens, withChange, changeBeside := 0, 0, 0, 0, 0
 	for _, a := range acts {
 		rs := byTx[a.TxID]
 		switch a.Kind {
@@ -125,6 +127,11 @@ func TestProcessorRecordsGeneratedActivity(t *testing.T) {
 				switch {
 				case po.Role != nil && len(po.Payments) > 1:
 					mergedRoles++
+				case po.Address != nil && len(po.Payments) > 1:
+					mergedAddresses++
+					if len(po.Assets.Tokens) > 0 {
+						mergedWithTokens++
+					}
 				case po.Address != nil && len(po.Assets.Tokens) == 0 && po.Assets.Lovelace > paid:
 					withChange++
 				case po.Address != nil:
@@ -190,12 +197,12 @@ func TestProcessorRecordsGeneratedActivity(t *testing.T) {
 		}
 	}
 	rejected := logs.FilterMessageSnippet("semantics do not accept").Len()
-	t.Logf("activities %v; %d steps, %d address payouts found (%d with the payee's change, %d beside it), %d role payouts of several payments; semantics refused %d steps",
-		counts, semanticsChecked, addressPayouts, withChange, changeBeside, mergedRoles, rejected)
+	t.Logf("activities %v; %d steps, %d address payouts found (%d of several payments, %d of them with tokens, %d with the payee's change, %d beside it), %d role payouts of several payments; semantics refused %d steps",
+		counts, semanticsChecked, addressPayouts, mergedAddresses, mergedWithTokens, withChange, changeBeside, mergedRoles, rejected)
 	if addressPayouts == 0 {
 		t.Fatal("no address payouts found: the semantics never ran")
 	}
-	if mergedRoles == 0 || withChange+changeBeside == 0 {
+	if mergedRoles == 0 || mergedAddresses == 0 || mergedWithTokens == 0 || withChange+changeBeside == 0 {
 		t.Fatal("the devnet made no merged payout")
 	}
 	if rejected > 0 {

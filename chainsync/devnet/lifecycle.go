@@ -68,7 +68,8 @@ type rawLifecycle struct {
 	} `json:"transactions"`
 }
 
-// Lifecycles returns the built-in contract lifecycles.
+// Lifecycles returns the built-in contract lifecycles: the reference
+// traces' (lifecyclesJSON), then the devnet's own (ownLifecycles).
 func Lifecycles() ([]Lifecycle, error) {
 	var raws []rawLifecycle
 	if err := json.Unmarshal(lifecyclesJSON, &raws); err != nil {
@@ -82,7 +83,11 @@ func Lifecycles() ([]Lifecycle, error) {
 		}
 		out = append(out, lc)
 	}
-	return out, nil
+	own, err := ownLifecycles()
+	if err != nil {
+		return nil, err
+	}
+	return append(out, own...), nil
 }
 
 func parseLifecycle(r rawLifecycle) (Lifecycle, error) {
