@@ -20,178 +20,204 @@ import (
 	"github.com/marlowe-follower/follower/history/record"
 )
 
-// mainnetReplay writes a replay file of the real mainnet blocks of every
-// era (testdata/mainnet-blocks) followed by generated Marlowe blocks on
-// mainnet's clock that continue the real Conway block, and returns it with
-// the tip.
-func mainnetReplay(t *testing.T, generated uint64) (string, chain.BlockHeader) {
+// replayFile writes a replay file of Marlowe blocks generated on the clock
+// of a network (magic) and returns it with the tip. With real, the real
+// mainnet blocks of every era (testdata/mainnet-blocks) come first and
+// the generated blocks continue the real Conway block; else they begin at
+// 2025-01-01.
+func replayFile(t *testing.T, magic uint32, real bool, generated uint64) (string, chain.BlockHeader) {
 	t.Helper()
 	var text strings.Builder
 	var last chain.BlockHeader
-	for _, e := range []struct {
-		name string
-		typ  block.Type
-	}{{"byron", block.TypeByron}, {"shelley", block.TypeShelley}, {"allegra", block.TypeAllegra}, {"mary", block.TypeMary},
-		{"alonzo", block.TypeAlonzo}, {"babbage", block.TypeBabbage}, {"conway", block.TypeConway}} {
-		data, err := os.ReadFile(filepath.Join("..", "..", "testdata", "mainnet-blocks", e.name+"_block.hex"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		hexText := strings.TrimSpace(string(data))
-		fmt.Fprintf(&text, "# real mainnet %s block\n%s:%s\n", e.name, e.typ, hexText)
-		if e.typ == block.TypeConway {
-			raw := mustHex(t, hexText)
-			b, err := block.DecodeHeader(e.typ, raw, block.Options{})
+	clock, err := devnet.NetworkClock(magic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := devnet.DefaultGeneratorConfig()
+	cfg.Seed, cfg.MarloweShare, cfg.MeanBlockSize, cfg.RollbackEvery = 3, 0.5, 1500, 0
+	cfg.UseClock(clock, time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC).UnixMilli())
+	if real {
+		for _, e := range []struct {
+			name string
+			typ  block.Type
+		}{{"byron", block.TypeByron}, {"shelley", block.TypeShelley}, {"allegra", block.TypeAllegra}, {"mary", block.TypeMary},
+			{"alonzo", block.TypeAlonzo}, {"babbage", block.TypeBabbage}, {"conway", block.TypeConway}} {
+			data, err := os.ReadFile(filepath.Join("..", "..", "testdata", "mainnet-blocks", e.name+"_block.hex"))
 			if err != nil {
 				t.Fatal(err)
 			}
-			last = b.Header
+			hexText := strings.TrimSpace(string(data))
+			fmt.Fprintf(&text, "# real mainnet %s block\n%s:%s\n", e.name, e.typ, hexText)
+			if e.typ == block.TypeConway {
+				raw := mustHex(t, hexText)
+				b, err := block.DecodeHeader(e.typ, raw, block.Options{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				last = b.Header
+			}
 		}
+		cfg.UseClock(clock, clock.SlotStart(last.Slot))
+		cfg.After = last
 	}
-	clock, _ := devnet.NetworkClock(devnet.MagicMainnet)
-	cfg := devnet.DefaultGeneratorConfig()
-	cfg.Seed, cfg.MarloweShare, cfg.MeanBlockSize, cfg.RollbackEvery = 3, 0.5, 1500, 0
-	cfg.UseClock(clock, clock.SlotStart(last.Slot))
-	cfg.After = last
 	g, err := devnet.NewGenerator(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var blocks []devnet.StoredBlock
-	for g.Tip().BlockNo < last.BlockNo+generated {
+	for g.Tip().BlockNo < cfg.After.BlockNo+generated {
 		op, err := g.Next()
 		if err != nil {
 			t.Fatal(err)
 		}
 		blocks = append(blocks, *op.Block)
 	}
-	text.WriteString("# generated Marlowe blocks on mainnet's clock\n")
+	fmt.Fprintf(&text, "# generated Marlowe blocks on the clock of network magic %d\n", magic)
 	if err := devnet.WriteReplay(&text, blocks); err != nil {
 		t.Fatal(err)
 	}
-	path := filepath.Join(t.TempDir(), "mainnet.replay")
+	path := filepath.Join(t.TempDir(), "network.replay")
 	if err := os.WriteFile(path, []byte(text.String()), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	return path, g.Tip()
 }
 
-// TestDevnetReplayOnMainnetMagic replays real mainnet blocks (one per era)
-// and Marlowe blocks continuing them on mainnet's clock with `devnet
-// --replay --network-magic 764824073`, and follows them with `run
-// --network-magic 764824073`: the handshake takes the real magic, the
-// service reaches the real tip, the validity intervals in the history are
-// the real POSIX times, and the semantics accept every step with them. A
-// follower proposing another magic is refused.
-func TestDevnetReplayOnMainnetMagic(t *testing.T) {
+// TestDevnetReplayOnNetworkMagic replays blocks with `devnet --replay
+// --network-magic N` and follows them with `run --network-magic N`: on
+// mainnet (764824073) the real mainnet blocks (one per era) and Marlowe
+// blocks continuing them on mainnet's clock; on preprod (1) Marlowe blocks
+// at preprod's slots (the repository holds no real preprod block). The
+// handshake takes the network's magic, the service reaches the replay's
+// tip, the validity intervals in the history are the real POSIX times of
+// their slots on that network's clock, and the semantics accept every step
+// with them. A follower proposing another magic is refused.
+func TestDevnetReplayOnNetworkMagic(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the binary")
 	}
 	bin := buildBinary(t)
-	replay, tip := mainnetReplay(t, 600)
-	socket := filepath.Join(t.TempDir(), "node.socket")
-	node := exec.Command(bin, "devnet", "--socket", socket, "--replay", replay, "--network-magic", "764824073", "--log-level", "warn")
-	nodeOut := &lockedBuffer{}
-	node.Stderr = nodeOut
-	if err := node.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		_ = node.Process.Signal(syscall.SIGTERM)
-		_ = node.Wait()
-	}()
-	waitSocket(t, socket)
-	if !strings.Contains(nodeOut.String(), "--network-magic 764824073") {
-		t.Fatalf("the devnet does not say how to follow it:\n%s", nodeOut)
-	}
+	for _, c := range []struct {
+		name    string
+		magic   uint32
+		slots   chain.SlotConfig
+		real    bool
+		from    int64  // intervals on or after this POSIX time (ms)
+		another string // a magic the node refuses
+	}{
+		{"mainnet", devnet.MagicMainnet, chain.MainnetSlots, true, chain.MainnetSlots.SlotStart(159835207), "1"},
+		{"preprod", devnet.MagicPreprod, chain.PreprodSlots, false, time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC).UnixMilli(), "764824073"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			magic := strconv.FormatUint(uint64(c.magic), 10)
+			replay, tip := replayFile(t, c.magic, c.real, 600)
+			socket := filepath.Join(t.TempDir(), "node.socket")
+			node := exec.Command(bin, "devnet", "--socket", socket, "--replay", replay, "--network-magic", magic, "--log-level", "warn")
+			nodeOut := &lockedBuffer{}
+			node.Stderr = nodeOut
+			if err := node.Start(); err != nil {
+				t.Fatal(err)
+			}
+			defer func() {
+				_ = node.Process.Signal(syscall.SIGTERM)
+				_ = node.Wait()
+			}()
+			waitSocket(t, socket)
+			if !strings.Contains(nodeOut.String(), "--network-magic "+magic) {
+				t.Fatalf("the devnet does not say how to follow it:\n%s", nodeOut)
+			}
 
-	dir := t.TempDir()
-	qport := freePort(t)
-	base := "http://127.0.0.1:" + strconv.Itoa(qport)
-	run := exec.Command(bin, "run", "--node-socket", socket, "--network-magic", "764824073", "--data-dir", dir,
-		"--query-port", strconv.Itoa(qport), "--streaming-port", "0", "--query-host", "127.0.0.1",
-		"--log-level", "warn", "--progress-bar", "never")
-	runOut := &lockedBuffer{}
-	run.Stderr = runOut
-	if err := run.Start(); err != nil {
-		t.Fatal(err)
-	}
-	type point struct {
-		Slot    uint64 `json:"slot"`
-		BlockNo uint64 `json:"blockNo"`
-		Hash    string `json:"hash"`
-	}
-	var status struct {
-		Network       string `json:"network"`
-		NetworkMagic  uint32 `json:"networkMagic"`
-		Connected     bool   `json:"connected"`
-		NodeTip       point  `json:"nodeTip"`
-		FollowerPoint point  `json:"followerPoint"`
-		HistorySeq    int64  `json:"historySeq"`
-	}
-	deadline := time.Now().Add(90 * time.Second)
-	for {
-		code, err := getJSON(base+"/status", &status)
-		if err == nil && code == 200 && status.FollowerPoint.BlockNo == tip.BlockNo && status.HistorySeq > 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the service did not reach block %d: %d %v %+v\n%s", tip.BlockNo, code, err, status, runOut)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	if status.Network != "mainnet" || status.NetworkMagic != devnet.MagicMainnet || !status.Connected || status.NodeTip.Hash != tip.Hash.String() {
-		t.Fatalf("status %+v", status)
-	}
-	time.Sleep(500 * time.Millisecond) // the last batch commits
-	stopRun(t, run, runOut)
-	records, _ := storeState(t, dir)
-	rep, err := historytest.CheckSemantics(records)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(rep.Rejected) > 0 {
-		t.Fatalf("apply_inputs_rejected: %v", rep.Rejected)
-	}
-	conway := chain.MainnetSlots.SlotStart(159835207)
-	if rep.Steps < 100 || rep.FirstMillis < conway || rep.LastMillis > chain.MainnetSlots.SlotStart(tip.Slot)+24*3600_000 {
-		t.Fatalf("%+v: intervals not on mainnet's clock after the Conway block (%d)", rep, conway)
-	}
-	// Every interval is the POSIX time of its slots on mainnet's clock.
-	for _, r := range records {
-		if r.Kind != record.KindInputsApplied {
-			continue
-		}
-		var p record.InputsApplied
-		if err := json.Unmarshal(r.Payload, &p); err != nil {
-			t.Fatal(err)
-		}
-		iv := p.Interval
-		if *iv.FromMillis != chain.MainnetSlots.SlotStart(*iv.InvalidBefore) || *iv.ToMillis != chain.MainnetSlots.SlotStart(*iv.InvalidHereafter)-1 ||
-			r.Block.Slot < *iv.InvalidBefore || r.Block.Slot >= *iv.InvalidHereafter {
-			t.Fatalf("record %d at slot %d: interval %+v", r.Seq, r.Block.Slot, iv)
-		}
-	}
-	t.Logf("%d records: %d contracts, %d steps, %d closed; intervals %s to %s", len(records), rep.Created, rep.Steps, rep.Closed,
-		time.UnixMilli(rep.FirstMillis).UTC().Format(time.RFC3339), time.UnixMilli(rep.LastMillis).UTC().Format(time.RFC3339))
+			dir := t.TempDir()
+			qport := freePort(t)
+			base := "http://127.0.0.1:" + strconv.Itoa(qport)
+			run := exec.Command(bin, "run", "--node-socket", socket, "--network-magic", magic, "--data-dir", dir,
+				"--query-port", strconv.Itoa(qport), "--streaming-port", "0", "--query-host", "127.0.0.1",
+				"--log-level", "warn", "--progress-bar", "never")
+			runOut := &lockedBuffer{}
+			run.Stderr = runOut
+			if err := run.Start(); err != nil {
+				t.Fatal(err)
+			}
+			type point struct {
+				Slot    uint64 `json:"slot"`
+				BlockNo uint64 `json:"blockNo"`
+				Hash    string `json:"hash"`
+			}
+			var status struct {
+				Network        string `json:"network"`
+				NetworkMagic   uint32 `json:"networkMagic"`
+				Connected      bool   `json:"connected"`
+				NodeTip        point  `json:"nodeTip"`
+				CommittedPoint point  `json:"committedPoint"`
+				HistorySeq     int64  `json:"historySeq"`
+			}
+			deadline := time.Now().Add(90 * time.Second)
+			for {
+				code, err := getJSON(base+"/status", &status)
+				if err == nil && code == 200 && status.CommittedPoint.BlockNo == tip.BlockNo && status.HistorySeq > 0 {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("the service did not commit block %d: %d %v %+v\n%s", tip.BlockNo, code, err, status, runOut)
+				}
+				time.Sleep(100 * time.Millisecond)
+			}
+			if status.Network != c.name || status.NetworkMagic != c.magic || !status.Connected || status.NodeTip.Hash != tip.Hash.String() {
+				t.Fatalf("status %+v", status)
+			}
+			stopRun(t, run, runOut)
+			records, _ := storeState(t, dir)
+			rep, err := historytest.CheckSemantics(records)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(rep.Rejected) > 0 {
+				t.Fatalf("apply_inputs_rejected: %v", rep.Rejected)
+			}
+			if rep.Steps < 100 || rep.FirstMillis < c.from || rep.LastMillis > c.slots.SlotStart(tip.Slot)+24*3600_000 {
+				t.Fatalf("%+v: intervals not on the network's clock after %s", rep, time.UnixMilli(c.from).UTC())
+			}
+			// Every interval is the POSIX time of its slots on the network's clock.
+			for _, r := range records {
+				if r.Kind != record.KindInputsApplied {
+					continue
+				}
+				var p record.InputsApplied
+				if err := json.Unmarshal(r.Payload, &p); err != nil {
+					t.Fatal(err)
+				}
+				iv := p.Interval
+				if *iv.FromMillis != c.slots.SlotStart(*iv.InvalidBefore) || *iv.ToMillis != c.slots.SlotStart(*iv.InvalidHereafter)-1 ||
+					r.Block.Slot < *iv.InvalidBefore || r.Block.Slot >= *iv.InvalidHereafter {
+					t.Fatalf("record %d at slot %d: interval %+v", r.Seq, r.Block.Slot, iv)
+				}
+			}
+			t.Logf("%d records: %d contracts, %d steps, %d closed; intervals %s to %s", len(records), rep.Created, rep.Steps, rep.Closed,
+				time.UnixMilli(rep.FirstMillis).UTC().Format(time.RFC3339), time.UnixMilli(rep.LastMillis).UTC().Format(time.RFC3339))
 
-	// A follower of another network is refused at the handshake.
-	other := exec.Command(bin, "run", "--node-socket", socket, "--network-magic", "1", "--data-dir", t.TempDir(),
-		"--query-port", strconv.Itoa(qport), "--streaming-port", "0", "--query-host", "127.0.0.1",
-		"--min-backoff", "100ms", "--log-level", "warn", "--progress-bar", "never")
-	otherOut := &lockedBuffer{}
-	other.Stderr = otherOut
-	if err := other.Start(); err != nil {
-		t.Fatal(err)
-	}
-	time.Sleep(3 * time.Second)
-	code, err := getJSON(base+"/status", &status)
-	stopRun(t, other, otherOut)
-	if err != nil || code != 200 || status.Connected || status.HistorySeq != 0 || status.FollowerPoint.BlockNo != 0 {
-		t.Fatalf("a preprod follower on the mainnet devnet: %d %v %+v", code, err, status)
-	}
-	if !strings.Contains(otherOut.String(), "magic") {
-		t.Fatalf("the refused follower does not say why:\n%s", otherOut)
+			// A follower of another network is refused at the handshake.
+			other := exec.Command(bin, "run", "--node-socket", socket, "--network-magic", c.another, "--data-dir", t.TempDir(),
+				"--query-port", strconv.Itoa(qport), "--streaming-port", "0", "--query-host", "127.0.0.1",
+				"--min-backoff", "100ms", "--log-level", "warn", "--progress-bar", "never")
+			otherOut := &lockedBuffer{}
+			other.Stderr = otherOut
+			if err := other.Start(); err != nil {
+				t.Fatal(err)
+			}
+			cause := "network magic " + c.another + " does not match the node's (" + magic
+			deadline = time.Now().Add(30 * time.Second)
+			for !strings.Contains(otherOut.String(), cause) {
+				if time.Now().After(deadline) {
+					t.Fatalf("the refused follower does not say why:\n%s", otherOut)
+				}
+				time.Sleep(100 * time.Millisecond)
+			}
+			code, err := getJSON(base+"/status", &status)
+			stopRun(t, other, otherOut)
+			if err != nil || code != 200 || status.Connected || status.HistorySeq != 0 || status.CommittedPoint.BlockNo != 0 {
+				t.Fatalf("a follower of magic %s on the devnet of magic %s: %d %v %+v", c.another, magic, code, err, status)
+			}
+		})
 	}
 }
 
