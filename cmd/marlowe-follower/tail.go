@@ -76,8 +76,13 @@ func newTailCommand() *cobra.Command {
 			return tail(ctx, c, req, o.limit, url, cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
-	config.RegisterFlags(cmd.Flags(), "streaming", "log")
+	// The settings tail uses, not the streaming server's others (origins,
+	// named tokens, the queue budget), which a client has no use for.
+	config.RegisterFlags(cmd.Flags(), "streaming.host", "streaming.port", "streaming.token", "log")
 	f := cmd.Flags()
+	f.Lookup("streaming-host").Usage = "host of the service's streaming API, for the default --url; empty or 0.0.0.0: 127.0.0.1 (MARLOWE_RT_STREAMING_HOST)"
+	f.Lookup("streaming-port").Usage = "port of the service's streaming API, for the default --url (MARLOWE_RT_STREAMING_PORT)"
+	f.Lookup("streaming-token").Usage = "the bearer token to present: the secret of the token tail acts as (streaming.token or one of streaming.tokens) (MARLOWE_RT_STREAMING_TOKEN)"
 	f.StringArrayVar(&o.filter.Contracts, "contract-id", nil, "a contract id (TXID#INDEX); repeatable")
 	f.StringArrayVar(&o.contracts, "contract", nil, "alias of --contract-id")
 	f.StringArrayVar(&o.filter.RolesCurrencies, "role-currency", nil, "a roles currency policy id (56 hex digits; empty: contracts without roles); repeatable")

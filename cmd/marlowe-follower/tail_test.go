@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -151,6 +152,33 @@ func TestTailUsage(t *testing.T) {
 	for _, flag := range []string{"--rolesCurrency", "--contracts", "--roles-currency", "--party-roles"} {
 		if _, _, err := runTail(t, flag, "x", "--all"); err == nil || !strings.Contains(err.Error(), "unknown flag") {
 			t.Errorf("%s: %v", flag, err)
+		}
+	}
+}
+
+// TestTailHelp: tail's --help shows the flags a client uses, each with its
+// type, and none of the streaming server's other settings, which tail
+// would only ignore (they are not flags of tail at all: unknown flags).
+func TestTailHelp(t *testing.T) {
+	out, _, err := runTail(t, "--help")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"--streaming-host string", "--streaming-port int", "--streaming-token string", "--limit int",
+		"--batch-size int", "--kind stringArray", "--log-level string", "(MARLOWE_RT_STREAMING_TOKEN)"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("tail --help lacks %q:\n%s", want, out)
+		}
+	}
+	if m := regexp.MustCompile(`--all \S+ `).FindString(out); m != "" {
+		t.Errorf("the bool flag --all shows a type: %q", m)
+	}
+	for _, server := range []string{"--streaming-origins", "--streaming-tokens", "--streaming-queue-budget-mb", "--query-port", "--node-socket"} {
+		if strings.Contains(out, server+" ") {
+			t.Errorf("tail --help shows the server's %s:\n%s", server, out)
+		}
+		if newTailCommand().Flags().Lookup(strings.TrimPrefix(server, "--")) != nil {
+			t.Errorf("tail has the server's flag %s", server)
 		}
 	}
 }

@@ -89,11 +89,12 @@ func (s Setting) key() string {
 	return ""
 }
 
-// RegisterFlags adds the flags of the settings in the given sections (all
-// when none are given) to fs.
+// RegisterFlags adds the flags of the settings in the given sections, or
+// of the settings named by their dotted path ("streaming.port"), to fs:
+// all of them when none are given.
 func RegisterFlags(fs *pflag.FlagSet, sections ...string) {
 	for _, s := range Settings() {
-		if len(sections) > 0 && !contains(sections, s.Section()) {
+		if len(sections) > 0 && !contains(sections, s.Section()) && !contains(sections, s.Path) {
 			continue
 		}
 		usage := s.Doc
