@@ -1,7 +1,9 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -147,6 +149,54 @@ func TestRunDevnetRestartKeepsChain(t *testing.T) {
 			prevTip = &cp.Breadcrumbs[0]
 		}
 	}
+}
+
+// TestRunDevnetRefusesAnotherNetwork: run --devnet serves magic 42 on the
+// devnet's clock, so a network setting for another (magic, system start,
+// slot length, genesis; flag, environment or file) is refused at once
+// naming it and the devnet command, instead of being dropped; magic 42
+// given explicitly is accepted.
+func TestRunDevnetRefusesAnotherNetwork(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binary")
+	}
+	bin := buildBinary(t)
+	work := t.TempDir()
+	file := filepath.Join(work, "config.yaml")
+	if err := os.WriteFile(file, []byte("node:\n  networkMagic: 2\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		args, env []string
+		names     string
+	}{
+		{[]string{"--network-magic", "1"}, nil, "node.networkMagic 1 (--network-magic)"},
+		{nil, []string{"MARLOWE_RT_NETWORK_MAGIC=764824073"}, "node.networkMagic 764824073 (MARLOWE_RT_NETWORK_MAGIC)"},
+		{[]string{"--config", file}, nil, "node.networkMagic 2 (the configuration file)"},
+		{[]string{"--system-start", "2025-01-01T00:00:00Z", "--slot-length", "1s"}, nil, "node.systemStart (--system-start), node.slotLength (--slot-length)"},
+		{[]string{"--shelley-genesis", file}, nil, "node.shelleyGenesis (--shelley-genesis)"},
+	} {
+		// The bound only ends a run that was not refused (it would serve
+		// until stopped).
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		cmd := exec.CommandContext(ctx, bin, append([]string{"run", "--devnet", "--query-port", "0", "--streaming-port", "0"}, c.args...)...)
+		cmd.Dir = work
+		cmd.Env = append(os.Environ(), c.env...)
+		out, err := cmd.CombinedOutput()
+		cancel()
+		var exit *exec.ExitError
+		if !errors.As(err, &exit) || exit.ExitCode() != 2 || !strings.Contains(string(out), "--devnet serves network magic 42") ||
+			!strings.Contains(string(out), c.names) || !strings.Contains(string(out), "marlowe-follower devnet --socket PATH --network-magic N") {
+			t.Errorf("run --devnet %v %v: %v\n%s", c.args, c.env, err, out)
+		}
+	}
+	if entries, _ := os.ReadDir(work); len(entries) != 1 {
+		t.Fatalf("a refused run left files: %v", entries)
+	}
+	qport := freePort(t)
+	cmd, out := startRunDevnetArgs(t, bin, work, qport, "--network-magic", "42")
+	waitSeq(t, "http://127.0.0.1:"+strconv.Itoa(qport), 1)
+	stopRun(t, cmd, out)
 }
 
 // TestRunDevnetWithoutDataDir: without a data directory everything is in a

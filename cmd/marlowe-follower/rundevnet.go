@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"go.uber.org/zap"
 
@@ -30,6 +31,9 @@ type runDevnetOptions struct {
 // resumes where it stopped. cleanup closes the node and removes the
 // temporary directory.
 func startRunDevnet(ctx context.Context, l *config.Loaded, cfg *config.Config, o runDevnetOptions, log *zap.Logger) (dn *devnet.Devnet, chainFile string, cleanup func(), err error) {
+	if err := runDevnetNetwork(l, cfg); err != nil {
+		return nil, "", nil, err
+	}
 	tmp, err := os.MkdirTemp("", "marlowe-follower-devnet-")
 	if err != nil {
 		return nil, "", nil, err
@@ -71,4 +75,45 @@ func startRunDevnet(ctx context.Context, l *config.Loaded, cfg *config.Config, o
 		_ = dn.Close()
 		_ = os.RemoveAll(tmp)
 	}, nil
+}
+
+// runDevnetNetwork refuses a network setting that run --devnet would drop:
+// its node serves magic 42 on the devnet's own clock, so another magic, a
+// system start, a slot length or a genesis file (from a flag, the
+// environment or the file) would otherwise be ignored without a word. A
+// devnet of another network is the devnet command's.
+func runDevnetNetwork(l *config.Loaded, cfg *config.Config) error {
+	// where says where a setting's value comes from.
+	where := func(path string) string {
+		for _, s := range config.Settings() {
+			if s.Path != path {
+				continue
+			}
+			switch l.Sources[path] {
+			case config.FromFlag:
+				return "--" + s.Flag
+			case config.FromEnv:
+				return s.Env
+			}
+		}
+		return "the configuration file"
+	}
+	var set []string
+	if l.Sources["node.networkMagic"] != config.FromDefault && cfg.Node.NetworkMagic != devnet.NetworkMagic {
+		set = append(set, fmt.Sprintf("node.networkMagic %d (%s)", cfg.Node.NetworkMagic, where("node.networkMagic")))
+	}
+	for _, s := range []struct {
+		path string
+		set  bool
+	}{{"node.systemStart", cfg.Node.SystemStart != ""}, {"node.slotLength", cfg.Node.SlotLength != 0}, {"node.shelleyGenesis", cfg.Node.Genesis != ""}} {
+		if s.set {
+			set = append(set, fmt.Sprintf("%s (%s)", s.path, where(s.path)))
+		}
+	}
+	if len(set) == 0 {
+		return nil
+	}
+	return usageErrorf("--devnet serves network magic %d on the devnet's own slot clock, but the configuration sets %s; for a devnet of another network run "+
+		"`marlowe-follower devnet --socket PATH --network-magic N` and follow it with `marlowe-follower run --node-socket PATH --network-magic N`",
+		devnet.NetworkMagic, strings.Join(set, ", "))
 }
