@@ -49,7 +49,9 @@ func checkPaging[T any](f *fixture, path, field string, key func(*T) string) []s
 	if want := all[:min(100, len(all))]; !slices.Equal(keysOf(page.Results, key), want) {
 		t.Fatalf("%s: the default range is not the newest 100", path)
 	}
-	if len(all) <= 100 && def.header.Get("Next-Range") != "" {
+	// A page short of the limit is the last and names no next one; a full
+	// page names the next one even when it is empty (docs/query.md).
+	if len(all) < 100 && def.header.Get("Next-Range") != "" {
 		t.Fatalf("%s: Next-Range on the last page", path)
 	}
 	enc := func(k string) string { return strings.ReplaceAll(k, "#", "%23") }
