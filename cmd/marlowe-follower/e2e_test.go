@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -14,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/coder/websocket"
 	"github.com/marlowe-follower/follower/history/record"
 )
 
@@ -118,6 +120,15 @@ func TestRunDevnetEndToEnd(t *testing.T) {
 	} else {
 		resp.Body.Close()
 	}
+	// ... and open the WebSocket API (a production configuration allows
+	// same-origin pages only).
+	wctx, wcancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ws, _, err := websocket.Dial(wctx, "ws://127.0.0.1:"+strconv.Itoa(sport)+"/", &websocket.DialOptions{HTTPHeader: http.Header{"Origin": {"http://localhost:5173"}}})
+	wcancel()
+	if err != nil {
+		t.Fatalf("WebSocket from another origin under --devnet: %v", err)
+	}
+	ws.Close(websocket.StatusNormalClosure, "")
 	resp, err := http.Get(base + "/metrics")
 	if err != nil {
 		t.Fatal(err)
