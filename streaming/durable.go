@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -14,6 +15,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/marlowe-follower/follower/history/record"
+	"github.com/marlowe-follower/follower/query/origin"
 	"github.com/marlowe-follower/follower/streaming/auth"
 	"github.com/marlowe-follower/follower/streaming/protocol"
 	"github.com/marlowe-follower/follower/streaming/streamstore"
@@ -207,12 +209,20 @@ func (s *Server) DeleteStream(ctx context.Context, name string) error {
 // With tokens configured, requests need one as for the WebSocket, with the
 // streams scope; a caller sees and deletes only its own streams (an admin
 // token all): another owner's stream is 404, as if it did not exist.
+//
+// A DELETE that carries an Origin (a browser's) must come from an allowed
+// origin (streamsOriginAllowed): a DNS-rebinding page, whose Origin and
+// Host are both the attacker's name, cannot delete the streams of an open
+// service on loopback.
 func (s *Server) StreamsHandler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /streams", s.handleList)
 	mux.HandleFunc("GET /streams/{name}", s.handleGet)
 	mux.HandleFunc("DELETE /streams/{name}", s.handleDelete)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodGet && r.Method != http.MethodHead && !s.streamsOriginAllowed(w, r) {
+			return
+		}
 		who, ok := s.authenticate(w, r)
 		if !ok {
 			return
@@ -228,6 +238,30 @@ func (s *Server) StreamsHandler() http.Handler {
 		}
 		mux.ServeHTTP(w, r)
 	})
+}
+
+// streamsOriginAllowed checks the Origin of a request that changes a
+// stream against the allowed origins (streaming.origins, by default
+// cors.origins) and the origins of the address the request arrived on (a
+// page the same port served), or answers 403. Like the WebSocket's check it
+// never compares with the Host header, which a DNS-rebinding page
+// controls. A request without Origin (a program, not a browser) passes:
+// browsers send it with every DELETE.
+func (s *Server) streamsOriginAllowed(w http.ResponseWriter, r *http.Request) bool {
+	o := r.Header.Get("Origin")
+	if o == "" || s.origins.Load().Allows(o) {
+		return true
+	}
+	if local, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok {
+		if own := (origin.List{}).With(origin.OfListener(local.String())...); own.Allows(o) {
+			return true
+		}
+	}
+	s.log.Debug("durable stream request from a refused origin", zap.String("remote", r.RemoteAddr), zap.String("origin", o),
+		zap.String("method", r.Method))
+	writeError(w, http.StatusForbidden, "origin_not_allowed", fmt.Sprintf("origin %q may not change durable streams here: "+
+		"the streaming.origins setting (MARLOWE_RT_STREAMING_ORIGINS; by default cors.origins) lists the allowed browser origins", o))
+	return false
 }
 
 // streamsParams are the query parameters of GET /streams; the other
