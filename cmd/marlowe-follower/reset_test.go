@@ -81,6 +81,9 @@ func TestResetForce(t *testing.T) {
 func TestResetPostgresRefusedWhileHeld(t *testing.T) {
 	base := os.Getenv("MARLOWE_TEST_DATABASE_URL")
 	if base == "" {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("MARLOWE_TEST_DATABASE_URL is not set under CI")
+		}
 		t.Skip("MARLOWE_TEST_DATABASE_URL is not set")
 	}
 	ctx := context.Background()

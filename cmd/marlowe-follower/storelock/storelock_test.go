@@ -87,6 +87,9 @@ func testURL(t *testing.T, schema string) string {
 	t.Helper()
 	base := os.Getenv("MARLOWE_TEST_DATABASE_URL")
 	if base == "" {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("MARLOWE_TEST_DATABASE_URL is not set under CI")
+		}
 		t.Skip("MARLOWE_TEST_DATABASE_URL is not set")
 	}
 	u, err := url.Parse(base)
