@@ -126,6 +126,7 @@ type Service struct {
 	query         *query.Server
 	streamStore   streamstore.Store
 	lock          *storelock.Lock
+	writerFile    *storelock.Lock // the embedded store's writer lock (nil on PostgreSQL and for a reader)
 	fatal         chan error
 	// standby is set on the reader a standby writer runs while it waits
 	// for the writer lock (writer.go).
@@ -180,15 +181,31 @@ func Start(ctx context.Context, cfg *config.Config, log *zap.Logger, opts Option
 	if err != nil {
 		return nil, err
 	}
+	// On the embedded store one process writes a data directory: a second
+	// is refused here, before it opens anything (on PostgreSQL the writer
+	// lock makes it a standby, takeWriterLock).
+	var writerFile *storelock.Lock
+	if cfg.Store.DatabaseURL == "" {
+		if writerFile, err = storelock.WriterFile(cfg.Store.DataDir); err != nil {
+			_ = lock.Release()
+			return nil, err
+		}
+	}
+	releaseLocks := func() {
+		if writerFile != nil {
+			_ = writerFile.Release()
+		}
+		_ = lock.Release()
+	}
 	db, backend, where, err := openStores(ctx, cfg)
 	if err != nil {
-		_ = lock.Release()
+		releaseLocks()
 		return nil, err
 	}
 	if err := backend.Init(ctx, &history.InitParams{NetworkMagic: cfg.Node.NetworkMagic}); err != nil {
 		_ = backend.Close()
 		_ = db.Close()
-		_ = lock.Release()
+		releaseLocks()
 		return nil, err
 	}
 	if opts.WrapBackend != nil {
@@ -200,7 +217,7 @@ func Start(ctx context.Context, cfg *config.Config, log *zap.Logger, opts Option
 	}
 	metrics := NewMetrics()
 	storeCfg.ObserveCommit = func(d time.Duration) { metrics.CommitSeconds.Observe(d.Seconds()) }
-	s := &Service{cfg: cfg, log: log, db: db, backend: backend, progress: &chainsync.Progress{}, metrics: metrics, fatal: make(chan error, 1), lock: lock}
+	s := &Service{cfg: cfg, log: log, db: db, backend: backend, progress: &chainsync.Progress{}, metrics: metrics, fatal: make(chan error, 1), lock: lock, writerFile: writerFile}
 	if _, ok := db.(*storage.Postgres); ok {
 		s.writer = &writerState{}
 	}
@@ -501,6 +518,11 @@ func (s *Service) closeStores() error {
 	}
 	if cerr := s.releaseWriterLock(); cerr != nil && err == nil {
 		err = cerr
+	}
+	if s.writerFile != nil {
+		if cerr := s.writerFile.Release(); cerr != nil && err == nil {
+			err = cerr
+		}
 	}
 	if cerr := s.lock.Release(); cerr != nil && err == nil {
 		err = cerr

@@ -6,8 +6,12 @@
 // a connection of its own, keyed by the session's search_path, so
 // stores in other schemas of one database do not see each other's lock.
 //
-// The lock marks use; it does not exclude a second writer: that one is
-// stopped at its first conflicting commit (history.ErrAnotherWriter).
+// The lock marks use; it does not exclude a second writer. On PostgreSQL
+// the writer lock (Writer) does: a second writer stands by. On the
+// embedded store WriterFile does: a second service on the same data
+// directory is refused at start (history.ErrAnotherWriter); a second
+// writer the flock cannot see (a data directory on a file system without
+// flock) is stopped at its first conflicting commit.
 package storelock
 
 import (
@@ -22,10 +26,16 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"go.uber.org/zap"
+
+	"github.com/marlowe-follower/follower/history"
 )
 
 // FileName is the lock file in the data directory.
 const FileName = "marlowe-follower.lock"
+
+// WriterFileName is the embedded store's writer lock file in the data
+// directory (WriterFile).
+const WriterFileName = "marlowe-follower.writer.lock"
 
 // lockName keys the PostgreSQL advisory lock, with the current schema.
 const lockName = "marlowe-follower/in-use/"
@@ -139,6 +149,33 @@ func take(ctx context.Context, st Store, shared bool, opts Options) (*Lock, erro
 			return nil, fmt.Errorf("%w (%s, %s)", refused, st, FileName)
 		}
 		return nil, fmt.Errorf("store lock %s: %w", path, err)
+	}
+	return &Lock{file: f}, nil
+}
+
+// WriterFile takes the embedded store's writer lock: an exclusive flock on
+// WriterFileName in dataDir, held while the service runs (Release). Only
+// one process writes a data directory: while another holds it WriterFile
+// fails with history.ErrAnotherWriter, before anything is opened, so the
+// running writer goes on and the newcomer exits with the reason (without
+// it the two would follow until one's commit found the log moved on, and
+// that could be either).
+func WriterFile(dataDir string) (*Lock, error) {
+	if err := os.MkdirAll(dataDir, 0o750); err != nil {
+		return nil, fmt.Errorf("writer lock: %w", err)
+	}
+	path := filepath.Join(dataDir, WriterFileName)
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o640)
+	if err != nil {
+		return nil, fmt.Errorf("writer lock: %w", err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		_ = f.Close()
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			return nil, fmt.Errorf("%w: another marlowe-follower service writes the data directory %s (it holds %s); "+
+				"run one service per store", history.ErrAnotherWriter, dataDir, WriterFileName)
+		}
+		return nil, fmt.Errorf("writer lock %s: %w", path, err)
 	}
 	return &Lock{file: f}, nil
 }

@@ -6,12 +6,14 @@ import (
 	"net/url"
 	"os"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/marlowe-follower/follower/cmd/marlowe-follower/storelock"
+	"github.com/marlowe-follower/follower/history"
 )
 
 // exerciseLock checks the lock's modes on one store: services share it, a
@@ -198,4 +200,34 @@ func TestPostgresReleaseAfterLostSession(t *testing.T) {
 		t.Fatalf("after the release: %v", err)
 	}
 	_ = x.Release()
+}
+
+// TestWriterFile: one writer per data directory. A second WriterFile on
+// the directory fails with history.ErrAnotherWriter naming it while the
+// first holds it, the in-use lock is another lock (a reset is still
+// refused, services still share it), and a released writer lock is free.
+func TestWriterFile(t *testing.T) {
+	dir := t.TempDir() + "/data" // created by the lock
+	a, err := storelock.WriterFile(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = storelock.WriterFile(dir)
+	if !errors.Is(err, history.ErrAnotherWriter) || !strings.Contains(err.Error(), dir) || !strings.Contains(err.Error(), storelock.WriterFileName) {
+		t.Fatalf("a second writer: %v", err)
+	}
+	other, err := storelock.WriterFile(t.TempDir())
+	if err != nil {
+		t.Fatalf("another directory: %v", err)
+	}
+	_ = other.Release()
+	exerciseLock(t, storelock.Store{DataDir: dir})
+	if err := a.Release(); err != nil {
+		t.Fatal(err)
+	}
+	b, err := storelock.WriterFile(dir)
+	if err != nil {
+		t.Fatalf("after the first let go: %v", err)
+	}
+	_ = b.Release()
 }
