@@ -3,18 +3,24 @@ package streaming
 import (
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // queueBudget is the server's account of the frames queued on all its
 // connections (Config.QueueBudget): bytes reserved before a frame joins a
 // send queue and released when the frame is written, fails, or is dropped
-// with its queue. A reservation that would take the total above the limit
-// first cuts off the connections with the most bytes waiting in their
-// queues, largest first (clients that do not read; one that reads keeps
-// its queue short), until it fits. Frames being written count too: what a
-// cut connection's writer holds is released when its socket ends, so the
-// total may pass the limit by the frames in the writers of connections
-// being cut, one per connection at most.
+// with its queue; the frame a connection's writer is writing counts until
+// it is written. A reservation that would take the total above the limit
+// first cuts off connections until it fits, those that do not read first:
+// the one whose writer has waited longest on a write (the client takes no
+// bytes), then, among connections whose writers wait on none, the one with
+// the most bytes queued (victim). The size of a queue alone does not tell:
+// a client that reads but is catching up keeps a full queue, the server
+// making frames faster than it reads them. A cut connection's queue and
+// the frame in its writer leave the account at once; a write still stuck
+// after budgetCloseGrace is ended (the socket closed), which frees the
+// frame. Only when nothing is left to cut does a reservation pass the
+// limit.
 type queueBudget struct {
 	limit int64
 	used  atomic.Int64
@@ -24,6 +30,12 @@ type queueBudget struct {
 	qmu    sync.Mutex
 	queues map[*sendQueue]struct{} // the connections' send queues
 }
+
+// budgetCloseGrace is how long a connection the budget cut may take to
+// finish the write in progress (a client that reads gets its frames and
+// the close frame naming the reason) before the write is ended and the
+// socket closed, freeing the frame the client does not take.
+const budgetCloseGrace = 100 * time.Millisecond
 
 // reserve accounts n bytes, cutting connections off first when they would
 // not fit.
@@ -40,7 +52,7 @@ func (b *queueBudget) reserve(n int64) {
 		b.mu.Lock()
 		cut := false
 		for b.used.Load()+n > b.limit {
-			q := b.largestQueue()
+			q := b.victim()
 			if q == nil {
 				break
 			}
@@ -86,29 +98,43 @@ func (b *queueBudget) remove(q *sendQueue) {
 	delete(b.queues, q)
 }
 
-// largestQueue returns the open queue with the most bytes waiting, or nil
-// when none has any.
-func (b *queueBudget) largestQueue() *sendQueue {
+// victim returns the open connection to cut first among those holding
+// bytes of the account (queued, or in their writer): the one whose writer
+// took its frame the longest ago and is still writing it, else the one
+// with the most bytes queued; nil when none holds any.
+func (b *queueBudget) victim() *sendQueue {
 	b.qmu.Lock()
 	defer b.qmu.Unlock()
 	var best *sendQueue
-	var most int64
+	var bestSince, most int64
 	for q := range b.queues {
 		if q.isClosed() {
 			continue
 		}
-		if n := q.pending(); n > most {
-			best, most = q, n
+		n := q.pending()
+		if n == 0 && q.inWrite.Load() == 0 {
+			continue
+		}
+		since := q.writing.Load()
+		switch {
+		case best == nil,
+			since != 0 && (bestSince == 0 || since < bestSince),
+			since == 0 && bestSince == 0 && n > most:
+			best, bestSince, most = q, since, n
 		}
 	}
 	return best
 }
 
-// cut closes the largest queue (its bytes are released at once) and tells
-// its connection actor, which closes the connection with a close frame
-// naming the reason.
+// cutOverBudget closes the queue (its bytes are released at once, and the
+// account of the frame in its writer) and tells its connection actor,
+// which closes the connection with a close frame naming the reason and
+// ends a write still stuck after budgetCloseGrace.
 func (q *sendQueue) cutOverBudget() {
 	q.close()
+	if n := q.inWrite.Swap(0); n > 0 && q.budget != nil {
+		q.budget.release(n)
+	}
 	if q.onBudgetCut != nil {
 		q.onBudgetCut()
 	}

@@ -115,3 +115,74 @@ func TestQueueBudgetBoundsNonReadingSubscribers(t *testing.T) {
 		t.Fatalf("disconnect reasons %v, want only %q", reasons, protocol.CloseMemoryBudget)
 	}
 }
+
+// TestQueueBudgetCutsTheClientsThatDoNotRead: a reader catching up from
+// the origin over a history of tens of megabytes keeps its queue full (the
+// server makes frames faster than it reads them), more than any of the 200
+// subscribers that do not read holds when the 32 MiB budget is reached, each
+// connection allowed the default 8 MiB: the budget cuts those whose writers
+// wait on a write the client does not take, never the reader, which gets
+// every record. The bytes queued and in the writers stay within the budget
+// and one frame: a cut connection's frame stuck in its writer leaves the
+// account (its write is ended soon after). (Cutting the largest queue first
+// could cut the reader, and the frames stuck in the writers of connections
+// being cut passed the budget.)
+func TestQueueBudgetCutsTheClientsThatDoNotRead(t *testing.T) {
+	const subscribers, budget = 200, 32 << 20
+	ctx := context.Background()
+	h := streamtest.NewHistory(t, "", nil)
+	feed, err := streamtest.NewFeed(h, 9, 0.6, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	feed.FarTip = true
+	if err := feed.UntilRecords(ctx, 100); err != nil {
+		t.Fatal(err)
+	}
+	if err := feed.Replicate(15000, 50); err != nil {
+		t.Fatal(err)
+	}
+	if err := feed.Wait(ctx); err != nil {
+		t.Fatal(err)
+	}
+	srv := streamtest.StartServer(t, h, streamtest.ServerOptions{Config: func(c *streaming.Config) {
+		c.QueueBudget = budget
+		c.WriteTimeout, c.HeartbeatInterval, c.PingTimeout = 10*time.Minute, 10*time.Minute, 10*time.Minute
+	}})
+	sub, _ := json.Marshal(protocol.Command{Type: protocol.TypeSubscribe, Stream: "s", Filter: &protocol.Filter{All: true},
+		Mode: protocol.ModeBroadcast, BatchSize: 200})
+	for range subscribers {
+		ws := dialSmallBuffer(t, srv.URL)
+		if err := ws.Write(ctx, websocket.MessageText, sub); err != nil {
+			t.Fatal(err)
+		}
+	}
+	reader := streamtest.Dial(t, srv.URL, nil)
+	reader.Subscribe(protocol.Command{Stream: "r", Filter: &protocol.Filter{All: true}, BatchSize: 200})
+	var got streamtest.Collector
+	largest := 0
+	for want := int(h.Handle.Head()); len(got.Records) < want; {
+		f := reader.Next(time.Minute)
+		if f.Type != protocol.TypeBatch {
+			t.Fatalf("the reader at %d of %d records: unexpected %s frame: %+v", len(got.Records), want, f.Type, f)
+		}
+		if err := got.Add(f.Records); err != nil {
+			t.Fatal(err)
+		}
+		b, _ := json.Marshal(f)
+		largest = max(largest, len(b))
+		reader.Ack(f)
+	}
+	waitLong(t, "subscribers cut off at the budget", func() bool {
+		return srv.Metric(t, "marlowe_streaming_queue_budget_cuts_total") >= 1
+	})
+	_, peak := srv.QueuedBytes()
+	t.Logf("peak %d bytes queued, budget %d, largest frame %d; %v cut", peak, budget, largest,
+		srv.Metric(t, "marlowe_streaming_queue_budget_cuts_total"))
+	if got.Dups != 0 {
+		t.Fatalf("%d duplicates", got.Dups)
+	}
+	if peak > budget+int64(2*largest) {
+		t.Fatalf("%d bytes queued and in writers at the peak: the budget is %d", peak, budget)
+	}
+}

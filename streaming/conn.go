@@ -39,6 +39,11 @@ type connActor struct {
 	gone   chan struct{}
 	ctx    context.Context // ends when the connection starts to end
 	cancel context.CancelFunc
+	// writeCtx is the writer's: ending it (endWrite) ends a write in
+	// progress and closes the socket (a budget cut of a client that does
+	// not read); the writer ends it when it returns.
+	writeCtx context.Context
+	endWrite context.CancelFunc
 
 	self *actor.PID
 	sys  *actor.ActorSystem
@@ -186,8 +191,13 @@ func (c *connActor) Receive(ac actor.Context) {
 			c.log.Warn("disconnecting a client that does not read", zap.String("reason", protocol.CloseSlowConsumer))
 		case "budget":
 			c.srv.m.budgetCuts.Inc()
-			c.log.Warn("disconnecting the client with the most queued frames: the streaming queue budget is reached",
+			c.log.Warn("disconnecting a client that does not read (or the one with the most queued frames): the streaming queue budget is reached",
 				zap.String("reason", protocol.CloseMemoryBudget), zap.Int64("budget", c.srv.cfg.QueueBudget))
+			// The budget took back the frame in the writer: a write the
+			// client does not take is ended soon (which closes the socket),
+			// so that the frame is freed; a client that reads gets its
+			// frames and the close frame meanwhile.
+			time.AfterFunc(budgetCloseGrace, c.endWrite)
 		}
 		c.close(m.code, m.reason)
 	case *room:
@@ -578,10 +588,13 @@ type pingEnded struct{}
 
 // writeLoop writes queued frames. A write that takes longer than
 // WriteTimeout (the client does not read) trips the watchdog, which cuts
-// the client off; a timer reset per write costs less than a context.
+// the client off; a timer reset per write costs less than a context with
+// a deadline. The writes take writeCtx, which only endWrite ends (a budget
+// cut whose write is stuck).
 func (c *connActor) writeLoop() {
 	sys, self := c.sys, c.self
 	defer tell(sys, self, &ended{writer: true})
+	defer c.endWrite()
 	watchdog := time.AfterFunc(time.Hour, func() {
 		// The close handshake waits (up to its 5 s) for the stuck write,
 		// so a client that reads again in that time gets its frames, then
@@ -599,7 +612,7 @@ func (c *connActor) writeLoop() {
 			tell(sys, self, &room{})
 		}
 		watchdog.Reset(c.srv.cfg.WriteTimeout)
-		err := c.ws.Write(context.Background(), websocket.MessageText, f.b)
+		err := c.ws.Write(c.writeCtx, websocket.MessageText, f.b)
 		c.q.done(f)
 		if !watchdog.Stop() {
 			return // tripped: the connection is being cut off

@@ -38,6 +38,14 @@ type sendQueue struct {
 	// onBudgetCut tells the connection actor that the budget cut it off
 	// (its queue is closed already); set before the queue is shared.
 	onBudgetCut func()
+	// writing is when the writer took the frame it is writing (unix
+	// nanoseconds; 0 while it writes none): a client that does not read
+	// holds its writer in one write, one that reads lets it go at once.
+	writing atomic.Int64
+	// inWrite is the budget's account of that frame (its bytes), taken
+	// back once: by done, or by a budget cut (cutOverBudget), which ends
+	// the stuck write soon after.
+	inWrite atomic.Int64
 }
 
 // hasRoom reports whether a small frame would join the queue now.
@@ -67,9 +75,10 @@ func newSendQueue(maxFrames int, maxBytes int64) *sendQueue {
 
 // done ends the account of a frame taken with pop: it was written (or the
 // write failed).
-func (q *sendQueue) done(f queued) {
-	if q.budget != nil {
-		q.budget.release(int64(len(f.b)))
+func (q *sendQueue) done(queued) {
+	q.writing.Store(0)
+	if n := q.inWrite.Swap(0); n > 0 && q.budget != nil {
+		q.budget.release(n)
 	}
 }
 
@@ -180,6 +189,8 @@ func (q *sendQueue) pop(done <-chan struct{}) (queued, bool) {
 				q.frames = nil
 			}
 			q.bytes -= int64(len(f.b))
+			q.inWrite.Store(int64(len(f.b)))
+			q.writing.Store(time.Now().UnixNano())
 			close(q.space)
 			q.space = make(chan struct{})
 			q.mu.Unlock()

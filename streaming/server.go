@@ -338,7 +338,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithCancel(context.Background())
 	q := newSendQueue(s.cfg.SendQueueFrames, s.cfg.SendQueueBytes)
 	q.budget = &s.budget
-	c := &connActor{srv: s, ws: ws, id: id, q: q, principal: p, ctx: ctx, cancel: cancel,
+	writeCtx, endWrite := context.WithCancel(context.Background())
+	c := &connActor{srv: s, ws: ws, id: id, q: q, principal: p, ctx: ctx, cancel: cancel, writeCtx: writeCtx, endWrite: endWrite,
 		credits: make(chan struct{}, replyQueue), gone: make(chan struct{}), subs: map[string]*connSub{},
 		log: s.log.With(zap.Uint64("connection", id), zap.String("remote", r.RemoteAddr))}
 	res, ok := s.ask(&connOpened{c: c})

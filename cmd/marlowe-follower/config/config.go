@@ -97,7 +97,7 @@ type Streaming struct {
 	Origins []string `yaml:"origins" env:"MARLOWE_RT_STREAMING_ORIGINS" flag:"streaming-origins" doc:"browser origins whose pages may open a WebSocket, scheme://host[:port] (comma separated), or * for any; empty: those of cors.origins. Pages of the listening address itself are allowed, and programs (no Origin header) always; the Host header never counts"`
 	// QueueBudgetMB bounds the frames queued on all WebSocket connections
 	// together (streaming.Config.QueueBudget).
-	QueueBudgetMB uint64 `yaml:"queueBudgetMB" env:"MARLOWE_RT_STREAMING_QUEUE_BUDGET_MB" flag:"streaming-queue-budget-mb" default:"2048" doc:"MiB of frames queued for sending on all WebSocket connections together; at the budget the connections with the most queued (clients that do not read) are closed first ('memory budget'). The default suits a 24 GiB machine"`
+	QueueBudgetMB uint64 `yaml:"queueBudgetMB" env:"MARLOWE_RT_STREAMING_QUEUE_BUDGET_MB" flag:"streaming-queue-budget-mb" default:"2048" doc:"MiB of frames queued for sending on all WebSocket connections together; at the budget the clients that do not read (their writes stuck longest), then those with the most queued, are closed first ('memory budget'). The default suits a 24 GiB machine"`
 }
 
 // StreamingTokens returns the named tokens of streaming.tokens and the
