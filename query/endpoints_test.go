@@ -426,3 +426,28 @@ func (f *fixture) checkOthers() {
 		t.Fatalf("POST /contracts: %d", res.StatusCode)
 	}
 }
+
+// TestStatusSlotClock: /status gives the network's slot clock when the
+// server has one (the explorer's pages show block times on any network with
+// it), and nothing when it has none.
+func TestStatusSlotClock(t *testing.T) {
+	type clock struct {
+		ZeroSlot         uint64 `json:"zeroSlot"`
+		ZeroTimeMillis   int64  `json:"zeroTimeMillis"`
+		SlotLengthMillis int64  `json:"slotLengthMillis"`
+	}
+	var st struct {
+		SlotClock *clock `json:"slotClock"`
+	}
+	f := newFixture(t, projectiontest.Backends[0], 12, 40, withRuntime)
+	f.get("/status", http.StatusOK).decode(t, &st)
+	want := clock{devnetSlots.ZeroSlot, devnetSlots.ZeroTimeMillis, devnetSlots.SlotLengthMillis}
+	if st.SlotClock == nil || *st.SlotClock != want {
+		t.Fatalf("slotClock %+v, want %+v", st.SlotClock, want)
+	}
+	st.SlotClock = nil
+	newFixture(t, projectiontest.Backends[0], 12, 40, nil).get("/status", http.StatusOK).decode(t, &st)
+	if st.SlotClock != nil {
+		t.Fatalf("slotClock %+v without a clock", st.SlotClock)
+	}
+}

@@ -48,6 +48,9 @@ type statusJSON struct {
 	CommittedBehind uint64         `json:"committedBlocksBehind"`
 	HistorySeq      int64          `json:"historySeq"`
 	Projection      projectionJSON `json:"projection"`
+	// SlotClock is the network's slot clock, for clients that show a
+	// block's time on any network (the explorer's pages do).
+	SlotClock *slotClockJSON `json:"slotClock,omitempty"`
 
 	Role       string          `json:"role,omitempty"`
 	Reader     *readerJSON     `json:"reader,omitempty"`
@@ -101,6 +104,12 @@ func readerOf(r *ReaderStatus) *readerJSON {
 	return out
 }
 
+type slotClockJSON struct {
+	ZeroSlot         uint64 `json:"zeroSlot"`
+	ZeroTimeMillis   int64  `json:"zeroTimeMillis"`
+	SlotLengthMillis int64  `json:"slotLengthMillis"`
+}
+
 type handshakeJSON struct {
 	Reason  string `json:"reason"`
 	Message string `json:"message"`
@@ -148,6 +157,9 @@ func (s *Server) status(w http.ResponseWriter, r *http.Request) {
 		HistorySeq: st.HistorySeq,
 		Projection: projectionJSON{Seq: at.Seq, Block: at.Block, Lag: max(0, st.HistorySeq-at.Seq), Error: st.ProjectionError},
 		Role:       st.Role, Reader: readerOf(st.Reader),
+	}
+	if c := s.cfg.Slots; c != nil {
+		out.SlotClock = &slotClockJSON{ZeroSlot: c.ZeroSlot, ZeroTimeMillis: c.ZeroTimeMillis, SlotLengthMillis: c.SlotLengthMillis}
 	}
 	if !st.Connected {
 		out.NodeError = st.NodeError

@@ -2,7 +2,7 @@
 import test from "node:test";
 import assert from "node:assert/strict";
 import { big, canonical, parse, stringify } from "../static/js/json.js";
-import { ada, amount, assets, duration, relative, roleName, short, slotTime } from "../static/js/format.js";
+import { ada, amount, assets, duration, learnClock, relative, roleName, short, slotTime } from "../static/js/format.js";
 import { eta, parseMetrics, rate } from "../static/js/metrics.js";
 
 test("integers beyond 2^53 stay exact; everything else as JSON.parse", () => {
@@ -42,6 +42,11 @@ test("formatting", () => {
   assert.equal(slotTime("devnet", 1000000000), 0);
   assert.equal(slotTime("mainnet", 4492800), 1596059091000);
   assert.equal(slotTime("elsewhere", 1), null);
+  // Any other network's clock, as /status gives it.
+  learnClock("magic-4242", { zeroSlot: 0, zeroTimeMillis: 1700000000000, slotLengthMillis: 200 });
+  assert.equal(slotTime("magic-4242", 10), 1700000002000);
+  learnClock("broken", { zeroSlot: 0, zeroTimeMillis: 0, slotLengthMillis: 0 });
+  assert.equal(slotTime("broken", 1), null);
 });
 
 test("Prometheus text and rates", () => {

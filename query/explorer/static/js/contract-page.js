@@ -7,7 +7,7 @@
 import { ApiError, all, contractPath, get, pageURL, url } from "./api.js";
 import { parse, stringify } from "./json.js";
 import {
-  amount, assets, assetsEmpty, blockText, count, date, party, roleName, short, shortContractId, slotTime,
+  amount, assets, assetsEmpty, blockText, count, date, learnClock, party, roleName, short, shortContractId, slotTime,
 } from "./format.js";
 import { buildTree, continuationsOf, markPath, nextDeadline } from "./tree.js";
 import { bounds, choiceId, input, inputKind, KIND_NAMES, noInputs, payout } from "./words.js";
@@ -472,7 +472,9 @@ async function main() {
   }
   fill($("title-id"), shortContractId(id));
   try {
-    S.network = (await get("status")).network;
+    const st = await get("status");
+    S.network = st.network;
+    learnClock(st.network, st.slotClock);
   } catch {
     /* no block times */
   }

@@ -3,7 +3,7 @@
 // changed rows flash, rows a rollback changed or removed flash red).
 
 import { ApiError, contractPath, get, pageURL } from "./api.js";
-import { count, date, shortContractId, short, slotTime } from "./format.js";
+import { count, date, learnClock, shortContractId, short, slotTime } from "./format.js";
 import { $, banner, fill, flash, follow, h, showTip, tickRelative } from "./ui.js";
 
 const FILTERS = ["status", "roleCurrency", "tag", "partyAddress", "partyRole"];
@@ -305,7 +305,9 @@ async function main() {
   readLocation();
   tickRelative();
   try {
-    state.network = (await get("status")).network;
+    const st = await get("status");
+    state.network = st.network;
+    learnClock(st.network, st.slotClock);
   } catch {
     /* times of blocks are left out */
   }

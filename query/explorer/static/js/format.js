@@ -12,6 +12,15 @@ export const SLOTS = {
   devnet: { zeroSlot: 0, zeroTime: -1000000000, slotLength: 1 },
 };
 
+/**
+ * learnClock takes the slot clock /status gives (slotClock) for its
+ * network, so that slotTime knows any network's, not only those above.
+ */
+export function learnClock(network, clock) {
+  if (!network || !clock || !(Number(clock.slotLengthMillis) > 0)) return;
+  SLOTS[network] = { zeroSlot: Number(clock.zeroSlot), zeroTime: Number(clock.zeroTimeMillis), slotLength: Number(clock.slotLengthMillis) };
+}
+
 /** slotTime returns the POSIX time (ms) at which a slot begins, or null for an unknown network. */
 export function slotTime(network, slot) {
   const c = SLOTS[network];

@@ -4,7 +4,7 @@
 // (Prometheus text, parsed here) every second.
 
 import { get, getText } from "./api.js";
-import { count, date, duration, short, slotTime } from "./format.js";
+import { count, date, duration, learnClock, short, slotTime } from "./format.js";
 import { eta, parseMetrics, rate } from "./metrics.js";
 import { $, banner, fill, h, showTip } from "./ui.js";
 
@@ -61,6 +61,7 @@ async function tick() {
   $("sync-text").dataset.progress = String(progress);
   document.documentElement.dataset.syncProgress = String(progress);
 
+  learnClock(st.network, st.slotClock);
   const [tipMain, tipSub] = pointText(st, st.nodeTip, st.network);
   const [folMain, folSub] = pointText(st, st.followerPoint, st.network);
   const m = (name) => (metrics ? metrics.get(name) : undefined);
