@@ -306,8 +306,7 @@ func (s *Server) handleList(w http.ResponseWriter, r *http.Request) {
 	}
 	list, err := s.ListStreams(r.Context(), callerOf(r), q.Get("after"), limit)
 	if err != nil {
-		s.log.Error("listing durable streams", zap.Error(err))
-		writeError(w, http.StatusInternalServerError, protocol.CodeInternal, "listing the streams failed")
+		storeFailed(w, r, s.log, "listing the streams", err)
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"streams": list, "tip": s.tip()})
@@ -325,8 +324,7 @@ func (s *Server) handleGet(w http.ResponseWriter, r *http.Request) {
 	case errors.Is(err, streamstore.ErrNotFound):
 		writeError(w, http.StatusNotFound, "not_found", fmt.Sprintf("no durable stream %q", r.PathValue("name")))
 	case err != nil:
-		s.log.Error("reading a durable stream", zap.Error(err))
-		writeError(w, http.StatusInternalServerError, protocol.CodeInternal, "reading the stream failed")
+		storeFailed(w, r, s.log, "reading the stream", err)
 	default:
 		writeJSON(w, http.StatusOK, in)
 	}
@@ -341,8 +339,7 @@ func (s *Server) handleDelete(w http.ResponseWriter, r *http.Request) {
 	case errors.Is(err, streamstore.ErrNotFound):
 		writeError(w, http.StatusNotFound, "not_found", fmt.Sprintf("no durable stream %q", r.PathValue("name")))
 	case err != nil:
-		s.log.Error("deleting a durable stream", zap.Error(err))
-		writeError(w, http.StatusInternalServerError, protocol.CodeInternal, "deleting the stream failed")
+		storeFailed(w, r, s.log, "deleting the stream", err)
 	default:
 		w.WriteHeader(http.StatusNoContent)
 	}
@@ -376,6 +373,19 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	_ = json.NewEncoder(w).Encode(v)
+}
+
+// storeFailed answers a stream store that could not answer (a database
+// away, a connection cut) as the query API answers its store's: 503
+// store_unavailable with Retry-After, logged; the client retries.
+func storeFailed(w http.ResponseWriter, r *http.Request, log *zap.Logger, what string, err error) {
+	if errors.Is(err, context.Canceled) && r.Context().Err() != nil {
+		writeError(w, 499, "canceled", "the request was canceled") // nobody reads it
+		return
+	}
+	log.Error(what+" failed", zap.String("path", r.URL.Path), zap.Error(err))
+	w.Header().Set("Retry-After", "1")
+	writeError(w, http.StatusServiceUnavailable, protocol.CodeStoreUnavailable, what+" failed: the stream store could not answer; retry later")
 }
 
 func writeError(w http.ResponseWriter, status int, code, msg string) {

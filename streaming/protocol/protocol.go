@@ -69,6 +69,7 @@ const (
 	CodeAckTimeout           = "ack_timeout"            // a batch was not acknowledged in time
 	CodeShuttingDown         = "shutting_down"          // the server is stopping
 	CodeInternal             = "internal"               // a server-side failure; try again
+	CodeStoreUnavailable     = "store_unavailable"      // (HTTP, 503) the stream store could not answer; retry after Retry-After
 )
 
 // Close reasons: the WebSocket close frame's text when the server ends a
