@@ -169,7 +169,7 @@ async function watchLiveRollback(context, errors, ms) {
   if (!res.ok) throw new Error(`GET /events: ${res.status}`);
   const reader = res.body.pipeThrough(new TextDecoderStream()).getReader();
   const startedAt = Date.now();
-  const created = []; // [contractId, block number of its creation], newest last
+  const created = []; // [contractId, block number, slot of its creation], newest last
   const pool = new Map(); // contractId -> { page, at }
   const ended = new Set(); // contracts closed (their pages are let go)
   const rollbacks = new Set(); // seqs of rolled_back records seen
@@ -193,9 +193,13 @@ async function watchLiveRollback(context, errors, ms) {
         const m = ev.match(/^data: (.*)$/m);
         if (!m || !/^event: record$/m.test(ev)) continue;
         const r = JSON.parse(m[1]);
-        if (r.kind === "rolled_back") rollbacks.add(r.seq);
+        if (r.kind === "rolled_back") {
+          rollbacks.add(r.seq);
+          // Creations it undid are gone (until a fork brings them again).
+          for (let j = created.length - 1; j >= 0; j--) if (created[j][2] > r.payload.to.slot) created.splice(j, 1);
+        }
         if (r.block) tipBlock = r.kind === "rolled_back" ? r.block.blockNo : Math.max(tipBlock, r.block.blockNo);
-        if (r.kind === "contract_created") created.push([r.contractId, r.block.blockNo]);
+        if (r.kind === "contract_created") created.push([r.contractId, r.block.blockNo, r.block.slot]);
         if (r.kind === "inputs_applied" && r.payload.closed) ended.add(r.contractId);
       }
       for (const [contractId, { page, at }] of pool) {
