@@ -142,3 +142,72 @@ func TestReadiness(t *testing.T) {
 	set(nil)
 	ready(http.StatusOK)
 }
+
+// TestReadinessNoWriter: a reader whose pg_locks look finds no session
+// holding the writer lock stays ready for NoWriterGrace, then answers 503
+// no_writer (with since, the marlowe_not_ready series and /status's
+// reader.writerPresent), and is ready again once a writer holds the lock.
+func TestReadinessNoWriter(t *testing.T) {
+	var (
+		mu     sync.Mutex
+		writer *query.WriterPresence
+	)
+	f := newFixture(t, projectiontest.SQLite, 16, 60, func(c *query.Config) {
+		c.NoWriterGrace = time.Hour
+		base := c.Status
+		c.Status = func() query.Status {
+			st := base()
+			mu.Lock()
+			defer mu.Unlock()
+			st.Role = "reader"
+			st.Reader = &query.ReaderStatus{Head: st.HistorySeq, WriterHead: st.HistorySeq, Listening: true, Writer: writer}
+			return st
+		}
+	})
+	set := func(w *query.WriterPresence) {
+		mu.Lock()
+		writer = w
+		mu.Unlock()
+	}
+	ready := func(want int) (r readyAnswer) {
+		t.Helper()
+		f.get("/readyz", want).decode(t, &r)
+		return r
+	}
+	// Not looked up yet, a writer present, and absent within the grace:
+	// ready.
+	for _, w := range []*query.WriterPresence{nil, {Present: true, Since: time.Now().Add(-3 * time.Hour)},
+		{Present: false, Since: time.Now().Add(-time.Minute)}} {
+		set(w)
+		if r := ready(http.StatusOK); !r.Ready {
+			t.Fatalf("writer %+v: %+v", w, r)
+		}
+	}
+	if body := string(f.get("/status", http.StatusOK).body); !strings.Contains(body, `"writerPresent":false`) {
+		t.Fatalf("/status %s lacks writerPresent", body)
+	}
+	// Absent for longer than the grace.
+	gone := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	set(&query.WriterPresence{Since: gone})
+	r := ready(http.StatusServiceUnavailable)
+	d, ok := r.NotReady[query.NotReadyNoWriter]
+	if r.Ready || len(r.NotReady) != 1 || !ok || len(r.Reasons) != 1 || !strings.Contains(d.Message, "no process has held the writer lock") ||
+		d.Since == nil || !d.Since.Equal(gone) {
+		t.Fatalf("no writer: %+v", r)
+	}
+	if m := string(f.get("/metrics", http.StatusOK).body); !strings.Contains(m, "marlowe_ready 0") ||
+		!strings.Contains(m, `marlowe_not_ready{reason="no_writer"} 1`) {
+		t.Fatal("metrics do not say no_writer")
+	}
+	if body := string(f.get("/status", http.StatusOK).body); !strings.Contains(body, `"writerPresent":false,"writerSince":"2026-01-02T03:04:05Z"`) {
+		t.Fatalf("/status %s lacks writerPresent and writerSince", body)
+	}
+	// A writer holds the lock again.
+	set(&query.WriterPresence{Present: true, Since: time.Now()})
+	if r := ready(http.StatusOK); !r.Ready {
+		t.Fatalf("writer back: %+v", r)
+	}
+	if m := string(f.get("/metrics", http.StatusOK).body); !strings.Contains(m, `marlowe_not_ready{reason="no_writer"} 0`) {
+		t.Fatal("no_writer metric not 0 once a writer holds the lock")
+	}
+}

@@ -42,6 +42,7 @@ const (
 	DefaultMaxBodyBytes      = 4 << 10
 	DefaultReadyMaxSeqLag    = 100
 	DefaultReadyMaxBehind    = 10
+	DefaultNoWriterGrace     = 5 * time.Second
 	DefaultLimit             = 100
 )
 
@@ -115,8 +116,18 @@ type ReaderStatus struct {
 	// ReadError is the newest failed read of the database while reads
 	// fail ("" when the last one succeeded).
 	ReadError string
+	// Writer is whether a session holds the writer lock, as the reader
+	// last looked it up (nil until a look succeeded).
+	Writer *WriterPresence
 	// Replica is set when records are read from a streaming replica.
 	Replica *ReplicaStatus
+}
+
+// WriterPresence is whether a writer holds the writer lock, as a reader
+// sees it in pg_locks.
+type WriterPresence struct {
+	Present bool      // a session held the writer lock at the last look
+	Since   time.Time // since when Present has been so (the first look that found it)
 }
 
 // ReplicaStatus is a replica's replay position.
@@ -233,6 +244,10 @@ type Config struct {
 	// node's tip (besides being connected and committing; see readiness).
 	ReadyMaxSeqLag int64
 	ReadyMaxBehind uint64
+	// NoWriterGrace: a reader's /readyz answers 503 no_writer once no
+	// session has held the writer lock for longer than this
+	// (DefaultNoWriterGrace; longer than a standby's takeover).
+	NoWriterGrace time.Duration
 	// Server limits (defaults above).
 	ReadHeaderTimeout, ReadTimeout, WriteTimeout, IdleTimeout time.Duration
 	MaxHeaderBytes                                            int
@@ -264,6 +279,7 @@ func (c *Config) defaults() error {
 	def(&c.ReadTimeout, DefaultReadTimeout)
 	def(&c.WriteTimeout, DefaultWriteTimeout)
 	def(&c.IdleTimeout, DefaultIdleTimeout)
+	def(&c.NoWriterGrace, DefaultNoWriterGrace)
 	if c.MaxHeaderBytes <= 0 {
 		c.MaxHeaderBytes = DefaultMaxHeaderBytes
 	}

@@ -72,14 +72,18 @@ type WriterLockJSON struct {
 }
 
 type readerJSON struct {
-	Head       int64        `json:"head"`
-	WriterHead int64        `json:"writerHead"`
-	Lag        int64        `json:"lag"`
-	Listening  bool         `json:"listening"`
-	Notices    uint64       `json:"notices"`
-	Polls      uint64       `json:"polls"`
-	ReadError  string       `json:"readError,omitempty"`
-	Replica    *replicaJSON `json:"replica,omitempty"`
+	Head       int64  `json:"head"`
+	WriterHead int64  `json:"writerHead"`
+	Lag        int64  `json:"lag"`
+	Listening  bool   `json:"listening"`
+	Notices    uint64 `json:"notices"`
+	Polls      uint64 `json:"polls"`
+	ReadError  string `json:"readError,omitempty"`
+	// WriterPresent and WriterSince: whether a session holds the writer
+	// lock and since when that has been so (absent until known).
+	WriterPresent *bool        `json:"writerPresent,omitempty"`
+	WriterSince   *time.Time   `json:"writerSince,omitempty"`
+	Replica       *replicaJSON `json:"replica,omitempty"`
 }
 
 type replicaJSON struct {
@@ -94,6 +98,10 @@ func readerOf(r *ReaderStatus) *readerJSON {
 	}
 	out := &readerJSON{Head: r.Head, WriterHead: r.WriterHead, Lag: max(0, r.WriterHead-r.Head), Listening: r.Listening,
 		Notices: r.Notices, Polls: r.Polls, ReadError: r.ReadError}
+	if w := r.Writer; w != nil {
+		present := w.Present
+		out.WriterPresent, out.WriterSince = &present, since(w.Since)
+	}
 	if rp := r.Replica; rp != nil {
 		out.Replica = &replicaJSON{Head: rp.Head, LagSeqs: max(0, rp.LagSeqs)}
 		if rp.LagBytes >= 0 {
@@ -211,12 +219,13 @@ const (
 	NotReadyDatabaseFailing   = "database_failing"           // a reader's reads of the writer's database fail
 	NotReadyReaderBehind      = "reader_behind"              // a reader has delivered too few of the writer's records
 	NotReadyWriterStandby     = "writer_standby"             // a writer that does not hold the writer lock: a standby, or one that lost it
+	NotReadyNoWriter          = "no_writer"                  // a reader: no process has held the writer lock for longer than NoWriterGrace
 )
 
 // NotReadyReasons lists every reason, in the order /readyz checks them.
 var NotReadyReasons = []string{NotReadyWriterStandby, NotReadyContractStore, NotReadyDiverged, NotReadyWaitingForNode, NotReadyHandshake,
 	NotReadyNodeDisconnected, NotReadyCommitFailing, NotReadyBehindTip, NotReadyProjectionFailing, NotReadyProjectionLagging,
-	NotReadyDatabaseFailing, NotReadyReaderBehind}
+	NotReadyDatabaseFailing, NotReadyReaderBehind, NotReadyNoWriter}
 
 // notReadyJSON details one reason.
 type notReadyJSON struct {
@@ -283,6 +292,14 @@ func (s *Server) readiness(ctx context.Context, st Status, at contractstore.Posi
 				Message: fmt.Sprintf("this reader has delivered up to seq %d, %d records behind the writer's head (at most %d)",
 					r.Head, lag, s.cfg.ReadyMaxSeqLag),
 				Value: u64(uint64(lag)), Limit: u64(uint64(s.cfg.ReadyMaxSeqLag))})
+		}
+		if w := r.Writer; w != nil && !w.Present {
+			if gone := time.Since(w.Since); gone > s.cfg.NoWriterGrace {
+				add(NotReadyNoWriter, notReadyJSON{
+					Message: fmt.Sprintf("no process has held the writer lock for %s (longer than %s): nobody writes the log this reader serves",
+						gone.Round(time.Second), s.cfg.NoWriterGrace),
+					Since: since(w.Since)})
+			}
 		}
 	case st.Diverged != nil:
 		add(NotReadyDiverged, notReadyJSON{Message: "following stopped: " + st.Diverged.Reason, Action: st.Diverged.Action, Since: since(st.Diverged.Since)})
