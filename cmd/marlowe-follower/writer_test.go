@@ -587,3 +587,60 @@ func waitFor(t *testing.T, admin *pgx.Conn, d time.Duration, what string, cond f
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// TestReaderWithoutWriter: a reader beside a writer is ready and sees a
+// writer holding the writer lock; once the only writer is killed (SIGKILL,
+// no standby) the reader answers /readyz 503 no_writer after
+// query.noWriterGrace (/status reader.writerPresent false, the
+// marlowe_not_ready series 1), and is ready again once a new writer holds
+// the lock.
+func TestReaderWithoutWriter(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binary")
+	}
+	bin := buildBinary(t)
+	admin := adminConn(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	_, socket := failoverDevnet(t, ctx, 100000, 10)
+	dbURL := pgSchema(t, admin, "nowriter")
+	writer := startWriter(t, bin, socket, dbURL, "writer")
+	waitUntil(t, time.Minute, "the writer's first commit", writer.firstCommit)
+	reader := startWriter(t, bin, "", dbURL, "reader", "--no-writer-grace", "1s")
+	present := func(want bool) bool {
+		var st struct {
+			Reader *struct {
+				WriterPresent *bool      `json:"writerPresent"`
+				WriterSince   *time.Time `json:"writerSince"`
+			} `json:"reader"`
+		}
+		code, err := getJSON(reader.base+"/status", &st)
+		return err == nil && code == http.StatusOK && st.Reader != nil && st.Reader.WriterPresent != nil &&
+			*st.Reader.WriterPresent == want && st.Reader.WriterSince != nil
+	}
+	readyWithWriter := func() bool { return present(true) && reader.isReady() }
+	waitUntil(t, time.Minute, "the reader ready beside the writer", readyWithWriter)
+	if v := reader.metric(`marlowe_not_ready{reason="no_writer"}`); v != 0 {
+		t.Fatalf("marlowe_not_ready{no_writer} beside a writer: %v", v)
+	}
+
+	if err := writer.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	<-writer.done
+	waitUntil(t, 30*time.Second, "the reader's /readyz 503 no_writer", func() bool { return reader.reasonHolds("no_writer") })
+	if !present(false) {
+		t.Fatal("/status reader.writerPresent is not false without a writer")
+	}
+	if v := reader.metric(`marlowe_not_ready{reason="no_writer"}`); v != 1 {
+		t.Fatalf("marlowe_not_ready{no_writer} without a writer: %v", v)
+	}
+
+	writer = startWriter(t, bin, socket, dbURL, "writer")
+	waitUntil(t, time.Minute, "the reader ready again beside a new writer", readyWithWriter)
+	for _, c := range []*child{reader, writer} {
+		if err := c.stop(t); err != nil {
+			t.Fatalf("stopping: %v", err)
+		}
+	}
+}

@@ -85,7 +85,9 @@ type Query struct {
 	ReadyDistance uint64 `yaml:"readyDistance" env:"MARLOWE_RT_READY_DISTANCE" flag:"ready-distance" default:"10" doc:"readiness: the committed point at most this many blocks behind the node's tip"`
 	// ReadyProjectionLag bounds the contract projection's lag for /readyz.
 	ReadyProjectionLag uint64 `yaml:"readyProjectionLag" env:"MARLOWE_RT_READY_PROJECTION_LAG" flag:"ready-projection-lag" default:"100" doc:"readiness: the contract projection at most this many history records behind the history"`
-	UI                 bool   `yaml:"ui" env:"MARLOWE_RT_QUERY_UI" flag:"ui" default:"true" doc:"serve the contract explorer, web pages reading the API, at / on the query port (false: the port serves the API only)"`
+	// NoWriterGrace is how long a reader stays ready without a writer.
+	NoWriterGrace time.Duration `yaml:"noWriterGrace" env:"MARLOWE_RT_NO_WRITER_GRACE" flag:"no-writer-grace" default:"5s" doc:"role reader (and a standby writer's reader): /readyz answers 503 no_writer once no process has held the writer lock for longer than this (looked up in pg_locks every 2s); longer than a standby's takeover (well under 1s)"`
+	UI            bool          `yaml:"ui" env:"MARLOWE_RT_QUERY_UI" flag:"ui" default:"true" doc:"serve the contract explorer, web pages reading the API, at / on the query port (false: the port serves the API only)"`
 }
 
 // Streaming is the WebSocket streaming API.

@@ -398,6 +398,9 @@ func (c *Config) Validate() error {
 		errs = append(errs, fmt.Errorf("store.readDatabaseURL (MARLOWE_RT_READ_DATABASE_URL) is for role reader, not %s: "+
 			"a writer reads and writes store.databaseURL", c.Role))
 	}
+	if c.Query.NoWriterGrace <= 0 {
+		errs = append(errs, errors.New("query.noWriterGrace (MARLOWE_RT_NO_WRITER_GRACE) must be positive"))
+	}
 	if c.Store.WriterLockPing <= 0 {
 		errs = append(errs, errors.New("store.writerLockPing (MARLOWE_RT_WRITER_LOCK_PING) must be positive"))
 	}

@@ -5,7 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"sync/atomic"
+	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
@@ -74,7 +77,8 @@ func startReaderFor(ctx context.Context, cfg *config.Config, log *zap.Logger, op
 		return fail(err)
 	}
 	source, ok := primary.(*pgstore.Store)
-	if !ok {
+	pg, pgOK := db.(*storage.Postgres)
+	if !ok || !pgOK {
 		return fail(errors.New("role reader needs PostgreSQL (store.databaseURL)"))
 	}
 	read, readDB := history.Backend(primary), storage.DB(db)
@@ -121,6 +125,8 @@ func startReaderFor(ctx context.Context, cfg *config.Config, log *zap.Logger, op
 	s.view = view
 	s.metrics.RegisterStore(s.store.Stats())
 	s.metrics.RegisterMirror(s.mirror)
+	s.writerWatch = watchWriter(pg.Pool, log)
+	s.metrics.RegisterWriterWatch(s.writerWatch)
 	go func() {
 		<-s.pipe.Done()
 		if err := s.pipe.Err(); err != nil {
@@ -206,6 +212,9 @@ func (s *Service) readerStatus(network string, magic uint32, version string) que
 	if e := ms.ReadError.Load(); e != nil {
 		r.ReadError = *e
 	}
+	if s.writerWatch != nil {
+		r.Writer = s.writerWatch.state.Load()
+	}
 	out.Connected = r.ReadError == ""
 	if !out.Connected {
 		out.NodeError = r.ReadError
@@ -227,6 +236,90 @@ func (s *Service) readerStatus(network string, magic uint32, version string) que
 		out.Role, out.WriterLock = s.standby.role, s.standby.writer.status()
 	}
 	return out
+}
+
+// writerWatchEvery is how often a reader looks up the writer lock.
+const writerWatchEvery = 2 * time.Second
+
+// writerWatch is a reader's look at the writer lock: every
+// writerWatchEvery it asks pg_locks whether a session holds it
+// (storelock.WriterHeld), so that /readyz can tell when nobody writes the
+// log the reader serves (no_writer). A failed look is counted and logged
+// and leaves the last answer: a database that does not answer is
+// database_failing's business.
+type writerWatch struct {
+	pool     *pgxpool.Pool
+	log      *zap.Logger
+	state    atomic.Pointer[query.WriterPresence] // nil until a look succeeded
+	failures atomic.Uint64
+	stop     chan struct{}
+	done     chan struct{}
+}
+
+func watchWriter(pool *pgxpool.Pool, log *zap.Logger) *writerWatch {
+	w := &writerWatch{pool: pool, log: log, stop: make(chan struct{}), done: make(chan struct{})}
+	go w.run()
+	return w
+}
+
+func (w *writerWatch) run() {
+	defer close(w.done)
+	t := time.NewTicker(writerWatchEvery)
+	defer t.Stop()
+	failing := false
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), writerWatchEvery)
+		held, err := storelock.WriterHeld(ctx, w.pool)
+		cancel()
+		switch {
+		case err != nil:
+			w.failures.Add(1)
+			if !failing {
+				w.log.Warn("looking up the writer lock failed; retrying", zap.Error(err), zap.Duration("every", writerWatchEvery))
+			}
+			failing = true
+		default:
+			if failing {
+				w.log.Info("looking up the writer lock works again")
+			}
+			failing = false
+			if old := w.state.Load(); old == nil || old.Present != held {
+				w.state.Store(&query.WriterPresence{Present: held, Since: time.Now()})
+				if held {
+					w.log.Info("a writer holds the writer lock")
+				} else {
+					w.log.Warn("no process holds the writer lock: nobody writes the log this reader serves")
+				}
+			}
+		}
+		select {
+		case <-w.stop:
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// close stops the looks (before the pool closes).
+func (w *writerWatch) close() {
+	close(w.stop)
+	<-w.done
+}
+
+// RegisterWriterWatch exposes a reader's look at the writer lock.
+func (m *Metrics) RegisterWriterWatch(w *writerWatch) {
+	m.Registry.MustRegister(
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "marlowe_reader_writer_present",
+			Help: "1 while a session holds the writer lock, as this reader last looked it up in pg_locks (0 also before the first look)."},
+			func() float64 {
+				if p := w.state.Load(); p != nil && p.Present {
+					return 1
+				}
+				return 0
+			}),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "marlowe_reader_writer_lock_check_failures_total",
+			Help: "Failed looks at pg_locks for the writer lock."}, func() float64 { return float64(w.failures.Load()) }),
+	)
 }
 
 // RegisterMirror exposes a reader's counters: its head beside the

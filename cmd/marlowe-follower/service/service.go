@@ -142,6 +142,7 @@ type Service struct {
 	view        *contracts.View
 	readDB      storage.DB
 	readBackend history.Backend
+	writerWatch *writerWatch // a reader's look at the writer lock
 }
 
 // Options tune a service beyond its configuration.
@@ -419,7 +420,8 @@ func (s *Service) startQuery(opts Options, parts queryParts) error {
 		Status:  parts.status,
 		Metrics: s.metrics.Handler(), Registerer: s.metrics.Registry,
 		ReadyMaxBehind: s.cfg.Query.ReadyDistance, ReadyMaxSeqLag: int64(min(s.cfg.Query.ReadyProjectionLag, math.MaxInt64)),
-		Handlers: opts.Handlers, Logger: s.log,
+		NoWriterGrace: s.cfg.Query.NoWriterGrace,
+		Handlers:      opts.Handlers, Logger: s.log,
 		CORS: query.CORS{Origins: s.cfg.CORS.Origins},
 	})
 	if err != nil {
@@ -489,6 +491,9 @@ func (s *Service) closeStores() error {
 	var err error
 	if s.view != nil {
 		s.view.Close()
+	}
+	if s.writerWatch != nil {
+		s.writerWatch.close()
 	}
 	if s.contractStore != nil {
 		if cerr := s.contractStore.Close(); cerr != nil && err == nil {

@@ -278,6 +278,30 @@ func (l *WriterLock) retake(cause error) error {
 	}
 }
 
+// Querier runs one query (a *pgx.Conn or a *pgxpool.Pool).
+type Querier interface {
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+// WriterHeld reports whether any session holds the writer lock of the
+// store q's sessions use (their database and search_path): one look at
+// pg_locks, without taking anything. A reader asks it to learn whether
+// anybody still writes the log it serves.
+func WriterHeld(ctx context.Context, q Querier) (bool, error) {
+	// A bigint advisory key shows as classid (its high 32 bits), objid
+	// (the low ones) and objsubid 1.
+	var held bool
+	err := q.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_locks l
+		WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 1
+		AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
+		AND ((l.classid::int8 << 32) | l.objid::int8) = hashtextextended($1 || current_setting('search_path'), 0))`,
+		writerLockName).Scan(&held)
+	if err != nil {
+		return false, fmt.Errorf("writer lock: looking it up in pg_locks: %w", err)
+	}
+	return held, nil
+}
+
 // tryOnce opens a session and tries the lock on it, without waiting.
 func (l *WriterLock) tryOnce(ctx context.Context) (*pgx.Conn, bool, error) {
 	conn, err := pgx.ConnectConfig(ctx, l.cfg)

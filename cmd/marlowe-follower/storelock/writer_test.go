@@ -33,10 +33,23 @@ func TestWriterLock(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer inUse.Release() //nolint:errcheck // test
+	look, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer look.Close(ctx) //nolint:errcheck // test
+	held := func(want bool) {
+		t.Helper()
+		if got, err := storelock.WriterHeld(ctx, look); err != nil || got != want {
+			t.Fatalf("WriterHeld: %v, %v; want %v", got, err, want)
+		}
+	}
+	held(false) // the in-use lock is not the writer lock
 	a, err := storelock.Writer(ctx, url, storelock.WriterOptions{Waiting: func() { t.Error("the first writer waited") }})
 	if err != nil {
 		t.Fatal(err)
 	}
+	held(true)
 	if _, err := storelock.Exclusive(ctx, st); !errors.Is(err, storelock.ErrInUse) {
 		t.Fatalf("reset beside a writer: %v", err)
 	}
@@ -100,6 +113,13 @@ func TestWriterLock(t *testing.T) {
 		t.Fatalf("Err: %v", b.Err())
 	}
 	_ = b.Release()
+	held(false)
+	o, err := storelock.Writer(ctx, testURL(t, schema+"_other"), storelock.WriterOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	held(false) // another schema's writer lock is not this store's
+	_ = o.Release()
 
 	// With Retaken, a failed session's lock is taken again on a new one
 	// while Retaken agrees, and lost once it refuses.
