@@ -208,9 +208,11 @@ func TestDurableStreamAcrossTwoServers(t *testing.T) {
 	if all.Dups != 0 || overlap.Load() != 0 {
 		t.Fatalf("%d duplicates, %d overlapping round trips across the two servers", all.Dups, overlap.Load())
 	}
-	// Both servers took turns before the cut.
+	// Both servers took turns before the cut (without turns one holds the
+	// stream until it is cut off and the other serves none before that; how
+	// evenly they share it is timing: 11 of 72 was seen on a loaded machine).
 	batches := (len(want) + batchSize - 1) / batchSize
-	if perServer[0] < batches/6 || perServer[1] < batches/6 {
+	if perServer[0] < batches/12 || perServer[1] < batches/12 {
 		t.Errorf("batches per server %v of %d: one server did not take its turns", perServer, batches)
 	}
 	stored, err := open().StreamGet(ctx, "shared")
