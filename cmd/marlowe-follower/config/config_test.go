@@ -367,3 +367,39 @@ func TestReadDatabaseURL(t *testing.T) {
 		}
 	}
 }
+
+// TestStreamingLeaseSettings: streaming.leaseTTL and streaming.leaseRetry
+// from their defaults, the environment and flags, and refused when not
+// positive or when the retry is not shorter than the lease's life.
+func TestStreamingLeaseSettings(t *testing.T) {
+	load := func(t *testing.T, env map[string]string, flags ...string) (*Loaded, error) {
+		t.Helper()
+		fs := pflag.NewFlagSet("x", pflag.ContinueOnError)
+		RegisterFlags(fs)
+		if err := fs.Parse(flags); err != nil {
+			t.Fatal(err)
+		}
+		return Load(fs, "", func(k string) (string, bool) { v, ok := env[k]; return v, ok })
+	}
+	l, err := load(t, nil)
+	if err != nil || l.Config.Streaming.LeaseTTL != 10*time.Second || l.Config.Streaming.LeaseRetry != 100*time.Millisecond || l.Config.Validate() != nil {
+		t.Fatalf("defaults: %v %+v", err, l.Config.Streaming)
+	}
+	l, err = load(t, map[string]string{"MARLOWE_RT_STREAMING_LEASE_TTL": "3s", "MARLOWE_RT_STREAMING_LEASE_RETRY": "250ms"})
+	if err != nil || l.Config.Streaming.LeaseTTL != 3*time.Second || l.Config.Streaming.LeaseRetry != 250*time.Millisecond || l.Sources["streaming.leaseTTL"] != FromEnv {
+		t.Fatalf("env: %v %+v", err, l.Config.Streaming)
+	}
+	l, err = load(t, map[string]string{"MARLOWE_RT_STREAMING_LEASE_TTL": "3s"}, "--streaming-lease-ttl", "20s", "--streaming-lease-retry", "1s")
+	if err != nil || l.Config.Streaming.LeaseTTL != 20*time.Second || l.Config.Streaming.LeaseRetry != time.Second {
+		t.Fatalf("flags: %v %+v", err, l.Config.Streaming)
+	}
+	for _, bad := range [][]string{{"--streaming-lease-ttl", "0s"}, {"--streaming-lease-retry", "0s"}, {"--streaming-lease-ttl", "1s", "--streaming-lease-retry", "1s"}} {
+		l, err := load(t, nil, bad...)
+		if err == nil {
+			err = l.Config.Validate()
+		}
+		if err == nil || !strings.Contains(err.Error(), "streaming.leaseTTL") {
+			t.Errorf("%v: %v", bad, err)
+		}
+	}
+}

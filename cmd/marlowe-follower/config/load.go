@@ -398,6 +398,10 @@ func (c *Config) Validate() error {
 		errs = append(errs, fmt.Errorf("store.readDatabaseURL (MARLOWE_RT_READ_DATABASE_URL) is for role reader, not %s: "+
 			"a writer reads and writes store.databaseURL", c.Role))
 	}
+	if c.Streaming.LeaseTTL <= 0 || c.Streaming.LeaseRetry <= 0 || c.Streaming.LeaseRetry >= c.Streaming.LeaseTTL {
+		errs = append(errs, fmt.Errorf("streaming.leaseRetry (MARLOWE_RT_STREAMING_LEASE_RETRY, %s) and streaming.leaseTTL (MARLOWE_RT_STREAMING_LEASE_TTL, %s) must be positive, the retry shorter than the lease's life",
+			c.Streaming.LeaseRetry, c.Streaming.LeaseTTL))
+	}
 	if c.Query.NoWriterGrace <= 0 {
 		errs = append(errs, errors.New("query.noWriterGrace (MARLOWE_RT_NO_WRITER_GRACE) must be positive"))
 	}

@@ -27,6 +27,7 @@ func (s *Service) streamingConfig(cfg *config.Config) streaming.Config {
 	scfg.QueueBudget = int64(cfg.Streaming.QueueBudgetMB) << 20
 	if cfg.Store.DatabaseURL != "" {
 		scfg.LeaseHolder = streamstore.NewHolder()
+		scfg.LeaseTTL, scfg.LeaseRetry = cfg.Streaming.LeaseTTL, cfg.Streaming.LeaseRetry
 	}
 	return scfg
 }
