@@ -60,10 +60,18 @@ type child struct {
 func startFollower(t *testing.T, bin, socket, dir string, magic uint32) *child {
 	t.Helper()
 	qport := freePort(t)
-	c := &child{stderr: &lockedBuffer{}, base: "http://127.0.0.1:" + strconv.Itoa(qport), done: make(chan struct{})}
-	c.cmd = exec.Command(bin, "run", "--node-socket", socket, "--network-magic", strconv.FormatUint(uint64(magic), 10),
+	return startChild(t, bin, qport, "run", "--node-socket", socket, "--network-magic", strconv.FormatUint(uint64(magic), 10),
 		"--data-dir", dir, "--query-host", "127.0.0.1", "--query-port", strconv.Itoa(qport), "--streaming-port", "0",
 		"--min-backoff", "50ms", "--max-backoff", "300ms", "--log-level", "info", "--progress-bar", "never", "--progress-period", "0s")
+}
+
+// startChild runs the binary with args, its query API on qport; it is
+// stopped (SIGCONT and SIGTERM, then SIGKILL after 20 s) when the test ends, and its
+// stderr's end is logged if the test failed.
+func startChild(t *testing.T, bin string, qport int, args ...string) *child {
+	t.Helper()
+	c := &child{stderr: &lockedBuffer{}, base: "http://127.0.0.1:" + strconv.Itoa(qport), done: make(chan struct{})}
+	c.cmd = exec.Command(bin, args...)
 	c.cmd.Stderr = c.stderr
 	if err := c.cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -74,6 +82,7 @@ func startFollower(t *testing.T, bin, socket, dir string, magic uint32) *child {
 	}()
 	t.Cleanup(func() {
 		if !c.exited() {
+			_ = c.cmd.Process.Signal(syscall.SIGCONT) // a test may have stopped it
 			_ = c.cmd.Process.Signal(syscall.SIGTERM)
 			select {
 			case <-c.done:

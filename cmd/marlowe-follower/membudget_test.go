@@ -9,11 +9,9 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -101,32 +99,11 @@ func TestStreamingMemoryBudget(t *testing.T) {
 	}
 	defer dn.Close()
 	qport, sport := freePort(t), freePort(t)
-	c := &child{stderr: &lockedBuffer{}, base: "http://127.0.0.1:" + strconv.Itoa(qport), done: make(chan struct{})}
-	c.cmd = exec.Command(bin, "run", "--node-socket", socket, "--network-magic", strconv.Itoa(devnet.NetworkMagic),
+	c := startChild(t, bin, qport, "run", "--node-socket", socket, "--network-magic", strconv.Itoa(devnet.NetworkMagic),
 		"--data-dir", filepath.Join(tmp, "data"), "--query-host", "127.0.0.1", "--query-port", strconv.Itoa(qport),
 		"--streaming-host", "127.0.0.1", "--streaming-port", strconv.Itoa(sport),
 		"--streaming-queue-budget-mb", strconv.Itoa(*membudgetMB),
 		"--log-level", "warn", "--progress-bar", "never", "--progress-period", "0s")
-	c.cmd.Stderr = c.stderr
-	if err := c.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() { c.err = c.cmd.Wait(); close(c.done) }()
-	t.Cleanup(func() {
-		if !c.exited() {
-			_ = c.cmd.Process.Signal(syscall.SIGTERM)
-			select {
-			case <-c.done:
-			case <-time.After(20 * time.Second):
-				_ = c.cmd.Process.Kill()
-				<-c.done
-			}
-		}
-		if t.Failed() {
-			out := c.stderr.String()
-			t.Logf("stderr (last 6000 bytes):\n%s", out[max(0, len(out)-6000):])
-		}
-	})
 	waitUntil(t, 3*time.Minute, "block 4000 committed and ready", func() bool { return c.committed(t) == 4000 && c.isReady() })
 	head := c.status(t).HistorySeq
 	dbBytes := int64(0)

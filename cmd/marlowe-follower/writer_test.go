@@ -120,37 +120,11 @@ func adminConn(t *testing.T) *pgx.Conn {
 func startWriter(t *testing.T, bin, socket, dbURL, role string, extra ...string) *child {
 	t.Helper()
 	qport := freePort(t)
-	c := &child{stderr: &lockedBuffer{}, base: "http://127.0.0.1:" + strconv.Itoa(qport), done: make(chan struct{})}
 	args := append([]string{"run", "--role", role, "--node-socket", socket, "--network-magic", strconv.Itoa(devnet.NetworkMagic),
 		"--database-url", dbURL, "--data-dir", t.TempDir(), "--query-host", "127.0.0.1", "--query-port", strconv.Itoa(qport),
 		"--streaming-port", "0", "--min-backoff", "50ms", "--max-backoff", "300ms", "--log-level", "info",
 		"--progress-bar", "never", "--progress-period", "0s", "--writer-lock-ping", "200ms"}, extra...)
-	c.cmd = exec.Command(bin, args...)
-	c.cmd.Stderr = c.stderr
-	if err := c.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() {
-		c.err = c.cmd.Wait()
-		close(c.done)
-	}()
-	t.Cleanup(func() {
-		if !c.exited() {
-			_ = c.cmd.Process.Signal(syscall.SIGCONT)
-			_ = c.cmd.Process.Signal(syscall.SIGTERM)
-			select {
-			case <-c.done:
-			case <-time.After(20 * time.Second):
-				_ = c.cmd.Process.Kill()
-				<-c.done
-			}
-		}
-		if t.Failed() {
-			out := c.stderr.String()
-			t.Logf("stderr of %s %s (last 4000 bytes):\n%s", role, c.base, out[max(0, len(out)-4000):])
-		}
-	})
-	return c
+	return startChild(t, bin, qport, args...)
 }
 
 // writerStatus is what the tests read of /status on a writer.
