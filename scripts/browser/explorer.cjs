@@ -609,7 +609,15 @@ async function main() {
       const known = await fetch(`${QUERY_URL}/contracts/${enc(created.contractId)}?minSeq=${created.seq}`);
       if (!known.ok) continue; // rolled back already
       const page = await openPage(context, `${BASE}/ui/contract?id=${enc(created.contractId)}`, errors);
-      await page.waitForSelector("#timeline li[data-seq]", { timeout: 10000 });
+      // A rollback may take the contract away between that read and the
+      // page's own (the page then says it is missing): another contract.
+      const shown = await page.waitForSelector("#timeline li[data-seq]", { timeout: 10000 }).then(() => true, () => false);
+      if (!shown) {
+        const missing = await page.$eval("#load-error", (el) => !el.hidden).catch(() => false);
+        await page.close();
+        if (!missing) throw new Error(`contract ${created.contractId}: its page showed neither its timeline nor that it is missing`);
+        continue;
+      }
       const before = await page.$$eval("#timeline li[data-kind=inputs_applied]", (l) => l.length);
       const closed = (await page.textContent("#facts")).includes("it has ended");
       if (!closed) {
@@ -738,7 +746,7 @@ async function main() {
     // A rollback seen live on an open contract page: a step the page
     // showed is struck through and flashed when a rollback undoes it,
     // without a reload.
-    const seen = await watchLiveRollback(context, errors, 120000);
+    const seen = await watchLiveRollback(context, errors, 180000); // 14-85 s seen
     check(seen, "an open contract page strikes through a step when a rollback undoes it, without reload", seen);
     log(`     ${seen.contractId}: the step at seq ${seen.step}, undone by the rollback at seq ${seen.rollback}, flashed "${seen.flashed}" (${seen.pages} pages opened, ${seen.rollbacks} rollbacks watched)`);
 
