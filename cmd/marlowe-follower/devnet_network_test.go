@@ -123,9 +123,10 @@ func TestDevnetReplayOnNetworkMagic(t *testing.T) {
 				_ = node.Wait()
 			}()
 			waitSocket(t, socket)
-			if !strings.Contains(nodeOut.String(), "--network-magic "+magic) {
-				t.Fatalf("the devnet does not say how to follow it:\n%s", nodeOut)
-			}
+			// (It may print its banner just after the socket is there.)
+			waitUntil(t, 30*time.Second, "the devnet saying how to follow it (--network-magic "+magic+")", func() bool {
+				return strings.Contains(nodeOut.String(), "--network-magic "+magic)
+			})
 
 			dir := t.TempDir()
 			qport := freePort(t)
