@@ -24,7 +24,7 @@ import (
 
 // storeFixture runs a store actor over an embedded backend.
 type storeFixture struct {
-	t       *testing.T
+	t       testing.TB
 	backend history.Backend
 	system  *actor.ActorSystem
 	pid     *actor.PID
@@ -33,7 +33,7 @@ type storeFixture struct {
 	dir     string
 }
 
-func newStoreFixture(t *testing.T, cfg history.StoreConfig, dir string) *storeFixture {
+func newStoreFixture(t testing.TB, cfg history.StoreConfig, dir string) *storeFixture {
 	t.Helper()
 	ctx := context.Background()
 	if dir == "" {
