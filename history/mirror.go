@@ -75,10 +75,15 @@ type MirrorStats struct {
 	BadNotices atomic.Uint64 // notifications on the channel that were not notices (counted, logged, taken as a wake-up)
 	Polls      atomic.Uint64 // timed polls
 	// ProgressReads counts the reads of the writer's progress done: at
-	// each poll and each new listening connection; ConnectReads those of
-	// the new connections.
+	// each poll and each new listening connection. ConnectReads counts the
+	// new connections' catch-up reads done: the progress, then what it
+	// shows is new (the first page of it delivered); once it moves, a
+	// record committed after it was counted comes by a notice.
 	ProgressReads atomic.Uint64
 	ConnectReads  atomic.Uint64
+	// StalePolls counts the polls dropped because a newer listening
+	// connection's read, done before them, had read everything they would.
+	StalePolls atomic.Uint64
 	// NoticeReads, PollReads and RetryReads count the reads of new records
 	// that delivered something, by what started them: a notice, a poll (or
 	// a new listening connection, which may have missed notices), or a
@@ -194,8 +199,9 @@ type mirror struct {
 	target     int64 // the read database holds records up to here
 	writerHead int64 // the writer has committed up to here
 	subs       map[uint64]*liveSub
-	pumping    bool // a pumpMore is on its way
-	retrying   bool // a replica retry is armed
+	connection uint64 // the number of the newest listening connection whose read is done
+	pumping    bool   // a pumpMore is on its way
+	retrying   bool   // a replica retry is armed
 	cause      wakeCause
 
 	cancel context.CancelFunc
@@ -216,10 +222,13 @@ const (
 // Messages of the mirror.
 type (
 	// mirrorWake: a notice arrived (notice set), a poll is due, or the
-	// replica retry is.
+	// replica retry is. connections is the number of listening
+	// connections made when it was decided (ListenConnects): a poll
+	// decided before a connection whose own read came first is stale.
 	mirrorWake struct {
-		cause  wakeCause
-		notice *CommitNotice
+		cause       wakeCause
+		notice      *CommitNotice
+		connections uint64
 	}
 	pumpMore struct{}
 )
@@ -285,18 +294,19 @@ func (m *mirror) listen(ctx context.Context) {
 			m.stats.ListenerPID.Store(pid)
 			m.stats.Listening.Store(true)
 			m.signalSwitch()
-			if m.stats.ListenConnects.Add(1) > 1 {
+			n := m.stats.ListenConnects.Add(1)
+			if n > 1 {
 				m.log.Info("listening for commits again", zap.Uint32("pid", pid))
 			}
 			backoff = m.cfg.MinBackoff
 			// Notices sent while no connection listened are lost: read
 			// the progress now.
-			system.Root.Send(self, &mirrorWake{cause: causeConnect})
+			system.Root.Send(self, &mirrorWake{cause: causeConnect, connections: n})
 		}, func(n CommitNotice, err error) {
 			if err != nil {
 				m.stats.BadNotices.Add(1)
 				m.log.Warn("a notification on the commit channel is not a commit notice; reading the progress instead", zap.Error(err))
-				system.Root.Send(self, &mirrorWake{cause: causePoll})
+				system.Root.Send(self, &mirrorWake{cause: causePoll, connections: m.stats.ListenConnects.Load()})
 				return
 			}
 			m.stats.Notices.Add(1)
@@ -334,6 +344,9 @@ func (m *mirror) poll(ctx context.Context) {
 	defer m.wg.Done()
 	system, self := m.system, m.self
 	for {
+		// Taken before the wait: a connection made during it reads the
+		// progress itself, after this poll was decided.
+		connections := m.stats.ListenConnects.Load()
 		d := m.cfg.PollInterval
 		if !m.stats.Listening.Load() {
 			d = m.cfg.DownPollInterval
@@ -349,7 +362,7 @@ func (m *mirror) poll(ctx context.Context) {
 		case <-t.C:
 		}
 		m.stats.Polls.Add(1)
-		system.Root.Send(self, &mirrorWake{cause: causePoll})
+		system.Root.Send(self, &mirrorWake{cause: causePoll, connections: connections})
 	}
 }
 
@@ -363,6 +376,13 @@ func (m *mirror) wake(w *mirrorWake) {
 	defer cancel()
 	if w.cause == causeRetry {
 		m.retrying = false
+	}
+	if w.cause == causePoll && w.connections < m.connection {
+		// A newer connection's read, done already, began after this poll
+		// was decided: it read all the poll would. (Counted as a poll
+		// read, it would deliver what notices now deliver.)
+		m.stats.StalePolls.Add(1)
+		return
 	}
 	switch {
 	case w.notice != nil:
@@ -380,9 +400,6 @@ func (m *mirror) wake(w *mirrorWake) {
 			return
 		}
 		m.stats.ProgressReads.Add(1)
-		if w.cause == causeConnect {
-			m.stats.ConnectReads.Add(1)
-		}
 		m.stats.Writer.Store(&p)
 		m.writerHead = max(m.writerHead, p.Head)
 		if m.separate {
@@ -401,6 +418,10 @@ func (m *mirror) wake(w *mirrorWake) {
 	}
 	m.cause = w.cause
 	m.pump()
+	if w.cause == causeConnect {
+		m.connection = max(m.connection, w.connections)
+		m.stats.ConnectReads.Add(1)
+	}
 }
 
 // moveTarget takes the read database's head. The mirror stops for good
