@@ -8,12 +8,16 @@
 //     pipeline on SQLite and (e) on PostgreSQL, at 0%, 1% and 10% Marlowe
 //     blocks: blocks/s, MB/s, CPU seconds per 1,000 blocks, RSS, each also
 //     as a ratio to (a);
-//  2. streaming: one subscriber's catch-up rate, and commit-to-client
-//     latency with 1, 100 and 1,000 subscribers, in process and over
-//     WebSocket;
-//  3. query: lookups and filtered lists at 1, 16 and 64 concurrent clients
+//  2. streaming: one subscriber's catch-up rate, in process and over
+//     WebSocket, and the store's commit-to-subscriber latency with 1, 100
+//     and 1,000 in-process subscribers;
+//  3. fanout: the service binary under many WebSocket subscribers (issue
+//     21's targets): 1,000 subscribers catching up from 0 at once against
+//     one alone, and subscribers at the tip of a node making 20 blocks/s,
+//     1,000 raw against 1,000 Go clients (streaming/client), then 10,000;
+//  4. query: lookups and filtered lists at 1, 16 and 64 concurrent clients
 //     over loopback HTTP;
-//  4. growth: cost as the chain grows (10k, 100k and, with --long, 1M
+//  5. growth: cost as the chain grows (10k, 100k and, with --long, 1M
 //     blocks) and as contracts grow (1k, 10k and, with --long, 100k).
 //
 // Each measurement runs in its own worker process (this program again) so
@@ -101,7 +105,7 @@ func parseOptions(args []string, stderr io.Writer) (*Options, error) {
 	fs.StringVar(&o.PostgresURL, "pg-url", pgDefault, "PostgreSQL server for the PostgreSQL cases (a fresh database per run, dropped after); empty skips them")
 	fs.StringVar(&o.FromJSON, "from-json", "", "measure nothing: write the Markdown section and plots of this earlier JSON result")
 	fs.StringVar(&o.ProfileDir, "cpuprofile-dir", "", "write a CPU profile of every worker process into this directory (and a heap profile at the end of each pipeline run)")
-	fs.StringSliceVar(&o.Sections, "only", nil, "run only these sections: follow, streaming, contracts, growth")
+	fs.StringSliceVar(&o.Sections, "only", nil, "run only these sections: follow, streaming, fanout, contracts, growth")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "Usage: marlowe-bench [flags]\n\nmarlowe-follower's benchmark suite (see docs/benchmarks.md).\n\nFlags:")
 		fs.PrintDefaults()

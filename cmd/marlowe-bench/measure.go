@@ -218,6 +218,16 @@ func (l *latencies) quantiles() (p50, p99 float64, n int) {
 	return quantileMs(l.d, 0.5), quantileMs(l.d, 0.99), len(l.d)
 }
 
+// maxMs returns the largest duration, in milliseconds.
+func (l *latencies) maxMs() float64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.d) == 0 {
+		return 0
+	}
+	return float64(slices.Max(l.d).Nanoseconds()) / 1e6
+}
+
 // quantileMs returns the q-quantile of sorted durations in milliseconds
 // (nearest rank).
 func quantileMs(sorted []time.Duration, q float64) float64 {

@@ -64,17 +64,23 @@ func serviceConfig(socket string, store storeSpec) (*config.Config, error) {
 	cfg := l.Config
 	cfg.Node.Socket, cfg.Node.NetworkMagic = socket, devnet.NetworkMagic
 	cfg.Store.DataDir, cfg.Store.DatabaseURL = store.DataDir, store.DatabaseURL
-	qport, err := freePort()
-	if err != nil {
-		return nil, err
-	}
-	sport, err := freePort()
+	qport, sport, err := servicePorts()
 	if err != nil {
 		return nil, err
 	}
 	cfg.Query.Host, cfg.Query.Port = "127.0.0.1", qport
 	cfg.Streaming.Host, cfg.Streaming.Port = "127.0.0.1", sport
 	return &cfg, nil
+}
+
+// servicePorts returns two ports that were free on the loopback interface,
+// for a service's query API and streaming server.
+func servicePorts() (query, streaming int, err error) {
+	if query, err = freePort(); err != nil {
+		return 0, 0, err
+	}
+	streaming, err = freePort()
+	return query, streaming, err
 }
 
 // freePort returns a TCP port that was free on the loopback interface.

@@ -71,6 +71,7 @@ func renderMarkdown(r *Result) string {
 	w("\n")
 	renderFollow(&b, r)
 	renderStreaming(&b, r)
+	renderFanout(&b, r)
 	renderContracts(&b, r)
 	renderGrowth(&b, r)
 	if len(r.NotMeasured) > 0 {
@@ -138,11 +139,11 @@ func renderStreaming(b *strings.Builder, r *Result) {
 	if len(r.Latency) > 0 {
 		w("Commit-to-client latency: a devnet node makes %s blocks/s, each with Marlowe activity; the pipeline (SQLite) commits ",
 			trimFloat(r.Sizes.LiveBlockRate))
-		w("each block as it comes (it is at the tip). Subscribers start from the tip; the latency of a batch is from the moment ")
-		w("the history backend's commit returned to the moment the subscriber had the batch (`Next` returned), one sample per ")
-		w("subscriber and batch, for %s s. WebSocket subscribers each have their own connection to the streaming server, ",
+		w("each block as it comes (it is at the tip). In-process subscribers (`history.Subscription`) start from the tip; the ")
+		w("latency of a batch is from the moment the history backend's commit returned to the moment the subscriber had the ")
+		w("batch (`Next` returned), one sample per subscriber and batch, for %s s: the store's fan-out, without the streaming ",
 			trimFloat(r.Sizes.LatencySeconds))
-		w("in the same process as the pipeline, and acknowledge every batch. Everything shares the machine's cores.\n\n")
+		w("server (WebSocket subscribers: \"Streaming at scale\" below).\n\n")
 		w("| subscriber | subscribers | p50 ms | p99 ms | samples | commits | sent back to catch up |\n|---|---:|---:|---:|---:|---:|---:|\n")
 		for _, l := range r.Latency {
 			w("| %s | %s | %s | %s | %s | %d | %d |\n", l.Transport, commas(float64(l.Subscribers)), fixed(l.P50Ms, 2), fixed(l.P99Ms, 2),

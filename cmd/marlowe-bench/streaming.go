@@ -271,14 +271,14 @@ func wsCatchUp(ctx context.Context, url string, mode protocol.Mode, head int64) 
 }
 
 // latencyParams is a latency job: follow a node that makes new blocks at a
-// steady rate and measure, for each number of subscribers, how long
-// committed records take to reach them.
+// steady rate and measure, for each number of in-process subscribers, how
+// long committed records take to reach them (the WebSocket subscribers are
+// measured against the service binary: fanout.go).
 type latencyParams struct {
 	Socket      string    `json:"socket"`
 	Store       storeSpec `json:"store"`
 	Subscribers []int     `json:"subscribers"`
 	Seconds     float64   `json:"seconds"`
-	WebSocket   bool      `json:"webSocket"`
 }
 
 // LatencyRow is the commit-to-client latency with some subscribers: from
@@ -329,26 +329,6 @@ func runLatencyJob(ctx context.Context, raw json.RawMessage) (any, error) {
 		row.Backend = prm.Store.backendName()
 		rows = append(rows, row)
 		progress("  latency, %d in-process subscribers: p50 %.2f ms, p99 %.2f ms (%d samples)", n, row.P50Ms, row.P99Ms, row.Samples)
-	}
-	if prm.WebSocket {
-		srv, url, err := p.startStreamingServer(ctx)
-		if err != nil {
-			return nil, err
-		}
-		defer func() {
-			sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			_ = srv.Shutdown(sctx)
-			cancel()
-		}()
-		for _, n := range prm.Subscribers {
-			row, err := p.latencyWebSocket(ctx, url, n, dur)
-			if err != nil {
-				return nil, err
-			}
-			row.Backend = prm.Store.backendName()
-			rows = append(rows, row)
-			progress("  latency, %d WebSocket subscribers: p50 %.2f ms, p99 %.2f ms (%d samples)", n, row.P50Ms, row.P99Ms, row.Samples)
-		}
 	}
 	return rows, nil
 }
@@ -423,60 +403,5 @@ func (p *pipeline) latencyInProcess(ctx context.Context, n int, dur time.Duratio
 	wg.Wait()
 	p50, p99, samples := r.lat.quantiles()
 	return LatencyRow{Transport: "in process (history.Subscription)", Subscribers: n, Samples: samples, Commits: commits,
-		P50Ms: p50, P99Ms: p99, Dropped: dropped, Missed: missed}, nil
-}
-
-// latencyWebSocket measures n WebSocket clients, one connection and one
-// stream from the tip each, acknowledging every batch.
-func (p *pipeline) latencyWebSocket(ctx context.Context, url string, n int, dur time.Duration) (LatencyRow, error) {
-	r := &latencyRun{p: p}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	var wg sync.WaitGroup
-	var failed atomic.Int64
-	var firstErr atomic.Value
-	for i := range n {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			c, err := client.New(client.Options{URL: url})
-			if err != nil {
-				failed.Add(1)
-				firstErr.CompareAndSwap(nil, err)
-				return
-			}
-			defer c.Close()
-			s, err := c.Subscribe(ctx, client.Request{Stream: fmt.Sprintf("latency-%d", i), Filter: protocol.Filter{All: true}, From: "tip"})
-			if err != nil {
-				if ctx.Err() == nil {
-					failed.Add(1)
-					firstErr.CompareAndSwap(nil, err)
-				}
-				return
-			}
-			r.ready.Add(1)
-			for {
-				b, err := s.Next(ctx)
-				if err != nil {
-					return
-				}
-				got := time.Now()
-				if len(b.Records) > 0 {
-					r.observe(b.Records[0].Seq, got)
-				}
-				if err := s.Ack(ctx, b); err != nil {
-					return
-				}
-			}
-		}()
-	}
-	commits, dropped, missed := r.run(ctx, n, dur)
-	cancel()
-	wg.Wait()
-	if f := failed.Load(); f > 0 {
-		return LatencyRow{}, fmt.Errorf("%d of %d WebSocket subscribers failed: %v", f, n, firstErr.Load())
-	}
-	p50, p99, samples := r.lat.quantiles()
-	return LatencyRow{Transport: "WebSocket (ack mode, one connection each)", Subscribers: n, Samples: samples, Commits: commits,
 		P50Ms: p50, P99Ms: p99, Dropped: dropped, Missed: missed}, nil
 }

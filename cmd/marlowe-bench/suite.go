@@ -32,11 +32,12 @@ type Options struct {
 const (
 	sectionFollow    = "follow"
 	sectionStreaming = "streaming"
+	sectionFanout    = "fanout"
 	sectionContracts = "contracts"
 	sectionGrowth    = "growth"
 )
 
-var allSections = []string{sectionFollow, sectionStreaming, sectionContracts, sectionGrowth}
+var allSections = []string{sectionFollow, sectionStreaming, sectionFanout, sectionContracts, sectionGrowth}
 
 // wants reports whether a section runs.
 func (o *Options) wants(section string) bool {
@@ -60,6 +61,19 @@ type sizes struct {
 	GrowthBackends   []string  `json:"growthBackends"`
 	SampleSeconds    float64   `json:"sampleSeconds"`
 	MarloweBlockSize int       `json:"marloweChainBlockSize"`
+	// The fanout section: the storm's chain (about 20,000 records), its
+	// subscribers, how long they may take and how long after it the
+	// server's RSS is read again; the tip's block rate, subscribers (the
+	// raw and Go phases, then the many raw ones), window and drain.
+	StormBlocks        uint64  `json:"stormBlocks"`
+	StormSubscribers   int     `json:"stormSubscribers"`
+	StormLimitSeconds  float64 `json:"stormLimitSeconds"`
+	StormSettleSeconds float64 `json:"stormSettleSeconds"`
+	TipRate            float64 `json:"tipBlockRate"`
+	TipSubscribers     int     `json:"tipSubscribers"`
+	TipManySubscribers int     `json:"tipManySubscribers"`
+	TipSeconds         float64 `json:"tipSeconds"`
+	TipDrainSeconds    float64 `json:"tipDrainSeconds"`
 }
 
 // contractsPerBlock is about how many contracts the devnet creates per
@@ -74,6 +88,8 @@ func sizesFor(o *Options) sizes {
 		ContractBlocks: []uint64{2_500, 25_000}, QueryClients: []int{1, 16, 64}, QuerySeconds: 2,
 		GrowthBlocks: 100_000, GrowthPoints: []uint64{10_000, 100_000}, GrowthBackends: []string{subjectFollower, "sqlite", "postgresql"},
 		SampleSeconds: 1, MarloweBlockSize: 2000,
+		StormBlocks: 10_900, StormSubscribers: 1000, StormLimitSeconds: 150, StormSettleSeconds: 5,
+		TipRate: 20, TipSubscribers: 1000, TipManySubscribers: 10_000, TipSeconds: 6, TipDrainSeconds: 10,
 	}
 	switch {
 	case o.Quick:
@@ -82,6 +98,8 @@ func sizesFor(o *Options) sizes {
 		s.LiveBlockRate, s.Subscribers, s.LatencySeconds = 20, []int{1, 100}, 1
 		s.ContractBlocks, s.QueryClients, s.QuerySeconds = []uint64{500}, []int{1, 16}, 0.5
 		s.GrowthBlocks, s.GrowthPoints, s.SampleSeconds = 4_000, []uint64{1_000, 4_000}, 0.25
+		s.StormBlocks, s.StormSubscribers, s.StormLimitSeconds, s.StormSettleSeconds = 300, 30, 60, 0
+		s.TipSubscribers, s.TipManySubscribers, s.TipSeconds, s.TipDrainSeconds = 30, 200, 1.5, 5
 	case o.Long:
 		s.ContractBlocks = append(s.ContractBlocks, 250_000)
 		s.GrowthBlocks, s.GrowthPoints = 1_000_000, []uint64{10_000, 100_000, 1_000_000}
@@ -102,10 +120,14 @@ type Result struct {
 	LoadAverageEnd float64  `json:"loadAverageEnd"`
 	Devnets        []string `json:"devnetCommands"`
 	Postgres       string   `json:"postgres,omitempty"`
+	// Services are the service commands the fanout section ran.
+	Services []string `json:"serviceCommands,omitempty"`
 
 	Follow      []FollowRow      `json:"follow,omitempty"`
 	CatchUp     []CatchUpRow     `json:"catchUp,omitempty"`
 	Latency     []LatencyRow     `json:"latency,omitempty"`
+	Storm       *StormResult     `json:"storm,omitempty"`
+	Tip         []TipRow         `json:"tip,omitempty"`
 	Contracts   []ContractsPhase `json:"contracts,omitempty"`
 	ChainGrowth []ChainGrowth    `json:"chainGrowth,omitempty"`
 	// Plots are the PNG files written, relative to the Markdown file.
@@ -189,6 +211,7 @@ func runSuite(ctx context.Context, exe string, opts *Options) (*Result, error) {
 	}{
 		{sectionFollow, s.follow},
 		{sectionStreaming, s.streaming},
+		{sectionFanout, s.fanout},
 		{sectionContracts, s.contracts},
 		{sectionGrowth, s.growth},
 	}
@@ -371,7 +394,7 @@ func (s *suite) streaming(ctx context.Context) error {
 	defer cleanup()
 	var rows []LatencyRow
 	if err := s.work(ctx, "streamLatency", "sqlite", latencyParams{Socket: live.Socket, Store: spec, Subscribers: s.sz.Subscribers,
-		Seconds: s.sz.LatencySeconds, WebSocket: true}, &rows); err != nil {
+		Seconds: s.sz.LatencySeconds}, &rows); err != nil {
 		return err
 	}
 	s.res.Latency = rows

@@ -34,6 +34,8 @@ var workerKinds = map[string]func(ctx context.Context, raw json.RawMessage) (any
 	"follow":         runFollowJob,
 	"streamCatchUp":  runCatchUpJob,
 	"streamLatency":  runLatencyJob,
+	"fanoutStorm":    runStormJob,
+	"fanoutTip":      runTipJob,
 	"contractsPhase": runContractsJob,
 	"chainGrowth":    runChainGrowthJob,
 }

@@ -1,0 +1,460 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"time"
+)
+
+// The fanout section measures the streaming server as an operator runs it:
+// the marlowe-follower binary (`run`, embedded store) following a devnet
+// node, many WebSocket subscribers in a worker process, the server observed
+// from outside (/proc, /metrics). Its cases are the targets of issue 21:
+//
+//   - the storm: subscribers from `0` of a log at once, each acking every
+//     batch: the server's peak RSS above its RSS before, whether each got
+//     every record once and in order, and the aggregate deliveries/s
+//     against one subscriber's catch-up rate on the same server;
+//   - at the tip: subscribers following a node that makes blocks at a
+//     fixed rate, raw and Go clients in turn (raw, Go, Go, raw), then many
+//     raw ones: block-to-client latency, the server's RSS and CPU, the
+//     client's CPU, and whether the service kept committing at the node's
+//     rate.
+
+// stormParams is a storm job.
+type stormParams struct {
+	StreamURL   string  `json:"streamURL"`
+	QueryURL    string  `json:"queryURL"`
+	Pid         int     `json:"pid"`
+	Head        int64   `json:"head"`
+	Subscribers int     `json:"subscribers"`
+	Limit       float64 `json:"limitSeconds"`
+	Settle      float64 `json:"settleSeconds"`
+}
+
+// StormResult is the storm case.
+type StormResult struct {
+	Subscribers int   `json:"subscribers"`
+	Records     int64 `json:"records"`
+	// SingleRecordsPerSec is one raw subscriber's catch-up rate over the
+	// whole log on the same server, alone, just before the storm.
+	SingleRecordsPerSec float64 `json:"singleRecordsPerSecond"`
+	// Seconds runs from the subscribes to the last subscriber caught up
+	// (or to the limit).
+	Seconds          float64 `json:"seconds"`
+	LimitSeconds     float64 `json:"limitSeconds"`
+	CaughtUp         int     `json:"caughtUp"`
+	Deliveries       int64   `json:"deliveries"`
+	DeliveriesPerSec float64 `json:"deliveriesPerSecond"`
+	// VsSingle is DeliveriesPerSec / SingleRecordsPerSec.
+	VsSingle float64 `json:"vsSingle"`
+	// FirstDone and MedianDone are when the first and the median
+	// subscriber had caught up, in seconds from the subscribes.
+	FirstDone  float64 `json:"firstDoneSeconds"`
+	MedianDone float64 `json:"medianDoneSeconds"`
+	// Disorder counts records that were not the one after the previous
+	// (a gap, a repeat or a step back).
+	Disorder int64 `json:"disorder"`
+	// RSSBeforeMiB is the server's RSS before the storm; PeakAboveMiB its
+	// peak (VmHWM, reset before the storm) above it.
+	RSSBeforeMiB  float64 `json:"rssBeforeMiB"`
+	PeakMiB       float64 `json:"peakMiB"`
+	PeakAboveMiB  float64 `json:"peakAboveMiB"`
+	RSSEndMiB     float64 `json:"rssEndMiB"`
+	RSSSettledMiB float64 `json:"rssSettledMiB"`
+	SettleSeconds float64 `json:"settleSeconds"`
+	// Server and client CPU per delivery, in µs.
+	ServerCPUus float64 `json:"serverCpuMicrosPerDelivery"`
+	ClientCPUus float64 `json:"clientCpuMicrosPerDelivery"`
+	Failed      int     `json:"failed"`
+	FirstError  string  `json:"firstError,omitempty"`
+}
+
+// runStormJob measures one subscriber's catch-up, then the storm.
+func runStormJob(ctx context.Context, raw json.RawMessage) (any, error) {
+	prm, err := decodeParams[stormParams](raw)
+	if err != nil {
+		return nil, err
+	}
+	res := &StormResult{Subscribers: prm.Subscribers, Records: prm.Head, LimitSeconds: prm.Limit, SettleSeconds: prm.Settle}
+	var t tally
+	single, err := dialSubscriber(ctx, clientRaw, prm.StreamURL, &t, prm.Head)
+	if err != nil {
+		return nil, err
+	}
+	start := time.Now()
+	if err := single.subscribe(ctx, "0"); err != nil {
+		single.close()
+		return nil, err
+	}
+	single.wait()
+	secs := time.Since(start).Seconds()
+	single.close()
+	if t.err != nil || t.last != prm.Head || t.disorder != 0 {
+		return nil, fmt.Errorf("the single subscriber: seq %d of %d, %d out of order, %v", t.last, prm.Head, t.disorder, t.err)
+	}
+	res.SingleRecordsPerSec = float64(t.count) / secs
+	progress("  storm: one subscriber caught up with %d records in %.2fs (%.0f records/s)", t.count, secs, res.SingleRecordsPerSec)
+	if err := waitConnections(ctx, prm.QueryURL, 0, time.Minute); err != nil {
+		return nil, err
+	}
+
+	tallies := make([]tally, prm.Subscribers)
+	subs, err := dialAll(ctx, clientRaw, prm.StreamURL, tallies, prm.Head, 64)
+	if err != nil {
+		return nil, err
+	}
+	defer closeAll(subs)
+	reset := resetPeakRSS(prm.Pid) == nil
+	before := procMem(prm.Pid).RSS
+	rss := sampleRSS(prm.Pid, 100*time.Millisecond)
+	cpuServer, cpuClient := procCPUSeconds(prm.Pid), cpuSeconds()
+	progress("  storm: %d subscribers from 0 of %d records at once", len(subs), prm.Head)
+	start = time.Now()
+	limit := time.After(time.Duration(prm.Limit * float64(time.Second)))
+	// Every subscribe at once; each subscriber then reads until it has the
+	// head, or until the limit closes it.
+	subscribeErrs := make([]error, len(subs))
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		_ = inParallel(len(subs), len(subs), func(i int) error {
+			subscribeErrs[i] = subs[i].subscribe(ctx, "0")
+			return nil
+		})
+		for _, s := range subs {
+			s.wait()
+		}
+	}()
+	select {
+	case <-finished:
+	case <-limit:
+		closeAll(subs)
+		<-finished
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	end := time.Now()
+	peak := rss.finish()
+	if reset {
+		peak = max(peak, procMem(prm.Pid).Peak)
+	}
+	res.ServerCPUus = procCPUSeconds(prm.Pid) - cpuServer
+	res.ClientCPUus = cpuSeconds() - cpuClient
+	var done []float64
+	for i := range tallies {
+		t := &tallies[i]
+		res.Deliveries += t.count
+		res.Disorder += t.disorder
+		if t.done.IsZero() {
+			res.Failed++
+			if res.FirstError == "" {
+				res.FirstError = fmt.Sprintf("subscriber %d at seq %d of %d: %v", i, t.last, prm.Head, errors.Join(subscribeErrs[i], t.err))
+			}
+			continue
+		}
+		res.CaughtUp++
+		done = append(done, t.done.Sub(start).Seconds())
+	}
+	if res.CaughtUp == len(tallies) {
+		end = start
+		for i := range tallies {
+			if tallies[i].done.After(end) {
+				end = tallies[i].done
+			}
+		}
+	}
+	res.Seconds = end.Sub(start).Seconds()
+	res.DeliveriesPerSec = float64(res.Deliveries) / res.Seconds
+	res.VsSingle = ratio(res.DeliveriesPerSec, res.SingleRecordsPerSec)
+	res.ServerCPUus = res.ServerCPUus / float64(max(res.Deliveries, 1)) * 1e6
+	res.ClientCPUus = res.ClientCPUus / float64(max(res.Deliveries, 1)) * 1e6
+	slices.Sort(done)
+	if len(done) > 0 {
+		res.FirstDone, res.MedianDone = done[0], done[len(done)/2]
+	}
+	res.RSSBeforeMiB, res.PeakMiB = mib(before), mib(peak)
+	res.PeakAboveMiB = mib(peak - before)
+	res.RSSEndMiB = mib(procMem(prm.Pid).RSS)
+	select {
+	case <-time.After(time.Duration(prm.Settle * float64(time.Second))):
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	res.RSSSettledMiB = mib(procMem(prm.Pid).RSS)
+	progress("  storm: %d of %d caught up in %.1fs, %.0f deliveries/s (%.2fx one subscriber), peak RSS %.0f MiB above %.0f MiB, %d out of order",
+		res.CaughtUp, res.Subscribers, res.Seconds, res.DeliveriesPerSec, res.VsSingle, res.PeakAboveMiB, res.RSSBeforeMiB, res.Disorder)
+	return res, nil
+}
+
+// mib converts bytes to MiB.
+func mib(b int64) float64 { return float64(b) / (1 << 20) }
+
+// tipParams is a job of subscribers at the tip.
+type tipParams struct {
+	StreamURL   string  `json:"streamURL"`
+	QueryURL    string  `json:"queryURL"`
+	Socket      string  `json:"socket"`
+	Pid         int     `json:"pid"`
+	Client      string  `json:"client"`
+	Subscribers int     `json:"subscribers"`
+	Seconds     float64 `json:"seconds"`
+	Drain       float64 `json:"drainSeconds"`
+}
+
+// TipRow is a phase of subscribers at the tip.
+type TipRow struct {
+	Client      string `json:"client"`
+	Subscribers int    `json:"subscribers"`
+	// SetupSeconds is how long connecting and subscribing them took.
+	SetupSeconds float64 `json:"setupSeconds"`
+	Seconds      float64 `json:"seconds"`
+	// NodeBlocks is how many blocks the node made in the window, Committed
+	// how many the service committed meanwhile.
+	NodeBlocks int     `json:"nodeBlocks"`
+	Committed  int     `json:"committed"`
+	CommitKept float64 `json:"commitRateKept"`
+	// Records are the records of the window's blocks; Expected is
+	// Records x Subscribers, Delivered how many of those arrived by the
+	// end of the drain.
+	Records   int64 `json:"records"`
+	Expected  int64 `json:"expected"`
+	Delivered int64 `json:"delivered"`
+	Disorder  int64 `json:"disorder"`
+	// Latency from the block reaching the node's followers to the
+	// subscriber having read its record, over every delivered record of
+	// the window, in ms.
+	P50Ms   float64 `json:"p50Ms"`
+	P99Ms   float64 `json:"p99Ms"`
+	MaxMs   float64 `json:"maxMs"`
+	Samples int     `json:"samples"`
+	// CommitP50Ms and CommitP99Ms are the service's commit times in the
+	// window (marlowe_store_commit_seconds: its bucket bounds).
+	CommitP50Ms float64 `json:"commitP50Ms"`
+	CommitP99Ms float64 `json:"commitP99Ms"`
+	// CPU per delivery, in µs, over the window and the drain.
+	ServerCPUus float64 `json:"serverCpuMicrosPerDelivery"`
+	ClientCPUus float64 `json:"clientCpuMicrosPerDelivery"`
+	// RSS: the server's before the subscribers came and its largest in the
+	// window (sampled); the clients' process peak.
+	ServerRSSBeforeMiB float64 `json:"serverRssBeforeMiB"`
+	ServerRSSMiB       float64 `json:"serverRssMiB"`
+	ClientRSSMiB       float64 `json:"clientRssMiB"`
+	Failed             int     `json:"failed"`
+	FirstError         string  `json:"firstError,omitempty"`
+}
+
+// runTipJob measures subscribers of one kind at the tip.
+func runTipJob(ctx context.Context, raw json.RawMessage) (any, error) {
+	prm, err := decodeParams[tipParams](raw)
+	if err != nil {
+		return nil, err
+	}
+	obs, err := observeBlocks(ctx, prm.Socket)
+	if err != nil {
+		return nil, err
+	}
+	defer obs.close()
+	row := &TipRow{Client: prm.Client, Subscribers: prm.Subscribers, Seconds: prm.Seconds}
+	row.ServerRSSBeforeMiB = mib(procMem(prm.Pid).RSS)
+	setup := time.Now()
+	tallies := make([]tally, prm.Subscribers)
+	for i := range tallies {
+		tallies[i].keep = true
+	}
+	subs, err := dialAll(ctx, prm.Client, prm.StreamURL, tallies, 0, 64)
+	if err != nil {
+		return nil, err
+	}
+	defer closeAll(subs)
+	if err := subscribeAll(ctx, subs, "tip", 64); err != nil {
+		return nil, err
+	}
+	row.SetupSeconds = time.Since(setup).Seconds()
+	m0, err := scrape(ctx, prm.QueryURL)
+	if err != nil {
+		return nil, err
+	}
+	rss := sampleRSS(prm.Pid, 200*time.Millisecond)
+	cpuServer, cpuClient := procCPUSeconds(prm.Pid), cpuSeconds()
+	t0 := time.Now()
+	select {
+	case <-time.After(time.Duration(prm.Seconds * float64(time.Second))):
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	t1 := time.Now()
+	m1, err := scrape(ctx, prm.QueryURL)
+	if err != nil {
+		return nil, err
+	}
+	row.ServerRSSMiB = mib(rss.finish())
+	b0, b1, nb := obs.between(t0, t1)
+	row.NodeBlocks = nb
+	row.Committed = int(m1.value("marlowe_history_blocks_committed_total") - m0.value("marlowe_history_blocks_committed_total"))
+	row.CommitKept = ratio(float64(row.Committed), float64(nb))
+	row.CommitP50Ms = histogramQuantile(m0.buckets("marlowe_store_commit_seconds"), m1.buckets("marlowe_store_commit_seconds"), 0.5)
+	row.CommitP99Ms = histogramQuantile(m0.buckets("marlowe_store_commit_seconds"), m1.buckets("marlowe_store_commit_seconds"), 0.99)
+	// The drain: the window's records still on their way.
+	deadline := time.Now().Add(time.Duration(prm.Drain * float64(time.Second)))
+	for nb > 0 && time.Now().Before(deadline) && !allPast(tallies, b1) {
+		select {
+		case <-time.After(20 * time.Millisecond):
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	t2 := time.Now()
+	serverCPU, clientCPU := procCPUSeconds(prm.Pid)-cpuServer, cpuSeconds()-cpuClient
+	closeAll(subs)
+	row.ClientRSSMiB = mib(readMem().Peak)
+	if nb == 0 {
+		return nil, fmt.Errorf("the node made no block in the %gs window", prm.Seconds)
+	}
+	var lat latencies
+	var lo, hi int64
+	var inWindow, duringRun int64
+	for i := range tallies {
+		t := &tallies[i]
+		row.Disorder += t.disorder
+		if t.err != nil {
+			row.Failed++
+			if row.FirstError == "" {
+				row.FirstError = fmt.Sprintf("subscriber %d: %v", i, t.err)
+			}
+		}
+		for _, r := range t.receipts {
+			if r.at >= t0.UnixNano() && r.at <= t2.UnixNano() {
+				duringRun++
+			}
+			if r.block < b0 || r.block > b1 {
+				continue
+			}
+			if lo == 0 || r.seq < lo {
+				lo = r.seq
+			}
+			hi = max(hi, r.seq)
+			inWindow++
+			if at, ok := obs.arrival(r.block); ok {
+				lat.add(time.Duration(r.at - at.UnixNano()))
+			}
+		}
+	}
+	if err := obs.close(); err != nil {
+		return nil, fmt.Errorf("observer: %w", err)
+	}
+	if lo > 0 {
+		row.Records = hi - lo + 1
+	}
+	row.Expected = row.Records * int64(prm.Subscribers)
+	row.Delivered = inWindow
+	row.P50Ms, row.P99Ms, row.Samples = lat.quantiles()
+	row.MaxMs = lat.maxMs()
+	row.ServerCPUus = serverCPU / float64(max(duringRun, 1)) * 1e6
+	row.ClientCPUus = clientCPU / float64(max(duringRun, 1)) * 1e6
+	progress("  tip, %d %s subscribers: p50 %.1f ms, p99 %.1f ms, %d of %d delivered, commits %d of %d blocks, server RSS %.0f MiB, CPU/delivery server %.1f µs, client %.1f µs",
+		row.Subscribers, row.Client, row.P50Ms, row.P99Ms, row.Delivered, row.Expected, row.Committed, row.NodeBlocks,
+		row.ServerRSSMiB, row.ServerCPUus, row.ClientCPUus)
+	return row, nil
+}
+
+// allPast reports whether every subscriber has a record of block b or later.
+func allPast(tallies []tally, b uint64) bool {
+	for i := range tallies {
+		if tallies[i].block.Load() < b {
+			return false
+		}
+	}
+	return true
+}
+
+// fanout runs the section: the storm, then the phases at the tip.
+func (s *suite) fanout(ctx context.Context) error {
+	if err := s.fanoutStorm(ctx); err != nil {
+		return err
+	}
+	return s.fanoutTip(ctx)
+}
+
+// followerProc starts the service binary in a fresh directory.
+func (s *suite) followerProc(ctx context.Context, socket, label string) (*followerProc, error) {
+	dir, err := os.MkdirTemp(s.tmp, "service-"+label+"-")
+	if err != nil {
+		return nil, err
+	}
+	p, err := startFollowerProc(ctx, s.bin, dir, socket)
+	if err != nil {
+		return nil, err
+	}
+	if !slices.Contains(s.res.Services, p.Command) {
+		s.res.Services = append(s.res.Services, p.Command)
+	}
+	return p, nil
+}
+
+func (s *suite) fanoutStorm(ctx context.Context) error {
+	d, err := s.devnet(ctx, devnetSpec{Blocks: s.sz.StormBlocks, Share: 1, BlockSize: s.sz.MarloweBlockSize, Seed: 1, Pregenerate: true})
+	if err != nil {
+		return err
+	}
+	defer d.Stop()
+	svc, err := s.followerProc(ctx, d.Socket, "storm")
+	if err != nil {
+		return err
+	}
+	defer svc.Stop()
+	st, err := svc.waitCommitted(ctx, d.Tip, 10*time.Minute)
+	if err != nil {
+		return err
+	}
+	progress("  storm: the service committed %d blocks, %d records", st.Committed.BlockNo, st.HistorySeq)
+	var res StormResult
+	if err := s.work(ctx, "fanoutStorm", "storm", stormParams{StreamURL: svc.StreamURL, QueryURL: svc.QueryURL, Pid: svc.Pid(),
+		Head: st.HistorySeq, Subscribers: s.sz.StormSubscribers, Limit: s.sz.StormLimitSeconds, Settle: s.sz.StormSettleSeconds}, &res); err != nil {
+		return err
+	}
+	s.res.Storm = &res
+	return nil
+}
+
+// tipPhases are the phases at the tip, in order: the raw and the Go clients
+// in turn (raw, Go, Go, raw: a drift of the machine's load over the run
+// weighs on both alike), then the large number of raw ones.
+func (s *suite) tipPhases() []tipParams {
+	n, big := s.sz.TipSubscribers, s.sz.TipManySubscribers
+	return []tipParams{{Client: clientRaw, Subscribers: n}, {Client: clientGo, Subscribers: n},
+		{Client: clientGo, Subscribers: n}, {Client: clientRaw, Subscribers: n}, {Client: clientRaw, Subscribers: big}}
+}
+
+func (s *suite) fanoutTip(ctx context.Context) error {
+	live, err := s.devnet(ctx, devnetSpec{Share: 1, BlockSize: s.sz.MarloweBlockSize, Seed: 2, Rate: s.sz.TipRate})
+	if err != nil {
+		return err
+	}
+	defer live.Stop()
+	svc, err := s.followerProc(ctx, live.Socket, "tip")
+	if err != nil {
+		return err
+	}
+	defer svc.Stop()
+	if err := svc.waitAtTip(ctx, 2*time.Minute); err != nil {
+		return err
+	}
+	for _, ph := range s.tipPhases() {
+		if err := waitConnections(ctx, svc.QueryURL, 0, time.Minute); err != nil {
+			return err
+		}
+		ph.StreamURL, ph.QueryURL, ph.Socket, ph.Pid = svc.StreamURL, svc.QueryURL, live.Socket, svc.Pid()
+		ph.Seconds, ph.Drain = s.sz.TipSeconds, s.sz.TipDrainSeconds
+		var row TipRow
+		if err := s.work(ctx, "fanoutTip", fmt.Sprintf("%s-%d", ph.Client, ph.Subscribers), ph, &row); err != nil {
+			return err
+		}
+		s.res.Tip = append(s.res.Tip, row)
+	}
+	return nil
+}
