@@ -14,7 +14,6 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	"go.uber.org/zap"
 
-	"github.com/marlowe-follower/follower/actors"
 	"github.com/marlowe-follower/follower/chainsync/chain"
 	"github.com/marlowe-follower/follower/contracts/contractstore"
 	"github.com/marlowe-follower/follower/history"
@@ -288,7 +287,7 @@ func (s *projector) fail(err error) {
 	if errors.Is(err, record.ErrFenced) {
 		// Another process took the writer lock: no retry can commit.
 		s.log.Error("the projection's commit was fenced: stopping", zap.Error(err))
-		panic(actors.Fatal(fmt.Errorf("%w: %w", history.ErrFenced, err)))
+		panic(fmt.Errorf("%w: %w", history.ErrFenced, err))
 	}
 	delay := s.delay
 	s.log.Error("the projection stopped; resuming from its stored cursor", zap.Error(err), zap.Duration("after", delay))

@@ -11,7 +11,6 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	"go.uber.org/zap"
 
-	"github.com/marlowe-follower/follower/actors"
 	"github.com/marlowe-follower/follower/chainsync/chain"
 	"github.com/marlowe-follower/follower/history/record"
 )
@@ -68,6 +67,11 @@ func (c *MirrorConfig) defaults() {
 		c.LiveQueue = DefaultStoreConfig().LiveQueue
 	}
 }
+
+// ErrHeadWentBack is a Mirror's fatal error: the read database's head went
+// back below what the mirror delivered, so it is not the database the
+// mirror followed. The mirror fails with it and no incarnation can mend it.
+var ErrHeadWentBack = errors.New("the read database's head went back")
 
 // MirrorStats are a Mirror's counters, readable from any goroutine.
 type MirrorStats struct {
@@ -431,14 +435,14 @@ func (m *mirror) moveTarget(h int64) {
 	m.stats.ReadHead.Store(h)
 	m.stats.ReadError.Store(nil)
 	if h < m.head {
-		err := fmt.Errorf("history mirror: the read database's head went back from seq %d to %d: "+
-			"it is another database or an older copy (point a reader at one database or replica)", m.head, h)
+		err := fmt.Errorf("history mirror: %w from seq %d to %d: "+
+			"it is another database or an older copy (point a reader at one database or replica)", ErrHeadWentBack, m.head, h)
 		m.log.Error("stopping", zap.Error(err))
 		select {
 		case m.store.fatal <- err:
 		default:
 		}
-		panic(actors.Fatal(err))
+		panic(err)
 	}
 	m.target = max(m.target, h)
 }

@@ -11,7 +11,6 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	"go.uber.org/zap"
 
-	"github.com/marlowe-follower/follower/actors"
 	"github.com/marlowe-follower/follower/chainsync"
 	"github.com/marlowe-follower/follower/chainsync/chain"
 	"github.com/marlowe-follower/follower/chainsync/classify"
@@ -196,9 +195,9 @@ func (s *Store) Props() *actor.Props {
 func (s *Store) Stats() *StoreStats { return s.stats }
 
 // Fatal receives the error that stopped the store from committing for good
-// (ErrAnotherWriter); the process must then stop. The writer also fails
-// with it (an actors.FatalError), so that a supervisor stops the pipeline
-// instead of starting another writer.
+// (ErrAnotherWriter, ErrFenced); the process must then stop. The writer
+// also fails with it, so that a supervisor that knows these errors (the
+// pipeline's) stops the pipeline instead of starting another writer.
 func (s *Store) Fatal() <-chan error { return s.fatal }
 
 // ExpectRestart tells the store that its running writer is about to be
@@ -609,7 +608,7 @@ func (s *writer) die(err error, stopping bool) {
 	default:
 	}
 	if !stopping {
-		panic(actors.Fatal(err))
+		panic(err)
 	}
 }
 

@@ -154,9 +154,9 @@ type Pipeline struct {
 // the store received is committed, unless the store is the one that
 // failed) and the three start again together, so that nothing in flight
 // between them is lost or doubled. A child that fails more than
-// MaxRestarts times within RestartWindow, or fails with an
-// actors.FatalError (another writer holds the store), stops the pipeline,
-// and Err says why.
+// MaxRestarts times within RestartWindow, or fails with an error no
+// restart can mend (permanent: another writer holds the store), stops the
+// pipeline, and Err says why.
 func Start(ctx context.Context, cfg Config) (*Pipeline, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = zap.NewNop()
@@ -403,6 +403,9 @@ func (p *Pipeline) Stop(timeout time.Duration) error {
 	return err
 }
 
+// errSinkRefused is the sink actor's failure: Config.Sink refused an event.
+var errSinkRefused = errors.New("the sink refused an event")
+
 // sinkActor hands the follower's events to Config.Sink and returns their
 // credits.
 type sinkActor struct{ sink chainsync.Sink }
@@ -414,7 +417,7 @@ func (s *sinkActor) Receive(c actor.Context) {
 		cancel()
 		if err != nil {
 			// Restarting would deliver the same events again: stop.
-			panic(actors.Fatal(fmt.Errorf("the sink refused an event: %w", err)))
+			panic(fmt.Errorf("%w: %w", errSinkRefused, err))
 		}
 		chainsync.ReturnCredits(c.ActorSystem(), ev.Credit, 1)
 	}

@@ -9,7 +9,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	"go.uber.org/zap"
 
-	"github.com/marlowe-follower/follower/actors"
+	"github.com/marlowe-follower/follower/history"
 	"github.com/marlowe-follower/follower/streaming"
 )
 
@@ -155,11 +155,10 @@ func (r *root) HandleFailure(_ *actor.ActorSystem, sup actor.Supervisor, child *
 		return
 	}
 	err := asError(reason)
-	var fatal *actors.FatalError
-	if errors.As(err, &fatal) {
+	if permanent(err) {
 		r.log().Error("a pipeline actor failed for good: stopping the pipeline", zap.String("actor", string(role)), zap.Error(err))
 		sup.StopChildren(child)
-		r.stop(fatal.Err) // the reason as the actor gave it: the process exits with it
+		r.stop(err) // the reason as the actor gave it: the process exits with it
 		return
 	}
 	now := time.Now()
@@ -364,6 +363,22 @@ func (r *root) shutdownServers() {
 }
 
 func (r *root) log() *zap.Logger { return r.p.log }
+
+// permanent is the supervision rule's decider: whether a child's failure
+// is one that no restart can mend. Each stage fails with its own sentinel
+// errors, and only these stop the pipeline at once: another process
+// writes the store (history.ErrAnotherWriter), this one lost the writer
+// lock (history.ErrFenced: the store's commit or the projection's), a
+// reader's database is not the one it followed (history.ErrHeadWentBack),
+// the follow command's sink refused an event (errSinkRefused).
+func permanent(err error) bool {
+	for _, e := range []error{history.ErrAnotherWriter, history.ErrFenced, history.ErrHeadWentBack, errSinkRefused} {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	return false
+}
 
 func asError(reason any) error {
 	switch v := reason.(type) {

@@ -3,6 +3,7 @@ package pipeline
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -10,7 +11,6 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	"go.uber.org/zap/zaptest"
 
-	"github.com/marlowe-follower/follower/actors"
 	"github.com/marlowe-follower/follower/chainsync/devnet"
 	"github.com/marlowe-follower/follower/history"
 	"github.com/marlowe-follower/follower/history/record"
@@ -97,10 +97,11 @@ func TestKeepsFailingStopsThePipeline(t *testing.T) {
 	}
 }
 
-// TestFatalStopsThePipeline: a child failing with an actors.FatalError
-// stops the pipeline at once, with that error.
+// TestFatalStopsThePipeline: a child failing with an error no restart
+// can mend (here history.ErrAnotherWriter, wrapped) stops the pipeline at
+// once, with that error.
 func TestFatalStopsThePipeline(t *testing.T) {
-	p := startStoreOnly(t, failOn(func() any { return actors.Fatal(history.ErrAnotherWriter) }))
+	p := startStoreOnly(t, failOn(func() any { return fmt.Errorf("commit: %w", history.ErrAnotherWriter) }))
 	sendStep(t, p)
 	<-p.Done()
 	if err := p.Err(); !errors.Is(err, history.ErrAnotherWriter) {
@@ -108,5 +109,21 @@ func TestFatalStopsThePipeline(t *testing.T) {
 	}
 	if n := p.Restarts(Store); n != 0 {
 		t.Fatalf("%d restarts after a fatal error", n)
+	}
+}
+
+// TestPermanentFailures: the decider stops the pipeline on the stages'
+// sentinel errors for failures no restart mends, however wrapped, and on
+// nothing else.
+func TestPermanentFailures(t *testing.T) {
+	for _, err := range []error{history.ErrAnotherWriter, history.ErrFenced, history.ErrHeadWentBack, errSinkRefused} {
+		if !permanent(fmt.Errorf("a: %w", fmt.Errorf("b: %w", err))) {
+			t.Errorf("%v: not permanent", err)
+		}
+	}
+	for _, err := range []error{errors.New("boom"), context.DeadlineExceeded, history.ErrStoreStopped} {
+		if permanent(err) {
+			t.Errorf("%v: permanent", err)
+		}
 	}
 }
