@@ -17,7 +17,6 @@ import (
 	pcommon "github.com/blinklabs-io/gouroboros/protocol/common"
 	"go.uber.org/zap"
 
-	"github.com/marlowe-follower/follower/actors"
 	"github.com/marlowe-follower/follower/chainsync/classify"
 	"github.com/marlowe-follower/follower/chainsync/devnet"
 )
@@ -184,7 +183,7 @@ func followOnce(b *testing.B, socket string, tip uint64) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	system := actors.NewSystem(zap.NewNop())
+	system := newSystem()
 	defer system.Shutdown()
 	pid := system.Root.Spawn(f.Props())
 	select {

@@ -3,16 +3,17 @@ package chainsync
 import (
 	"context"
 	"encoding/json"
+	"log/slog"
 	"path/filepath"
 	"reflect"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/asynkron/protoactor-go/actor"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest"
 
-	"github.com/marlowe-follower/follower/actors"
 	"github.com/marlowe-follower/follower/chainsync/chain"
 	"github.com/marlowe-follower/follower/chainsync/classify"
 	"github.com/marlowe-follower/follower/chainsync/devnet"
@@ -121,7 +122,7 @@ func TestFollowDevnetEndToEnd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	system := actors.NewSystem(log)
+	system := newSystem()
 	defer system.Shutdown()
 	pid := system.Root.Spawn(f.Props())
 
@@ -184,7 +185,7 @@ func TestFollowerRetriesUntilTheNodeAppears(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	system := actors.NewSystem(log)
+	system := newSystem()
 	defer system.Shutdown()
 	pid := system.Root.Spawn(f.Props())
 	waitFor(t, 10*time.Second, "a few failed attempts", func() bool { return f.Progress().Snapshot().Attempts >= 3 })
@@ -219,7 +220,7 @@ func TestFollowerStartsAtAPointAndFromCheckpoint(t *testing.T) {
 	}
 	defer dn.Close()
 	mid, _ := dn.Store().Block(29) // block number 30
-	system := actors.NewSystem(log)
+	system := newSystem()
 	defer system.Shutdown()
 
 	run := func(cfg Config, cp Checkpoints) *chainView {
@@ -261,3 +262,9 @@ func TestFollowerStartsAtAPointAndFromCheckpoint(t *testing.T) {
 type staticCheckpoint struct{ r *Restored }
 
 func (s staticCheckpoint) Restore(context.Context) (*Restored, error) { return s.r, nil }
+
+// newSystem returns an actor system for a test; protoactor's own logs are
+// dropped (what the actors log goes to the test's logger).
+func newSystem() *actor.ActorSystem {
+	return actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return slog.New(slog.DiscardHandler) }))
+}

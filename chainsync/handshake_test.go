@@ -14,7 +14,6 @@ import (
 
 	"github.com/blinklabs-io/gouroboros/protocol/handshake"
 
-	"github.com/marlowe-follower/follower/actors"
 	"github.com/marlowe-follower/follower/chainsync/classify"
 	"github.com/marlowe-follower/follower/chainsync/devnet"
 )
@@ -42,7 +41,7 @@ func TestHandshakeWrongNetworkMagic(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	system := actors.NewSystem(log)
+	system := newSystem()
 	defer system.Shutdown()
 	pid := system.Root.Spawn(f.Props())
 	waitFor(t, 10*time.Second, "three failed handshakes", func() bool {
@@ -118,7 +117,7 @@ func TestHandshakeClosedWithoutReason(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	system := actors.NewSystem(zap.NewNop())
+	system := newSystem()
 	defer system.Shutdown()
 	pid := system.Root.Spawn(f.Props())
 	waitFor(t, 10*time.Second, "a closed handshake", func() bool { return f.Progress().Snapshot().HandshakeFailures[HandshakeClosed] >= 2 })

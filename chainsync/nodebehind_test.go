@@ -10,7 +10,6 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest"
 
-	"github.com/marlowe-follower/follower/actors"
 	"github.com/marlowe-follower/follower/chainsync/classify"
 	"github.com/marlowe-follower/follower/chainsync/devnet"
 )
@@ -88,7 +87,7 @@ func TestFollowerWaitsForANodeBehind(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	system := actors.NewSystem(log)
+	system := newSystem()
 	defer system.Shutdown()
 	pid := system.Root.Spawn(f.Props())
 	waitFor(t, 60*time.Second, "the follower to reach block 3000", func() bool { return view.tip().BlockNo == 3000 })
@@ -151,7 +150,7 @@ func TestFollowerStopsOnDivergence(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	system := actors.NewSystem(log)
+	system := newSystem()
 	defer system.Shutdown()
 	pid := system.Root.Spawn(f.Props())
 	waitFor(t, 30*time.Second, "the follower to reach block 400", func() bool { return view.tip().BlockNo == 400 })

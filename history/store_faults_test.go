@@ -11,7 +11,6 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/marlowe-follower/follower/actors"
 	"github.com/marlowe-follower/follower/chainsync/chain"
 	"github.com/marlowe-follower/follower/history"
 	"github.com/marlowe-follower/follower/history/record"
@@ -73,7 +72,7 @@ func newFaultFixture(t *testing.T, dir string) *faultFixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sys := actors.NewSystem(zap.NewNop())
+	sys := newSystem()
 	pid := sys.Root.Spawn(st.Props())
 	f := &faultFixture{t: t, backend: fb, store: st, send: func(s *history.Step) { sys.Root.Send(pid, s) }}
 	f.stop = func() {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"slices"
 	"sync"
@@ -15,7 +16,6 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	"go.uber.org/zap"
 
-	"github.com/marlowe-follower/follower/actors"
 	"github.com/marlowe-follower/follower/chainsync/chain"
 	"github.com/marlowe-follower/follower/history"
 	"github.com/marlowe-follower/follower/history/record"
@@ -50,7 +50,7 @@ func newStoreFixture(t testing.TB, cfg history.StoreConfig, dir string) *storeFi
 	if err != nil {
 		t.Fatal(err)
 	}
-	sys := actors.NewSystem(zap.NewNop())
+	sys := newSystem()
 	pid := sys.Root.Spawn(st.Props())
 	f := &storeFixture{t: t, backend: b, system: sys, pid: pid, store: st, handle: history.NewHandle(st, sys, pid), dir: dir}
 	return f
@@ -311,4 +311,10 @@ func head(s []int64) []int64 {
 		return s[:40]
 	}
 	return s
+}
+
+// newSystem returns an actor system for a test; protoactor's own logs are
+// dropped (what the actors log goes to the test's logger).
+func newSystem() *actor.ActorSystem {
+	return actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return slog.New(slog.DiscardHandler) }))
 }

@@ -12,7 +12,6 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest"
 
-	"github.com/marlowe-follower/follower/actors"
 	"github.com/marlowe-follower/follower/chainsync/chain"
 	"github.com/marlowe-follower/follower/chainsync/devnet"
 	"github.com/marlowe-follower/follower/history"
@@ -62,7 +61,7 @@ func TestMirrorRestartsUnderTheRule(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wsys := actors.NewSystem(zap.NewNop())
+	wsys := NewSystem(zap.NewNop())
 	wpid := wsys.Root.Spawn(st.Props())
 	t.Cleanup(func() {
 		_ = wsys.Root.PoisonFuture(wpid).Wait()

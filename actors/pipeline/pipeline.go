@@ -20,7 +20,6 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	"go.uber.org/zap"
 
-	"github.com/marlowe-follower/follower/actors"
 	"github.com/marlowe-follower/follower/chainsync"
 	"github.com/marlowe-follower/follower/chainsync/chain"
 	"github.com/marlowe-follower/follower/chainsync/classify"
@@ -183,7 +182,7 @@ func Start(ctx context.Context, cfg Config) (*Pipeline, error) {
 	if p.Progress == nil {
 		p.Progress = &chainsync.Progress{}
 	}
-	p.System = actors.NewSystem(cfg.Logger)
+	p.System = NewSystem(cfg.Logger)
 	fail := func(err error) (*Pipeline, error) {
 		p.System.Shutdown()
 		return nil, err

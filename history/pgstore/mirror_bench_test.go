@@ -10,7 +10,6 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/marlowe-follower/follower/actors"
 	"github.com/marlowe-follower/follower/chainsync/chain"
 	"github.com/marlowe-follower/follower/history"
 	"github.com/marlowe-follower/follower/history/record"
@@ -83,7 +82,7 @@ func BenchmarkCommitToClient(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	wsys := actors.NewSystem(zap.NewNop())
+	wsys := newSystem()
 	wpid := wsys.Root.Spawn(st.Props())
 	whandle := history.NewHandle(st, wsys, wpid)
 	read := db.open(b)
@@ -91,7 +90,7 @@ func BenchmarkCommitToClient(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	rsys := actors.NewSystem(zap.NewNop())
+	rsys := newSystem()
 	rpid := rsys.Root.Spawn(m.Props())
 	rhandle := history.NewHandle(m.Store(), rsys, rpid)
 	defer func() {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"os"
 	"slices"
@@ -17,7 +18,6 @@ import (
 	"github.com/jackc/pgx/v5"
 	"go.uber.org/zap"
 
-	"github.com/marlowe-follower/follower/actors"
 	"github.com/marlowe-follower/follower/chainsync/chain"
 	"github.com/marlowe-follower/follower/history"
 	"github.com/marlowe-follower/follower/history/pgstore"
@@ -51,7 +51,7 @@ func newWriter(t *testing.T, db *testStore) *writerFixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w := &writerFixture{db: db, system: actors.NewSystem(zap.NewNop()), store: st,
+	w := &writerFixture{db: db, system: newSystem(), store: st,
 		model: &mirrorChain{rng: rand.New(rand.NewPCG(7, 8)), created: map[int]bool{}}}
 	w.pid = w.system.Root.Spawn(st.Props())
 	t.Cleanup(func() {
@@ -98,7 +98,7 @@ func newReader(t *testing.T, read history.Backend, source history.CommitSource, 
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &readerFixture{system: actors.NewSystem(zap.NewNop()), mirror: m}
+	r := &readerFixture{system: newSystem(), mirror: m}
 	r.pid = r.system.Root.Spawn(m.Props())
 	r.handle = history.NewHandle(m.Store(), r.system, r.pid)
 	t.Cleanup(func() {
@@ -656,4 +656,10 @@ func TestMirrorCursorAheadOfTheReader(t *testing.T) {
 			t.Fatalf("after cursor %d: got %v", cursor, got)
 		}
 	}
+}
+
+// newSystem returns an actor system for a test; protoactor's own logs are
+// dropped (what the actors log goes to the test's logger).
+func newSystem() *actor.ActorSystem {
+	return actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return slog.New(slog.DiscardHandler) }))
 }

@@ -1,7 +1,4 @@
-// Package actors holds what the pipeline's actors share: the actor system,
-// wired so that protoactor's own logs go through the process's zap logger,
-// and FatalError, the failure a supervisor stops on instead of restarting.
-package actors
+package pipeline
 
 import (
 	"log/slog"
