@@ -19,7 +19,7 @@ import (
 var resetTables = []string{
 	// history
 	"records", "contracts", "contract_tags", "contract_parties", "breadcrumbs", "tip", "horizon",
-	"utxos", "utxo_changes", "meta", "writer_epoch", "schema_migrations",
+	"utxos", "utxo_changes", "meta", "writer_epoch", "writer_lease", "schema_migrations",
 	// contract projection
 	"cv_head", "cv_contracts", "cv_contract_tags", "cv_contract_parties", "cv_transactions", "cv_payouts",
 	"cv_withdrawals", "cv_schema_migrations",

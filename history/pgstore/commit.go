@@ -13,9 +13,10 @@ import (
 // stored head and horizon are read with the horizon row locked, which
 // serializes writers; the records go by COPY when there are many, and
 // everything else to the server as one pipelined batch of set-based
-// statements (arrays unnested server-side). Once the process took a writer
-// epoch (storage.Postgres.TakeEpoch) the commit is refused with
-// record.ErrFenced when the stored epoch is another.
+// statements (arrays unnested server-side). Once the process took the
+// writer lease (storage.Postgres.AcquireLease) the commit is refused with
+// record.ErrFenced when the stored epoch is another, and with
+// storage.ErrLeaseLapsed while the lease is not renewed.
 func (s *Store) Commit(ctx context.Context, p *history.CommitParams) error {
 	if err := s.check(); err != nil {
 		return err
@@ -28,12 +29,19 @@ func (s *Store) Commit(ctx context.Context, p *history.CommitParams) error {
 	if err != nil {
 		return s.translate("commit", err)
 	}
+	if err := s.pg.LeaseHeld(); err != nil {
+		return s.translate("commit", err) // a lapsed lease sends nothing to the server
+	}
 	err = s.write.BeginFunc(ctx, func(tx pgx.Tx) error {
-		// Fenced first: nothing of a writer that lost its lock lands.
+		// Fenced first: nothing of a writer that lost its lease lands; and
+		// last, so that a lease that lapsed meanwhile commits nothing.
 		if err := s.pg.CheckEpoch(ctx, tx); err != nil {
 			return err
 		}
-		return commit(ctx, tx, pl, p, channel)
+		if err := commit(ctx, tx, pl, p, channel); err != nil {
+			return err
+		}
+		return s.pg.LeaseHeld()
 	})
 	return s.translate("commit", err)
 }

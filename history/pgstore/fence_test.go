@@ -4,8 +4,11 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"sync"
 	"testing"
 	"time"
+
+	"go.uber.org/zap/zaptest"
 
 	"github.com/marlowe-follower/follower/chainsync/chain"
 	"github.com/marlowe-follower/follower/contracts/contractstore"
@@ -74,11 +77,41 @@ func (p *fencedProcess) writeAll(n, prev int64) (hist, proj, ack error) {
 	return hist, proj, ack
 }
 
-// TestWriterEpochFences: a process that took the writer epoch writes; once
-// another took a newer one, each of its writes (the history's commit, the
-// projection's, a stream's ack) fails with record.ErrFenced and changes
-// nothing, while the new holder's land. A process without an epoch (a
-// reader's) is not fenced.
+// acquire takes the writer lease on p's pool with a TTL long enough that
+// no renewal runs during a test, unless ttl is given.
+func (p *fencedProcess) acquire(t *testing.T, ctx context.Context, opts storage.LeaseOptions) *storage.Lease {
+	t.Helper()
+	if opts.TTL == 0 {
+		opts.TTL = time.Hour
+	}
+	if opts.Holder == "" {
+		opts.Holder = storage.HolderName()
+	}
+	if opts.Logger == nil {
+		opts.Logger = zaptest.NewLogger(t)
+	}
+	l, err := p.pg.AcquireLease(ctx, opts)
+	if err != nil {
+		t.Fatalf("acquiring the writer lease: %v", err)
+	}
+	t.Cleanup(func() { _ = l.Release() })
+	return l
+}
+
+// expireLease makes the stored lease expire now, as it does when its holder
+// hangs past its TTL.
+func expireLease(t *testing.T, p *fencedProcess) {
+	t.Helper()
+	if _, err := p.pg.Pool.Exec(context.Background(), `UPDATE writer_lease SET expires_at = clock_timestamp()`); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestWriterEpochFences: a process that took the writer lease writes; once
+// another took it (a newer epoch), each of its writes (the history's
+// commit, the projection's, a stream's ack) fails with record.ErrFenced and
+// changes nothing, while the new holder's land. A process without a lease
+// (a reader's) is not fenced.
 func TestWriterEpochFences(t *testing.T) {
 	ts := openTest(t)
 	t.Cleanup(func() { _ = ts.Close() })
@@ -88,16 +121,20 @@ func TestWriterEpochFences(t *testing.T) {
 		Mode: protocol.ModeAck, BatchSize: 10, Cursor: "0"}); err != nil {
 		t.Fatal(err)
 	}
-	ea, err := a.pg.TakeEpoch(ctx, nil)
-	if err != nil || ea < 1 || a.pg.Epoch() != ea {
-		t.Fatalf("first epoch %d (%v)", ea, err)
+	la := a.acquire(t, ctx, storage.LeaseOptions{})
+	if ea := la.Epoch(); ea < 1 || a.pg.Epoch() != ea {
+		t.Fatalf("first epoch %d, the pool's %d", ea, a.pg.Epoch())
 	}
 	if h, p, k := a.writeAll(1, 0); h != nil || p != nil || k != nil {
 		t.Fatalf("the holder's writes: %v, %v, %v", h, p, k)
 	}
-	eb, err := b.pg.TakeEpoch(ctx, nil)
-	if err != nil || eb != ea+1 {
-		t.Fatalf("second epoch %d after %d (%v)", eb, ea, err)
+	// The holder hangs (its lease expires in the database) and b takes
+	// over; a's lease is still valid by its own clock, and the epoch is
+	// what refuses its writes.
+	expireLease(t, a)
+	lb := b.acquire(t, ctx, storage.LeaseOptions{})
+	if lb.Epoch() != la.Epoch()+1 {
+		t.Fatalf("second epoch %d after %d", lb.Epoch(), la.Epoch())
 	}
 	h, p, k := a.writeAll(2, 1)
 	for what, err := range map[string]error{"history commit": h, "projection commit": p, "stream ack": k} {
@@ -115,7 +152,7 @@ func TestWriterEpochFences(t *testing.T) {
 	if h, p, k := b.writeAll(2, 1); h != nil || p != nil || k != nil {
 		t.Fatalf("the new holder's writes: %v, %v, %v", h, p, k)
 	}
-	// A third process without an epoch, as a reader acknowledging a
+	// A third process without a lease, as a reader acknowledging a
 	// durable stream, is not fenced.
 	c := openProcess(t, ts)
 	if err := c.streams.StreamAck(ctx, &streamstore.StreamAckParams{Name: "s", Cursor: "1", Batch: 3}); err != nil {
@@ -123,18 +160,17 @@ func TestWriterEpochFences(t *testing.T) {
 	}
 }
 
-// TestTakeEpochEndsAPausedWriter: a previous holder stopped in the middle
-// of a write transaction (a process paused with it open) holds the epoch
-// row; the next holder's TakeEpoch ends that session after EpochGrace
-// instead of waiting for it, and the paused transaction cannot commit.
-func TestTakeEpochEndsAPausedWriter(t *testing.T) {
+// TestLeaseTakeoverEndsAPausedWriter: a previous holder stopped in the
+// middle of a write transaction (a process paused with it open) holds the
+// epoch row; once its lease has expired, the next holder's takeover ends
+// that session after EpochGrace instead of waiting for it, and the paused
+// transaction cannot commit.
+func TestLeaseTakeoverEndsAPausedWriter(t *testing.T) {
 	ts := openTest(t)
 	t.Cleanup(func() { _ = ts.Close() })
 	a, b := openProcess(t, ts), openProcess(t, ts)
 	ctx := context.Background()
-	if _, err := a.pg.TakeEpoch(ctx, nil); err != nil {
-		t.Fatal(err)
-	}
+	a.acquire(t, ctx, storage.LeaseOptions{})
 	tx, err := a.pg.Pool.Begin(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -147,12 +183,18 @@ func TestTakeEpochEndsAPausedWriter(t *testing.T) {
 	if err := tx.QueryRow(ctx, `SELECT pg_backend_pid()`).Scan(&paused); err != nil {
 		t.Fatal(err)
 	}
+	expireLease(t, a)
+	var mu sync.Mutex
 	var ended []int
 	wait, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	if _, err := b.pg.TakeEpoch(wait, func(pid int) { ended = append(ended, pid) }); err != nil {
-		t.Fatalf("TakeEpoch behind a paused transaction: %v", err)
-	}
+	b.acquire(t, wait, storage.LeaseOptions{Ended: func(pid int) {
+		mu.Lock()
+		defer mu.Unlock()
+		ended = append(ended, pid)
+	}})
+	mu.Lock()
+	defer mu.Unlock()
 	if !slices.Equal(ended, []int{paused}) {
 		t.Fatalf("ended %v, the paused session is %d", ended, paused)
 	}

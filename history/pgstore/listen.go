@@ -2,8 +2,6 @@ package pgstore
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"strconv"
@@ -13,6 +11,7 @@ import (
 
 	"github.com/marlowe-follower/follower/history"
 	"github.com/marlowe-follower/follower/history/internal/sqlcommon"
+	"github.com/marlowe-follower/follower/history/storage"
 )
 
 // Commit notices (history.CommitNotice) go out on a channel named after the
@@ -26,17 +25,9 @@ var _ history.WALReporter = (*Store)(nil)
 // channelPrefix begins every notice channel's name.
 const channelPrefix = "marlowe_commits_"
 
-// ChannelName returns the notice channel of the store in schema: the
-// prefix and the schema's name, or, when that passes PostgreSQL's 63-byte
-// identifiers, the prefix and a hash of the name.
-func ChannelName(schema string) string {
-	name := channelPrefix + schema
-	if len(name) > 63 {
-		sum := sha256.Sum256([]byte(schema))
-		name = channelPrefix + hex.EncodeToString(sum[:12])
-	}
-	return name
-}
+// ChannelName returns the notice channel of the store in schema
+// (storage.ChannelName with the commits' prefix).
+func ChannelName(schema string) string { return storage.ChannelName(channelPrefix, schema) }
 
 // channel returns the store's notice channel, resolving the schema the
 // connections use (their search_path's first) once.

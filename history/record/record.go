@@ -92,7 +92,7 @@ var (
 	ErrNoIntersection  = errors.New("no stored point is on the node's chain")
 	ErrRollbackTooDeep = errors.New("rollback deeper than the stored history")
 	// ErrFenced refuses a write of a process whose writer epoch is not the
-	// stored one: another process took the writer lock since (this one
+	// stored one: another process took the writer lease since (this one
 	// lost it), so nothing it writes may land. It is fatal.
-	ErrFenced = errors.New("this process lost the writer lock: another writer took over")
+	ErrFenced = errors.New("this process lost the writer lease: another writer took over")
 )

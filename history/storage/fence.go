@@ -13,11 +13,12 @@ import (
 )
 
 // The writer's fencing epoch on PostgreSQL: the one row of writer_epoch
-// (the history line's migration 0002). A process that took the writer
-// lock calls TakeEpoch once; from then on every write transaction of the
-// stores on this pool checks the stored epoch (CheckEpoch, CheckEpochSQL)
+// (the history line's migration 0002). A process that takes the writer
+// lease (AcquireLease, lease.go) increments it in the same transaction;
+// from then on every write transaction of the stores on this pool checks
+// the lease (LeaseHeld) and the stored epoch (CheckEpoch, CheckEpochSQL)
 // and fails with record.ErrFenced when another process has taken a newer
-// one. A process that never took an epoch (a reader, a tool, a test of a
+// one. A process that never took the lease (a reader, a tool, a test of a
 // store alone) is not fenced.
 
 const (
@@ -25,24 +26,18 @@ const (
 	checkEpochSQL = `SELECT epoch FROM writer_epoch WHERE id = 1 FOR SHARE`
 )
 
-// TakeEpoch increments the stored writer epoch and keeps the new value as
-// this process's: call it once the writer lock is held and before
-// anything is read to resume from. The increment waits for write
-// transactions of the previous holder in flight (they hold the row FOR
-// SHARE), so everything it committed is visible after it and nothing it
-// commits later lands. A previous holder that stopped in the middle of one
-// (a process paused with its transaction open) would block the increment
-// for as long as it is paused: after EpochGrace the sessions that block it
-// are ended (pg_terminate_backend; their transactions roll back), and
-// ended, when set, is told each one's server pid. Only a previous holder's
-// writes lock the row while this process holds the writer lock.
-func (p *Postgres) TakeEpoch(ctx context.Context, ended func(pid int)) (int64, error) {
-	conn, err := p.Pool.Acquire(ctx)
-	if err != nil {
-		return 0, fmt.Errorf("taking the writer epoch: %w", err)
-	}
-	defer conn.Release()
-	pid := conn.Conn().PgConn().PID()
+// takeEpoch increments the stored writer epoch in tx (the lease's
+// takeover, on the session of server pid pid) and returns the new value.
+// The increment waits for write transactions of the previous holder in
+// flight (they hold the row FOR SHARE), so everything it committed is
+// visible after it and nothing it commits later lands. A previous holder
+// that stopped in the middle of one (a process paused with its transaction
+// open) would block the increment for as long as it is paused: after
+// EpochGrace the sessions that block it are ended (pg_terminate_backend;
+// their transactions roll back), and ended, when set, is told each one's
+// server pid. Only a previous holder's writes lock the row once its lease
+// has expired.
+func (p *Postgres) takeEpoch(ctx context.Context, tx pgx.Tx, pid uint32, ended func(pid int)) (int64, error) {
 	done := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Add(1)
@@ -71,13 +66,12 @@ func (p *Postgres) TakeEpoch(ctx context.Context, ended func(pid int)) (int64, e
 		}
 	}()
 	var epoch int64
-	err = conn.QueryRow(ctx, takeEpochSQL).Scan(&epoch)
+	err := tx.QueryRow(ctx, takeEpochSQL).Scan(&epoch)
 	close(done)
 	wg.Wait()
 	if err != nil {
 		return 0, fmt.Errorf("taking the writer epoch: %w", err)
 	}
-	p.epoch.Store(epoch)
 	return epoch, nil
 }
 
@@ -85,7 +79,8 @@ func (p *Postgres) TakeEpoch(ctx context.Context, ended func(pid int)) (int64, e
 // transactions before it ends the sessions that block it.
 const EpochGrace = 500 * time.Millisecond
 
-// Epoch is the writer epoch this process took (0: none, not fenced).
+// Epoch is the writer epoch this process took with its lease (0: none,
+// not fenced).
 func (p *Postgres) Epoch() int64 { return p.epoch.Load() }
 
 // StillEpoch reports whether the stored epoch is still this process's
@@ -104,13 +99,18 @@ func (p *Postgres) StillEpoch(ctx context.Context) error {
 	return fenced(mine, stored)
 }
 
-// CheckEpoch refuses, with record.ErrFenced, a write transaction of a
-// process whose epoch is no longer the stored one. It locks the epoch row
-// FOR SHARE until tx ends. It does nothing before TakeEpoch.
+// CheckEpoch refuses a write transaction of a process that took the
+// writer lease but may not write now: ErrLeaseLapsed while its lease is
+// not renewed (LeaseHeld), record.ErrFenced once the stored epoch is no
+// longer its own. It locks the epoch row FOR SHARE until tx ends. It does
+// nothing on a process that never took the lease.
 func (p *Postgres) CheckEpoch(ctx context.Context, tx pgx.Tx) error {
 	mine := p.epoch.Load()
 	if mine == 0 {
 		return nil
+	}
+	if err := p.LeaseHeld(); err != nil {
+		return err
 	}
 	var stored int64
 	if err := tx.QueryRow(ctx, checkEpochSQL).Scan(&stored); err != nil {
@@ -125,11 +125,26 @@ func (p *Postgres) CheckEpochSQL(ctx context.Context, tx *sql.Tx) error {
 	if mine == 0 {
 		return nil
 	}
+	if err := p.LeaseHeld(); err != nil {
+		return err
+	}
 	var stored int64
 	if err := tx.QueryRowContext(ctx, checkEpochSQL).Scan(&stored); err != nil {
 		return fmt.Errorf("checking the writer epoch: %w", err)
 	}
 	return fenced(mine, stored)
+}
+
+// LeaseHeld is nil while this process may write: it holds a valid writer
+// lease (Lease.Valid), or never took one. Write transactions check it
+// first (CheckEpoch) and again just before they commit, so that a holder
+// whose lease lapsed while a transaction ran does not commit it.
+func (p *Postgres) LeaseHeld() error {
+	l := p.lease.Load()
+	if l == nil {
+		return nil
+	}
+	return l.check()
 }
 
 func fenced(mine, stored int64) error {

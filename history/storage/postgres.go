@@ -36,8 +36,10 @@ type Postgres struct {
 	SQL    *sql.DB
 	Schema string
 	closed atomic.Bool
-	// epoch is the writer epoch this process took (fence.go).
+	// epoch is the writer epoch this process took with its lease, lease
+	// the lease (fence.go, lease.go).
 	epoch atomic.Int64
+	lease atomic.Pointer[Lease]
 }
 
 // OpenPostgres connects to the database at url (a PostgreSQL URL or

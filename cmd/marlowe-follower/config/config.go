@@ -74,6 +74,8 @@ type Store struct {
 	// ReadDatabaseURL is a reader's streaming replica of DatabaseURL.
 	ReadDatabaseURL string `yaml:"readDatabaseURL" env:"MARLOWE_RT_READ_DATABASE_URL" flag:"read-database-url" secret:"true" doc:"role reader: a PostgreSQL streaming replica (physical standby) of store.databaseURL to read records and contracts from; the reader still learns of commits from store.databaseURL and serves a record only once the replica has replayed it. Empty: read store.databaseURL"`
 	DataDir         string `yaml:"dataDir" env:"MARLOWE_RT_DATA_DIR" flag:"data-dir" default:"./marlowe-follower-data" doc:"directory of the embedded store"`
+	// WriterLeaseTTL is the writer lease's life (storage.LeaseOptions.TTL).
+	WriterLeaseTTL time.Duration `yaml:"writerLeaseTTL" env:"MARLOWE_RT_WRITER_LEASE_TTL" flag:"writer-lease-ttl" default:"10s" doc:"PostgreSQL, roles writer and all: the life of the writer lease, a row in the database the writer renews every third of this. A writer that has not renewed it within three quarters of this stops committing; a standby takes over once it has expired by the database's clock: the longest takeover after a writer dies, hangs or is cut off. At least 300ms"`
 	// WriterLockPing is storelock.WriterOptions.Ping.
 	WriterLockPing time.Duration `yaml:"writerLockPing" env:"MARLOWE_RT_WRITER_LOCK_PING" flag:"writer-lock-ping" default:"1s" doc:"PostgreSQL, roles writer and all: how often the writer lock's session is checked (and how long a check may take); a writer whose check fails stops, since another may hold the lock by then"`
 }

@@ -403,3 +403,49 @@ func TestStreamingLeaseSettings(t *testing.T) {
 		}
 	}
 }
+
+// TestWriterLeaseTTLSetting: store.writerLeaseTTL from its default, the
+// file, the environment and a flag (each over the one before), and refused
+// below storage.MinLeaseTTL with a message naming the setting.
+func TestWriterLeaseTTLSetting(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "c.yaml")
+	if err := os.WriteFile(file, []byte("store:\n  writerLeaseTTL: 4s\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	load := func(t *testing.T, file string, env map[string]string, flags ...string) (*Loaded, error) {
+		t.Helper()
+		fs := pflag.NewFlagSet("x", pflag.ContinueOnError)
+		RegisterFlags(fs)
+		if err := fs.Parse(flags); err != nil {
+			t.Fatal(err)
+		}
+		return Load(fs, file, func(k string) (string, bool) { v, ok := env[k]; return v, ok })
+	}
+	for _, c := range []struct {
+		file  string
+		env   map[string]string
+		flags []string
+		want  time.Duration
+		from  Source
+	}{
+		{want: 10 * time.Second, from: FromDefault},
+		{file: file, want: 4 * time.Second, from: FromFile},
+		{file: file, env: map[string]string{"MARLOWE_RT_WRITER_LEASE_TTL": "3s"}, want: 3 * time.Second, from: FromEnv},
+		{file: file, env: map[string]string{"MARLOWE_RT_WRITER_LEASE_TTL": "3s"}, flags: []string{"--writer-lease-ttl", "1500ms"},
+			want: 1500 * time.Millisecond, from: FromFlag},
+	} {
+		l, err := load(t, c.file, c.env, c.flags...)
+		if err != nil || l.Config.Store.WriterLeaseTTL != c.want || l.Sources["store.writerLeaseTTL"] != c.from || l.Config.Validate() != nil {
+			t.Errorf("%+v: %v, got %s from %v", c, err, l.Config.Store.WriterLeaseTTL, l.Sources["store.writerLeaseTTL"])
+		}
+	}
+	for _, bad := range []string{"0s", "299ms"} {
+		l, err := load(t, "", nil, "--writer-lease-ttl", bad)
+		if err == nil {
+			err = l.Config.Validate()
+		}
+		if err == nil || !strings.Contains(err.Error(), "store.writerLeaseTTL (MARLOWE_RT_WRITER_LEASE_TTL)") {
+			t.Errorf("--writer-lease-ttl %s: %v", bad, err)
+		}
+	}
+}

@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/pflag"
 	"go.yaml.in/yaml/v3"
 
+	"github.com/marlowe-follower/follower/history/storage"
 	"github.com/marlowe-follower/follower/query/origin"
 )
 
@@ -404,6 +405,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Query.NoWriterGrace <= 0 {
 		errs = append(errs, errors.New("query.noWriterGrace (MARLOWE_RT_NO_WRITER_GRACE) must be positive"))
+	}
+	if c.Store.WriterLeaseTTL < storage.MinLeaseTTL {
+		errs = append(errs, fmt.Errorf("store.writerLeaseTTL (MARLOWE_RT_WRITER_LEASE_TTL) is %s: want at least %s", c.Store.WriterLeaseTTL, storage.MinLeaseTTL))
 	}
 	if c.Store.WriterLockPing <= 0 {
 		errs = append(errs, errors.New("store.writerLockPing (MARLOWE_RT_WRITER_LOCK_PING) must be positive"))

@@ -1,7 +1,9 @@
 package service
 
 import (
+	"errors"
 	"net/http"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -9,6 +11,7 @@ import (
 
 	"github.com/marlowe-follower/follower/chainsync"
 	"github.com/marlowe-follower/follower/history"
+	"github.com/marlowe-follower/follower/history/storage"
 )
 
 // Metrics is the process's Prometheus registry with the follower's and the
@@ -17,6 +20,9 @@ import (
 type Metrics struct {
 	Registry      *prometheus.Registry
 	CommitSeconds prometheus.Histogram
+	// LeaseRenewals times the writer lease's renewals, by result (ok,
+	// failed, lost).
+	LeaseRenewals *prometheus.HistogramVec
 }
 
 // NewMetrics registers the Go runtime and process collectors and the commit
@@ -31,8 +37,29 @@ func NewMetrics() *Metrics {
 			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16),
 		}),
 	}
-	reg.MustRegister(m.CommitSeconds)
+	m.LeaseRenewals = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name: "marlowe_writer_lease_renewal_seconds", Help: "Time to renew the writer lease (one UPDATE on its own connection), " +
+			"by result: ok, failed (retried) or lost (another process took the lease).",
+		Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16),
+	}, []string{"result"})
+	for _, r := range []string{"ok", "failed", "lost"} {
+		m.LeaseRenewals.WithLabelValues(r)
+	}
+	reg.MustRegister(m.CommitSeconds, m.LeaseRenewals)
 	return m
+}
+
+// ObserveLeaseRenewal counts a renewal of the writer lease
+// (storage.LeaseOptions.Renewed).
+func (m *Metrics) ObserveLeaseRenewal(took time.Duration, err error) {
+	result := "ok"
+	switch {
+	case errors.Is(err, storage.ErrLeaseLost):
+		result = "lost"
+	case err != nil:
+		result = "failed"
+	}
+	m.LeaseRenewals.WithLabelValues(result).Observe(took.Seconds())
 }
 
 // RegisterRole exposes the process's role (marlowe_role{role}, 1) and, on

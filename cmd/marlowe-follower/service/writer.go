@@ -24,6 +24,7 @@ import (
 type writerState struct {
 	mu    sync.Mutex
 	lock  *storelock.WriterLock
+	lease *storage.Lease
 	epoch int64
 	since time.Time // when the wait began, then when the lock was taken
 	held  atomic.Bool
@@ -35,7 +36,7 @@ func (w *writerState) isHeld() bool {
 	w.mu.Lock()
 	lock := w.lock
 	w.mu.Unlock()
-	return w.held.Load() && lock != nil && lock.Held()
+	return w.held.Load() && lock != nil && lock.Held() && w.lease.Valid()
 }
 
 func (w *writerState) status() *query.WriterLock {
@@ -136,20 +137,24 @@ func (s *Service) takeWriterLock(ctx context.Context, pg *storage.Postgres, opts
 	if err != nil {
 		return err
 	}
-	epoch, err := pg.TakeEpoch(ctx, func(pid int) {
-		s.log.Warn("ended a session of the previous writer whose open transaction blocked the new writer epoch "+
-			"(a writer paused mid-commit: its transaction rolls back)", zap.Int("pid", pid))
+	lease, err := pg.AcquireLease(ctx, storage.LeaseOptions{
+		TTL: s.cfg.Store.WriterLeaseTTL, Holder: storage.HolderName(), Logger: s.log.Named("lease"),
+		Ended: func(pid int) {
+			s.log.Warn("ended a session of the previous writer whose open transaction blocked the new writer epoch "+
+				"(a writer paused mid-commit: its transaction rolls back)", zap.Int("pid", pid))
+		},
+		Renewed: s.metrics.ObserveLeaseRenewal,
 	})
 	if err != nil {
 		_ = lock.Release()
 		return err
 	}
 	w.mu.Lock()
-	w.lock, w.epoch, w.since = lock, epoch, lock.Since()
+	w.lock, w.lease, w.epoch, w.since = lock, lease, lease.Epoch(), lock.Since()
 	w.mu.Unlock()
 	w.held.Store(true)
-	s.log.Info("holding the writer lock", zap.Int64("epoch", epoch), zap.Uint32("sessionPid", lock.SessionPID()),
-		zap.Duration("waited", time.Since(start)))
+	s.log.Info("holding the writer lock and lease", zap.Int64("epoch", lease.Epoch()), zap.String("holder", lease.Holder()),
+		zap.Uint32("sessionPid", lock.SessionPID()), zap.Duration("ttl", lease.TTL()), zap.Duration("waited", time.Since(start)))
 	return nil
 }
 
@@ -158,15 +163,19 @@ func (s *Service) takeWriterLock(ctx context.Context, pg *storage.Postgres, opts
 // fenced anyway). A lock whose session failed but that was taken again,
 // with nobody writing meanwhile, is not lost (storelock.WriterOptions.Retaken).
 func (s *Service) watchWriterLock() {
-	lock := s.writer.lock
+	lock, lease := s.writer.lock, s.writer.lease
+	var err error
 	select {
 	case <-lock.Lost():
+		err = lock.Err()
+	case <-lease.Lost():
+		err = lease.Err()
 	case <-s.pipe.Done():
 		return
 	}
 	s.writer.held.Store(false)
 	select {
-	case s.fatal <- lock.Err():
+	case s.fatal <- err:
 	default:
 	}
 }
@@ -177,13 +186,19 @@ func (s *Service) releaseWriterLock() error {
 		return nil
 	}
 	s.writer.mu.Lock()
-	lock := s.writer.lock
+	lock, lease := s.writer.lock, s.writer.lease
 	s.writer.mu.Unlock()
 	s.writer.held.Store(false)
-	if lock == nil {
-		return nil
+	var err error
+	if lease != nil {
+		err = lease.Release()
 	}
-	return lock.Release()
+	if lock != nil {
+		if lerr := lock.Release(); lerr != nil && err == nil {
+			err = lerr
+		}
+	}
+	return err
 }
 
 // startStandby starts the reader a standby writer serves while it waits:

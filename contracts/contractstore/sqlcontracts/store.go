@@ -155,7 +155,8 @@ func (s *Store) Init(ctx context.Context) error {
 }
 
 // Commit writes one batch in one transaction. On PostgreSQL it is refused
-// with record.ErrFenced once another process took the writer epoch
+// with record.ErrFenced once another process took the writer lease, and
+// with storage.ErrLeaseLapsed while this one's is not renewed
 // (storage.Postgres.CheckEpoch).
 func (s *Store) Commit(ctx context.Context, p *contractstore.CommitParams) error {
 	if err := s.errs.Check(); err != nil {
@@ -164,9 +165,12 @@ func (s *Store) Commit(ctx context.Context, p *contractstore.CommitParams) error
 	stmts := cvsql.BuildCommit(p)
 	conflict := fmt.Errorf("%w (stored seq is not %d)", contractstore.ErrConflict, p.PrevSeq)
 	if s.pool != nil {
+		if err := s.pg.LeaseHeld(); err != nil {
+			return s.errs.Translate("commit", err)
+		}
 		return s.errs.Translate("commit", pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 			if err := s.pg.CheckEpoch(ctx, tx); err != nil {
-				return err // a writer that lost its lock (record.ErrFenced)
+				return err // a writer that lost its lease (record.ErrFenced)
 			}
 			var b pgx.Batch
 			for _, st := range stmts {
@@ -184,7 +188,10 @@ func (s *Store) Commit(ctx context.Context, p *contractstore.CommitParams) error
 					return conflict
 				}
 			}
-			return br.Close()
+			if err := br.Close(); err != nil {
+				return err
+			}
+			return s.pg.LeaseHeld() // a lease that lapsed meanwhile commits nothing
 		}))
 	}
 	tx, err := s.file.Write.BeginTx(ctx, nil)

@@ -277,11 +277,19 @@ func (s *Store) StreamAck(ctx context.Context, p *streamstore.StreamAckParams) e
 	if err := s.errs.Check(); err != nil {
 		return err
 	}
+	if s.pg != nil {
+		if err := s.pg.LeaseHeld(); err != nil {
+			return s.errs.Translate("ack "+p.Name, err)
+		}
+	}
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return s.errs.Translate("ack "+p.Name, err)
 	}
 	err = s.ackTx(ctx, tx, p)
+	if err == nil && s.pg != nil {
+		err = s.pg.LeaseHeld() // a lease that lapsed meanwhile moves no cursor
+	}
 	if err != nil {
 		if rerr := tx.Rollback(); rerr != nil && !errors.Is(rerr, sql.ErrTxDone) {
 			err = errors.Join(err, rerr)
@@ -293,7 +301,7 @@ func (s *Store) StreamAck(ctx context.Context, p *streamstore.StreamAckParams) e
 
 func (s *Store) ackTx(ctx context.Context, tx *sql.Tx, p *streamstore.StreamAckParams) error {
 	if s.pg != nil {
-		// A writer that lost its lock moves no cursor (record.ErrFenced).
+		// A writer that lost its lease moves no cursor (record.ErrFenced).
 		if err := s.pg.CheckEpochSQL(ctx, tx); err != nil {
 			return err
 		}

@@ -1,0 +1,239 @@
+package pgstore_test
+
+import (
+	"context"
+	"errors"
+	"net/url"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/marlowe-follower/follower/chainsync/chain"
+	"github.com/marlowe-follower/follower/history"
+	"github.com/marlowe-follower/follower/history/record"
+	"github.com/marlowe-follower/follower/history/storage"
+	"github.com/marlowe-follower/follower/history/storage/storagetest"
+)
+
+// waitFor polls cond every 10 ms until it holds, failing the test after d.
+func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s", d, what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// commitTip commits a checkpoint-only batch of the history at block n.
+func (p *fencedProcess) commitTip(n int64) error {
+	tip := chain.Tip{Point: chain.Point{Slot: uint64(n)}, BlockNo: uint64(n)}
+	return p.history.Commit(context.Background(), &history.CommitParams{Checkpoint: history.CheckpointUpdate{Tip: tip}})
+}
+
+// TestWriterLeaseHandover: the first process takes the lease at once (a
+// new schema's lease was never held) and renews it; a second waits for it
+// as a standby (told who holds it), and a reader sees the holder, its
+// epoch and a fresh renewal. When the holder lets it go the standby takes
+// it at once, with the next epoch, although its own wait for the stored
+// expiry would last an hour: the release's notice woke it. The first
+// process writes no more.
+func TestWriterLeaseHandover(t *testing.T) {
+	ts := openTest(t)
+	t.Cleanup(func() { _ = ts.Close() })
+	a, b, reader := openProcess(t, ts), openProcess(t, ts), openProcess(t, ts)
+	ctx := context.Background()
+	la := a.acquire(t, ctx, storage.LeaseOptions{TTL: 900 * time.Millisecond, Holder: "a"})
+	if la.Epoch() != 1 || !la.Valid() {
+		t.Fatalf("the first lease: epoch %d, valid %v", la.Epoch(), la.Valid())
+	}
+	waitFor(t, 30*time.Second, "two renewals", func() bool { return la.Renewals() >= 2 })
+	row, err := storage.ReadLease(ctx, reader.pg.Pool)
+	if err != nil || row.Holder != "a" || row.Epoch != 1 || row.Expired() || row.TTL != 900*time.Millisecond ||
+		row.RenewalAge() > row.TTL || row.Remaining() <= 0 {
+		t.Fatalf("the lease as a reader reads it: %+v (%v)", row, err)
+	}
+
+	var mu sync.Mutex
+	var seen []storage.LeaseRow
+	took := make(chan *storage.Lease, 1)
+	go func() {
+		l, err := b.pg.AcquireLease(ctx, storage.LeaseOptions{TTL: time.Hour, Holder: "b", Waiting: func(r storage.LeaseRow) {
+			mu.Lock()
+			defer mu.Unlock()
+			seen = append(seen, r)
+		}})
+		if err != nil {
+			t.Errorf("the standby: %v", err)
+		}
+		took <- l
+	}()
+	waitFor(t, 30*time.Second, "the standby waiting", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(seen) == 1
+	})
+	mu.Lock()
+	if seen[0].Holder != "a" || seen[0].Epoch != 1 {
+		t.Errorf("the standby was told %+v", seen[0])
+	}
+	mu.Unlock()
+	select {
+	case <-took:
+		t.Fatal("the standby took a lease that is held and renewed")
+	default:
+	}
+	if err := a.commitTip(1); err != nil {
+		t.Fatalf("the holder's commit: %v", err)
+	}
+
+	if err := la.Release(); err != nil {
+		t.Fatal(err)
+	}
+	var lb *storage.Lease
+	select {
+	case lb = <-took:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the standby did not take the lease its holder let go")
+	}
+	if lb == nil {
+		t.FailNow()
+	}
+	defer lb.Release()
+	if lb.Epoch() != 2 {
+		t.Fatalf("the standby's epoch %d", lb.Epoch())
+	}
+	if err := a.commitTip(2); err == nil {
+		t.Fatal("a process that let its lease go committed")
+	}
+	if err := b.commitTip(2); err != nil {
+		t.Fatalf("the new holder's commit: %v", err)
+	}
+	if row, err := storage.ReadLease(ctx, reader.pg.Pool); err != nil || row.Holder != "b" || row.Epoch != 2 || row.Expired() {
+		t.Fatalf("the lease after the handover: %+v (%v)", row, err)
+	}
+}
+
+// TestWriterLeaseHungHolder: the holder's database traffic stops (a proxy
+// stops forwarding it, the TCP sessions open, as in a partition or a
+// pause). Its renewals fail; by its own clock the lease lapses before the
+// database's expiry, and from then on its writes are refused at once
+// (storage.ErrLeaseLapsed, nothing sent). A standby takes the lease once
+// it has expired, with the next epoch. When the traffic flows again the
+// old holder's next renewal finds the lease taken: it is lost (Lost, its
+// error naming the new holder) and its writes fail with record.ErrFenced.
+func TestWriterLeaseHungHolder(t *testing.T) {
+	ts := openTest(t)
+	t.Cleanup(func() { _ = ts.Close() })
+	u, err := url.Parse(ts.url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy, err := storagetest.NewProxy(u.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = proxy.Close() })
+	viaProxy, err := proxy.URL(ts.url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := openProcess(t, &testStore{url: viaProxy, schema: ts.schema})
+	b := openProcess(t, ts)
+	ctx := context.Background()
+	const ttl = 1200 * time.Millisecond
+	la := a.acquire(t, ctx, storage.LeaseOptions{TTL: ttl, Holder: "a"})
+	if err := a.commitTip(1); err != nil {
+		t.Fatal(err)
+	}
+	standby := make(chan *storage.Lease, 1)
+	go func() {
+		l, err := b.pg.AcquireLease(ctx, storage.LeaseOptions{TTL: ttl, Holder: "b"})
+		if err != nil {
+			t.Errorf("the standby: %v", err)
+		}
+		standby <- l
+	}()
+
+	proxy.Pause()
+	waitFor(t, 30*time.Second, "the holder's lease lapsing", func() bool { return !la.Valid() })
+	if err := a.commitTip(2); !errors.Is(err, storage.ErrLeaseLapsed) {
+		t.Fatalf("a commit of the lapsed holder: %v, want storage.ErrLeaseLapsed", err)
+	}
+	var lb *storage.Lease
+	select {
+	case lb = <-standby:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the standby did not take the expired lease")
+	}
+	if lb == nil {
+		t.FailNow()
+	}
+	defer lb.Release()
+	if lb.Epoch() != la.Epoch()+1 {
+		t.Fatalf("the standby's epoch %d after %d", lb.Epoch(), la.Epoch())
+	}
+	select {
+	case <-la.Lost():
+		t.Fatal("the holder learnt of its loss while cut off")
+	default:
+	}
+
+	proxy.Resume()
+	select {
+	case <-la.Lost():
+	case <-time.After(30 * time.Second):
+		t.Fatal("the old holder did not learn that its lease was taken")
+	}
+	if err := la.Err(); !errors.Is(err, record.ErrFenced) || !strings.Contains(err.Error(), "b took the writer lease (epoch 2") {
+		t.Fatalf("the loss: %v", err)
+	}
+	if err := a.commitTip(2); !errors.Is(err, record.ErrFenced) {
+		t.Fatalf("a commit of the old holder: %v, want record.ErrFenced", err)
+	}
+	if err := b.commitTip(2); err != nil {
+		t.Fatalf("the new holder's commit: %v", err)
+	}
+	cp, err := b.history.CheckpointGet(ctx)
+	if err != nil || cp.Tip.BlockNo != 2 {
+		t.Fatalf("the checkpoint: %+v (%v)", cp, err)
+	}
+}
+
+// TestWriterLeaseRenewsAfterALapse: a holder cut off for longer than its
+// TTL while nobody else wants the lease renews it when its traffic flows
+// again (the row still carries its epoch) and commits again.
+func TestWriterLeaseRenewsAfterALapse(t *testing.T) {
+	ts := openTest(t)
+	t.Cleanup(func() { _ = ts.Close() })
+	u, _ := url.Parse(ts.url)
+	proxy, err := storagetest.NewProxy(u.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = proxy.Close() })
+	viaProxy, _ := proxy.URL(ts.url)
+	a := openProcess(t, &testStore{url: viaProxy, schema: ts.schema})
+	reader := openProcess(t, ts)
+	ctx := context.Background()
+	la := a.acquire(t, ctx, storage.LeaseOptions{TTL: 600 * time.Millisecond, Holder: "a"})
+	proxy.Pause()
+	waitFor(t, 30*time.Second, "the lease expired in the database", func() bool {
+		row, err := storage.ReadLease(ctx, reader.pg.Pool)
+		return err == nil && row.Expired()
+	})
+	if la.Valid() {
+		t.Fatal("the holder's lease is valid past the database's expiry")
+	}
+	proxy.Resume()
+	waitFor(t, 30*time.Second, "the lease renewed", la.Valid)
+	if err := a.commitTip(1); err != nil {
+		t.Fatalf("the holder's commit after renewing: %v", err)
+	}
+	if la.Err() != nil || la.RenewalFailures() == 0 {
+		t.Fatalf("lost %v, %d failed renewals", la.Err(), la.RenewalFailures())
+	}
+}
