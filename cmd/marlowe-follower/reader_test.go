@@ -87,7 +87,8 @@ func startServiceOn(t *testing.T, bin, role, dbURL, socket string, qport, sport 
 		"--query-port", strconv.Itoa(qport), "--streaming-port", strconv.Itoa(sport), "--log-level", "info",
 		"--progress-bar", "never", "--progress-period", "0s", "--no-ui"}
 	if socket != "" {
-		args = append(args, "--node-socket", socket, "--min-backoff", "50ms", "--max-backoff", "300ms")
+		args = append(args, "--node-socket", socket, "--min-backoff", "50ms", "--max-backoff", "300ms",
+			"--writer-lease-ttl", testLeaseTTL.String())
 	}
 	p := startProc(t, role, bin, append(args, extra...)...)
 	p.qport, p.sport = qport, sport
