@@ -19,6 +19,7 @@ import (
 	"github.com/marlowe-follower/follower/chainsync/block"
 	"github.com/marlowe-follower/follower/chainsync/chain"
 	"github.com/marlowe-follower/follower/chainsync/classify"
+	"github.com/marlowe-follower/follower/chainsync/handoff"
 )
 
 // Sink receives the follower's events in chain order.
@@ -34,25 +35,6 @@ type SinkFunc func(ctx context.Context, ev classify.Event) error
 
 // Deliver calls f.
 func (f SinkFunc) Deliver(ctx context.Context, ev classify.Event) error { return f(ctx, ev) }
-
-// Restored is the state the follower resumes from: what the history store
-// committed last.
-type Restored struct {
-	// Breadcrumbs are recent headers to intersect with, newest first; empty
-	// when nothing was followed yet.
-	Breadcrumbs []chain.BlockHeader
-	// UTxOs is the tracked output set as of the newest breadcrumb, Recent
-	// the UTxO changes of the blocks before it that a rollback may undo
-	// (oldest first), and Horizon the newest block whose changes are gone.
-	UTxOs   []classify.TrackedUTxO
-	Recent  []classify.UTxOChanges
-	Horizon chain.BlockHeader
-}
-
-// Checkpoints gives the follower the state to resume from.
-type Checkpoints interface {
-	Restore(ctx context.Context) (*Restored, error)
-}
 
 // ErrNoIntersection is reported when none of the stored points is on the
 // node's chain. When the node's tip is behind our point the follower waits
@@ -73,8 +55,8 @@ var errStale = errors.New("connection replaced")
 // only forward each block or rollback to its mailbox and wait for the
 // actor to take it, so the actor classifies in chain order with no lock,
 // and the node is read no faster than the actor takes blocks. Sent with
-// SendTo, events go downstream as ChainEvent messages, each taking one of
-// Config.InFlight credits; the credits come back as CreditsReturned
+// SendTo, events go downstream as handoff.ChainEvent messages, each taking one of
+// Config.InFlight credits; the credits come back as handoff.CreditsReturned
 // messages once the events are done (committed). While none is left the
 // actor keeps the block it was offered and takes it when credits return:
 // the callback waits for the actor, never for a credit. Without SendTo the
@@ -88,7 +70,7 @@ var errStale = errors.New("connection replaced")
 type Follower struct {
 	cfg        Config
 	log        *zap.Logger
-	checkpoint Checkpoints
+	checkpoint handoff.Checkpoints
 	sink       Sink
 	target     *actor.PID
 	progress   *Progress
@@ -101,7 +83,7 @@ type Follower struct {
 // DecodeAll classifier for checks): the first incarnation uses it, the
 // ones after it a new classifier with its options. progress is updated as
 // it goes. sink receives the events unless SendTo is called.
-func NewFollower(cfg Config, logger *zap.Logger, checkpoint Checkpoints, classifier *classify.Classifier, sink Sink, progress *Progress) (*Follower, error) {
+func NewFollower(cfg Config, logger *zap.Logger, checkpoint handoff.Checkpoints, classifier *classify.Classifier, sink Sink, progress *Progress) (*Follower, error) {
 	cfg, err := cfg.withDefaults()
 	if err != nil {
 		return nil, err
@@ -118,8 +100,8 @@ func NewFollower(cfg Config, logger *zap.Logger, checkpoint Checkpoints, classif
 	}, nil
 }
 
-// SendTo sends the events to target as *ChainEvent messages, at most
-// Config.InFlight of them not yet returned (CreditsReturned). Call it
+// SendTo sends the events to target as *handoff.ChainEvent messages, at most
+// Config.InFlight of them not yet returned (handoff.CreditsReturned). Call it
 // before spawning.
 func (f *Follower) SendTo(target *actor.PID) { f.target = target }
 
@@ -220,7 +202,7 @@ func (f *follower) Receive(ctx actor.Context) {
 			return
 		}
 		f.chain(msg)
-	case *CreditsReturned:
+	case *handoff.CreditsReturned:
 		f.credits = min(f.credits+msg.N, f.cfg.InFlight)
 		if p := f.parked; p != nil && f.credits > 0 {
 			f.parked = nil
@@ -716,7 +698,7 @@ func (f *follower) send(ctx context.Context, ev classify.Event) error {
 		return f.sink.Deliver(ctx, ev)
 	}
 	f.credits--
-	f.system.Root.Send(f.target, &ChainEvent{Event: ev, Credit: f.self})
+	f.system.Root.Send(f.target, &handoff.ChainEvent{Event: ev, Credit: f.self})
 	return nil
 }
 

@@ -17,6 +17,7 @@ import (
 	"github.com/marlowe-follower/follower/chainsync/chain"
 	"github.com/marlowe-follower/follower/chainsync/classify"
 	"github.com/marlowe-follower/follower/chainsync/devnet"
+	"github.com/marlowe-follower/follower/chainsync/handoff"
 )
 
 // chainView applies delivered events to a list of blocks, as a downstream
@@ -223,7 +224,7 @@ func TestFollowerStartsAtAPointAndFromCheckpoint(t *testing.T) {
 	system := newSystem()
 	defer system.Shutdown()
 
-	run := func(cfg Config, cp Checkpoints) *chainView {
+	run := func(cfg Config, cp handoff.Checkpoints) *chainView {
 		view := &chainView{t: t}
 		f, err := NewFollower(cfg, log, cp, classify.New(classify.Options{}), view, nil)
 		if err != nil {
@@ -242,7 +243,7 @@ func TestFollowerStartsAtAPointAndFromCheckpoint(t *testing.T) {
 	if v := run(cfg, nil); v.blocks[0].header.BlockNo != 31 {
 		t.Fatalf("from a point: first block %d", v.blocks[0].header.BlockNo)
 	}
-	cp := staticCheckpoint{&Restored{Breadcrumbs: []chain.BlockHeader{mid.Header}}}
+	cp := staticCheckpoint{&handoff.Restored{Breadcrumbs: []chain.BlockHeader{mid.Header}}}
 	if v := run(base, cp); v.blocks[0].header.BlockNo != 31 {
 		t.Fatalf("from a checkpoint: first block %d", v.blocks[0].header.BlockNo)
 	}
@@ -259,9 +260,9 @@ func TestFollowerStartsAtAPointAndFromCheckpoint(t *testing.T) {
 	}
 }
 
-type staticCheckpoint struct{ r *Restored }
+type staticCheckpoint struct{ r *handoff.Restored }
 
-func (s staticCheckpoint) Restore(context.Context) (*Restored, error) { return s.r, nil }
+func (s staticCheckpoint) Restore(context.Context) (*handoff.Restored, error) { return s.r, nil }
 
 // newSystem returns an actor system for a test; protoactor's own logs are
 // dropped (what the actors log goes to the test's logger).

@@ -10,9 +10,9 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	"go.uber.org/zap"
 
-	"github.com/marlowe-follower/follower/chainsync"
-	"github.com/marlowe-follower/follower/chainsync/chain"
+		"github.com/marlowe-follower/follower/chainsync/chain"
 	"github.com/marlowe-follower/follower/chainsync/classify"
+	"github.com/marlowe-follower/follower/chainsync/handoff"
 	"github.com/marlowe-follower/follower/contracts/marlowe"
 	pd "github.com/marlowe-follower/follower/contracts/plutusdata"
 	"github.com/marlowe-follower/follower/history/record"
@@ -24,7 +24,7 @@ type Step struct {
 	Forward  *ForwardStep
 	Rollback *RollbackStep
 	// Credit is the follower whose credit the chain event took: the store
-	// returns it (chainsync.CreditsReturned) once the step is committed.
+	// returns it (handoff.CreditsReturned) once the step is committed.
 	Credit *actor.PID
 	// Release, when set, is called once the step is committed (for
 	// callers outside the pipeline: tests and tools).
@@ -60,7 +60,7 @@ type ProcessorStats struct {
 }
 
 // Processor turns Marlowe chain events into history records. As an actor it
-// receives *chainsync.ChainEvent and sends *Step to the store. Between
+// receives *handoff.ChainEvent and sends *Step to the store. Between
 // events it keeps nothing but its counters, which outlive its incarnations
 // (the metrics read them): each incarnation Props spawns is a fresh actor.
 type Processor struct {
@@ -97,12 +97,12 @@ type processorActor struct {
 
 // Receive handles the actor's messages.
 func (p *processorActor) Receive(ctx actor.Context) {
-	if ev, ok := ctx.Message().(*chainsync.ChainEvent); ok {
+	if ev, ok := ctx.Message().(*handoff.ChainEvent); ok {
 		if st := p.Process(ev.Event); st != nil {
 			st.Credit = ev.Credit
 			ctx.Send(p.store, st)
 		} else {
-			chainsync.ReturnCredits(ctx.ActorSystem(), ev.Credit, 1) // nothing to store: done
+			handoff.Return(ctx.ActorSystem(), ev.Credit, 1) // nothing to store: done
 		}
 	}
 }

@@ -11,9 +11,9 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	"go.uber.org/zap"
 
-	"github.com/marlowe-follower/follower/chainsync"
 	"github.com/marlowe-follower/follower/chainsync/chain"
 	"github.com/marlowe-follower/follower/chainsync/classify"
+	"github.com/marlowe-follower/follower/chainsync/handoff"
 	"github.com/marlowe-follower/follower/history/record"
 )
 
@@ -141,19 +141,13 @@ type writer struct {
 type batch struct {
 	params   CommitParams
 	releases []func()
-	credits  []credit
+	credits  handoff.Credits
 	blocks   int
 	firstAt  time.Time
 	horizon  bool // Checkpoint.Horizon changed
 	// endsInRollback is when the batch's last step was a rollback (zero
 	// otherwise); see step.
 	endsInRollback time.Time
-}
-
-// credit counts a batch's steps that took a credit of one follower.
-type credit struct {
-	to *actor.PID
-	n  int
 }
 
 // NewStore loads the committed state from the backend (the first writer
@@ -210,9 +204,9 @@ func (s *Store) ExpectRestart() { s.run.expectRestart() }
 // supervisor stopped for good): subscriptions end with ErrStoreStopped.
 func (s *Store) Retire() { s.run.retire() }
 
-// Restore implements chainsync.Checkpoints: the follower resumes from what
+// Restore implements handoff.Checkpoints: the follower resumes from what
 // the store committed last, read from the backend at each (re)start.
-func (s *Store) Restore(ctx context.Context) (*chainsync.Restored, error) {
+func (s *Store) Restore(ctx context.Context) (*handoff.Restored, error) {
 	cp, err := s.backend.CheckpointGet(ctx)
 	if err != nil {
 		return nil, err
@@ -220,7 +214,7 @@ func (s *Store) Restore(ctx context.Context) (*chainsync.Restored, error) {
 	if len(cp.Breadcrumbs) == 0 {
 		return nil, nil
 	}
-	return &chainsync.Restored{Breadcrumbs: cp.Breadcrumbs, UTxOs: cp.UTxOs, Recent: cp.Recent, Horizon: cp.Horizon}, nil
+	return &handoff.Restored{Breadcrumbs: cp.Breadcrumbs, UTxOs: cp.UTxOs, Recent: cp.Recent, Horizon: cp.Horizon}, nil
 }
 
 // load reads the committed state a writer starts from: the state NewStore
@@ -340,9 +334,7 @@ func (s *writer) step(st *Step) {
 	if st.Release != nil {
 		b.releases = append(b.releases, st.Release)
 	}
-	if st.Credit != nil {
-		b.addCredit(st.Credit)
-	}
+	b.credits.Add(st.Credit)
 	switch {
 	case st.Forward != nil:
 		s.forward(st.Forward)
@@ -486,17 +478,6 @@ func (s *writer) rollback(r *RollbackStep) {
 	}
 }
 
-// addCredit counts a step's credit.
-func (b *batch) addCredit(to *actor.PID) {
-	for i := range b.credits {
-		if b.credits[i].to == to || b.credits[i].to.Equal(to) {
-			b.credits[i].n++
-			return
-		}
-	}
-	b.credits = append(b.credits, credit{to: to, n: 1})
-}
-
 // commit writes the pending batch. On failure the batch stays pending (its
 // credits not returned, so the follower stops) and is retried. stopping is
 // set for the last commit of a writer that stops.
@@ -566,9 +547,7 @@ func (s *writer) commit(stopping bool) {
 		release()
 	}
 	if !stopping {
-		for _, c := range b.credits {
-			chainsync.ReturnCredits(s.system, c.to, c.n)
-		}
+		b.credits.Return(s.system)
 	}
 	s.fanOut(b.params.Records)
 	s.pending = &batch{}

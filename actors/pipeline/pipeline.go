@@ -23,6 +23,7 @@ import (
 	"github.com/marlowe-follower/follower/chainsync"
 	"github.com/marlowe-follower/follower/chainsync/chain"
 	"github.com/marlowe-follower/follower/chainsync/classify"
+	"github.com/marlowe-follower/follower/chainsync/handoff"
 	"github.com/marlowe-follower/follower/contracts"
 	"github.com/marlowe-follower/follower/history"
 	"github.com/marlowe-follower/follower/streaming"
@@ -217,7 +218,7 @@ func Start(ctx context.Context, cfg Config) (*Pipeline, error) {
 		if fc.InFlight == 0 && cfg.History != nil {
 			fc.InFlight = cfg.Store.InFlight()
 		}
-		var cp chainsync.Checkpoints
+		var cp handoff.Checkpoints
 		if p.Store != nil {
 			cp = p.Store
 		}
@@ -410,7 +411,7 @@ var errSinkRefused = errors.New("the sink refused an event")
 type sinkActor struct{ sink chainsync.Sink }
 
 func (s *sinkActor) Receive(c actor.Context) {
-	if ev, ok := c.Message().(*chainsync.ChainEvent); ok {
+	if ev, ok := c.Message().(*handoff.ChainEvent); ok {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		err := s.sink.Deliver(ctx, ev.Event)
 		cancel()
@@ -418,6 +419,6 @@ func (s *sinkActor) Receive(c actor.Context) {
 			// Restarting would deliver the same events again: stop.
 			panic(fmt.Errorf("%w: %w", errSinkRefused, err))
 		}
-		chainsync.ReturnCredits(c.ActorSystem(), ev.Credit, 1)
+		handoff.Return(c.ActorSystem(), ev.Credit, 1)
 	}
 }
