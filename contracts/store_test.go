@@ -10,9 +10,9 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/marlowe-follower/follower/actors/pipeline/projectiontest"
 	"github.com/marlowe-follower/follower/contracts"
 	"github.com/marlowe-follower/follower/contracts/contractstore"
-	"github.com/marlowe-follower/follower/contracts/projectiontest"
 	"github.com/marlowe-follower/follower/history/record"
 )
 

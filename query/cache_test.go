@@ -8,7 +8,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/marlowe-follower/follower/contracts/projectiontest"
+	"github.com/marlowe-follower/follower/actors/pipeline/projectiontest"
 	"github.com/marlowe-follower/follower/query"
 )
 

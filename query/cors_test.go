@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/marlowe-follower/follower/contracts/projectiontest"
+	"github.com/marlowe-follower/follower/actors/pipeline/projectiontest"
 	"github.com/marlowe-follower/follower/query"
 )
 

@@ -9,8 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/marlowe-follower/follower/actors/pipeline/projectiontest"
 	"github.com/marlowe-follower/follower/chainsync/devnet"
-	"github.com/marlowe-follower/follower/contracts/projectiontest"
 	"github.com/marlowe-follower/follower/query"
 )
 

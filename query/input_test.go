@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/marlowe-follower/follower/contracts/projectiontest"
+	"github.com/marlowe-follower/follower/actors/pipeline/projectiontest"
 	"github.com/marlowe-follower/follower/query"
 )
 

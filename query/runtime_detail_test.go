@@ -13,9 +13,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/marlowe-follower/follower/actors/pipeline/projectiontest"
 	"github.com/marlowe-follower/follower/chainsync/chain"
 	"github.com/marlowe-follower/follower/contracts/contractstore"
-	"github.com/marlowe-follower/follower/contracts/projectiontest"
 	"github.com/marlowe-follower/follower/query"
 )
 

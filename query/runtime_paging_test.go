@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/marlowe-follower/follower/contracts/projectiontest"
+	"github.com/marlowe-follower/follower/actors/pipeline/projectiontest"
 )
 
 // keysOf lists the range values of a page's items.

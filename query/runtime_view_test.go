@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/marlowe-follower/follower/contracts/projectiontest"
+	"github.com/marlowe-follower/follower/actors/pipeline/projectiontest"
 )
 
 func contractKey(c *rtContract) string { return c.ContractID }

@@ -12,9 +12,9 @@ import (
 
 	"github.com/getkin/kin-openapi/openapi3filter"
 
+	"github.com/marlowe-follower/follower/actors/pipeline/projectiontest"
 	"github.com/marlowe-follower/follower/chainsync/chain"
 	"github.com/marlowe-follower/follower/chainsync/devnet"
-	"github.com/marlowe-follower/follower/contracts/projectiontest"
 	"github.com/marlowe-follower/follower/query"
 	"github.com/marlowe-follower/follower/streaming"
 	"github.com/marlowe-follower/follower/streaming/protocol"

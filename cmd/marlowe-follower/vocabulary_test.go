@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/marlowe-follower/follower/actors/pipeline/projectiontest"
 	"github.com/marlowe-follower/follower/chainsync/chain"
-	"github.com/marlowe-follower/follower/contracts/projectiontest"
 	"github.com/marlowe-follower/follower/history/record"
 	"github.com/marlowe-follower/follower/query"
 	"github.com/marlowe-follower/follower/streaming"

@@ -16,9 +16,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/marlowe-follower/follower/actors/pipeline/projectiontest"
 	"github.com/marlowe-follower/follower/chainsync/chain"
 	"github.com/marlowe-follower/follower/chainsync/devnet"
-	"github.com/marlowe-follower/follower/contracts/projectiontest"
 	"github.com/marlowe-follower/follower/query"
 	"github.com/marlowe-follower/follower/query/explorer"
 )
