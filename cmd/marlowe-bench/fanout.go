@@ -204,6 +204,7 @@ type tipParams struct {
 	Subscribers int     `json:"subscribers"`
 	Seconds     float64 `json:"seconds"`
 	Drain       float64 `json:"drainSeconds"`
+	SetupLimit  float64 `json:"setupLimitSeconds"`
 }
 
 // TipRow is a phase of subscribers at the tip.
@@ -212,15 +213,19 @@ type TipRow struct {
 	Subscribers int    `json:"subscribers"`
 	// SetupSeconds is how long connecting and subscribing them took.
 	SetupSeconds float64 `json:"setupSeconds"`
-	Seconds      float64 `json:"seconds"`
+	// BehindAtStart is how many blocks the service's commits were behind
+	// the node when the phase began (the previous phase may have left it
+	// behind).
+	BehindAtStart uint64  `json:"behindAtStart"`
+	Seconds       float64 `json:"seconds"`
 	// NodeBlocks is how many blocks the node made in the window, Committed
 	// how many the service committed meanwhile.
 	NodeBlocks int     `json:"nodeBlocks"`
 	Committed  int     `json:"committed"`
 	CommitKept float64 `json:"commitRateKept"`
-	// Records are the records of the window's blocks; Expected is
-	// Records x Subscribers, Delivered how many of those arrived by the
-	// end of the drain.
+	// Records are the records the service committed in the window;
+	// Expected is Records x Subscribers, Delivered how many of those
+	// arrived by the end of the drain.
 	Records   int64 `json:"records"`
 	Expected  int64 `json:"expected"`
 	Delivered int64 `json:"delivered"`
@@ -266,16 +271,24 @@ func runTipJob(ctx context.Context, raw json.RawMessage) (any, error) {
 	for i := range tallies {
 		tallies[i].keep = true
 	}
-	subs, err := dialAll(ctx, prm.Client, prm.StreamURL, tallies, 0, 64)
-	if err != nil {
-		return nil, err
+	// A service that cannot take the subscribers within the limit fails
+	// the phase, not the run.
+	sctx, cancel := context.WithTimeout(ctx, time.Duration(prm.SetupLimit*float64(time.Second)))
+	defer cancel()
+	subs, err := dialAll(sctx, prm.Client, prm.StreamURL, tallies, 0, 64)
+	if err == nil {
+		defer closeAll(subs)
+		err = subscribeAll(sctx, subs, "tip", 64)
 	}
-	defer closeAll(subs)
-	if err := subscribeAll(ctx, subs, "tip", 64); err != nil {
-		return nil, err
+	if err != nil {
+		row.Failed, row.FirstError = prm.Subscribers, fmt.Sprintf("setup failed after %.0fs: %v", time.Since(setup).Seconds(), err)
+		progress("  tip, %d %s subscribers: %s", row.Subscribers, row.Client, row.FirstError)
+		return row, nil
 	}
 	row.SetupSeconds = time.Since(setup).Seconds()
-	m0, err := scrape(ctx, prm.QueryURL)
+	// The window: the records the service commits during it, seqs
+	// (s0, s1]; the latency of each from its block's arrival.
+	m0, st0, err := observe(ctx, prm.QueryURL)
 	if err != nil {
 		return nil, err
 	}
@@ -288,20 +301,20 @@ func runTipJob(ctx context.Context, raw json.RawMessage) (any, error) {
 		return nil, ctx.Err()
 	}
 	t1 := time.Now()
-	m1, err := scrape(ctx, prm.QueryURL)
+	m1, st1, err := observe(ctx, prm.QueryURL)
 	if err != nil {
 		return nil, err
 	}
 	row.ServerRSSMiB = mib(rss.finish())
-	b0, b1, nb := obs.between(t0, t1)
-	row.NodeBlocks = nb
+	_, _, row.NodeBlocks = obs.between(t0, t1)
 	row.Committed = int(m1.value("marlowe_history_blocks_committed_total") - m0.value("marlowe_history_blocks_committed_total"))
-	row.CommitKept = ratio(float64(row.Committed), float64(nb))
+	row.CommitKept = ratio(float64(row.Committed), float64(row.NodeBlocks))
 	row.CommitP50Ms = histogramQuantile(m0.buckets("marlowe_store_commit_seconds"), m1.buckets("marlowe_store_commit_seconds"), 0.5)
 	row.CommitP99Ms = histogramQuantile(m0.buckets("marlowe_store_commit_seconds"), m1.buckets("marlowe_store_commit_seconds"), 0.99)
+	s0, s1 := st0.HistorySeq, st1.HistorySeq
 	// The drain: the window's records still on their way.
 	deadline := time.Now().Add(time.Duration(prm.Drain * float64(time.Second)))
-	for nb > 0 && time.Now().Before(deadline) && !allPast(tallies, b1) {
+	for time.Now().Before(deadline) && !allHave(tallies, s1) {
 		select {
 		case <-time.After(20 * time.Millisecond):
 		case <-ctx.Done():
@@ -312,12 +325,8 @@ func runTipJob(ctx context.Context, raw json.RawMessage) (any, error) {
 	serverCPU, clientCPU := procCPUSeconds(prm.Pid)-cpuServer, cpuSeconds()-cpuClient
 	closeAll(subs)
 	row.ClientRSSMiB = mib(readMem().Peak)
-	if nb == 0 {
-		return nil, fmt.Errorf("the node made no block in the %gs window", prm.Seconds)
-	}
 	var lat latencies
-	var lo, hi int64
-	var inWindow, duringRun int64
+	var duringRun int64
 	for i := range tallies {
 		t := &tallies[i]
 		row.Disorder += t.disorder
@@ -331,14 +340,10 @@ func runTipJob(ctx context.Context, raw json.RawMessage) (any, error) {
 			if r.at >= t0.UnixNano() && r.at <= t2.UnixNano() {
 				duringRun++
 			}
-			if r.block < b0 || r.block > b1 {
+			if r.seq <= s0 || r.seq > s1 {
 				continue
 			}
-			if lo == 0 || r.seq < lo {
-				lo = r.seq
-			}
-			hi = max(hi, r.seq)
-			inWindow++
+			row.Delivered++
 			if at, ok := obs.arrival(r.block); ok {
 				lat.add(time.Duration(r.at - at.UnixNano()))
 			}
@@ -347,11 +352,8 @@ func runTipJob(ctx context.Context, raw json.RawMessage) (any, error) {
 	if err := obs.close(); err != nil {
 		return nil, fmt.Errorf("observer: %w", err)
 	}
-	if lo > 0 {
-		row.Records = hi - lo + 1
-	}
+	row.Records = s1 - s0
 	row.Expected = row.Records * int64(prm.Subscribers)
-	row.Delivered = inWindow
 	row.P50Ms, row.P99Ms, row.Samples = lat.quantiles()
 	row.MaxMs = lat.maxMs()
 	row.ServerCPUus = serverCPU / float64(max(duringRun, 1)) * 1e6
@@ -362,10 +364,20 @@ func runTipJob(ctx context.Context, raw json.RawMessage) (any, error) {
 	return row, nil
 }
 
-// allPast reports whether every subscriber has a record of block b or later.
-func allPast(tallies []tally, b uint64) bool {
+// observe reads the service's metrics and status.
+func observe(ctx context.Context, queryURL string) (metricsText, followerStatus, error) {
+	m, err := scrape(ctx, queryURL)
+	if err != nil {
+		return m, followerStatus{}, err
+	}
+	st, err := fetchStatus(ctx, queryURL)
+	return m, st, err
+}
+
+// allHave reports whether every subscriber has the record seq.
+func allHave(tallies []tally, seq int64) bool {
 	for i := range tallies {
-		if tallies[i].block.Load() < b {
+		if tallies[i].seq.Load() < seq {
 			return false
 		}
 	}
@@ -448,12 +460,16 @@ func (s *suite) fanoutTip(ctx context.Context) error {
 		if err := waitConnections(ctx, svc.QueryURL, 0, time.Minute); err != nil {
 			return err
 		}
+		// The previous phase may have left the service behind: it gets a
+		// minute to catch up; how far behind it still is goes in the row.
+		behind := svc.waitCaughtUp(ctx, time.Minute)
 		ph.StreamURL, ph.QueryURL, ph.Socket, ph.Pid = svc.StreamURL, svc.QueryURL, live.Socket, svc.Pid()
-		ph.Seconds, ph.Drain = s.sz.TipSeconds, s.sz.TipDrainSeconds
+		ph.Seconds, ph.Drain, ph.SetupLimit = s.sz.TipSeconds, s.sz.TipDrainSeconds, s.sz.TipSetupSeconds
 		var row TipRow
 		if err := s.work(ctx, "fanoutTip", fmt.Sprintf("%s-%d", ph.Client, ph.Subscribers), ph, &row); err != nil {
 			return err
 		}
+		row.BehindAtStart = behind
 		s.res.Tip = append(s.res.Tip, row)
 	}
 	return nil

@@ -60,22 +60,38 @@ func renderTip(b *strings.Builder, r *Result) {
 	w := func(format string, args ...any) { fmt.Fprintf(b, format, args...) }
 	w("**At the tip.** The node makes %s blocks/s; the subscribers start from the tip, then the window runs %s s; the ",
 		trimFloat(r.Sizes.TipRate), trimFloat(r.Sizes.TipSeconds))
-	w("records of the blocks made in it are followed until every subscriber has them (at most %s s more). The latency of a ",
+	w("records the service commits in it are followed until every subscriber has them (at most %s s more). The latency of a ",
 		trimFloat(r.Sizes.TipDrainSeconds))
 	w("record is from the moment its block reached the node's followers (an observer in the worker follows the node too) to ")
 	w("the moment the subscriber had read the frame: it includes the service's own work on the block, whose commit time is ")
 	w("given apart (its histogram's bucket bound). The phases run one after the other on one service: raw, Go, Go, raw, then ")
 	w("the many raw ones. CPU per delivery is over the window and the drain; server RSS is the largest sampled in the window.\n\n")
-	w("| client | subscribers | p50 ms | p99 ms | max ms | delivered / expected | out of order | commits / blocks made | commit p99 ms | server RSS MiB (before) | server CPU µs / delivery | client CPU µs / delivery | setup s |\n")
+	w("The service starts each phase at the tip, or as close as it got in a minute after the one before (\"behind\": ")
+	w("blocks not yet committed when the phase began).\n\n")
+	w("| client | subscribers | p50 ms | p99 ms | max ms | delivered / expected | out of order | commits / blocks made (behind) | commit p99 ms | server RSS MiB (before) | server CPU µs / delivery | client CPU µs / delivery | setup s |\n")
 	w("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	var failed []string
 	for _, t := range r.Tip {
-		w("| %s | %s | %s | %s | %s | %s / %s | %s | %d / %d | %s | %s (%s) | %s | %s | %s |\n", t.Client,
-			commas(float64(t.Subscribers)), fixed(t.P50Ms, 1), fixed(t.P99Ms, 1), fixed(t.MaxMs, 0), commas(float64(t.Delivered)),
-			commas(float64(t.Expected)), commas(float64(t.Disorder)), t.Committed, t.NodeBlocks, trimFloat(t.CommitP99Ms),
-			fixed(t.ServerRSSMiB, 0), fixed(t.ServerRSSBeforeMiB, 0), fixed(t.ServerCPUus, 1), fixed(t.ClientCPUus, 1),
-			fixed(t.SetupSeconds, 1))
+		if t.Samples == 0 && t.FirstError != "" {
+			w("| %s | %s | (failed) | | | | | | | %s | | | |\n", t.Client, commas(float64(t.Subscribers)), fixed(t.ServerRSSBeforeMiB, 0))
+		} else {
+			w("| %s | %s | %s | %s | %s | %s / %s | %s | %d / %d (%d) | %s | %s (%s) | %s | %s | %s |\n", t.Client,
+				commas(float64(t.Subscribers)), fixed(t.P50Ms, 1), fixed(t.P99Ms, 1), fixed(t.MaxMs, 0), commas(float64(t.Delivered)),
+				commas(float64(t.Expected)), commas(float64(t.Disorder)), t.Committed, t.NodeBlocks, t.BehindAtStart,
+				trimFloat(t.CommitP99Ms), fixed(t.ServerRSSMiB, 0), fixed(t.ServerRSSBeforeMiB, 0), fixed(t.ServerCPUus, 1),
+				fixed(t.ClientCPUus, 1), fixed(t.SetupSeconds, 1))
+		}
+		if t.FirstError != "" {
+			failed = append(failed, fmt.Sprintf("%s %s: %d subscribers failed; the first: %s", commas(float64(t.Subscribers)), t.Client, t.Failed, t.FirstError))
+		}
 	}
 	w("\n")
+	for _, f := range failed {
+		w("- %s\n", f)
+	}
+	if len(failed) > 0 {
+		w("\n")
+	}
 	raws, gos := tipRows(r.Tip, clientRaw, r.Sizes.TipSubscribers), tipRows(r.Tip, clientGo, r.Sizes.TipSubscribers)
 	var p99, cpu []float64
 	for i := range min(len(raws), len(gos)) {

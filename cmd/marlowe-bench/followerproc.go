@@ -119,12 +119,18 @@ type followerStatus struct {
 	Committed struct {
 		BlockNo uint64 `json:"blockNo"`
 	} `json:"committedPoint"`
-	HistorySeq int64 `json:"historySeq"`
+	HistorySeq      int64  `json:"historySeq"`
+	CommittedBehind uint64 `json:"committedBlocksBehind"`
 }
 
 func (p *followerProc) status(ctx context.Context) (followerStatus, error) {
+	return fetchStatus(ctx, p.QueryURL)
+}
+
+// fetchStatus reads GET /status of the service at queryURL.
+func fetchStatus(ctx context.Context, queryURL string) (followerStatus, error) {
 	var st followerStatus
-	body, err := httpGet(ctx, p.QueryURL+"/status")
+	body, err := httpGet(ctx, queryURL+"/status")
 	if err != nil {
 		return st, err
 	}
@@ -173,6 +179,20 @@ func (p *followerProc) waitAtTip(ctx context.Context, limit time.Duration) error
 			return ctx.Err()
 		case <-time.After(50 * time.Millisecond):
 		}
+	}
+}
+
+// waitCaughtUp waits until the service's commits are at most a block
+// behind the node, for at most limit; it returns how many blocks behind
+// they are then.
+func (p *followerProc) waitCaughtUp(ctx context.Context, limit time.Duration) uint64 {
+	deadline := time.Now().Add(limit)
+	for {
+		st, err := p.status(ctx)
+		if err == nil && st.CommittedBehind <= 1 || time.Now().After(deadline) || ctx.Err() != nil {
+			return st.CommittedBehind
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }
 

@@ -48,8 +48,8 @@ type tally struct {
 	// done is when the subscriber had every record up to its goal.
 	done time.Time
 	err  error
-	// block is the block of the last record, for other goroutines.
-	block atomic.Uint64
+	// seq is last, for other goroutines.
+	seq atomic.Int64
 }
 
 // add notes a record.
@@ -59,7 +59,7 @@ func (t *tally) add(seq int64, block uint64, at int64) {
 	}
 	t.last = seq
 	t.count++
-	t.block.Store(block)
+	t.seq.Store(seq)
 	if t.keep {
 		t.receipts = append(t.receipts, receipt{seq, block, at})
 	}
@@ -155,18 +155,16 @@ func inParallel(n, parallel int, do func(i int) error) error {
 	return nil
 }
 
-// closeAll closes the subscribers and waits until they have stopped.
+// closeAll closes the subscribers, all at once (a Go client's close waits
+// for the close handshake), and waits until they have stopped.
 func closeAll(subs []subscriber) {
-	for _, s := range subs {
-		if s != nil {
-			s.close()
+	_ = inParallel(len(subs), len(subs), func(i int) error {
+		if subs[i] != nil {
+			subs[i].close()
+			subs[i].wait()
 		}
-	}
-	for _, s := range subs {
-		if s != nil {
-			s.wait()
-		}
-	}
+		return nil
+	})
 }
 
 // streamName is the one stream each subscriber has.

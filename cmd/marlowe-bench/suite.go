@@ -74,6 +74,7 @@ type sizes struct {
 	TipManySubscribers int     `json:"tipManySubscribers"`
 	TipSeconds         float64 `json:"tipSeconds"`
 	TipDrainSeconds    float64 `json:"tipDrainSeconds"`
+	TipSetupSeconds    float64 `json:"tipSetupSeconds"`
 }
 
 // contractsPerBlock is about how many contracts the devnet creates per
@@ -89,7 +90,7 @@ func sizesFor(o *Options) sizes {
 		GrowthBlocks: 100_000, GrowthPoints: []uint64{10_000, 100_000}, GrowthBackends: []string{subjectFollower, "sqlite", "postgresql"},
 		SampleSeconds: 1, MarloweBlockSize: 2000,
 		StormBlocks: 10_900, StormSubscribers: 1000, StormLimitSeconds: 150, StormSettleSeconds: 5,
-		TipRate: 20, TipSubscribers: 1000, TipManySubscribers: 10_000, TipSeconds: 6, TipDrainSeconds: 10,
+		TipRate: 20, TipSubscribers: 1000, TipManySubscribers: 10_000, TipSeconds: 6, TipDrainSeconds: 10, TipSetupSeconds: 90,
 	}
 	switch {
 	case o.Quick:
@@ -99,7 +100,7 @@ func sizesFor(o *Options) sizes {
 		s.ContractBlocks, s.QueryClients, s.QuerySeconds = []uint64{500}, []int{1, 16}, 0.5
 		s.GrowthBlocks, s.GrowthPoints, s.SampleSeconds = 4_000, []uint64{1_000, 4_000}, 0.25
 		s.StormBlocks, s.StormSubscribers, s.StormLimitSeconds, s.StormSettleSeconds = 300, 30, 60, 0
-		s.TipSubscribers, s.TipManySubscribers, s.TipSeconds, s.TipDrainSeconds = 30, 200, 1.5, 5
+		s.TipSubscribers, s.TipManySubscribers, s.TipSeconds, s.TipDrainSeconds, s.TipSetupSeconds = 30, 200, 1.5, 5, 60
 	case o.Long:
 		s.ContractBlocks = append(s.ContractBlocks, 250_000)
 		s.GrowthBlocks, s.GrowthPoints = 1_000_000, []uint64{10_000, 100_000, 1_000_000}
