@@ -388,26 +388,32 @@ func (s *writer) armFlush(d time.Duration) {
 	time.AfterFunc(d, func() { system.Root.Send(self, &flushDue{}) })
 }
 
+// assign gives the next record its seq: the one place seqs are assigned.
+func (s *writer) assign(r *record.Record) {
+	r.Seq = s.next
+	s.next++
+}
+
 func (s *writer) forward(f *ForwardStep) {
 	b := &s.pending.params
-	first := s.next
+	first := len(b.Records)
 	for i := range f.Records {
 		r := f.Records[i]
-		r.Seq = s.next
-		s.next++
+		s.assign(&r)
 		b.Records = append(b.Records, r)
 		s.recent = append(s.recent, record.RecordRef{Seq: r.Seq, Slot: r.Block.Slot, Kind: r.Kind, Contract: r.Contract})
 	}
-	for _, c := range f.Contracts {
-		c.CreatedSeq = first + c.CreatedSeq
-		b.Contracts = append(b.Contracts, c)
-		s.contracts[c.ID] = c.Detached()
+	seqOf := func(i int) int64 { return b.Records[first+i].Seq }
+	for _, c := range f.Creations {
+		idx := c.Contract
+		idx.CreatedSeq = seqOf(c.Record)
+		b.Contracts = append(b.Contracts, idx)
+		s.contracts[idx.ID] = idx.Detached()
 	}
-	for _, pa := range f.PartyAdditions {
-		pa.Seq = first + pa.Seq
-		b.PartyAdditions = append(b.PartyAdditions, pa)
-		if idx, ok := s.contracts[pa.Contract]; ok {
-			idx.MergeParties(pa.Parties)
+	for _, a := range f.Additions {
+		b.PartyAdditions = append(b.PartyAdditions, PartyAddition{Contract: a.Contract, Seq: seqOf(a.Record), Parties: a.Parties})
+		if idx, ok := s.contracts[a.Contract]; ok {
+			idx.MergeParties(a.Parties)
 		}
 	}
 	s.crumbs.Add(f.Header)
@@ -448,8 +454,6 @@ func (s *writer) rollback(r *RollbackStep) {
 		}
 	}
 	if affected {
-		marker := s.next
-		s.next++
 		hdr := chain.BlockHeader{Slot: r.To.Slot, Hash: r.To.Hash}
 		for _, h := range s.crumbs.Headers() {
 			if h.Point() == r.To {
@@ -458,7 +462,10 @@ func (s *writer) rollback(r *RollbackStep) {
 			}
 		}
 		payload, _ := json.Marshal(record.RolledBack{To: r.To})
-		b.Records = append(b.Records, record.Record{Seq: marker, Kind: record.KindRolledBack, Block: hdr, Payload: payload})
+		rec := record.Record{Kind: record.KindRolledBack, Block: hdr, Payload: payload}
+		s.assign(&rec)
+		marker := rec.Seq
+		b.Records = append(b.Records, rec)
 		b.Marks = append(b.Marks, RollbackMark{MarkerSeq: marker, To: r.To})
 		for i := range s.recent {
 			ref := &s.recent[i]

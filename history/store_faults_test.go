@@ -92,7 +92,7 @@ func block(n uint64, released *atomic.Int64) *history.Step {
 	return &history.Step{
 		Forward: &history.ForwardStep{Header: h, Tip: chain.Tip{Point: h.Point(), BlockNo: n},
 			Records:   []record.Record{{Kind: record.KindContractCreated, Block: h, Contract: &id, Payload: payload}},
-			Contracts: []record.ContractIndex{{ID: id, Version: "v5", Block: h}}},
+			Creations: []history.Creation{{Contract: record.ContractIndex{ID: id, Version: "v5", Block: h}}}},
 		Release: func() { released.Add(1) },
 	}
 }

@@ -48,7 +48,7 @@ var actorTypes = []struct {
 	message string
 }{
 	{Follower, "*chainsync.follower", "*chainsync.chainMsg"},
-	{Processor, "*history.processorActor", "*handoff.ChainEvent"},
+	{Processor, "*processor.incarnation", "*handoff.ChainEvent"},
 	{Store, "*history.writer", "*history.Step"},
 	{Projection, "*contracts.projector", "*history.Delivery"},
 	{Streamer, "*streaming.serverActor", "*pipeline.crash"},

@@ -26,6 +26,7 @@ import (
 	"github.com/marlowe-follower/follower/chainsync/handoff"
 	"github.com/marlowe-follower/follower/contracts"
 	"github.com/marlowe-follower/follower/history"
+	"github.com/marlowe-follower/follower/history/processor"
 	"github.com/marlowe-follower/follower/streaming"
 )
 
@@ -122,7 +123,7 @@ type Pipeline struct {
 	Store      *history.Store
 	Handle     *history.Handle
 	Mirror     *history.Mirror // a reader's (Config.Mirror), else nil
-	Processor  *history.Processor
+	Processor  *processor.Processor
 	Follower   *chainsync.Follower
 	Projection *contracts.Store
 	Progress   *chainsync.Progress
@@ -211,7 +212,7 @@ func Start(ctx context.Context, cfg Config) (*Pipeline, error) {
 		if cfg.PageSize > 0 {
 			p.Handle.PageSize = cfg.PageSize
 		}
-		p.Processor = history.NewProcessor(cfg.Slots, cfg.Logger, nil)
+		p.Processor = processor.New(cfg.Slots, cfg.Logger, nil)
 	}
 	if cfg.Follower != nil {
 		fc := *cfg.Follower

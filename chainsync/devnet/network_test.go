@@ -11,8 +11,8 @@ import (
 	"github.com/marlowe-follower/follower/chainsync/block"
 	"github.com/marlowe-follower/follower/chainsync/chain"
 	"github.com/marlowe-follower/follower/chainsync/classify"
-	"github.com/marlowe-follower/follower/history"
 	"github.com/marlowe-follower/follower/history/historytest"
+	"github.com/marlowe-follower/follower/history/processor"
 	"github.com/marlowe-follower/follower/history/record"
 )
 
@@ -64,7 +64,7 @@ func preprodChain(t *testing.T, cfg GeneratorConfig, blocks uint64) (*Generator,
 func followRecords(t *testing.T, blocks []StoredBlock, slots chain.SlotConfig) []record.Record {
 	t.Helper()
 	c := classify.New(classify.Options{})
-	p := history.NewProcessor(slots, zap.NewNop(), nil)
+	p := processor.New(slots, zap.NewNop(), nil)
 	var records []record.Record
 	for _, b := range blocks {
 		ev, err := c.RollForward(b.Type, b.Raw, chain.Tip{})

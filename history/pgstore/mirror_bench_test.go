@@ -123,7 +123,7 @@ func BenchmarkCommitToClient(b *testing.B) {
 			// The contract exists, as every contract of an inputs record
 			// does: the store's filter index has it.
 			fs.Records[0].Kind = record.KindContractCreated
-			fs.Contracts = []record.ContractIndex{{ID: id, Version: "v5", Block: h}}
+			fs.Creations = []history.Creation{{Contract: record.ContractIndex{ID: id, Version: "v5", Block: h}}}
 		}
 		return &history.Step{Forward: fs}
 	}

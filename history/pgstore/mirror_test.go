@@ -144,10 +144,10 @@ func (m *mirrorChain) next() *history.Step {
 		if !m.created[c] || m.rng.IntN(5) == 0 {
 			m.created[c] = true
 			kind = record.KindContractCreated
-			fs.Contracts = append(fs.Contracts, record.ContractIndex{
+			fs.Creations = append(fs.Creations, history.Creation{Record: len(fs.Records), Contract: record.ContractIndex{
 				ID: mirrorContract(c), Version: "v5", RolesCurrency: []byte{byte(c % 3)},
-				Tags: []string{fmt.Sprintf("tag%d", c%2)}, CreatedSeq: int64(len(fs.Records)), Block: h,
-			})
+				Tags: []string{fmt.Sprintf("tag%d", c%2)}, Block: h,
+			}})
 		}
 		id := mirrorContract(c)
 		payload, _ := json.Marshal(map[string]any{"n": n, "i": i})

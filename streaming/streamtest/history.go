@@ -22,6 +22,7 @@ import (
 	"github.com/marlowe-follower/follower/chainsync/classify"
 	"github.com/marlowe-follower/follower/chainsync/devnet"
 	"github.com/marlowe-follower/follower/history"
+	"github.com/marlowe-follower/follower/history/processor"
 	"github.com/marlowe-follower/follower/history/record"
 	"github.com/marlowe-follower/follower/history/sqlitestore"
 )
@@ -84,7 +85,7 @@ type Feed struct {
 	h     *History
 	gen   *devnet.Generator
 	cls   *classify.Classifier
-	proc  *history.Processor
+	proc  *processor.Processor
 	Slots chain.SlotConfig
 	// FarTip makes the store believe it is far behind the node, so that it
 	// batches commits (bulk loading); otherwise it commits every block.
@@ -114,7 +115,7 @@ func NewFeed(h *History, seed int64, marloweShare float64, rollbackEvery int) (*
 		return nil, err
 	}
 	slots := chain.SlotConfig{ZeroSlot: 0, ZeroTimeMillis: devnet.ZeroTimeMillis, SlotLengthMillis: devnet.SlotLengthMillis}
-	f := &Feed{h: h, gen: g, cls: classify.New(classify.Options{}), proc: history.NewProcessor(slots, zap.NewNop(), nil), Slots: slots}
+	f := &Feed{h: h, gen: g, cls: classify.New(classify.Options{}), proc: processor.New(slots, zap.NewNop(), nil), Slots: slots}
 	f.cond = sync.NewCond(&f.mu)
 	return f, nil
 }

@@ -25,6 +25,7 @@ import (
 	"github.com/marlowe-follower/follower/contracts/contractstore/contractstoretest"
 	"github.com/marlowe-follower/follower/history"
 	"github.com/marlowe-follower/follower/history/pgstore"
+	"github.com/marlowe-follower/follower/history/processor"
 	"github.com/marlowe-follower/follower/history/sqlitestore"
 )
 
@@ -75,7 +76,7 @@ type Pipeline struct {
 	closed    bool
 	gen       *devnet.Generator
 	cls       *classify.Classifier
-	proc      *history.Processor
+	proc      *processor.Processor
 	steps     uint64
 	rollbacks int
 	tipFar    bool
@@ -131,7 +132,7 @@ func Start(tb testing.TB, opts Options) *Pipeline {
 		tb.Fatal(err)
 	}
 	p.cls = classify.New(classify.Options{})
-	p.proc = history.NewProcessor(slots, log, nil)
+	p.proc = processor.New(slots, log, nil)
 	tb.Cleanup(p.Close)
 	return p
 }

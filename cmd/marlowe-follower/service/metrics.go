@@ -11,6 +11,7 @@ import (
 
 	"github.com/marlowe-follower/follower/chainsync"
 	"github.com/marlowe-follower/follower/history"
+	"github.com/marlowe-follower/follower/history/processor"
 	"github.com/marlowe-follower/follower/history/storage"
 )
 
@@ -154,14 +155,14 @@ func (m *Metrics) RegisterFollower(p *chainsync.Progress) {
 }
 
 // RegisterProcessor exposes the history processor's counters.
-func (m *Metrics) RegisterProcessor(p *history.Processor) {
+func (m *Metrics) RegisterProcessor(p *processor.Processor) {
 	m.Registry.MustRegister(&labelledCounters{
 		desc: prometheus.NewDesc("marlowe_rejected_outputs_total",
 			"Outputs to a Marlowe validator that cannot be followed (no contract can start from them), each counted once, by "+
 				"reason: datum_missing (no datum, or its hash without the datum), datum_undecodable (not Plutus Data), "+
 				"datum_not_marlowe_data, other.",
 			[]string{"reason"}, nil),
-		labels: history.RejectReasons,
+		labels: processor.RejectReasons,
 		values: p.RejectedOutputs,
 	})
 }

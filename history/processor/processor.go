@@ -1,4 +1,10 @@
-package history
+// Package processor turns Marlowe chain events into history records: the
+// processor actor between the chain-sync follower and the history store.
+// It reads each transaction the classifier recognised (creations, steps
+// with their inputs, merkleized continuations and payouts, withdrawals),
+// runs the Marlowe semantics for the payouts to addresses, and sends the
+// store a history.Step per block or rollback, its records without seqs.
+package processor
 
 import (
 	"bytes"
@@ -15,67 +21,35 @@ import (
 	"github.com/marlowe-follower/follower/chainsync/handoff"
 	"github.com/marlowe-follower/follower/contracts/marlowe"
 	pd "github.com/marlowe-follower/follower/contracts/plutusdata"
+	"github.com/marlowe-follower/follower/history"
 	"github.com/marlowe-follower/follower/history/record"
 )
 
-// Step is the processor's output for one chain event and the store's input:
-// the records of a block (without seqs yet), or a rollback.
-type Step struct {
-	Forward  *ForwardStep
-	Rollback *RollbackStep
-	// Credit is the follower whose credit the chain event took: the store
-	// returns it (handoff.CreditsReturned) once the step is committed.
-	Credit *actor.PID
-	// Release, when set, is called once the step is committed (for
-	// callers outside the pipeline: tests and tools).
-	Release func()
-}
-
-// ForwardStep is a block rolled forward.
-type ForwardStep struct {
-	Header  chain.BlockHeader
-	Tip     chain.Tip
-	Records []record.Record // Seq not yet assigned
-	// Contracts are the index entries of contracts created by the block;
-	// CreatedSeq holds the index of the creating record in Records until
-	// the store assigns seqs.
-	Contracts []record.ContractIndex
-	// PartyAdditions' Seq likewise holds a record index.
-	PartyAdditions []PartyAddition
-	UTxO           classify.UTxOChanges
-}
-
-// RollbackStep is a rollback to a point.
-type RollbackStep struct {
-	To     chain.Point
-	Tip    chain.Tip
-	Undone []classify.UTxOChanges
-}
-
-// ProcessorStats count what the processor saw besides records.
-type ProcessorStats struct {
+// Stats count what the processor saw besides records.
+type Stats struct {
 	RejectedOutputs   uint64 // outputs to Marlowe validators that cannot be followed
 	DecodeFailures    uint64 // blocks or transactions that could not be decoded
 	UndecodableBlocks uint64
 }
 
 // Processor turns Marlowe chain events into history records. As an actor it
-// receives *handoff.ChainEvent and sends *Step to the store. Between
-// events it keeps nothing but its counters, which outlive its incarnations
-// (the metrics read them): each incarnation Props spawns is a fresh actor.
+// receives *handoff.ChainEvent and sends *history.Step to the store.
+// Between events it keeps nothing but its counters, which outlive its
+// incarnations (the metrics read them): each incarnation Props spawns is a
+// fresh actor.
 type Processor struct {
 	slots chain.SlotConfig
 	log   *zap.Logger
 	store *actor.PID
-	stats ProcessorStats
+	stats Stats
 	// rejected counts (by reason) and logs once the outputs that cannot
 	// be followed (rejected.go).
 	rejected rejectedOutputs
 }
 
-// NewProcessor returns a processor for a network's slot configuration that
-// sends its steps to store.
-func NewProcessor(slots chain.SlotConfig, logger *zap.Logger, store *actor.PID) *Processor {
+// New returns a processor for a network's slot configuration that sends
+// its steps to store.
+func New(slots chain.SlotConfig, logger *zap.Logger, store *actor.PID) *Processor {
 	return &Processor{slots: slots, log: logger.Named("history.processor"), store: store}
 }
 
@@ -86,17 +60,17 @@ func (p *Processor) Props() *actor.Props { return p.PropsTo(p.store) }
 // PropsTo returns the props of a processor actor that sends its steps to
 // store.
 func (p *Processor) PropsTo(store *actor.PID) *actor.Props {
-	return actor.PropsFromProducer(func() actor.Actor { return &processorActor{Processor: p, store: store} })
+	return actor.PropsFromProducer(func() actor.Actor { return &incarnation{Processor: p, store: store} })
 }
 
-// processorActor is one incarnation of the processor actor.
-type processorActor struct {
+// incarnation is one incarnation of the processor actor.
+type incarnation struct {
 	*Processor
 	store *actor.PID
 }
 
 // Receive handles the actor's messages.
-func (p *processorActor) Receive(ctx actor.Context) {
+func (p *incarnation) Receive(ctx actor.Context) {
 	if ev, ok := ctx.Message().(*handoff.ChainEvent); ok {
 		if st := p.Process(ev.Event); st != nil {
 			st.Credit = ev.Credit
@@ -108,12 +82,13 @@ func (p *processorActor) Receive(ctx actor.Context) {
 }
 
 // Process converts one chain event; nil for an event with nothing to store.
-func (p *Processor) Process(ev classify.Event) *Step {
+// Its records have no seqs: the store gives them theirs.
+func (p *Processor) Process(ev classify.Event) *history.Step {
 	switch e := ev.(type) {
 	case *classify.RollForward:
-		return &Step{Forward: p.forward(e)}
+		return &history.Step{Forward: p.forward(e)}
 	case *classify.RollBackward:
-		return &Step{Rollback: &RollbackStep{To: e.Point, Tip: e.Tip, Undone: e.Undone}}
+		return &history.Step{Rollback: &history.RollbackStep{To: e.Point, Tip: e.Tip, Undone: e.Undone}}
 	case *classify.Undecodable:
 		p.stats.UndecodableBlocks++
 		p.log.Error("a block could not be decoded: it is skipped", zap.Stringer("type", e.Type), zap.Int("bytes", e.Size), zap.String("reason", e.Reason))
@@ -122,10 +97,10 @@ func (p *Processor) Process(ev classify.Event) *Step {
 }
 
 // Stats returns the counters (only safe from the actor's goroutine or in tests).
-func (p *Processor) Stats() ProcessorStats { return p.stats }
+func (p *Processor) Stats() Stats { return p.stats }
 
-func (p *Processor) forward(e *classify.RollForward) *ForwardStep {
-	fs := &ForwardStep{Header: e.Header, Tip: e.Tip, UTxO: e.Changes}
+func (p *Processor) forward(e *classify.RollForward) *history.ForwardStep {
+	fs := &history.ForwardStep{Header: e.Header, Tip: e.Tip, UTxO: e.Changes}
 	for _, f := range e.Failures {
 		p.stats.DecodeFailures++
 		p.log.Error("undecodable block content", zap.Uint64("slot", e.Header.Slot), zap.Stringer("block", e.Header.Hash),
@@ -141,11 +116,11 @@ func (p *Processor) forward(e *classify.RollForward) *ForwardStep {
 	return fs
 }
 
-func (p *Processor) add(fs *ForwardStep, tx *classify.MarloweTx, kind record.Kind, contract chain.TxOutRef, payload any) int {
+func (p *Processor) add(fs *history.ForwardStep, tx *classify.MarloweTx, kind record.Kind, contract chain.TxOutRef, payload any) int {
 	js, err := json.Marshal(payload)
 	if err != nil {
 		// Payloads are built from values that always marshal; a failure is a bug.
-		panic(fmt.Sprintf("history: marshalling a %s payload: %v", kind, err))
+		panic(fmt.Sprintf("history processor: marshalling a %s payload: %v", kind, err))
 	}
 	id := contract
 	fs.Records = append(fs.Records, record.Record{Kind: kind, Block: fs.Header, TxID: tx.ID, TxIndex: tx.Index, Contract: &id, Payload: js})
@@ -154,7 +129,7 @@ func (p *Processor) add(fs *ForwardStep, tx *classify.MarloweTx, kind record.Kin
 
 // transaction adds the records of one valid transaction: steps of contracts
 // (in input order), withdrawals, then creations (in output order).
-func (p *Processor) transaction(fs *ForwardStep, tx *classify.MarloweTx) {
+func (p *Processor) transaction(fs *history.ForwardStep, tx *classify.MarloweTx) {
 	tags, tagErr := p.tags(tx)
 	metadata := MetadataJSON(tx.Metadata)
 	for _, ci := range tx.ContractInputs {
@@ -186,7 +161,7 @@ func (p *Processor) tags(tx *classify.MarloweTx) (map[string]json.RawMessage, er
 	return tags, nil
 }
 
-func (p *Processor) create(fs *ForwardStep, tx *classify.MarloweTx, c *classify.ContractOutput, tags, metadata map[string]json.RawMessage) {
+func (p *Processor) create(fs *history.ForwardStep, tx *classify.MarloweTx, c *classify.ContractOutput, tags, metadata map[string]json.RawMessage) {
 	datum, err := c.Data.MarshalJSON()
 	if err != nil {
 		// The datum decodes but cannot be shown in core JSON (an address
@@ -209,16 +184,15 @@ func (p *Processor) create(fs *ForwardStep, tx *classify.MarloweTx, c *classify.
 	for t := range tags {
 		tagNames = append(tagNames, t)
 	}
-	fs.Contracts = append(fs.Contracts, record.ContractIndex{
+	fs.Creations = append(fs.Creations, history.Creation{Record: ix, Contract: record.ContractIndex{
 		ID: c.Ref, Version: c.Version, RolesCurrency: c.Data.Params.RolesCurrency, Tags: tagNames,
-		Parties:    record.PartiesOf(c.Data.Params.RolesCurrency, c.Data.Contract, &c.Data.State),
-		CreatedSeq: int64(ix), Block: fs.Header,
-	})
+		Parties: record.PartiesOf(c.Data.Params.RolesCurrency, c.Data.Contract, &c.Data.State), Block: fs.Header,
+	}})
 }
 
 // step records one contract input: inputs applied, or the reason the step
 // cannot be understood.
-func (p *Processor) step(fs *ForwardStep, tx *classify.MarloweTx, ci *classify.ContractInput, tags, metadata map[string]json.RawMessage) {
+func (p *Processor) step(fs *history.ForwardStep, tx *classify.MarloweTx, ci *classify.ContractInput, tags, metadata map[string]json.RawMessage) {
 	id := ci.UTxO.ContractID
 	reject := func(reason string) {
 		p.add(fs, tx, record.KindApplyInputsRejected, id, record.ApplyInputsRejected{ContractID: id, Input: ci.UTxO.Ref, Reason: reason})
@@ -307,7 +281,7 @@ func (p *Processor) step(fs *ForwardStep, tx *classify.MarloweTx, ci *classify.C
 		}
 	}
 	if len(newParties) > 0 {
-		fs.PartyAdditions = append(fs.PartyAdditions, PartyAddition{Contract: id, Seq: int64(ix), Parties: newParties})
+		fs.Additions = append(fs.Additions, history.Addition{Record: ix, Contract: id, Parties: newParties})
 	}
 }
 
@@ -483,7 +457,7 @@ func paymentAssets(t marlowe.Token, amount *big.Int) record.Assets {
 
 // withdrawals records the payouts a transaction withdrew, one record per
 // contract in the order of first appearance.
-func (p *Processor) withdrawals(fs *ForwardStep, tx *classify.MarloweTx) {
+func (p *Processor) withdrawals(fs *history.ForwardStep, tx *classify.MarloweTx) {
 	var order []chain.TxOutRef
 	byContract := map[chain.TxOutRef][]record.WithdrawnPayout{}
 	for _, pi := range tx.PayoutInputs {

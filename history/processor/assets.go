@@ -1,4 +1,4 @@
-package history
+package processor
 
 import (
 	"encoding/hex"

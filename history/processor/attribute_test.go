@@ -1,4 +1,4 @@
-package history
+package processor
 
 import (
 	"encoding/hex"
@@ -67,7 +67,7 @@ func (ts *testStep) process(t *testing.T) record.InputsApplied {
 		tx.Payouts = append(tx.Payouts, classify.PayoutOutput{Ref: chain.TxOutRef{TxID: testTxID, Index: uint32(ix)},
 			Version: marlowe.ScriptVersions[0].Name, Address: o.Address, Value: o.Value, Datum: o.InlineDatum, Payout: &datum, ContractID: testContract})
 	}
-	p := NewProcessor(devnetSlots, zap.NewNop(), nil)
+	p := New(devnetSlots, zap.NewNop(), nil)
 	st := p.Process(&classify.RollForward{Header: chain.BlockHeader{Slot: 1, BlockNo: 1}, Txs: []classify.MarloweTx{tx}})
 	if st == nil || len(st.Forward.Records) != 1 || st.Forward.Records[0].Kind != record.KindInputsApplied {
 		t.Fatalf("records %+v", st)

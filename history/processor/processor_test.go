@@ -1,4 +1,4 @@
-package history
+package processor
 
 import (
 	"bytes"
@@ -32,7 +32,7 @@ func generatedRecords(t *testing.T, cfg devnet.GeneratorConfig, blocks uint64) (
 		t.Fatal(err)
 	}
 	c := classify.New(classify.Options{})
-	p := NewProcessor(devnetSlots, zap.New(core), nil)
+	p := New(devnetSlots, zap.New(core), nil)
 	outputs = map[chain.TxOutRef]block.TxOut{}
 	for g.Tip().BlockNo < blocks {
 		op, err := g.Next()

@@ -1,4 +1,4 @@
-package history_test
+package record_test
 
 import (
 	"encoding/json"

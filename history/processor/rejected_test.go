@@ -1,4 +1,4 @@
-package history
+package processor
 
 import (
 	"testing"
@@ -17,7 +17,7 @@ import (
 // counted by reason.
 func TestRejectedOutputsLoggedOnceAtInfoAndCounted(t *testing.T) {
 	core, logs := observer.New(zapcore.InfoLevel)
-	p := NewProcessor(devnetSlots, zap.New(core), nil)
+	p := New(devnetSlots, zap.New(core), nil)
 	g, err := devnet.NewGenerator(devnet.DefaultGeneratorConfig())
 	if err != nil {
 		t.Fatal(err)

@@ -1,4 +1,4 @@
-package history
+package processor
 
 import (
 	"github.com/marlowe-follower/follower/chainsync/chain"
