@@ -57,7 +57,10 @@ type connActor struct {
 	// closing is set when the connection starts to end: nothing more is
 	// queued for it, and it takes only acks and nacks until the socket's
 	// reads end.
-	closing    bool
+	closing bool
+	// finishing: a final frame is queued (lease_lost); nothing more is,
+	// and the connection closes once the writer has written it.
+	finishing  bool
 	readerDone bool
 	running    int // the writer, the close handshake and pings not ended yet
 	pinging    bool
@@ -85,6 +88,7 @@ type connSub struct {
 type waiting struct {
 	frame  []byte
 	pooled bool
+	final  bool
 	since  time.Time
 	// a batch's: its stream is told when it cannot be queued (and, with
 	// notify, when it is).
@@ -146,6 +150,13 @@ type (
 	dropSub struct {
 		stream          *actor.PID
 		name, code, msg string
+	}
+	// leaseLostMsg: another process took the durable stream and goes on
+	// from before records this connection got: the connection gets the
+	// error frame and is closed.
+	leaseLostMsg struct {
+		stream *actor.PID
+		name   string
 	}
 	controlMsg struct{ frame []byte }
 )
@@ -211,7 +222,7 @@ func (c *connActor) Receive(ac actor.Context) {
 			}
 		}
 	case *heartbeat:
-		if c.closing {
+		if c.closing || c.finishing {
 			return
 		}
 		if len(c.subs) > 0 && len(c.overflow) == 0 {
@@ -254,13 +265,17 @@ func (c *connActor) Receive(ac actor.Context) {
 		if s := c.subs[m.name]; s != nil && s.stream != nil && s.stream.Equal(m.stream) {
 			delete(c.subs, m.name)
 			c.srv.m.subscribers.Dec()
-			if !c.closing {
+			if !c.closing && !c.finishing {
 				_ = c.q.tryPush(controlFrame(&protocol.Frame{Type: protocol.TypeError, Code: m.code, Message: m.msg, Stream: m.name}), false)
 			}
 		}
 	case *controlMsg:
-		if !c.closing {
+		if !c.closing && !c.finishing {
 			_ = c.q.tryPush(m.frame, false)
+		}
+	case *leaseLostMsg:
+		if s := c.subs[m.name]; s != nil && s.stream != nil && s.stream.Equal(m.stream) {
+			c.leaseLost(m.name)
 		}
 	case *actor.Stopping:
 		if !c.closing {
@@ -323,7 +338,7 @@ func (c *connActor) handle(ac actor.Context, m *inbound) {
 		}
 		return
 	}
-	if c.closing && cmd.Type != protocol.TypeAck && cmd.Type != protocol.TypeNack {
+	if (c.closing || c.finishing) && cmd.Type != protocol.TypeAck && cmd.Type != protocol.TypeNack {
 		return // an ending connection takes only replies to what it was sent
 	}
 	c.execute(ac, cmd)
@@ -422,7 +437,7 @@ func (c *connActor) reject(code, msg, stream string, abusive bool) {
 func (c *connActor) send(f *protocol.Frame) { c.sendFrame(controlFrame(f)) }
 
 func (c *connActor) sendFrame(b []byte) {
-	if c.closing {
+	if c.closing || c.finishing {
 		return
 	}
 	c.enqueue(waiting{frame: b})
@@ -431,7 +446,7 @@ func (c *connActor) sendFrame(b []byte) {
 // deliver queues a stream's batch frame, or tells the stream it cannot.
 func (c *connActor) deliver(ac actor.Context, m *deliverMsg) {
 	s := c.subs[m.name]
-	if c.closing || s == nil || s.stream == nil || !s.stream.Equal(m.stream) {
+	if c.closing || c.finishing || s == nil || s.stream == nil || !s.stream.Equal(m.stream) {
 		putFrameBuf(m.frame)
 		tell(c.sys, m.stream, &undelivered{conn: c.self, number: m.number})
 		return
@@ -443,7 +458,7 @@ func (c *connActor) deliver(ac actor.Context, m *deliverMsg) {
 // for room in it.
 func (c *connActor) enqueue(w waiting) {
 	if len(c.overflow) == 0 {
-		switch err := c.q.tryPush(w.frame, w.pooled); {
+		switch err := c.q.tryPushFrame(w.queued()); {
 		case err == nil:
 			c.queued(w)
 			return
@@ -473,7 +488,7 @@ func (c *connActor) enqueue(w waiting) {
 func (c *connActor) flush() {
 	for len(c.overflow) > 0 {
 		w := c.overflow[0]
-		err := c.q.tryPush(w.frame, w.pooled)
+		err := c.q.tryPushFrame(w.queued())
 		if errors.Is(err, errQueueFull) {
 			c.q.roomWanted.Store(true)
 			return
@@ -515,6 +530,29 @@ func (c *connActor) refused(w waiting) {
 	}
 	if w.stream != nil {
 		tell(c.sys, w.stream, &undelivered{conn: c.self, number: w.number})
+	}
+}
+
+func (w *waiting) queued() queued { return queued{b: w.frame, pooled: w.pooled, final: w.final} }
+
+// leaseLost ends the connection after an error frame naming the durable
+// stream whose lease another process took: nothing more is queued, the
+// streams send it nothing more, and once the writer has written the frame
+// the connection closes (1013, "lease lost"). Its client connects again
+// and gets the records it would otherwise have seen twice, redelivered.
+func (c *connActor) leaseLost(name string) {
+	if c.closing || c.finishing {
+		return
+	}
+	c.log.Warn("closing a connection whose durable stream another process took", zap.String("stream", name))
+	c.enqueue(waiting{final: true, frame: controlFrame(&protocol.Frame{Type: protocol.TypeError, Code: protocol.CodeLeaseLost, Stream: name,
+		Message: "another server took the durable stream and goes on from its stored cursor: connect again; " +
+			"the records after it come again, marked redelivered"})})
+	c.finishing = true
+	for _, s := range c.subs {
+		if s.stream != nil {
+			tell(c.sys, s.stream, &connClosing{conn: c.self})
+		}
 	}
 }
 
@@ -622,6 +660,9 @@ func (c *connActor) writeLoop() {
 		}
 		if err != nil {
 			return
+		}
+		if f.final {
+			tell(sys, self, &cut{code: websocket.StatusTryAgainLater, reason: protocol.CloseLeaseLost})
 		}
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/coder/websocket"
 	"github.com/jackc/pgx/v5"
 
 	"github.com/marlowe-follower/follower/history/record"
@@ -105,7 +106,9 @@ func leased(holder string) func(*streaming.Config) {
 // every record exactly once. Then one server is cut off from the database
 // with a batch in flight: its lease lapses, the other server's connection
 // gets those records, the cut-off server's late acknowledgement does not
-// move the cursor, and the stored cursor and record count are exact.
+// move the cursor, its connection gets lease_lost and is closed (it would
+// otherwise see records again), and the stored cursor and record count are
+// exact.
 func TestDurableStreamAcrossTwoServers(t *testing.T) {
 	open := postgresStreams(t)
 	ctx := context.Background()
@@ -137,6 +140,8 @@ func TestDurableStreamAcrossTwoServers(t *testing.T) {
 		lastCursor  string      // the cursor of the last batch acknowledged
 		hold        atomic.Bool // connection A keeps its next batch unacknowledged
 		held        = make(chan *protocol.Frame, 1)
+		lost        = make(chan *protocol.Frame, 1)      // connection A's lease_lost
+		closedA     = make(chan websocket.StatusCode, 1) // then its close status
 	)
 	rawA := streamtest.Dial(t, srvA.URL, nil)
 	rawA.Subscribe(cmd)
@@ -154,6 +159,12 @@ func TestDurableStreamAcrossTwoServers(t *testing.T) {
 				case <-done:
 					return
 				default:
+				}
+				if err == nil && f.Type == protocol.TypeError && f.Code == protocol.CodeLeaseLost {
+					lost <- f
+				}
+				if code := websocket.CloseStatus(err); i == 0 && code != -1 {
+					closedA <- code
 				}
 				if err != nil || f.Type != protocol.TypeBatch {
 					continue
@@ -197,7 +208,28 @@ func TestDurableStreamAcrossTwoServers(t *testing.T) {
 	storeA.cut.Store(true)
 	waitFor(t, "every record, through server B once A's lease lapsed", func() bool { return count() >= len(want) })
 	storeA.cut.Store(false)
-	rawA.Ack(stuck) // too late: another process had the stream since
+	// Too late: another process had the stream since. (A may have closed
+	// the connection already, having found its lease lost on renewal.)
+	ack, _ := json.Marshal(protocol.Command{Type: protocol.TypeAck, Stream: stuck.Stream, Batch: stuck.Batch})
+	wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	_ = rawA.WS.Write(wctx, websocket.MessageText, ack)
+	cancel()
+	select {
+	case f := <-lost:
+		if f.Stream != "shared" {
+			t.Errorf("lease_lost names stream %q", f.Stream)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("connection A got no lease_lost error frame")
+	}
+	select {
+	case code := <-closedA:
+		if code != websocket.StatusTryAgainLater {
+			t.Errorf("connection A closed with %v after lease_lost, want 1013", code)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("connection A was not closed after lease_lost")
+	}
 	waitFor(t, "A's late acknowledgement refused", func() bool { return srvA.Metric(t, "marlowe_streaming_leases_lost_total") >= 1 })
 	close(done)
 	wg.Wait()

@@ -63,10 +63,11 @@ func (q *sendQueue) isClosed() bool {
 }
 
 // queued is a frame in the queue; pooled frames go back to framePool once
-// written.
+// written. After a final frame the writer has the connection closed.
 type queued struct {
 	b      []byte
 	pooled bool
+	final  bool
 }
 
 func newSendQueue(maxFrames int, maxBytes int64) *sendQueue {
@@ -99,6 +100,12 @@ func (q *sendQueue) fits(n int) bool {
 
 // tryPush adds a frame if there is room.
 func (q *sendQueue) tryPush(frame []byte, pooled bool) error {
+	return q.tryPushFrame(queued{b: frame, pooled: pooled})
+}
+
+// tryPushFrame adds a frame if there is room.
+func (q *sendQueue) tryPushFrame(f queued) error {
+	frame := f.b
 	q.reserve(len(frame))
 	q.mu.Lock()
 	defer q.mu.Unlock()
@@ -110,7 +117,7 @@ func (q *sendQueue) tryPush(frame []byte, pooled bool) error {
 		q.unreserve(len(frame))
 		return errQueueFull
 	}
-	q.add(frame, pooled)
+	q.add(f)
 	return nil
 }
 
@@ -127,9 +134,9 @@ func (q *sendQueue) unreserve(n int) {
 	}
 }
 
-func (q *sendQueue) add(frame []byte, pooled bool) {
-	q.frames = append(q.frames, queued{frame, pooled})
-	q.bytes += int64(len(frame))
+func (q *sendQueue) add(f queued) {
+	q.frames = append(q.frames, f)
+	q.bytes += int64(len(f.b))
 	select {
 	case q.ready <- struct{}{}:
 	default:
@@ -154,7 +161,7 @@ func (q *sendQueue) push(ctx context.Context, frame []byte, pooled bool, timeout
 			return errQueueClosed
 		}
 		if q.fits(len(frame)) {
-			q.add(frame, pooled)
+			q.add(queued{b: frame, pooled: pooled})
 			q.mu.Unlock()
 			if timer != nil {
 				timer.Stop()

@@ -108,6 +108,24 @@ type streamActor struct {
 	leased   bool
 	renewal  *time.Timer
 	leaseGen int
+
+	// unstored is the newest acknowledgement whose store failed (the
+	// database away): it is stored again with backoff (storeTries, the
+	// retry timer of generation storeGen), and the records of later acks
+	// join it. A shared stream sends nothing more meanwhile and keeps its
+	// lease: its in-memory cursor is the truth, never the older one the
+	// database still holds.
+	unstored   *streamstore.StreamAckParams
+	storeTries int
+	storeGen   int
+	// stored is the newest cursor known to be in the database; sentHigh
+	// the newest seq sent to any connection. A connection that got records
+	// after stored would see them again if the lease were lost (another
+	// process goes on from the database's cursor): it gets lease_lost and
+	// is closed. Batches of records up to sentHigh that go out again are
+	// marked redelivered.
+	stored   record.Cursor
+	sentHigh int64
 }
 
 // streamStats is what a stream publishes of itself after each message:
@@ -127,6 +145,9 @@ type attachment struct {
 	q       *sendQueue // the connection's: read only for whether it has room
 	name    string
 	closing bool // the connection is ending: nothing more goes to it
+	// last is the newest seq sent on this connection: seqs only increase
+	// along a connection.
+	last int64
 }
 
 // roundTrip is a batch delivery waiting for its ack, bound to one
@@ -179,6 +200,8 @@ type (
 	resumeMsg    struct{}
 	// renewLease: time to renew the round-trip lease (of generation gen).
 	renewLease struct{ gen int }
+	// storeAgain: time to store the unstored acknowledgement again.
+	storeAgain struct{ gen int }
 	// drainStream: the server stops; finish the round trip in flight,
 	// send no new batch, then stop.
 	drainStream struct{}
@@ -254,6 +277,10 @@ func (st *streamActor) Receive(c actor.Context) {
 		if msg.gen == st.leaseGen && st.leased {
 			st.renew()
 		}
+	case *storeAgain:
+		if msg.gen == st.storeGen && st.unstored != nil {
+			st.storeAck()
+		}
 	case *drainStream:
 		st.draining = true
 	case *closeStream:
@@ -276,6 +303,11 @@ func (st *streamActor) Receive(c actor.Context) {
 		if st.inFlight != nil && st.inFlight.timer != nil {
 			st.inFlight.timer.Stop()
 		}
+		if st.unstored != nil {
+			st.log().Error("the acknowledged cursor of the durable stream could not be stored before it stopped; "+
+				"a restart delivers the records after the stored one again", zap.String("cursor", st.unstored.Cursor))
+		}
+		st.stopStoreRetry()
 		st.releaseLease()
 		st.stats.Store(&streamStats{acked: st.acked})
 		return
@@ -358,7 +390,7 @@ func (st *streamActor) step(c actor.Context) {
 	if st.pending == nil && !st.draining {
 		st.form()
 	}
-	for st.pending != nil && st.inFlight == nil && !st.draining && !st.holding && !time.Now().Before(st.retryAt) {
+	for st.pending != nil && st.inFlight == nil && !st.draining && !st.holding && !st.storing() && !time.Now().Before(st.retryAt) {
 		if !st.deliver(c) {
 			break
 		}
@@ -366,16 +398,17 @@ func (st *streamActor) step(c actor.Context) {
 			st.form() // broadcast: the batch is out, form the next one
 		}
 	}
-	if st.draining && st.inFlight == nil {
+	if st.draining && st.inFlight == nil && st.unstored == nil {
 		st.closed = true
 		st.publish()
 		c.Stop(st.self)
 		return
 	}
-	if st.leased && st.inFlight == nil && !st.holding {
+	if st.leased && st.inFlight == nil && !st.holding && st.unstored == nil {
 		// The lease is held only while a batch is in flight (and while a
-		// departed connection's last replies are read): another process's
-		// connection may take the stream now.
+		// departed connection's last replies are read, or its ack is not
+		// stored yet): another process's connection may take the stream
+		// now.
 		st.releaseLease()
 	}
 	st.requestPull()
@@ -552,14 +585,25 @@ func (st *streamActor) deliver(c actor.Context) bool {
 	if st.shared() && !st.leased && !st.takeLease() {
 		return false
 	}
+	for a != nil && p.sent == 0 && p.records[0].Seq <= a.last {
+		// The stream went back behind what this connection has (a lease
+		// lost: another process goes on from the database's cursor): the
+		// connection must not see those seqs again.
+		st.loseConnection(a)
+		a = st.next()
+	}
+	if a == nil {
+		return false
+	}
 	st.batchNo++
 	number := st.batchNo
-	frame := st.srv.enc.batchFrame(a.name, number, p.cursor, tip, p.sent > 0, p.records, head)
+	redelivered := p.sent > 0 || p.records[0].Seq <= st.sentHigh
+	frame := st.srv.enc.batchFrame(a.name, number, p.cursor, tip, redelivered, p.records, head)
 	tell(st.sys, a.conn, &deliverMsg{stream: st.self, name: a.name, number: number, frame: frame})
-	if p.sent > 0 {
+	if redelivered {
 		st.srv.m.redeliveries.Inc()
 	}
-	p.sent++
+	st.sent(a, p)
 	st.srv.m.batchesSent.WithLabelValues(string(protocol.ModeAck)).Inc()
 	st.srv.m.recordsSent.Add(float64(len(p.records)))
 	rt := &roundTrip{conn: a.conn, id: a.id, name: a.name, number: number}
@@ -618,6 +662,7 @@ func (st *streamActor) broadcast(c actor.Context, p *pendingBatch, tip []byte, h
 	st.bcast = make(map[string]bool, len(to))
 	for _, a := range to {
 		st.bcast[a.conn.Id] = true
+		a.last = max(a.last, p.records[len(p.records)-1].Seq)
 		tell(st.sys, a.conn, &deliverMsg{stream: st.self, name: a.name, number: number, notify: true,
 			frame: st.srv.enc.batchFrame(a.name, number, p.cursor, tip, false, p.records, head)})
 	}
@@ -694,39 +739,141 @@ func (st *streamActor) completed(number int64, p *pendingBatch) {
 	if !st.durable {
 		return
 	}
+	if st.shared() && !st.leased {
+		// Never stored without the lease: another process may have the
+		// stream now. The next lease puts the stream back where the
+		// database has it (the connection that acknowledged is gone).
+		st.srv.m.leasesLost.Inc()
+		st.log().Warn("acknowledgement of a batch whose round-trip lease is gone: not stored; the records go out again",
+			zap.Int64("batch", number))
+		return
+	}
+	ack := &streamstore.StreamAckParams{Name: st.name, Cursor: p.cursor.String(), Batch: number, Records: int64(len(p.records))}
+	if st.unstored != nil {
+		// The records of the acks not stored yet count with this one.
+		ack.Records += st.unstored.Records
+	}
+	st.unstored, st.storeTries = ack, 0
+	st.storeAck()
+}
+
+// storeAck stores the newest acknowledgement (st.unstored); a shared
+// stream's under its lease, which the store ends. A store that fails (the
+// database away) is tried again with backoff, keeping the lease: the
+// stream's cursor is the one in memory, and no other process may take the
+// stream while this one holds it.
+func (st *streamActor) storeAck() {
+	ack := st.unstored
+	st.stopStoreRetry()
+	if st.shared() {
+		ack.Holder = st.srv.cfg.LeaseHolder
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	ack := &streamstore.StreamAckParams{Name: st.name, Cursor: p.cursor.String(), Batch: number, Records: int64(len(p.records))}
-	if st.shared() {
-		if !st.leased {
-			// Never under a lease this process still holds: another
-			// process may have the stream now.
-			st.srv.m.leasesLost.Inc()
-			st.log().Warn("acknowledgement of a batch whose round-trip lease is gone: not stored; the records go out again",
-				zap.Int64("batch", number))
-			return
-		}
-		// The ack ends the round trip, and with it the lease.
-		ack.Holder = st.srv.cfg.LeaseHolder
-		st.dropLease()
-	}
 	err := st.srv.store.StreamAck(ctx, ack)
+	if err != nil && st.storeTries > 0 && (errors.Is(err, streamstore.ErrLeased) || errors.Is(err, streamstore.ErrStale)) &&
+		st.storedAlready(ctx, ack) {
+		err = nil // an earlier try was stored, its answer lost with the connection
+	}
 	switch {
 	case err == nil:
-	case errors.Is(err, streamstore.ErrLeased):
-		// The lease lapsed (this process stalled) and another process may
-		// have sent these records since: the cursor did not move, and the
-		// next lease puts the stream back where the store has it.
-		st.srv.m.leasesLost.Inc()
-		st.log().Warn("acknowledgement refused: this process no longer holds the stream's lease; the records go out again",
-			zap.Int64("batch", number), zap.Error(err))
+		if st.storeTries > 0 {
+			st.log().Info("the acknowledged cursor of the durable stream is stored", zap.String("cursor", ack.Cursor),
+				zap.Int("tries", st.storeTries+1))
+		}
+		st.unstored, st.storeTries = nil, 0
+		st.stored = st.acked
+		if ack.Holder != "" {
+			st.dropLease() // the ack ended it
+		}
+	case errors.Is(err, streamstore.ErrLeased), errors.Is(err, streamstore.ErrStale) && ack.Holder != "":
+		// The lease lapsed (this process stalled) and another process took
+		// the stream (and acknowledged batches since): the cursor did not
+		// move.
+		st.leaseLost("acknowledgement refused: this process no longer holds the stream's lease")
 	case errors.Is(err, streamstore.ErrNotFound):
+		st.unstored = nil
 		st.log().Info("the durable stream was deleted")
+	case errors.Is(err, streamstore.ErrStale), errors.Is(err, streamstore.ErrClosed):
+		// The database holds a newer acknowledgement, or the store was
+		// closed (the process stops): trying again would not store it.
+		st.unstored = nil
+		st.srv.m.storeFailures.Inc()
+		st.log().Error("storing the acknowledged cursor failed", zap.Error(err), zap.String("cursor", ack.Cursor))
 	default:
 		st.srv.m.storeFailures.Inc()
-		st.log().Error("storing the acknowledged cursor failed; a restart would deliver these records again",
-			zap.Error(err), zap.String("cursor", p.cursor.String()))
+		delay := min(minStoreRetry<<min(st.storeTries, 16), st.srv.cfg.RetryDelay)
+		if st.storeTries == 0 {
+			st.log().Error("storing the acknowledged cursor failed; storing it again", zap.Error(err),
+				zap.String("cursor", ack.Cursor), zap.Duration("after", delay))
+		} else {
+			st.log().Debug("storing the acknowledged cursor failed again", zap.Error(err), zap.Duration("after", delay))
+		}
+		st.storeTries++
+		sys, self, gen := st.sys, st.self, st.storeGen
+		time.AfterFunc(delay, func() { tell(sys, self, &storeAgain{gen: gen}) })
 	}
+}
+
+// minStoreRetry is the first wait before a failed store of an
+// acknowledgement is tried again; it doubles up to Config.RetryDelay.
+const minStoreRetry = 50 * time.Millisecond
+
+// stopStoreRetry cancels a pending retry of the acknowledgement's store.
+func (st *streamActor) stopStoreRetry() { st.storeGen++ }
+
+// storing reports whether the stream waits for its acknowledgement to be
+// stored before it sends more: a shared stream does (its next round trip
+// starts only once the last one is in the database).
+func (st *streamActor) storing() bool { return st.unstored != nil && st.shared() }
+
+// storedAlready reports whether the database holds the acknowledgement.
+func (st *streamActor) storedAlready(ctx context.Context, ack *streamstore.StreamAckParams) bool {
+	s, err := st.srv.store.StreamGet(ctx, st.name)
+	return err == nil && s.Batch == ack.Batch && s.Cursor == ack.Cursor
+}
+
+// sent records a delivery of the pending batch to a connection.
+func (st *streamActor) sent(a *attachment, p *pendingBatch) {
+	p.sent++
+	seq := p.records[len(p.records)-1].Seq
+	a.last = max(a.last, seq)
+	st.sentHigh = max(st.sentHigh, seq)
+}
+
+// leaseLost ends what this process did under a lease another process
+// took: the round trip in flight ends, and every connection that got
+// records after the stored cursor (the new holder sends them again) gets
+// an error frame (lease_lost) and is closed, so that no connection sees a
+// seq twice or goes back; those records come again on a new connection,
+// marked redelivered. The next lease puts the stream where the database
+// has it.
+func (st *streamActor) leaseLost(why string) {
+	st.srv.m.leasesLost.Inc()
+	st.log().Warn(why+"; the connections that got records after the stored cursor are closed (lease_lost)",
+		zap.String("stored", st.stored.String()))
+	st.dropLease()
+	st.unstored = nil
+	st.stopStoreRetry()
+	if st.inFlight != nil {
+		st.clearRoundTrip()
+	}
+	st.orphan = nil
+	for _, a := range st.atts {
+		if a.last > st.stored.Seq {
+			st.loseConnection(a)
+		}
+	}
+}
+
+// loseConnection tells a connection its stream's lease is lost: it gets
+// the error frame and is closed; nothing more goes to it.
+func (st *streamActor) loseConnection(a *attachment) {
+	if a.closing {
+		return
+	}
+	a.closing = true
+	tell(st.sys, a.conn, &leaseLostMsg{stream: st.self, name: a.name})
 }
 
 // shared reports whether the stream's round trips are leased: a durable
@@ -772,6 +919,7 @@ func (st *streamActor) takeLease() bool {
 	st.armRenewal()
 	st.batchNo = max(st.batchNo, stored.Batch)
 	if stored.Cursor == st.acked.String() {
+		st.stored = st.acked
 		return true
 	}
 	cur, err := record.ParseCursor(stored.Cursor)
@@ -784,7 +932,7 @@ func (st *streamActor) takeLease() bool {
 	}
 	st.log().Debug("another process moved the durable stream on; reading from its cursor",
 		zap.String("from", st.acked.String()), zap.String("to", stored.Cursor))
-	st.acked, st.delivered, st.records = cur, cur, stored.Records
+	st.acked, st.delivered, st.records, st.stored = cur, cur, stored.Records, cur
 	st.pending, st.orphan = nil, nil
 	st.buf, st.bufLen = nil, 0
 	st.stopFeed()
@@ -810,25 +958,28 @@ func (st *streamActor) armRenewal() {
 	st.renewal = time.AfterFunc(st.leaseParams().EffectiveTTL()/3, func() { tell(sys, self, &renewLease{gen: gen}) })
 }
 
-// renew renews the lease held. Lost (it lapsed and another process took
-// the stream), the round trip in flight ends: its ack would not count.
+// renew renews the lease held. The holder's cursor is the truth: the
+// stored one is the one it last stored, unless the lease lapsed meanwhile
+// and another process took the stream and acknowledged batches. Lost so
+// (or refused: another process holds it now), leaseLost ends what this
+// process did under it.
 func (st *streamActor) renew() {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	_, err := st.srv.store.StreamLease(ctx, st.leaseParams())
+	stored, err := st.srv.store.StreamLease(ctx, st.leaseParams())
 	switch {
+	case err == nil && stored.Cursor != st.stored.String():
+		st.leaseLost("the durable stream's round-trip lease lapsed and another process acknowledged batches meanwhile")
+		if err := st.srv.store.StreamRelease(ctx, st.leaseParams()); err != nil {
+			st.log().Warn("releasing the durable stream's round-trip lease failed; it lapses by itself", zap.Error(err))
+		}
 	case err == nil:
 		st.armRenewal()
 	case errors.Is(err, streamstore.ErrLeased), errors.Is(err, streamstore.ErrNotFound):
-		st.srv.m.leasesLost.Inc()
-		st.log().Warn("the durable stream's round-trip lease was lost; the batch in flight goes out again", zap.Error(err))
-		st.dropLease()
-		if st.inFlight != nil {
-			st.clearRoundTrip()
-		}
+		st.leaseLost("the durable stream's round-trip lease was lost: " + err.Error())
 	default:
 		// Renewed next time, or lapsed: then the ack is refused and the
-		// records go out again.
+		// lease is lost.
 		st.srv.m.storeFailures.Inc()
 		st.log().Error("renewing the durable stream's round-trip lease failed", zap.Error(err))
 		st.armRenewal()

@@ -170,6 +170,11 @@ func (s *Stream) frame(k *connection, f *protocol.Frame) bool {
 		case protocol.CodeInternal:
 			s.c.log.Warn("the server could not set up the stream; reconnecting", zap.String("stream", f.Stream))
 			return false
+		case protocol.CodeLeaseLost:
+			// The server closes the connection: the stream goes on on the
+			// next one.
+			s.c.log.Info("another server took the durable stream; reconnecting", zap.String("stream", f.Stream))
+			return false
 		default:
 			s.fail(&ServerError{Code: f.Code, Message: f.Message, Stream: f.Stream})
 			s.c.forget(s)

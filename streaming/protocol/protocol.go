@@ -70,6 +70,11 @@ const (
 	CodeShuttingDown         = "shutting_down"          // the server is stopping
 	CodeInternal             = "internal"               // a server-side failure; try again
 	CodeStoreUnavailable     = "store_unavailable"      // (HTTP, 503) the stream store could not answer; retry after Retry-After
+	// CodeLeaseLost: another process took the durable stream (this one's
+	// round-trip lease lapsed) and goes on from the stored cursor, before
+	// records this connection got: the connection is closed, and those
+	// records come again, marked redelivered, on the next one.
+	CodeLeaseLost = "lease_lost"
 )
 
 // Close reasons: the WebSocket close frame's text when the server ends a
@@ -83,6 +88,9 @@ const (
 	// reached the server's budget, and this connection had the most of
 	// them (it does not read).
 	CloseMemoryBudget = "memory budget"
+	// CloseLeaseLost: status 1013 (try again later) after a lease_lost
+	// error frame.
+	CloseLeaseLost = "lease lost"
 )
 
 // Limits of names.
