@@ -7,6 +7,7 @@ import (
 
 	"github.com/marlowe-follower/follower/chainsync/chain"
 	"github.com/marlowe-follower/follower/contracts/contractstore"
+	"github.com/marlowe-follower/follower/query/internal/api"
 )
 
 // TestFastJSONMatchesEncodingJSON: the hand-written contract page is byte
@@ -41,7 +42,7 @@ func TestFastJSONMatchesEncodingJSON(t *testing.T) {
 		for i := range tc.page.Contracts {
 			results[i] = contractHeaderOf(&tc.page.Contracts[i])
 		}
-		want, err := encodeJSON(envelope{Results: results, Next: tc.next, Cursor: tc.cursor, Total: tc.page.Total,
+		want, err := api.EncodeJSON(envelope{Results: results, Next: tc.next, Cursor: tc.cursor, Total: tc.page.Total,
 			Seq: tc.page.At.Seq, Block: tc.page.At.Block, NodeTip: tipOf(tip)})
 		if err != nil {
 			t.Fatal(err)

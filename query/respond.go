@@ -1,29 +1,26 @@
 package query
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"net/http"
-	"strconv"
-	"sync"
 
 	"go.uber.org/zap"
 
 	"github.com/marlowe-follower/follower/chainsync/chain"
 	"github.com/marlowe-follower/follower/contracts/contractstore"
+	"github.com/marlowe-follower/follower/query/internal/api"
 )
 
 // Response headers that say where an answer stands.
 const (
-	HeaderSeq        = "X-Marlowe-Seq"
-	HeaderBlockSlot  = "X-Marlowe-Block-Slot"
-	HeaderBlockNo    = "X-Marlowe-Block-No"
-	HeaderBlockHash  = "X-Marlowe-Block-Hash"
-	HeaderNodeTip    = "X-Node-Tip"
-	HeaderNodeTipNo  = "X-Node-Tip-Block-No"
-	HeaderRetryAfter = "Retry-After"
+	HeaderSeq        = api.HeaderSeq
+	HeaderBlockSlot  = api.HeaderBlockSlot
+	HeaderBlockNo    = api.HeaderBlockNo
+	HeaderBlockHash  = api.HeaderBlockHash
+	HeaderNodeTip    = api.HeaderNodeTip
+	HeaderNodeTipNo  = api.HeaderNodeTipNo
+	HeaderRetryAfter = api.HeaderRetryAfter
 )
 
 // apiError is the body of every error answer.
@@ -32,61 +29,17 @@ type apiError struct {
 	Message string `json:"message"`
 }
 
-// badRequest is an error the client caused: answered 400 with its code.
-type badRequest struct {
+func writeError(w http.ResponseWriter, code int, errCode, message string) {
+	api.WriteJSON(w, code, apiError{Code: errCode, Message: message})
+}
+
+// httpError is an answer of the native API's own: its status and code.
+type httpError struct {
+	status        int
 	code, message string
 }
 
-// Error returns the message.
-func (e *badRequest) Error() string { return e.message }
-
-func bad(code, message string) error { return &badRequest{code: code, message: message} }
-
-var bufPool = sync.Pool{New: func() any { return new(bytes.Buffer) }}
-
-// bytesPool holds buffers for answers written by hand.
-var bytesPool = sync.Pool{New: func() any {
-	b := make([]byte, 0, 32<<10)
-	return &b
-}}
-
-// writeJSON writes v with the status code.
-func writeJSON(w http.ResponseWriter, code int, v any) {
-	buf := bufPool.Get().(*bytes.Buffer)
-	buf.Reset()
-	defer bufPool.Put(buf)
-	enc := json.NewEncoder(buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		code = http.StatusInternalServerError
-		buf.Reset()
-		buf.WriteString(`{"code":"internal","message":"the answer could not be encoded"}` + "\n")
-	}
-	writeBody(w, code, buf.Bytes())
-}
-
-// encodeJSON returns v's JSON answer, for a cache.
-func encodeJSON(v any) ([]byte, error) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	err := enc.Encode(v)
-	return buf.Bytes(), err
-}
-
-// writeBody writes an encoded JSON answer.
-func writeBody(w http.ResponseWriter, code int, body []byte) {
-	h := w.Header()
-	h.Set("Content-Type", "application/json")
-	h.Set("Content-Length", strconv.Itoa(len(body)))
-	h.Set("X-Content-Type-Options", "nosniff")
-	w.WriteHeader(code)
-	_, _ = w.Write(body)
-}
-
-func writeError(w http.ResponseWriter, code int, errCode, message string) {
-	writeJSON(w, code, apiError{Code: errCode, Message: message})
-}
+func (e *httpError) Error() string { return e.message }
 
 // tipJSON is the node's tip as answers show it.
 type tipJSON struct {
@@ -97,17 +50,6 @@ type tipJSON struct {
 
 func tipOf(t chain.Tip) tipJSON {
 	return tipJSON{Slot: t.Point.Slot, BlockNo: t.BlockNo, Hash: t.Point.Hash}
-}
-
-// setPosition writes the position headers.
-func setPosition(w http.ResponseWriter, at contractstore.Position, tip chain.Tip) {
-	h := w.Header()
-	h.Set(HeaderSeq, strconv.FormatInt(at.Seq, 10))
-	h.Set(HeaderBlockSlot, strconv.FormatUint(at.Block.Slot, 10))
-	h.Set(HeaderBlockNo, strconv.FormatUint(at.Block.BlockNo, 10))
-	h.Set(HeaderBlockHash, at.Block.Hash.String())
-	h.Set(HeaderNodeTip, tip.Point.String())
-	h.Set(HeaderNodeTipNo, strconv.FormatUint(tip.BlockNo, 10))
 }
 
 // envelope wraps every list.
@@ -121,21 +63,48 @@ type envelope struct {
 	NodeTip tipJSON           `json:"nodeTip"`
 }
 
-// fail answers an error: 400 for a client's mistake, 404 for an unknown
-// id, 503 when the store cannot answer (logged).
-func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error, what string) {
-	var br *badRequest
+// native is the native API's dialect of api.Handle.
+type native struct{ s *Server }
+
+// Position writes the position headers.
+func (n native) Position(w http.ResponseWriter, at contractstore.Position) {
+	api.SetPosition(w, at, n.s.cfg.Status().NodeTip)
+}
+
+// Fail answers an error: 400 for a client's mistake, 404 for an unknown
+// id, 503 when the projection did not reach minSeq in time or the store
+// cannot answer (logged).
+func (n native) Fail(w http.ResponseWriter, r *http.Request, err error) {
+	var he *httpError
+	var br *api.BadRequest
+	var nf *api.NotFoundError
+	var ny *api.NotYetApplied
+	var ie *api.IntervalError
 	switch {
+	case errors.As(err, &he):
+		writeError(w, he.status, he.code, he.message)
 	case errors.As(err, &br):
-		writeError(w, http.StatusBadRequest, br.code, br.message)
+		writeError(w, http.StatusBadRequest, br.Code, br.Message)
+	case errors.As(err, &ie):
+		writeError(w, http.StatusBadRequest, "bad_interval", "the validity interval: "+ie.Error())
+	case errors.As(err, &nf):
+		writeError(w, http.StatusNotFound, "not_found", nf.Error())
 	case errors.Is(err, contractstore.ErrNotFound):
-		writeError(w, http.StatusNotFound, "not_found", what+" not found")
-	case errors.Is(err, context.Canceled) && r.Context().Err() != nil:
-		// The client went away: nobody reads the answer.
+		writeError(w, http.StatusNotFound, "not_found", "not found")
+	case errors.As(err, &ny):
+		w.Header().Set(HeaderRetryAfter, "1")
+		writeError(w, http.StatusServiceUnavailable, "not_yet_applied", ny.Error())
+	case api.Canceled(r, err):
 		writeError(w, 499, "canceled", "the request was canceled")
 	default:
-		s.log.Error("a read failed", zap.String("path", r.URL.Path), zap.Error(err))
+		n.s.log.Error("a read failed", zap.String("path", r.URL.Path), zap.Error(err))
 		w.Header().Set(HeaderRetryAfter, "1")
 		writeError(w, http.StatusServiceUnavailable, "store_unavailable", "the store could not answer; retry later")
 	}
+}
+
+// handle is api.Handle in the native dialect.
+func handle[P any](s *Server, parse func(r *http.Request, q *api.Query) (P, error),
+	read func(ctx context.Context, p P) (api.Answer, error)) http.HandlerFunc {
+	return api.Handle(s.env, native{s}, parse, read)
 }

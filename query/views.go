@@ -7,6 +7,7 @@ import (
 	"github.com/marlowe-follower/follower/chainsync/chain"
 	"github.com/marlowe-follower/follower/contracts/contractstore"
 	"github.com/marlowe-follower/follower/history/record"
+	"github.com/marlowe-follower/follower/query/internal/api"
 )
 
 // The JSON shapes of the API; /openapi.json describes each.
@@ -46,24 +47,10 @@ type payoutSummaryJSON struct {
 	WithdrawalID *chain.Hash32  `json:"withdrawalId"`
 }
 
-func rawOr(raw json.RawMessage, def string) json.RawMessage {
-	if len(raw) == 0 {
-		return json.RawMessage(def)
-	}
-	return raw
-}
-
-func assetsOf(a record.Assets) record.Assets {
-	if a.Tokens == nil {
-		a.Tokens = map[string]map[string]json.Number{}
-	}
-	return a
-}
-
 func contractHeaderOf(c *contractstore.Contract) contractHeaderJSON {
 	return contractHeaderJSON{
 		ContractID: c.ID, RolesCurrency: hex.EncodeToString(c.RolesCurrency), Version: c.Version, Address: c.Address,
-		Tags: rawOr(c.Tags, "{}"), Metadata: rawOr(c.Metadata, "{}"), Status: string(c.Status), Block: c.Block, Seq: c.Seq,
+		Tags: api.RawOr(c.Tags, "{}"), Metadata: api.RawOr(c.Metadata, "{}"), Status: string(c.Status), Block: c.Block, Seq: c.Seq,
 		Steps: c.Steps, LastSeq: c.LastSeq, LastBlock: c.LastBlock,
 	}
 }
@@ -74,12 +61,12 @@ func contractOf(c *contractstore.Contract) contractJSON {
 	if b == nil {
 		b = &contractstore.ContractBody{}
 	}
-	out.InitialContract, out.InitialState = rawOr(b.InitialContract, "null"), rawOr(b.InitialState, "null")
-	out.CurrentContract, out.State, out.UTxO = rawOr(b.Contract, "null"), rawOr(b.State, "null"), b.UTxO
-	out.Assets = assetsOf(b.Assets)
+	out.InitialContract, out.InitialState = api.RawOr(b.InitialContract, "null"), api.RawOr(b.InitialState, "null")
+	out.CurrentContract, out.State, out.UTxO = api.RawOr(b.Contract, "null"), api.RawOr(b.State, "null"), b.UTxO
+	out.Assets = api.Assets(b.Assets)
 	for _, p := range b.Payouts {
 		out.Payouts = append(out.Payouts, payoutSummaryJSON{PayoutID: p.ID, Role: p.Role, Address: p.Address,
-			Assets: assetsOf(p.Assets), Status: string(p.Status), WithdrawalID: p.Withdrawal})
+			Assets: api.Assets(p.Assets), Status: string(p.Status), WithdrawalID: p.Withdrawal})
 	}
 	return out
 }
@@ -102,6 +89,10 @@ type transactionJSON struct {
 	// payouts, tags and metadata of an applied step; the reason of a
 	// rejected one.
 	Details json.RawMessage `json:"details"`
+}
+
+func transactionOf(t *contractstore.Transaction) transactionJSON {
+	return transactionJSON{transactionHeaderJSON: transactionHeaderOf(t), Details: api.RawOr(t.Payload, "null")}
 }
 
 func transactionHeaderOf(t *contractstore.Transaction) transactionHeaderJSON {
@@ -136,7 +127,7 @@ type payoutJSON struct {
 
 func payoutOf(p *contractstore.Payout) payoutJSON {
 	out := payoutJSON{PayoutID: p.ID, ContractID: p.ContractID, TransactionID: p.TxID, Seq: p.Seq, Block: p.Block,
-		RolesCurrency: hex.EncodeToString(p.RolesCurrency), Role: p.Role, Address: p.Address, Assets: assetsOf(p.Assets),
+		RolesCurrency: hex.EncodeToString(p.RolesCurrency), Role: p.Role, Address: p.Address, Assets: api.Assets(p.Assets),
 		Status: string(p.Status)}
 	if w := p.Withdrawal; w != nil {
 		out.Withdrawal = &withdrawalRefJSON{WithdrawalID: w.TxID, Seq: w.Seq, Block: w.Block}

@@ -1,4 +1,4 @@
-package query
+package runtime
 
 import (
 	"fmt"
@@ -6,6 +6,8 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+
+	"github.com/marlowe-follower/follower/query/internal/api"
 )
 
 // Paging of the runtime view, as servant-pagination does it (the Marlowe
@@ -43,11 +45,6 @@ type pageRange struct {
 	desc   bool
 }
 
-// rangeError is a Range header the view cannot satisfy: answered 416.
-type rangeError struct{ message string }
-
-func (e *rangeError) Error() string { return e.message }
-
 // parseRange reads the Range header of a list whose range field is field.
 // An absent header is the default range: the newest 100.
 func parseRange(h http.Header, field string) (*pageRange, error) {
@@ -72,41 +69,41 @@ func parseRange(h http.Header, field string) (*pageRange, error) {
 			got = first[0]
 		}
 		return nil, &rangeError{fmt.Sprintf("Invalid Range: this list pages by %s, not %q (Range: %s [<value>][;limit n][;offset n][;order asc|desc])",
-			field, clip(got), field)}
+			field, api.Clip(got), field)}
 	}
 	switch len(first) {
 	case 1:
 	case 2:
 		v, err := url.PathUnescape(first[1])
 		if err != nil {
-			return nil, &rangeError{fmt.Sprintf("Invalid Range: value %q is not percent-encoded text", clip(first[1]))}
+			return nil, &rangeError{fmt.Sprintf("Invalid Range: value %q is not percent-encoded text", api.Clip(first[1]))}
 		}
 		pr.value, pr.hasVal = v, true
 	default:
-		return nil, &rangeError{fmt.Sprintf("Invalid Range: %q has more than one value", clip(pieces[0]))}
+		return nil, &rangeError{fmt.Sprintf("Invalid Range: %q has more than one value", api.Clip(pieces[0]))}
 	}
 	seen := map[string]bool{}
 	for _, piece := range pieces[1:] {
 		kv := strings.Fields(piece)
 		if len(kv) != 2 {
-			return nil, &rangeError{fmt.Sprintf("Invalid Range Options: %q is not <option> <value>", clip(strings.TrimSpace(piece)))}
+			return nil, &rangeError{fmt.Sprintf("Invalid Range Options: %q is not <option> <value>", api.Clip(strings.TrimSpace(piece)))}
 		}
 		opt, arg := kv[0], kv[1]
 		if seen[opt] {
-			return nil, &rangeError{fmt.Sprintf("Invalid Range Options: %s is given twice", clip(opt))}
+			return nil, &rangeError{fmt.Sprintf("Invalid Range Options: %s is given twice", api.Clip(opt))}
 		}
 		seen[opt] = true
 		switch opt {
 		case "limit":
 			n, err := strconv.Atoi(arg)
 			if err != nil || n < 0 || n > rangeMaxLimit {
-				return nil, &rangeError{fmt.Sprintf("Invalid Range Options: limit %q: want an integer from 0 to %d", clip(arg), rangeMaxLimit)}
+				return nil, &rangeError{fmt.Sprintf("Invalid Range Options: limit %q: want an integer from 0 to %d", api.Clip(arg), rangeMaxLimit)}
 			}
 			pr.limit = n
 		case "offset":
 			n, err := strconv.Atoi(arg)
 			if err != nil || n < 0 || n > rangeMaxOffset {
-				return nil, &rangeError{fmt.Sprintf("Invalid Range Options: offset %q: want an integer from 0 to %d", clip(arg), rangeMaxOffset)}
+				return nil, &rangeError{fmt.Sprintf("Invalid Range Options: offset %q: want an integer from 0 to %d", api.Clip(arg), rangeMaxOffset)}
 			}
 			pr.offset = n
 		case "order":
@@ -116,10 +113,10 @@ func parseRange(h http.Header, field string) (*pageRange, error) {
 			case "desc":
 				pr.desc = true
 			default:
-				return nil, &rangeError{fmt.Sprintf("Invalid Range Order %q: want asc or desc", clip(arg))}
+				return nil, &rangeError{fmt.Sprintf("Invalid Range Order %q: want asc or desc", api.Clip(arg))}
 			}
 		default:
-			return nil, &rangeError{fmt.Sprintf("Invalid Range Options: unknown option %q (limit, offset or order)", clip(opt))}
+			return nil, &rangeError{fmt.Sprintf("Invalid Range Options: unknown option %q (limit, offset or order)", api.Clip(opt))}
 		}
 	}
 	return pr, nil
@@ -154,8 +151,7 @@ func encodeRangeValue(v string) string {
 
 // setPageHeaders writes the paging headers of a page whose resources have
 // the range values keys (in page order).
-func setPageHeaders(w http.ResponseWriter, pr *pageRange, keys []string) {
-	h := w.Header()
+func setPageHeaders(h http.Header, pr *pageRange, keys []string) {
 	h.Set("Accept-Ranges", pr.field)
 	if len(keys) == 0 {
 		return

@@ -1,4 +1,4 @@
-package query
+package runtime
 
 import (
 	"encoding/hex"
@@ -8,28 +8,20 @@ import (
 	"github.com/marlowe-follower/follower/chainsync/chain"
 	"github.com/marlowe-follower/follower/contracts/contractstore"
 	"github.com/marlowe-follower/follower/history/record"
+	"github.com/marlowe-follower/follower/query/internal/api"
 )
 
 // The resources of the runtime view, as the Marlowe Runtime 1.0.0 shows
 // them; the fields after "the follower's" are extras under names the
 // Runtime does not use.
 
-// rtVersion is the Marlowe language version (the Runtime's "version"): all
+// languageVersion is the Marlowe language version (the Runtime's "version"): all
 // five script versions run Marlowe Core V1.
-const rtVersion = "v1"
+const languageVersion = "v1"
 
-// rtConfirmed is every transaction's status: a follower sees only
+// confirmed is every transaction's status: a follower sees only
 // transactions on chain.
-const rtConfirmed = "confirmed"
-
-type rtItem struct {
-	Resource any `json:"resource"`
-	Links    any `json:"links"`
-}
-
-type rtList struct {
-	Results []rtItem `json:"results"`
-}
+const confirmed = "confirmed"
 
 // Links are relative to the API root, as the Runtime writes them.
 func linkContract(id chain.TxOutRef) string { return "contracts/" + url.PathEscape(id.String()) }
@@ -44,89 +36,83 @@ func linkPayout(id chain.TxOutRef) string { return "payouts/" + url.PathEscape(i
 
 func linkWithdrawal(tx chain.Hash32) string { return "withdrawals/" + tx.String() }
 
-type rtContractHeaderJSON struct {
+type contractHeaderJSON struct {
 	ContractID    chain.TxOutRef  `json:"contractId"`
 	RolesCurrency string          `json:"roleTokenMintingPolicyId"`
 	Version       string          `json:"version"`
 	Tags          json.RawMessage `json:"tags"`
 	Metadata      json.RawMessage `json:"metadata"`
 	Status        string          `json:"status"`
-	Block         rtBlockJSON     `json:"block"`
+	Block         blockJSON       `json:"block"`
 	// The follower's.
-	ScriptVersion  string      `json:"scriptVersion"`
-	ContractStatus string      `json:"contractStatus"`
-	Address        string      `json:"address"`
-	Seq            int64       `json:"seq"`
-	Steps          int         `json:"steps"`
-	LastSeq        int64       `json:"lastSeq"`
-	LastBlock      rtBlockJSON `json:"lastBlock"`
+	ScriptVersion  string    `json:"scriptVersion"`
+	ContractStatus string    `json:"contractStatus"`
+	Address        string    `json:"address"`
+	Seq            int64     `json:"seq"`
+	Steps          int       `json:"steps"`
+	LastSeq        int64     `json:"lastSeq"`
+	LastBlock      blockJSON `json:"lastBlock"`
 }
 
-func rtContractHeaderOf(c *contractstore.Contract) rtContractHeaderJSON {
-	return rtContractHeaderJSON{
-		ContractID: c.ID, RolesCurrency: hex.EncodeToString(c.RolesCurrency), Version: rtVersion,
-		Tags: rawOr(c.Tags, "{}"), Metadata: rawOr(c.Metadata, "{}"), Status: rtConfirmed, Block: rtBlock(c.Block),
+func contractHeaderOf(c *contractstore.Contract) contractHeaderJSON {
+	return contractHeaderJSON{
+		ContractID: c.ID, RolesCurrency: hex.EncodeToString(c.RolesCurrency), Version: languageVersion,
+		Tags: api.RawOr(c.Tags, "{}"), Metadata: api.RawOr(c.Metadata, "{}"), Status: confirmed, Block: blockOf(c.Block),
 		ScriptVersion: c.Version, ContractStatus: string(c.Status), Address: c.Address, Seq: c.Seq, Steps: c.Steps,
-		LastSeq: c.LastSeq, LastBlock: rtBlock(c.LastBlock),
+		LastSeq: c.LastSeq, LastBlock: blockOf(c.LastBlock),
 	}
 }
 
-type rtContractLinks struct {
+type contractLinks struct {
 	Contract     string `json:"contract"`
 	Transactions string `json:"transactions"`
 }
 
-type rtUnclaimedPayoutJSON struct {
-	PayoutID chain.TxOutRef `json:"payoutId"`
-	Role     string         `json:"role"`
-	Assets   record.Assets  `json:"assets"`
+type contractStateJSON struct {
+	contractHeaderJSON
+	InitialContract  json.RawMessage `json:"initialContract"`
+	InitialState     json.RawMessage `json:"initialState"`
+	CurrentContract  json.RawMessage `json:"currentContract,omitempty"` // absent once closed
+	State            json.RawMessage `json:"state,omitempty"`
+	UTxO             *chain.TxOutRef `json:"utxo,omitempty"`
+	Assets           record.Assets   `json:"assets"`
+	UnclaimedPayouts []payoutJSON    `json:"unclaimedPayouts"`
 }
 
-type rtContractStateJSON struct {
-	rtContractHeaderJSON
-	InitialContract  json.RawMessage         `json:"initialContract"`
-	InitialState     json.RawMessage         `json:"initialState"`
-	CurrentContract  json.RawMessage         `json:"currentContract,omitempty"` // absent once closed
-	State            json.RawMessage         `json:"state,omitempty"`
-	UTxO             *chain.TxOutRef         `json:"utxo,omitempty"`
-	Assets           record.Assets           `json:"assets"`
-	UnclaimedPayouts []rtUnclaimedPayoutJSON `json:"unclaimedPayouts"`
-}
-
-type rtTransactionsLink struct {
+type transactionsLink struct {
 	Transactions string `json:"transactions"`
 }
 
-func rtContractStateOf(c *contractstore.Contract) rtContractStateJSON {
-	out := rtContractStateJSON{rtContractHeaderJSON: rtContractHeaderOf(c), UnclaimedPayouts: []rtUnclaimedPayoutJSON{}}
+func contractStateOf(c *contractstore.Contract) contractStateJSON {
+	out := contractStateJSON{contractHeaderJSON: contractHeaderOf(c), UnclaimedPayouts: []payoutJSON{}}
 	b := c.Body
 	if b == nil {
 		b = &contractstore.ContractBody{}
 	}
-	out.InitialContract, out.InitialState = rawOr(b.InitialContract, "null"), rawOr(b.InitialState, "null")
+	out.InitialContract, out.InitialState = api.RawOr(b.InitialContract, "null"), api.RawOr(b.InitialState, "null")
 	out.CurrentContract, out.State, out.UTxO = nonNull(b.Contract), nonNull(b.State), b.UTxO
-	out.Assets = assetsOf(b.Assets)
+	out.Assets = api.Assets(b.Assets)
 	for _, p := range b.Payouts {
 		if p.Role != nil && p.Status == contractstore.PayoutAvailable {
-			out.UnclaimedPayouts = append(out.UnclaimedPayouts, rtUnclaimedPayoutJSON{PayoutID: p.ID, Role: *p.Role, Assets: assetsOf(p.Assets)})
+			out.UnclaimedPayouts = append(out.UnclaimedPayouts, payoutJSON{PayoutID: p.ID, Role: *p.Role, Assets: api.Assets(p.Assets)})
 		}
 	}
 	return out
 }
 
-type rtTxHeaderJSON struct {
+type txHeaderJSON struct {
 	ContractID    chain.TxOutRef  `json:"contractId"`
 	TransactionID chain.Hash32    `json:"transactionId"`
 	Tags          json.RawMessage `json:"tags"`
 	Metadata      json.RawMessage `json:"metadata"`
 	Status        string          `json:"status"`
-	Block         rtBlockJSON     `json:"block"`
+	Block         blockJSON       `json:"block"`
 	UTxO          *chain.TxOutRef `json:"utxo,omitempty"`
 	// The follower's.
 	Seq int64 `json:"seq"`
 }
 
-type rtTransactionLink struct {
+type transactionLink struct {
 	Transaction string `json:"transaction"`
 }
 
@@ -159,19 +145,19 @@ func objectOf(m map[string]json.RawMessage) json.RawMessage {
 	return b
 }
 
-func rtTxHeaderOf(t *contractstore.Transaction, p *stepPayload) rtTxHeaderJSON {
-	return rtTxHeaderJSON{ContractID: t.ContractID, TransactionID: t.TxID, Tags: objectOf(p.Tags), Metadata: objectOf(p.Metadata),
-		Status: rtConfirmed, Block: rtBlock(t.Block), UTxO: t.Output, Seq: t.Seq}
+func txHeaderOf(t *contractstore.Transaction, p *stepPayload) txHeaderJSON {
+	return txHeaderJSON{ContractID: t.ContractID, TransactionID: t.TxID, Tags: objectOf(p.Tags), Metadata: objectOf(p.Metadata),
+		Status: confirmed, Block: blockOf(t.Block), UTxO: t.Output, Seq: t.Seq}
 }
 
-type rtPayoutJSON struct {
+type payoutJSON struct {
 	PayoutID chain.TxOutRef `json:"payoutId"`
 	Role     string         `json:"role"`
 	Assets   record.Assets  `json:"assets"`
 }
 
-type rtTxJSON struct {
-	rtTxHeaderJSON
+type txJSON struct {
+	txHeaderJSON
 	InputUTxO                   chain.TxOutRef  `json:"inputUtxo"`
 	InputContract               json.RawMessage `json:"inputContract"`
 	InputState                  json.RawMessage `json:"inputState"`
@@ -183,7 +169,7 @@ type rtTxJSON struct {
 	InvalidBefore               string          `json:"invalidBefore"`
 	InvalidHereafter            string          `json:"invalidHereafter"`
 	Assets                      record.Assets   `json:"assets"`
-	Payouts                     []rtPayoutJSON  `json:"payouts"`
+	Payouts                     []payoutJSON    `json:"payouts"`
 	ReconstructedSemanticInput  json.RawMessage `json:"reconstructedSemanticInput"`
 	ReconstructedSemanticOutput json.RawMessage `json:"reconstructedSemanticOutput"`
 	// The follower's: the interval as the semantics see it (POSIX ms, both
@@ -191,33 +177,33 @@ type rtTxJSON struct {
 	Interval record.Interval `json:"interval"`
 }
 
-type rtTxLinks struct {
+type txLinks struct {
 	Previous string `json:"previous,omitempty"`
 	Next     string `json:"next,omitempty"`
 }
 
-type rtAssetIDJSON struct {
+type assetIDJSON struct {
 	PolicyID  string `json:"policyId"`
 	AssetName string `json:"assetName"`
 }
 
-type rtPayoutHeaderJSON struct {
+type payoutHeaderJSON struct {
 	ContractID   chain.TxOutRef `json:"contractId"`
 	PayoutID     chain.TxOutRef `json:"payoutId"`
-	Role         rtAssetIDJSON  `json:"role"`
+	Role         assetIDJSON    `json:"role"`
 	Status       string         `json:"status"`
 	WithdrawalID *chain.Hash32  `json:"withdrawalId,omitempty"`
 	// The follower's.
 	Assets        record.Assets `json:"assets"`
 	TransactionID chain.Hash32  `json:"transactionId"`
 	Seq           int64         `json:"seq"`
-	Block         rtBlockJSON   `json:"block"`
+	Block         blockJSON     `json:"block"`
 }
 
-func rtPayoutHeaderOf(p *contractstore.Payout) rtPayoutHeaderJSON {
-	out := rtPayoutHeaderJSON{ContractID: p.ContractID, PayoutID: p.ID, Status: string(p.Status), Assets: assetsOf(p.Assets),
-		TransactionID: p.TxID, Seq: p.Seq, Block: rtBlock(p.Block),
-		Role: rtAssetIDJSON{PolicyID: hex.EncodeToString(p.RolesCurrency)}}
+func payoutHeaderOf(p *contractstore.Payout) payoutHeaderJSON {
+	out := payoutHeaderJSON{ContractID: p.ContractID, PayoutID: p.ID, Status: string(p.Status), Assets: api.Assets(p.Assets),
+		TransactionID: p.TxID, Seq: p.Seq, Block: blockOf(p.Block),
+		Role: assetIDJSON{PolicyID: hex.EncodeToString(p.RolesCurrency)}}
 	if p.Role != nil {
 		out.Role.AssetName = *p.Role
 	}
@@ -228,53 +214,53 @@ func rtPayoutHeaderOf(p *contractstore.Payout) rtPayoutHeaderJSON {
 	return out
 }
 
-type rtPayoutLink struct {
+type payoutLink struct {
 	Payout string `json:"payout"`
 }
 
-type rtPayoutStateJSON struct {
-	rtPayoutHeaderJSON
+type payoutStateJSON struct {
+	payoutHeaderJSON
 	PayoutValidatorAddress string `json:"payoutValidatorAddress"`
 }
 
-type rtPayoutLinks struct {
+type payoutLinks struct {
 	Contract    string `json:"contract"`
 	Transaction string `json:"transaction"`
 	Withdrawal  string `json:"withdrawal,omitempty"`
 }
 
-type rtWithdrawalHeaderJSON struct {
+type withdrawalHeaderJSON struct {
 	WithdrawalID chain.Hash32 `json:"withdrawalId"`
 	Status       string       `json:"status"`
-	Block        rtBlockJSON  `json:"block"`
+	Block        blockJSON    `json:"block"`
 	// The follower's.
 	Seq     int64 `json:"seq"`
 	LastSeq int64 `json:"lastSeq"`
 }
 
-// rtWithdrawalLinks are the Runtime's withdrawal link and, for the
+// withdrawalLinks are the Runtime's withdrawal link and, for the
 // TypeScript SDK (0.4.0-beta), whose withdrawal list decoder requires
 // them, links to the first contract of the withdrawal and its steps.
-type rtWithdrawalLinks struct {
+type withdrawalLinks struct {
 	Withdrawal   string `json:"withdrawal"`
 	Contract     string `json:"contract"`
 	Transactions string `json:"transactions"`
 }
 
-type rtWithdrawalJSON struct {
-	rtWithdrawalHeaderJSON
-	Payouts []rtPayoutHeaderJSON `json:"payouts"`
+type withdrawalJSON struct {
+	withdrawalHeaderJSON
+	Payouts []payoutHeaderJSON `json:"payouts"`
 }
 
-func rtWithdrawalHeaderOf(wd *contractstore.Withdrawal) rtWithdrawalHeaderJSON {
-	return rtWithdrawalHeaderJSON{WithdrawalID: wd.TxID, Status: rtConfirmed, Block: rtBlock(wd.Block), Seq: wd.Seq, LastSeq: wd.LastSeq}
+func withdrawalHeaderOf(wd *contractstore.Withdrawal) withdrawalHeaderJSON {
+	return withdrawalHeaderJSON{WithdrawalID: wd.TxID, Status: confirmed, Block: blockOf(wd.Block), Seq: wd.Seq, LastSeq: wd.LastSeq}
 }
 
-func rtWithdrawalOf(wd *contractstore.Withdrawal) rtWithdrawalJSON {
-	out := rtWithdrawalJSON{rtWithdrawalHeaderJSON: rtWithdrawalHeaderOf(wd), Payouts: []rtPayoutHeaderJSON{}}
+func withdrawalOf(wd *contractstore.Withdrawal) withdrawalJSON {
+	out := withdrawalJSON{withdrawalHeaderJSON: withdrawalHeaderOf(wd), Payouts: []payoutHeaderJSON{}}
 	for i := range wd.Payouts {
 		if wd.Payouts[i].Role != nil {
-			out.Payouts = append(out.Payouts, rtPayoutHeaderOf(&wd.Payouts[i]))
+			out.Payouts = append(out.Payouts, payoutHeaderOf(&wd.Payouts[i]))
 		}
 	}
 	return out

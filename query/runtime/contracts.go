@@ -1,0 +1,206 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+
+	"github.com/marlowe-follower/follower/chainsync/chain"
+	"github.com/marlowe-follower/follower/contracts/contractstore"
+	"github.com/marlowe-follower/follower/query/internal/api"
+)
+
+// collect reads a list from its start through fetch (one backend page of
+// at most limit items a call, the cursor kept by the caller) until want
+// items or the end of the list.
+func collect[T any](want int, fetch func(limit int) (items []T, more bool, err error)) ([]T, error) {
+	var out []T
+	for len(out) < want {
+		items, more, err := fetch(min(want-len(out), contractstore.MaxLimit))
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, items...)
+		if !more || len(items) == 0 {
+			break
+		}
+	}
+	return out, nil
+}
+
+// window drops a range's offset from the items read from its start, and
+// cuts them to its limit.
+func window[T any](items []T, pr *pageRange) []T {
+	if pr.want() == 0 || pr.offset >= len(items) {
+		return items[:0]
+	}
+	items = items[pr.offset:]
+	if len(items) > pr.limit {
+		items = items[:pr.limit]
+	}
+	return items
+}
+
+// reads is how many items a range reads from its start: at least one when
+// it names a start, whose presence the answer checks.
+func reads(pr *pageRange) int {
+	if pr.hasVal {
+		return max(pr.want(), 1)
+	}
+	return pr.want()
+}
+
+// item is a resource of a list and its links.
+type item struct {
+	Resource any `json:"resource"`
+	Links    any `json:"links"`
+}
+
+type list struct {
+	Results []item `json:"results"`
+}
+
+// page answers a page: 206 with the paging headers, as servant does for
+// every paged answer, and Total-Count when total is known.
+func page(pr *pageRange, at contractstore.Position, keys []string, items []item, total *int64) (api.Answer, error) {
+	h := http.Header{}
+	setPageHeaders(h, pr, keys)
+	if total != nil {
+		h.Set(HeaderTotalCount, strconv.FormatInt(*total, 10))
+	}
+	if items == nil {
+		items = []item{}
+	}
+	body, err := api.EncodeJSON(list{Results: items})
+	return api.Answer{At: at, Status: http.StatusPartialContent, ContentType: jsonContentType, Header: h, Body: body}, err
+}
+
+// one answers a resource.
+func one(at contractstore.Position, v any) (api.Answer, error) {
+	body, err := api.EncodeJSON(v)
+	return api.Answer{At: at, ContentType: jsonContentType, Body: body}, err
+}
+
+func rangeStartRef(pr *pageRange, what string) (chain.TxOutRef, error) {
+	ref, err := chain.ParseTxOutRef(pr.value)
+	if err != nil {
+		return ref, &rangeError{fmt.Sprintf("Invalid range value: %s %q: want TXID#INDEX", what, api.Clip(pr.value))}
+	}
+	pr.value = ref.String()
+	return ref, nil
+}
+
+func rangeStartTx(pr *pageRange, what string) (chain.Hash32, error) {
+	h, err := chain.ParseHash32(pr.value)
+	if err != nil {
+		return h, &rangeError{fmt.Sprintf("Invalid range value: %s %q: want 64 hex digits", what, api.Clip(pr.value))}
+	}
+	pr.value = h.String()
+	return h, nil
+}
+
+// pathRef reads an output reference of a view path.
+func pathRef(r *http.Request, name, what, code string) (chain.TxOutRef, error) {
+	id, err := chain.ParseTxOutRef(r.PathValue(name))
+	if err != nil {
+		return id, invalid(code, fmt.Sprintf("Invalid %s value %q: want TXID#INDEX (# is %%23 in a URL)", what, api.Clip(r.PathValue(name))))
+	}
+	return id, nil
+}
+
+// pathTx reads a transaction id of a view path.
+func pathTx(r *http.Request, name, what string) (chain.Hash32, error) {
+	h, err := chain.ParseHash32(r.PathValue(name))
+	if err != nil {
+		return h, invalid("bad_tx_id", fmt.Sprintf("Invalid %s value %q: want 64 hex digits", what, api.Clip(r.PathValue(name))))
+	}
+	return h, nil
+}
+
+// contractListRequest is a contract list's filter and range.
+type contractListRequest struct {
+	filter contractstore.ContractFilter
+	pr     *pageRange
+	start  chain.TxOutRef
+}
+
+func (v *View) contractList() http.HandlerFunc {
+	return handle(v, func(r *http.Request, q *api.Query) (*contractListRequest, error) {
+		f, err := api.ContractFilter(q, false, false)
+		if err != nil {
+			return nil, err
+		}
+		req := &contractListRequest{filter: f}
+		if req.pr, err = parseRange(r.Header, "contractId"); err == nil && req.pr.hasVal {
+			req.start, err = rangeStartRef(req.pr, "contract id")
+		}
+		return req, err
+	}, v.readContracts)
+}
+
+func (v *View) readContracts(ctx context.Context, req *contractListRequest) (api.Answer, error) {
+	pr := req.pr
+	p := &contractstore.ContractListParams{Filter: req.filter, Descending: pr.desc}
+	if pr.hasVal {
+		c, _, err := v.env.Contracts.ContractGet(ctx, req.start)
+		if errors.Is(err, contractstore.ErrNotFound) {
+			err = &rangeError{"Initial contract ID not found"}
+		}
+		if err != nil {
+			return api.Answer{}, err
+		}
+		p.After = c.Seq - 1
+		if pr.desc {
+			p.After = c.Seq + 1
+		}
+	}
+	var at contractstore.Position
+	var total *int64
+	items, err := collect(reads(pr), func(limit int) ([]contractstore.Contract, bool, error) {
+		p.Limit = limit
+		page, err := v.env.Contracts.ContractList(ctx, p)
+		if err != nil {
+			return nil, false, err
+		}
+		if total == nil {
+			total = page.Total
+		}
+		at = page.At
+		if n := len(page.Contracts); n > 0 {
+			p.After = page.Contracts[n-1].Seq
+		}
+		return page.Contracts, page.More, nil
+	})
+	if err == nil && pr.hasVal && (len(items) == 0 || items[0].ID != req.start) {
+		err = &rangeError{"Initial contract ID not found"}
+	}
+	if err != nil {
+		return api.Answer{}, err
+	}
+	items = window(items, pr)
+	keys := make([]string, len(items))
+	out := make([]item, len(items))
+	for i := range items {
+		c := &items[i]
+		keys[i] = c.ID.String()
+		out[i] = item{Resource: contractHeaderOf(c), Links: contractLinks{Contract: linkContract(c.ID), Transactions: linkTransactions(c.ID)}}
+	}
+	return page(pr, at, keys, out, total)
+}
+
+func (v *View) contractGet() http.HandlerFunc {
+	return handle(v, func(r *http.Request, q *api.Query) (chain.TxOutRef, error) {
+		return pathRef(r, "contractId", "contract id", "bad_contract_id")
+	}, func(ctx context.Context, id chain.TxOutRef) (api.Answer, error) {
+		c, at, err := v.env.Contracts.ContractGet(ctx, id)
+		if errors.Is(err, contractstore.ErrNotFound) {
+			err = notFound("Contract not found")
+		}
+		if err != nil {
+			return api.Answer{At: at}, err
+		}
+		return one(at, item{Resource: contractStateOf(c), Links: transactionsLink{Transactions: linkTransactions(c.ID)}})
+	})
+}

@@ -1,0 +1,128 @@
+package query
+
+import (
+	"time"
+
+	"github.com/marlowe-follower/follower/chainsync/chain"
+)
+
+// Status is the service's state as /status shows it; Config.Status
+// provides it (from chainsync.Progress, history.StoreStats and the
+// projection).
+type Status struct {
+	Network      string            // "mainnet", "preprod", "preview", "devnet" or the magic
+	NetworkMagic uint32            //
+	Version      string            // the binary's version
+	Connected    bool              // the follower is connected to the node
+	NodeTip      chain.Tip         // the node's tip
+	Follower     chain.BlockHeader // the newest block followed
+	SyncProgress float64           // followed slot over the tip's slot, 0..1
+	BlocksBehind uint64            // blocks between the followed point and the tip
+	HistorySeq   int64             // the newest committed history seq
+	// ProjectionError is the projection's newest failure ("" when healthy).
+	ProjectionError string
+
+	// Committed is the newest block whose records and checkpoint the
+	// history store has committed (Follower is what was received: up to
+	// two batches ahead).
+	Committed chain.BlockHeader
+	// NodeError is why the follower is not connected: its newest
+	// connection error ("" while connected).
+	NodeError string
+	// Handshake is set when the newest attempt failed in the handshake.
+	Handshake *HandshakeFailure
+	// Waiting is set while the node's tip is behind the follower's point.
+	Waiting *NodeWait
+	// Diverged is set once following stopped for the operator.
+	Diverged *Divergence
+	// CommitError is the newest commit failure while commits fail ("" when
+	// the last commit succeeded), CommitFailingSince when they started
+	// failing and CommitFailures how many failed since the start.
+	CommitError        string
+	CommitFailingSince time.Time
+	CommitFailures     uint64
+
+	// Role is the process's role (all, writer or reader; "" is all).
+	Role string
+	// WriterLock is set on a process that writes a PostgreSQL store: the
+	// writer lock it holds.
+	WriterLock *WriterLock
+	// Reader is set in a reader process (role reader): it follows the
+	// writer's database instead of the node, and NodeTip, Follower and
+	// Committed are the writer's progress as the database holds it.
+	Reader *ReaderStatus
+}
+
+// ReaderStatus is a reader process's position beside the writer's.
+type ReaderStatus struct {
+	// Head is the newest seq this process has delivered (HistorySeq);
+	// WriterHead the writer's committed head as last noticed or read.
+	Head, WriterHead int64
+	// Listening is set while a connection listens for the writer's commit
+	// notices (without one the reader polls).
+	Listening bool
+	// Notices and Polls count the commit notices received and the timed
+	// polls of the writer's progress.
+	Notices, Polls uint64
+	// ReadError is the newest failed read of the database while reads
+	// fail ("" when the last one succeeded).
+	ReadError string
+	// Writer is whether a session holds the writer lock, as the reader
+	// last looked it up (nil until a look succeeded).
+	Writer *WriterPresence
+	// Replica is set when records are read from a streaming replica.
+	Replica *ReplicaStatus
+}
+
+// WriterPresence is whether a writer holds the writer lock, as a reader
+// sees it in pg_locks.
+type WriterPresence struct {
+	Present bool      // a session held the writer lock at the last look
+	Since   time.Time // since when Present has been so (the first look that found it)
+}
+
+// ReplicaStatus is a replica's replay position.
+type ReplicaStatus struct {
+	// Head is the newest seq the replica has replayed.
+	Head int64
+	// LagSeqs is how many records the replica is behind the writer's head;
+	// LagBytes how many bytes of write-ahead log it has still to replay
+	// (-1 when unknown).
+	LagSeqs, LagBytes int64
+}
+
+// WriterLock is the writer lock of a writing process (see
+// storelock.Writer).
+type WriterLock struct {
+	Held       bool
+	Epoch      int64     // the writer epoch taken with the lock
+	SessionPID uint32    // the lock session's server process id
+	Since      time.Time // when it was taken (held) or the wait began
+}
+
+// HandshakeFailure is a handshake the node refused or cut short.
+type HandshakeFailure struct {
+	Reason  string // network_magic, version, decode, refused, closed or timeout
+	Message string
+}
+
+// NodeWait is the follower waiting for a node whose tip is behind its point.
+type NodeWait struct {
+	NodeTip chain.Tip
+	Point   chain.BlockHeader
+	Since   time.Time
+}
+
+// Blocks is how many blocks the node is behind the follower.
+func (w *NodeWait) Blocks() uint64 {
+	if w.NodeTip.BlockNo >= w.Point.BlockNo {
+		return 0
+	}
+	return w.Point.BlockNo - w.NodeTip.BlockNo
+}
+
+// Divergence is why following stopped for the operator, and what to run.
+type Divergence struct {
+	Reason, Action string
+	Since          time.Time
+}
