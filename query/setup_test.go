@@ -73,6 +73,13 @@ func serve(t testing.TB, p *projectiontest.Pipeline, tune func(*query.Config)) *
 	if tune != nil {
 		tune(&cfg)
 	}
+	f := serveConfig(t, cfg)
+	f.p = p
+	return f
+}
+
+// serveConfig serves the API as configured.
+func serveConfig(t testing.TB, cfg query.Config) *fixture {
 	srv, err := query.New(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -80,7 +87,7 @@ func serve(t testing.TB, p *projectiontest.Pipeline, tune func(*query.Config)) *
 	if err := srv.Start(); err != nil {
 		t.Fatal(err)
 	}
-	f := &fixture{t: t, p: p, srv: srv, base: "http://" + srv.Addr(), client: &http.Client{Timeout: time.Minute,
+	f := &fixture{t: t, srv: srv, base: "http://" + srv.Addr(), client: &http.Client{Timeout: time.Minute,
 		Transport: &http.Transport{MaxIdleConnsPerHost: 64}}, spec: loadSpec(t)}
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -91,6 +98,13 @@ func serve(t testing.TB, p *projectiontest.Pipeline, tune func(*query.Config)) *
 		}
 	})
 	return f
+}
+
+// at returns the fixture for a subtest: its failures are the subtest's.
+func (f *fixture) at(t testing.TB) *fixture {
+	g := *f
+	g.t = t
+	return &g
 }
 
 // answer is one response.
