@@ -228,6 +228,19 @@ func (f *fixture) rtGet(path string, header http.Header, want int) *answer {
 			f.t.Fatalf("GET /runtime%s: %d without the Runtime's error body: %s", path, a.code, clip(body))
 		}
 	}
+	if a.code == http.StatusPartialContent {
+		// servant-pagination sends Total-Count with every page.
+		var page struct {
+			Results []json.RawMessage `json:"results"`
+		}
+		n, err := strconv.Atoi(a.header.Get("Total-Count"))
+		if err == nil {
+			err = json.Unmarshal(body, &page)
+		}
+		if err != nil || n < len(page.Results) {
+			f.t.Fatalf("GET /runtime%s: Total-Count %q for a page of %d", path, a.header.Get("Total-Count"), len(page.Results))
+		}
+	}
 	loadRuntimeSpec(f.t).check(f.t, req, a)
 	return a
 }

@@ -301,6 +301,9 @@ type ContractListParams struct {
 	After      int64
 	Descending bool
 	Limit      int
+	// Count asks for the page's Total whatever the filter (counted in the
+	// page's snapshot, kept for that state: see Total).
+	Count bool
 }
 
 // ContractPage is a page of contract headers.
@@ -308,8 +311,11 @@ type ContractPage struct {
 	At        Position
 	Contracts []Contract
 	More      bool
-	// Total counts every contract matching the filter, when that is cheap
-	// (no filter, or a status filter only); nil otherwise.
+	// Total counts every contract matching the filter, as of At: always
+	// when the params ask for Count, else only when the counters give it
+	// (no filter, or a status filter only); nil otherwise. A count is kept
+	// for the state it counted (the seq of At), so the pages of one list
+	// count once until the projection commits.
 	Total *int64
 }
 
@@ -325,6 +331,8 @@ type TransactionListParams struct {
 	// WithPayload reads each step's payload too (lists leave it out).
 	WithPayload bool
 	Limit       int
+	// Count asks for the page's Total.
+	Count bool
 }
 
 // TransactionPage is a page of steps.
@@ -332,6 +340,8 @@ type TransactionPage struct {
 	At           Position
 	Transactions []Transaction
 	More         bool
+	// Total counts every step of the list as of At, when asked for.
+	Total *int64
 }
 
 // PayoutKey orders payouts: by the seq of the step that paid them, then id.
@@ -352,6 +362,8 @@ type PayoutListParams struct {
 	After      *PayoutKey
 	Descending bool
 	Limit      int
+	// Count asks for the page's Total.
+	Count bool
 }
 
 // PayoutPage is a page of payouts.
@@ -359,6 +371,8 @@ type PayoutPage struct {
 	At      Position
 	Payouts []Payout
 	More    bool
+	// Total counts every payout of the list as of At, when asked for.
+	Total *int64
 }
 
 // WithdrawalListParams select a page of withdrawals in seq order.
@@ -373,6 +387,8 @@ type WithdrawalListParams struct {
 	After      int64
 	Descending bool
 	Limit      int
+	// Count asks for the page's Total.
+	Count bool
 }
 
 // WithdrawalPage is a page of withdrawals.
@@ -380,6 +396,8 @@ type WithdrawalPage struct {
 	At          Position
 	Withdrawals []Withdrawal
 	More        bool
+	// Total counts every withdrawal of the list as of At, when asked for.
+	Total *int64
 }
 
 // MaxLimit caps every page.

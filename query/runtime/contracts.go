@@ -14,20 +14,21 @@ import (
 
 // collect reads a list from its start through fetch (one backend page of
 // at most limit items a call, the cursor kept by the caller) until want
-// items or the end of the list.
+// items or the end of the list. It reads once at least, also for none
+// (a page of no items still has its position and count).
 func collect[T any](want int, fetch func(limit int) (items []T, more bool, err error)) ([]T, error) {
 	var out []T
-	for len(out) < want {
-		items, more, err := fetch(min(want-len(out), contractstore.MaxLimit))
+	for {
+		items, more, err := fetch(max(1, min(want-len(out), contractstore.MaxLimit)))
 		if err != nil {
 			return nil, err
 		}
 		out = append(out, items...)
-		if !more || len(items) == 0 {
+		if !more || len(items) == 0 || len(out) >= want {
 			break
 		}
 	}
-	return out, nil
+	return out[:min(len(out), want)], nil
 }
 
 // window drops a range's offset from the items read from its start, and
@@ -142,7 +143,7 @@ func (v *View) contractList() http.HandlerFunc {
 
 func (v *View) readContracts(ctx context.Context, req *contractListRequest) (api.Answer, error) {
 	pr := req.pr
-	p := &contractstore.ContractListParams{Filter: req.filter, Descending: pr.desc}
+	p := &contractstore.ContractListParams{Filter: req.filter, Descending: pr.desc, Count: true}
 	if pr.hasVal {
 		c, _, err := v.env.Contracts.ContractGet(ctx, req.start)
 		if errors.Is(err, contractstore.ErrNotFound) {
@@ -164,10 +165,9 @@ func (v *View) readContracts(ctx context.Context, req *contractListRequest) (api
 		if err != nil {
 			return nil, false, err
 		}
-		if total == nil {
-			total = page.Total
+		if p.Count {
+			total, at, p.Count = page.Total, page.At, false // the first read's count and position
 		}
-		at = page.At
 		if n := len(page.Contracts); n > 0 {
 			p.After = page.Contracts[n-1].Seq
 		}

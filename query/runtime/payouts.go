@@ -81,13 +81,17 @@ func (v *View) readPayouts(ctx context.Context, req *payoutListRequest) (api.Ans
 		p.After = &contractstore.PayoutKey{Seq: po.Seq, ID: po.ID}
 	}
 	var at contractstore.Position
+	var total *int64
+	p.Count = true
 	rest, err := collect(reads(pr)-len(first), func(limit int) ([]contractstore.Payout, bool, error) {
 		p.Limit = limit
 		page, err := v.env.Contracts.PayoutList(ctx, p)
 		if err != nil {
 			return nil, false, err
 		}
-		at = page.At
+		if p.Count {
+			total, at, p.Count = page.Total, page.At, false // the first read's count and position
+		}
 		if n := len(page.Payouts); n > 0 {
 			p.After = &contractstore.PayoutKey{Seq: page.Payouts[n-1].Seq, ID: page.Payouts[n-1].ID}
 		}
@@ -107,7 +111,7 @@ func (v *View) readPayouts(ctx context.Context, req *payoutListRequest) (api.Ans
 		keys[i] = po.ID.String()
 		out[i] = item{Resource: payoutHeaderOf(po), Links: payoutLink{Payout: linkPayout(po.ID)}}
 	}
-	return page(pr, at, keys, out, nil)
+	return page(pr, at, keys, out, total)
 }
 
 // payoutMatches reports whether a payout is in the list p selects.

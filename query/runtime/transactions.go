@@ -62,13 +62,17 @@ func (v *View) readTransactions(ctx context.Context, req *transactionListRequest
 		}
 	}
 	var at contractstore.Position
+	var total *int64
+	p.Count = true
 	items, err := collect(reads(pr), func(limit int) ([]contractstore.Transaction, bool, error) {
 		p.Limit = limit
 		page, err := v.env.Contracts.TransactionList(ctx, p)
 		if err != nil {
 			return nil, false, err
 		}
-		at = page.At
+		if p.Count {
+			total, at, p.Count = page.Total, page.At, false // the first read's count and position
+		}
 		if n := len(page.Transactions); n > 0 {
 			p.After = page.Transactions[n-1].Seq
 		}
@@ -95,7 +99,7 @@ func (v *View) readTransactions(ctx context.Context, req *transactionListRequest
 		keys[i] = t.TxID.String()
 		out[i] = item{Resource: txHeaderOf(t, sp), Links: transactionLink{Transaction: linkTransaction(t.ContractID, t.TxID)}}
 	}
-	return page(pr, at, keys, out, nil)
+	return page(pr, at, keys, out, total)
 }
 
 // stepRef names a step: its contract and transaction.

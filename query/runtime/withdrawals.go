@@ -52,13 +52,17 @@ func (v *View) readWithdrawals(ctx context.Context, req *withdrawalListRequest) 
 		}
 	}
 	var at contractstore.Position
+	var total *int64
+	p.Count = true
 	items, err := collect(reads(pr), func(limit int) ([]contractstore.Withdrawal, bool, error) {
 		p.Limit = limit
 		page, err := v.env.Contracts.WithdrawalList(ctx, p)
 		if err != nil {
 			return nil, false, err
 		}
-		at = page.At
+		if p.Count {
+			total, at, p.Count = page.Total, page.At, false // the first read's count and position
+		}
 		if n := len(page.Withdrawals); n > 0 {
 			p.After = page.Withdrawals[n-1].LastSeq
 			if pr.desc {
@@ -85,7 +89,7 @@ func (v *View) readWithdrawals(ctx context.Context, req *withdrawalListRequest) 
 		}
 		out[i] = item{Resource: withdrawalHeaderOf(wd), Links: links}
 	}
-	return page(pr, at, keys, out, nil)
+	return page(pr, at, keys, out, total)
 }
 
 func (v *View) withdrawalGet() http.HandlerFunc {

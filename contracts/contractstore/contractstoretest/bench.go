@@ -21,8 +21,12 @@ import (
 // takes every filter for a rare one).
 //
 // The unfiltered page is the baseline: a filter whose page costs much more
-// than it does not scale with the store.
-func BenchmarkLists(b *testing.B, store contractstore.Backend, n int, settle func()) {
+// than it does not scale with the store. Each filter is measured three
+// ways: the page alone; the page with its Total (Count) as paging through
+// a list asks for it, counted once for the projection's state and then
+// kept ("counted"); and, when forget is given (it drops the kept counts),
+// counted at every page, as after every commit ("recount").
+func BenchmarkLists(b *testing.B, store contractstore.Backend, n int, settle func(), forget func()) {
 	ctx := context.Background()
 	m := newModel()
 	g := &gen{m: m}
@@ -50,21 +54,37 @@ func BenchmarkLists(b *testing.B, store contractstore.Backend, n int, settle fun
 		{"partyRole", contractstore.ContractFilter{PartyRole: []record.RoleRef{{Currency: currencies[2], Name: []byte(roleNames[2])}}}},
 	}
 	for _, fc := range filters {
-		b.Run(fc.name, func(b *testing.B) {
-			// Start points spread over the first half of the store so that
-			// every page is full.
-			i := int64(0)
-			rows := 0
-			for b.Loop() {
-				i++
-				after := (i * 7919) % int64(g.seq/2+1)
-				page, err := store.ContractList(ctx, &contractstore.ContractListParams{Filter: fc.f, After: after, Limit: 100})
-				if err != nil {
-					b.Fatal(err)
-				}
-				rows += len(page.Contracts)
+		for _, mode := range []string{"page", "counted", "recount"} {
+			if mode == "recount" && forget == nil {
+				continue
 			}
-			b.ReportMetric(float64(rows)/float64(b.N), "rows/op")
-		})
+			name := fc.name
+			if mode != "page" {
+				name += "/" + mode
+			}
+			b.Run(name, func(b *testing.B) {
+				// Start points spread over the first half of the store so
+				// that every page is full.
+				i := int64(0)
+				rows := 0
+				for b.Loop() {
+					i++
+					if mode == "recount" {
+						forget()
+					}
+					after := (i * 7919) % int64(g.seq/2+1)
+					page, err := store.ContractList(ctx, &contractstore.ContractListParams{Filter: fc.f, After: after, Limit: 100,
+						Count: mode != "page"})
+					if err != nil {
+						b.Fatal(err)
+					}
+					if mode != "page" && page.Total == nil {
+						b.Fatal("no total")
+					}
+					rows += len(page.Contracts)
+				}
+				b.ReportMetric(float64(rows)/float64(b.N), "rows/op")
+			})
+		}
 	}
 }

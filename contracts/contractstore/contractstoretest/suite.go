@@ -27,6 +27,7 @@ func Run(t *testing.T, open Open) {
 		{"Contracts", testContracts},
 		{"Filters", testFilters},
 		{"Paging", testPaging},
+		{"Counts", testCounts},
 		{"Transactions", testTransactions},
 		{"Payouts", testPayouts},
 		{"Withdrawals", testWithdrawals},

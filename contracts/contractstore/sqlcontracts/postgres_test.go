@@ -67,5 +67,5 @@ func BenchmarkListsPostgres(b *testing.B) {
 			pgx.Identifier{schema, "cv_contract_tags"}.Sanitize()+", "+pgx.Identifier{schema, "cv_contract_parties"}.Sanitize()); err != nil {
 			b.Fatal(err)
 		}
-	})
+	}, store.(*sqlcontracts.Store).Counts.Forget)
 }

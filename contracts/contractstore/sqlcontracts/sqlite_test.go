@@ -59,5 +59,5 @@ func TestOwnFileAndSchemaVersion(t *testing.T) {
 func BenchmarkListsSQLite(b *testing.B) {
 	store := contractstoretest.OpenSQLite(b, b.TempDir())
 	defer store.Close()
-	contractstoretest.BenchmarkLists(b, store, 20000, nil)
+	contractstoretest.BenchmarkLists(b, store, 20000, nil, store.(*sqlcontracts.Store).Counts.Forget)
 }

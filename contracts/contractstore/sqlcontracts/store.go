@@ -83,12 +83,12 @@ func New(ctx context.Context, db storage.DB) (*Store, error) {
 	switch db := db.(type) {
 	case *storage.Postgres:
 		s.pool, s.pg = db.Pool, db
-		s.Reader = cvsql.Reader{One: s.one, Tx: s.readTx, Lateral: true}
+		s.Reader = cvsql.Reader{One: s.one, Tx: s.readTx, Lateral: true, Counts: &cvsql.Counts{}}
 	case *storage.SQLite:
 		if s.file, err = db.File(ctx, File); err != nil {
 			return nil, fmt.Errorf("contract store: %w", err)
 		}
-		s.Reader = cvsql.Reader{One: s.one, Tx: s.readTx}
+		s.Reader = cvsql.Reader{One: s.one, Tx: s.readTx, Counts: &cvsql.Counts{}}
 	default:
 		return nil, fmt.Errorf("contract store: no store on %T", db)
 	}

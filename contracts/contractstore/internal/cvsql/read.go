@@ -137,70 +137,8 @@ func (w *where) String() string {
 // the contracts before the page's last match (every contract, for a rare
 // filter), and a hashed semi-join costs every contract with the value.
 func contractListQuery(p *contractstore.ContractListParams) (sql string, args []any, limit int) {
-	f := &p.Filter
 	limit = clampLimit(p.Limit)
-	type drive struct {
-		from string // the driving table as d, joined to cv_contracts c
-		cond string
-		args []any
-	}
-	var drives []drive
-	partiesDrive := false
-	switch {
-	case len(f.Tags) > 0:
-		for _, t := range uniqueStrings(f.Tags) {
-			drives = append(drives, drive{"cv_contract_tags", "d.tag = ?", []any{[]byte(t)}})
-		}
-	case len(f.PartyAddress) > 0 || len(f.PartyRole) > 0:
-		partiesDrive = true
-		for _, a := range uniqueStrings(f.PartyAddress) {
-			drives = append(drives, drive{"cv_contract_parties", "d.address = ?", []any{a}})
-		}
-		seen := map[string]bool{}
-		for _, r := range f.PartyRole {
-			key := string(r.Currency) + "\x00" + string(r.Name)
-			if seen[key] {
-				continue
-			}
-			seen[key] = true
-			drives = append(drives, drive{"cv_contract_parties", "d.role_currency = ? AND d.role_name = ?",
-				[]any{NonNil(r.Currency), NonNil(r.Name)}})
-		}
-	}
-	// The conditions on the contract itself, and the party condition when
-	// parties do not drive.
-	var w where
-	if len(f.Contracts) > 0 {
-		args := make([]any, len(f.Contracts))
-		for i, id := range f.Contracts {
-			args[i] = RefBytes(id)
-		}
-		w.add("c.contract_id IN ("+marks(len(args), 1)+")", args...)
-	}
-	if f.Status != "" {
-		w.add("c.status = ?", string(f.Status))
-	}
-	if len(f.RolesCurrency) > 0 {
-		args := make([]any, len(f.RolesCurrency))
-		for i, rc := range f.RolesCurrency {
-			args[i] = NonNil(rc)
-		}
-		w.add("c.roles_currency IN ("+marks(len(args), 1)+")", args...)
-	}
-	if !partiesDrive && (len(f.PartyAddress) > 0 || len(f.PartyRole) > 0) {
-		var alts []string
-		var args []any
-		for _, a := range f.PartyAddress {
-			alts = append(alts, "pa.address = ?")
-			args = append(args, a)
-		}
-		for _, r := range f.PartyRole {
-			alts = append(alts, "(pa.role_currency = ? AND pa.role_name = ?)")
-			args = append(args, NonNil(r.Currency), NonNil(r.Name))
-		}
-		w.add("EXISTS (SELECT 1 FROM cv_contract_parties pa WHERE pa.contract_id = c.contract_id AND ("+
-			strings.Join(alts, " OR ")+"))", args...)
-	}
+	drives, w := contractFilterSQL(&p.Filter)
 	seqCond := func(col string) (string, bool) {
 		switch {
 		case p.After <= 0:
@@ -243,6 +181,73 @@ func contractListQuery(p *contractstore.ContractListParams) (sql string, args []
 	return `SELECT * FROM (` + strings.Join(parts, " UNION ALL ") + `) AS u` + fmt.Sprintf(order, "u.created_seq"), args, limit
 }
 
+// drive is one value of a filter's most selective list: the index table
+// (as d, joined to cv_contracts c) whose rows with the value lead to the
+// contracts that have it.
+type drive struct {
+	from string
+	cond string
+	args []any
+}
+
+// contractFilterSQL returns a filter's drives (its tags, else its parties;
+// none when it has neither) and the conditions on the contract itself, with
+// the party condition when parties do not drive.
+func contractFilterSQL(f *contractstore.ContractFilter) ([]drive, where) {
+	var drives []drive
+	partiesDrive := false
+	switch {
+	case len(f.Tags) > 0:
+		for _, t := range uniqueStrings(f.Tags) {
+			drives = append(drives, drive{"cv_contract_tags", "d.tag = ?", []any{[]byte(t)}})
+		}
+	case len(f.PartyAddress) > 0 || len(f.PartyRole) > 0:
+		partiesDrive = true
+		for _, a := range uniqueStrings(f.PartyAddress) {
+			drives = append(drives, drive{"cv_contract_parties", "d.address = ?", []any{a}})
+		}
+		seen := map[string]bool{}
+		for _, r := range f.PartyRole {
+			key := string(r.Currency) + "\x00" + string(r.Name)
+			if seen[key] {
+				continue
+			}
+			seen[key] = true
+			drives = append(drives, drive{"cv_contract_parties", "d.role_currency = ? AND d.role_name = ?",
+				[]any{NonNil(r.Currency), NonNil(r.Name)}})
+		}
+	}
+	var w where
+	if len(f.Contracts) > 0 {
+		w.add("c.contract_id IN ("+marks(len(f.Contracts), 1)+")", refArgs(f.Contracts)...)
+	}
+	if f.Status != "" {
+		w.add("c.status = ?", string(f.Status))
+	}
+	if len(f.RolesCurrency) > 0 {
+		args := make([]any, len(f.RolesCurrency))
+		for i, rc := range f.RolesCurrency {
+			args[i] = NonNil(rc)
+		}
+		w.add("c.roles_currency IN ("+marks(len(args), 1)+")", args...)
+	}
+	if !partiesDrive && (len(f.PartyAddress) > 0 || len(f.PartyRole) > 0) {
+		var alts []string
+		var args []any
+		for _, a := range f.PartyAddress {
+			alts = append(alts, "pa.address = ?")
+			args = append(args, a)
+		}
+		for _, r := range f.PartyRole {
+			alts = append(alts, "(pa.role_currency = ? AND pa.role_name = ?)")
+			args = append(args, NonNil(r.Currency), NonNil(r.Name))
+		}
+		w.add("EXISTS (SELECT 1 FROM cv_contract_parties pa WHERE pa.contract_id = c.contract_id AND ("+
+			strings.Join(alts, " OR ")+"))", args...)
+	}
+	return drives, w
+}
+
 // uniqueStrings returns ss without repeats, in first-seen order.
 func uniqueStrings(ss []string) []string {
 	out := make([]string, 0, len(ss))
@@ -263,27 +268,22 @@ func appendContract(page *contractstore.ContractPage, c *contractstore.Contract)
 	page.Contracts = append(page.Contracts, *c)
 }
 
-// finishContractPage trims the page and sets its total when cheap.
-func finishContractPage(page *contractstore.ContractPage, head contractstore.Head, p *contractstore.ContractListParams, limit int) {
+// finishContractPage trims the page and sets its total: from the
+// counters when they give it, else counted when p asks for it.
+func finishContractPage(ctx context.Context, q Querier, c *Counts, page *contractstore.ContractPage, head contractstore.Head,
+	p *contractstore.ContractListParams, limit int) error {
 	if len(page.Contracts) > limit {
 		page.Contracts, page.More = page.Contracts[:limit], true
 	}
-	f := &p.Filter
-	if len(f.Contracts) == 0 && len(f.RolesCurrency) == 0 && len(f.Tags) == 0 && len(f.PartyAddress) == 0 && len(f.PartyRole) == 0 {
-		total := head.Contracts
-		switch f.Status {
-		case contractstore.StatusOpen:
-			total = head.OpenContracts
-		case contractstore.StatusClosed:
-			total = head.Contracts - head.OpenContracts
-		}
-		page.Total = &total
-	}
+	var err error
+	page.Total, err = contractTotal(ctx, q, c, head, p)
+	return err
 }
 
 // ContractList reads a page of contract headers; q must be a read
-// transaction (the cursor and the page are read in one snapshot).
-func ContractList(ctx context.Context, q Querier, p *contractstore.ContractListParams) (*contractstore.ContractPage, error) {
+// transaction (the cursor, the page and its count are read in one
+// snapshot).
+func ContractList(ctx context.Context, q Querier, counts *Counts, p *contractstore.ContractListParams) (*contractstore.ContractPage, error) {
 	head, err := HeadGet(ctx, q)
 	if err != nil {
 		return nil, err
@@ -301,13 +301,16 @@ func ContractList(ctx context.Context, q Querier, p *contractstore.ContractListP
 	if err != nil {
 		return nil, err
 	}
-	finishContractPage(page, head, p, limit)
+	if err := finishContractPage(ctx, q, counts, page, head, p, limit); err != nil {
+		return nil, err
+	}
 	return page, nil
 }
 
 // ContractListLateral reads a page of contract headers and the cursor in
 // one statement (a LATERAL join, which PostgreSQL has and SQLite has not):
-// one snapshot without a transaction.
+// one snapshot without a transaction. Its total is the counters' only (a
+// count needs a transaction: ContractList).
 func ContractListLateral(ctx context.Context, q Querier, p *contractstore.ContractListParams) (*contractstore.ContractPage, error) {
 	inner, args, limit := contractListQuery(p)
 	order := "c.created_seq"
@@ -341,7 +344,11 @@ func ContractListLateral(ctx context.Context, q Querier, p *contractstore.Contra
 		return nil, errNoHead
 	}
 	page.At = head.Position
-	finishContractPage(page, head, p, limit)
+	counters := *p
+	counters.Count = false
+	if err := finishContractPage(ctx, q, nil, page, head, &counters, limit); err != nil {
+		return nil, err
+	}
 	return page, nil
 }
 
@@ -352,8 +359,9 @@ func clampLimit(n int) int {
 	return n
 }
 
-// TransactionList reads a page of a contract's steps; q must be a read transaction.
-func TransactionList(ctx context.Context, q Querier, p *contractstore.TransactionListParams) (*contractstore.TransactionPage, error) {
+// TransactionList reads a page of a contract's steps (and, when p asks,
+// counts them); q must be a read transaction.
+func TransactionList(ctx context.Context, q Querier, c *Counts, p *contractstore.TransactionListParams) (*contractstore.TransactionPage, error) {
 	at, err := position(ctx, q)
 	if err != nil {
 		return nil, err
@@ -392,6 +400,17 @@ func TransactionList(ctx context.Context, q Querier, p *contractstore.Transactio
 	}
 	if len(page.Transactions) > limit {
 		page.Transactions, page.More = page.Transactions[:limit], true
+	}
+	if p.Count {
+		cw := where{conds: []string{"t.contract_id = ?"}, args: []any{RefBytes(p.Contract)}}
+		if p.AppliedOnly {
+			cw.add("t.kind = 'applied'")
+		}
+		n, err := c.count(ctx, q, at.Seq, `SELECT count(*) FROM cv_transactions t`+cw.String(), cw.args)
+		if err != nil {
+			return nil, err
+		}
+		page.Total = &n
 	}
 	if len(page.Transactions) == 0 {
 		var one int

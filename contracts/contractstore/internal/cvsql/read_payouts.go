@@ -9,38 +9,28 @@ import (
 	"github.com/marlowe-follower/follower/contracts/contractstore"
 )
 
-// PayoutList reads a page of payouts; q must be a read transaction.
-func PayoutList(ctx context.Context, q Querier, p *contractstore.PayoutListParams) (*contractstore.PayoutPage, error) {
+// PayoutList reads a page of payouts (and, when p asks, counts every
+// payout p selects); q must be a read transaction.
+func PayoutList(ctx context.Context, q Querier, c *Counts, p *contractstore.PayoutListParams) (*contractstore.PayoutPage, error) {
 	at, err := position(ctx, q)
 	if err != nil {
 		return nil, err
 	}
 	page := &contractstore.PayoutPage{At: at}
-	var w where
+	w := payoutFilterSQL(p)
+	if p.Count {
+		n, err := c.count(ctx, q, at.Seq, `SELECT count(*) FROM cv_payouts p`+w.String(), w.args)
+		if err != nil {
+			return nil, err
+		}
+		page.Total = &n
+	}
 	if p.After != nil {
 		if p.Descending {
 			w.add("(p.seq, p.payout_id) < (?, ?)", p.After.Seq, RefBytes(p.After.ID))
 		} else {
 			w.add("(p.seq, p.payout_id) > (?, ?)", p.After.Seq, RefBytes(p.After.ID))
 		}
-	}
-	if p.RolesOnly {
-		w.add("p.address IS NULL")
-	}
-	if len(p.Contracts) > 0 {
-		w.add("p.contract_id IN ("+marks(len(p.Contracts), 1)+")", refArgs(p.Contracts)...)
-	}
-	if len(p.Roles) > 0 {
-		alts := make([]string, len(p.Roles))
-		var args []any
-		for i, r := range p.Roles {
-			alts[i] = "(p.roles_currency = ? AND p.role = ?)"
-			args = append(args, NonNil(r.Currency), NonNil(r.Name))
-		}
-		w.add("("+strings.Join(alts, " OR ")+")", args...)
-	}
-	if p.Status != "" {
-		w.add("p.status = ?", string(p.Status))
 	}
 	limit := clampLimit(p.Limit)
 	var s payoutScan
@@ -63,6 +53,30 @@ func PayoutList(ctx context.Context, q Querier, p *contractstore.PayoutListParam
 		page.Payouts, page.More = page.Payouts[:limit], true
 	}
 	return page, nil
+}
+
+// payoutFilterSQL returns the conditions of the payouts p selects.
+func payoutFilterSQL(p *contractstore.PayoutListParams) where {
+	var w where
+	if p.RolesOnly {
+		w.add("p.address IS NULL")
+	}
+	if len(p.Contracts) > 0 {
+		w.add("p.contract_id IN ("+marks(len(p.Contracts), 1)+")", refArgs(p.Contracts)...)
+	}
+	if len(p.Roles) > 0 {
+		alts := make([]string, len(p.Roles))
+		var args []any
+		for i, r := range p.Roles {
+			alts[i] = "(p.roles_currency = ? AND p.role = ?)"
+			args = append(args, NonNil(r.Currency), NonNil(r.Name))
+		}
+		w.add("("+strings.Join(alts, " OR ")+")", args...)
+	}
+	if p.Status != "" {
+		w.add("p.status = ?", string(p.Status))
+	}
+	return w
 }
 
 // PayoutGet reads one payout and the cursor in one statement.
@@ -95,9 +109,10 @@ type withdrawalRow struct {
 	block chain.BlockHeader
 }
 
-// WithdrawalList reads a page of withdrawals, one per transaction; q must
-// be a read transaction.
-func WithdrawalList(ctx context.Context, q Querier, p *contractstore.WithdrawalListParams) (*contractstore.WithdrawalPage, error) {
+// WithdrawalList reads a page of withdrawals, one per transaction (and,
+// when p asks, counts every withdrawal p selects); q must be a read
+// transaction.
+func WithdrawalList(ctx context.Context, q Querier, c *Counts, p *contractstore.WithdrawalListParams) (*contractstore.WithdrawalPage, error) {
 	at, err := position(ctx, q)
 	if err != nil {
 		return nil, err
@@ -124,6 +139,14 @@ func WithdrawalList(ctx context.Context, q Querier, p *contractstore.WithdrawalL
 		}
 		w.add("EXISTS (SELECT 1 FROM cv_payouts rp WHERE rp.withdrawal_tx = w.tx_id AND rp.contract_id = w.contract_id"+
 			" AND rp.roles_currency IN ("+marks(len(rcs), 1)+"))", rcs...)
+	}
+	if p.Count {
+		cw := where{conds: w.conds[1:], args: w.args[1:]}
+		n, err := c.count(ctx, q, at.Seq, `SELECT count(DISTINCT w.tx_id) FROM cv_withdrawals w`+cw.String(), cw.args)
+		if err != nil {
+			return nil, err
+		}
+		page.Total = &n
 	}
 	rows, err := withdrawalRows(ctx, q, w, limit+1, p.Descending)
 	if err != nil {

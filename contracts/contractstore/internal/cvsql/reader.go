@@ -15,8 +15,11 @@ type Reader struct {
 	// Tx runs reads in one read transaction: one snapshot.
 	Tx func(ctx context.Context, op string, fn func(Querier) error) error
 	// Lateral: the database has LATERAL joins (PostgreSQL), so a contract
-	// page and the cursor are read in one statement.
+	// page and the cursor are read in one statement (with a total only from
+	// the counters: a page that must be counted is read in a transaction).
 	Lateral bool
+	// Counts keeps the lists' counts for the newest seq (nil: none kept).
+	Counts *Counts
 }
 
 // HeadGet reads the committed cursor and counters.
@@ -48,7 +51,7 @@ func (s *Reader) ContractGet(ctx context.Context, id chain.TxOutRef) (c *contrac
 
 // ContractList reads a page of contracts (in one statement with Lateral).
 func (s *Reader) ContractList(ctx context.Context, p *contractstore.ContractListParams) (page *contractstore.ContractPage, err error) {
-	if s.Lateral {
+	if s.Lateral && (!p.Count || countersAnswer(&p.Filter)) {
 		err = s.One(ctx, "contract list", func(q Querier) error {
 			page, err = ContractListLateral(ctx, q, p)
 			return err
@@ -56,7 +59,7 @@ func (s *Reader) ContractList(ctx context.Context, p *contractstore.ContractList
 		return page, err
 	}
 	err = s.Tx(ctx, "contract list", func(q Querier) error {
-		page, err = ContractList(ctx, q, p)
+		page, err = ContractList(ctx, q, s.Counts, p)
 		return err
 	})
 	return page, err
@@ -65,7 +68,7 @@ func (s *Reader) ContractList(ctx context.Context, p *contractstore.ContractList
 // TransactionList reads a page of a contract's steps.
 func (s *Reader) TransactionList(ctx context.Context, p *contractstore.TransactionListParams) (page *contractstore.TransactionPage, err error) {
 	err = s.Tx(ctx, "transaction list", func(q Querier) error {
-		page, err = TransactionList(ctx, q, p)
+		page, err = TransactionList(ctx, q, s.Counts, p)
 		return err
 	})
 	return page, err
@@ -110,7 +113,7 @@ func (s *Reader) TransactionSpending(ctx context.Context, contract, in chain.TxO
 // PayoutList reads a page of payouts.
 func (s *Reader) PayoutList(ctx context.Context, p *contractstore.PayoutListParams) (page *contractstore.PayoutPage, err error) {
 	err = s.Tx(ctx, "payout list", func(q Querier) error {
-		page, err = PayoutList(ctx, q, p)
+		page, err = PayoutList(ctx, q, s.Counts, p)
 		return err
 	})
 	return page, err
@@ -128,7 +131,7 @@ func (s *Reader) PayoutGet(ctx context.Context, id chain.TxOutRef) (p *contracts
 // WithdrawalList reads a page of withdrawals.
 func (s *Reader) WithdrawalList(ctx context.Context, p *contractstore.WithdrawalListParams) (page *contractstore.WithdrawalPage, err error) {
 	err = s.Tx(ctx, "withdrawal list", func(q Querier) error {
-		page, err = WithdrawalList(ctx, q, p)
+		page, err = WithdrawalList(ctx, q, s.Counts, p)
 		return err
 	})
 	return page, err
