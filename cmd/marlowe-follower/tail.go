@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -173,12 +174,7 @@ func tail(ctx context.Context, c *client.Client, req client.Request, limit int, 
 		}
 		for i := range n {
 			r := &b.Records[i]
-			js, err := json.Marshal(r)
-			if err != nil {
-				return err
-			}
-			out.Write(js)
-			out.WriteByte('\n')
+			writeLine(out, b.Raw[i])
 			if r.Kind == record.KindRolledBack {
 				if err := out.Flush(); err != nil {
 					return err
@@ -206,6 +202,19 @@ func tail(ctx context.Context, c *client.Client, req client.Request, limit int, 
 			return nil
 		}
 	}
+}
+
+// writeLine writes a record's JSON as the server sent it, on one line
+// (JSON lines: a server that wrote it on several is compacted).
+func writeLine(out *bufio.Writer, raw []byte) {
+	if bytes.ContainsAny(raw, "\r\n") {
+		var b bytes.Buffer
+		if json.Compact(&b, raw) == nil {
+			raw = b.Bytes()
+		}
+	}
+	out.Write(raw)
+	out.WriteByte('\n')
 }
 
 // rollbackLine describes a rollback for a person.

@@ -30,6 +30,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/http"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -106,6 +107,8 @@ type Client struct {
 	err     error // terminal error
 	// Connects counts successful connections (tests and metrics).
 	connects atomic.Int64
+	// badFrames counts the frames the client could not decode.
+	badFrames atomic.Int64
 }
 
 // New starts a client; it connects in the background and keeps
@@ -189,6 +192,10 @@ func (c *Client) Tip() protocol.Tip {
 // Connects returns how many times the client connected.
 func (c *Client) Connects() int64 { return c.connects.Load() }
 
+// BadFrames returns how many frames from the server the client could not
+// decode (each dropped its connection: a FrameError in the log).
+func (c *Client) BadFrames() int64 { return c.badFrames.Load() }
+
 // connection is one WebSocket.
 type connection struct {
 	ws   *websocket.Conn
@@ -209,6 +216,21 @@ func (k *connection) send(ctx context.Context, cmd *protocol.Command) error {
 	if err != nil {
 		return err
 	}
+	return k.ws.Write(ctx, websocket.MessageText, b)
+}
+
+// sendAck sends an ack written by hand (the bulk of what a client sends).
+func (k *connection) sendAck(ctx context.Context, stream []byte, batch, upToSeq int64) error {
+	b := make([]byte, 0, 64+len(stream))
+	b = append(b, `{"type":"ack","stream":`...)
+	b = append(b, stream...)
+	b = append(b, `,"batch":`...)
+	b = strconv.AppendInt(b, batch, 10)
+	if upToSeq > 0 {
+		b = append(b, `,"upToSeq":`...)
+		b = strconv.AppendInt(b, upToSeq, 10)
+	}
+	b = append(b, '}')
 	return k.ws.Write(ctx, websocket.MessageText, b)
 }
 
@@ -327,9 +349,13 @@ func (c *Client) subscribeOn(k *connection, s *Stream) {
 	}
 }
 
+// readLoop reads the connection's frames until it ends. It reports
+// whether the connection got as far as a subscription and served well: an
+// undecodable frame drops the connection without resetting the backoff.
 func (c *Client) readLoop(k *connection) bool {
 	subscribed := false
-	var buf bytes.Buffer // reused: decoding copies what it keeps
+	var buf bytes.Buffer // reused: each frame is copied out of it
+	hint := 0            // records in the last batch
 	for {
 		// No context: Close ends a read by closing the connection (a read
 		// context costs a registration per read).
@@ -344,31 +370,39 @@ func (c *Client) readLoop(k *connection) bool {
 			}
 			return subscribed
 		}
-		data := buf.Bytes()
+		// A batch's records keep the frame's bytes (their payloads are
+		// not copied one by one): the frame gets a buffer of its own.
+		data := bytes.Clone(buf.Bytes())
 		if buf.Cap() > 256<<10 {
-			// A large batch: decode from this buffer, then let it go rather
-			// than keep it for every later small frame.
+			// After a large batch, let the buffer go rather than keep it
+			// for every later small frame.
 			buf = bytes.Buffer{}
 		}
-		var f protocol.Frame
-		if err := json.Unmarshal(data, &f); err != nil {
-			c.log.Warn("undecodable frame from the server", zap.Error(err))
-			continue
+		f, err := decodeFrame(data, hint)
+		if err != nil {
+			c.badFrames.Add(1)
+			var fe *FrameError
+			errors.As(err, &fe)
+			c.log.Warn("undecodable frame from the server; reconnecting", zap.Error(err), zap.ByteString("frame", fe.Frame))
+			return false
 		}
-		if f.Tip != nil {
-			t := *f.Tip
+		if len(f.records) > 0 {
+			hint = len(f.records)
+		}
+		if f.hasTip {
+			t := f.tip
 			c.tip.Store(&t)
 		}
-		if f.Type == protocol.TypeSubscribed {
+		if f.typ == protocol.TypeSubscribed {
 			subscribed = true
 		}
 		c.mu.Lock()
-		s := c.streams[f.Stream]
+		s := c.streams[f.stream]
 		c.mu.Unlock()
 		if s == nil {
 			continue
 		}
-		if !s.frame(k, &f) {
+		if !s.frame(k, f) {
 			return subscribed
 		}
 	}

@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sync"
@@ -39,9 +40,15 @@ type Request struct {
 
 // Batch is a batch of records from the server.
 type Batch struct {
-	Stream  string
-	Number  int64
+	Stream string
+	Number int64
+	// Records are the batch's records. Their fields are decoded; each
+	// Payload is the payload's JSON as the server sent it (not decoded,
+	// not copied: the payloads of a batch share one buffer).
 	Records []record.Record
+	// Raw holds each record's JSON as the server sent it: Raw[i] is
+	// Records[i], for a client that passes records on as they came.
+	Raw []json.RawMessage
 	// Cursor is the position after the batch.
 	Cursor      string
 	Tip         protocol.Tip
@@ -53,6 +60,7 @@ type Batch struct {
 type Stream struct {
 	c       *Client
 	req     Request
+	name    []byte // the stream's name in JSON, for acks
 	batches chan *Batch
 	done    chan struct{}
 
@@ -75,7 +83,11 @@ func (c *Client) Subscribe(ctx context.Context, req Request) (*Stream, error) {
 	if req.Mode == "" {
 		req.Mode = protocol.ModeAck
 	}
-	s := &Stream{c: c, req: req, batches: make(chan *Batch, 8), done: make(chan struct{}),
+	name, err := json.Marshal(req.Stream)
+	if err != nil {
+		return nil, err
+	}
+	s := &Stream{c: c, req: req, name: name, batches: make(chan *Batch, 8), done: make(chan struct{}),
 		subscribed: make(chan struct{}), cursor: req.From}
 	c.mu.Lock()
 	if c.err != nil {
@@ -131,28 +143,26 @@ func (s *Stream) command() *protocol.Command {
 }
 
 // frame handles a frame for this stream; false asks to drop the connection.
-func (s *Stream) frame(k *connection, f *protocol.Frame) bool {
-	switch f.Type {
+func (s *Stream) frame(k *connection, f *frame) bool {
+	switch f.typ {
 	case protocol.TypeSubscribed:
 		s.mu.Lock()
 		if !s.first {
 			s.first = true
 			close(s.subscribed)
 		}
-		if !s.req.Durable && f.Cursor != "" && (s.cursor == "" || s.cursor == "origin" || s.cursor == "tip") {
+		if !s.req.Durable && f.cursor != "" && (s.cursor == "" || s.cursor == "origin" || s.cursor == "tip") {
 			// The resolved starting point: resuming from it before the first
 			// ack gives the same records, not a new snapshot or tip.
-			s.cursor = f.Cursor
+			s.cursor = f.cursor
 		}
 		s.mu.Unlock()
 	case protocol.TypeBatch:
-		b := &Batch{Stream: f.Stream, Number: f.Batch, Records: f.Records, Cursor: f.Cursor, Redelivered: f.Redelivered, conn: k}
-		if f.Tip != nil {
-			b.Tip = *f.Tip
-		}
+		b := &Batch{Stream: f.stream, Number: f.batch, Records: f.records, Raw: f.raw, Cursor: f.cursor, Tip: f.tip,
+			Redelivered: f.redelivered, conn: k}
 		if s.req.Mode == protocol.ModeBroadcast {
 			s.mu.Lock()
-			s.cursor = f.Cursor
+			s.cursor = f.cursor
 			s.mu.Unlock()
 		}
 		select {
@@ -163,20 +173,20 @@ func (s *Stream) frame(k *connection, f *protocol.Frame) bool {
 			return false
 		}
 	case protocol.TypeError:
-		switch f.Code {
+		switch f.code {
 		case protocol.CodeAckTimeout:
-			s.c.log.Info("a batch was not acknowledged in time; the server sends it again", zap.String("stream", f.Stream))
+			s.c.log.Info("a batch was not acknowledged in time; the server sends it again", zap.String("stream", f.stream))
 		case protocol.CodeUnknownStream:
 		case protocol.CodeInternal:
-			s.c.log.Warn("the server could not set up the stream; reconnecting", zap.String("stream", f.Stream))
+			s.c.log.Warn("the server could not set up the stream; reconnecting", zap.String("stream", f.stream))
 			return false
 		case protocol.CodeLeaseLost:
 			// The server closes the connection: the stream goes on on the
 			// next one.
-			s.c.log.Info("another server took the durable stream; reconnecting", zap.String("stream", f.Stream))
+			s.c.log.Info("another server took the durable stream; reconnecting", zap.String("stream", f.stream))
 			return false
 		default:
-			s.fail(&ServerError{Code: f.Code, Message: f.Message, Stream: f.Stream})
+			s.fail(&ServerError{Code: f.code, Message: f.message, Stream: f.stream})
 			s.c.forget(s)
 		}
 	}
@@ -234,13 +244,14 @@ func (s *Stream) Next(ctx context.Context) (*Batch, error) {
 func (s *Stream) skipSeen(b *Batch) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out := b.Records[:0:0]
-	for _, r := range b.Records {
+	out, raw := b.Records[:0:0], b.Raw[:0:0]
+	for i, r := range b.Records {
 		if r.Seq > s.lastSeq {
 			out = append(out, r)
+			raw = append(raw, b.Raw[i])
 		}
 	}
-	b.Records = out
+	b.Records, b.Raw = out, raw
 	if n := len(out); n > 0 {
 		s.lastSeq = out[n-1].Seq
 	}
@@ -284,7 +295,13 @@ func (s *Stream) reply(ctx context.Context, b *Batch, cmd *protocol.Command) err
 	if k == nil || k != b.conn {
 		return nil
 	}
-	if err := k.send(ctx, cmd); err != nil {
+	var err error
+	if cmd.Type == protocol.TypeAck {
+		err = k.sendAck(ctx, s.name, cmd.Batch, cmd.UpToSeq)
+	} else {
+		err = k.send(ctx, cmd)
+	}
+	if err != nil {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}

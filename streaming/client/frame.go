@@ -1,0 +1,305 @@
+package client
+
+import (
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"strconv"
+
+	"github.com/marlowe-follower/follower/chainsync/chain"
+	"github.com/marlowe-follower/follower/history/record"
+	"github.com/marlowe-follower/follower/streaming/protocol"
+)
+
+// frame is what the client reads of a server frame (protocol.Frame): the
+// fields it acts on. A batch's records are decoded field by field; each
+// record's payload, and the record itself (raw), are the bytes of the frame
+// as they came, not copied and not decoded. The frame must not be changed
+// while they are in use.
+type frame struct {
+	typ         string
+	stream      string
+	batch       int64
+	cursor      string
+	tip         protocol.Tip
+	hasTip      bool
+	redelivered bool
+	code        string
+	message     string
+	records     []record.Record
+	raw         []json.RawMessage
+}
+
+// FrameError is a server frame the client could not decode: not JSON, or
+// a field it reads of the wrong type. The client drops the connection on
+// one (the batch comes again on the next) and counts it
+// (Client.BadFrames).
+type FrameError struct {
+	// Err says what is wrong and at which byte of the frame.
+	Err error
+	// Frame is the beginning of the frame, for the log.
+	Frame []byte
+}
+
+// Error implements error.
+func (e *FrameError) Error() string { return "undecodable frame from the server: " + e.Err.Error() }
+
+// Unwrap returns the decoding error.
+func (e *FrameError) Unwrap() error { return e.Err }
+
+// decodeFrame reads a server frame. recordsHint is the capacity to give the
+// records (the size of the previous batch). The records' bytes alias data.
+func decodeFrame(data []byte, recordsHint int) (*frame, error) {
+	s := &scanner{b: data}
+	f := &frame{}
+	err := s.object(func(key []byte) error {
+		if null, err := s.null(); null || err != nil {
+			// A field set to null is left as it is, as encoding/json does,
+			// but for those it would set to nil.
+			switch string(key) {
+			case "tip":
+				f.tip, f.hasTip = protocol.Tip{}, false
+			case "records":
+				f.records, f.raw = nil, nil
+			}
+			return err
+		}
+		var err error
+		switch string(key) {
+		case "type":
+			f.typ, err = s.str()
+		case "stream":
+			f.stream, err = s.str()
+		case "batch":
+			f.batch, err = s.int(64)
+		case "cursor":
+			f.cursor, err = s.str()
+		case "tip":
+			f.hasTip, err = true, decodeTip(s, &f.tip)
+		case "redelivered":
+			f.redelivered, err = s.boolean()
+		case "code":
+			f.code, err = s.str()
+		case "message":
+			f.message, err = s.str()
+		case "records":
+			err = f.decodeRecords(s, recordsHint)
+		default:
+			_, err = s.skip()
+		}
+		return field(key, err)
+	})
+	if err == nil {
+		if s.ws(); s.i != len(s.b) {
+			err = s.errorf("data after the frame")
+		}
+	}
+	if err != nil {
+		return nil, &FrameError{Err: err, Frame: data[:min(len(data), 200)]}
+	}
+	return f, nil
+}
+
+// decodeTip reads a tip into t (a tip given twice: the fields of the
+// second over those of the first, as encoding/json does).
+func decodeTip(s *scanner, t *protocol.Tip) error {
+	return s.object(func(key []byte) error {
+		if null, err := s.null(); null || err != nil {
+			return err
+		}
+		var err error
+		switch string(key) {
+		case "slot":
+			t.Slot, err = s.uint()
+		case "blockNo":
+			t.BlockNo, err = s.uint()
+		case "hash":
+			t.Hash, err = hash32(s)
+		case "seq":
+			t.Seq, err = s.int(64)
+		default:
+			_, err = s.skip()
+		}
+		return field(key, err)
+	})
+}
+
+// field names the field of an error.
+func field(key []byte, err error) error {
+	if err != nil && key != nil {
+		return fmt.Errorf("%s: %w", key, err)
+	}
+	return err
+}
+
+// decodeRecords reads the records of a batch. Contract references are
+// kept in one array for the batch, not one allocation each.
+func (f *frame) decodeRecords(s *scanner, hint int) error {
+	f.records = make([]record.Record, 0, hint)
+	f.raw = make([]json.RawMessage, 0, hint)
+	var refs []chain.TxOutRef
+	return s.array(func(i int) error {
+		s.ws()
+		start := s.i
+		var r record.Record
+		var ref chain.TxOutRef
+		hasRef := false
+		err := s.object(func(key []byte) error {
+			if string(key) == "payload" {
+				// The payload as it is in the frame (null included, as
+				// encoding/json keeps it in a json.RawMessage).
+				p, err := s.skip()
+				r.Payload = p
+				return field(key, err)
+			}
+			if null, err := s.null(); null || err != nil {
+				switch string(key) {
+				case "contractId":
+					hasRef = false
+				case "rolledBackBy":
+					r.RolledBackBy = nil
+				}
+				return err
+			}
+			var err error
+			switch string(key) {
+			case "seq":
+				r.Seq, err = s.int(64)
+			case "kind":
+				r.Kind, err = kind(s)
+			case "block":
+				err = decodeBlock(s, &r.Block)
+			case "txId":
+				r.TxID, err = hash32(s)
+			case "txIndex":
+				var v int64
+				v, err = s.int(strconvIntSize)
+				r.TxIndex = int(v)
+			case "contractId":
+				ref, err = txOutRef(s)
+				hasRef = err == nil
+			case "rolledBackBy":
+				var v int64
+				if v, err = s.int(64); err == nil {
+					r.RolledBackBy = &v
+				}
+			default:
+				_, err = s.skip()
+			}
+			return field(key, err)
+		})
+		if err != nil {
+			return fmt.Errorf("[%d]: %w", i, err)
+		}
+		if hasRef {
+			if refs == nil {
+				refs = make([]chain.TxOutRef, 0, max(hint, 1))
+			}
+			if len(refs) == cap(refs) {
+				// A new array: the records before point into the old one,
+				// which stays theirs.
+				refs = make([]chain.TxOutRef, 0, 2*cap(refs))
+			}
+			refs = append(refs, ref)
+			r.Contract = &refs[len(refs)-1]
+		}
+		f.records = append(f.records, r)
+		f.raw = append(f.raw, s.b[start:s.i])
+		return nil
+	})
+}
+
+// strconvIntSize is the size of int, as strconv names it.
+const strconvIntSize = 32 << (^uint(0) >> 63)
+
+func decodeBlock(s *scanner, h *chain.BlockHeader) error {
+	return s.object(func(key []byte) error {
+		if null, err := s.null(); null || err != nil {
+			return err
+		}
+		var err error
+		switch string(key) {
+		case "slot":
+			h.Slot, err = s.uint()
+		case "blockNo":
+			h.BlockNo, err = s.uint()
+		case "hash":
+			h.Hash, err = hash32(s)
+		default:
+			_, err = s.skip()
+		}
+		return field(key, err)
+	})
+}
+
+// hash32 reads a hash written as 64 hex digits.
+func hash32(s *scanner) (chain.Hash32, error) {
+	var h chain.Hash32
+	raw, err := plainString(s)
+	if err != nil {
+		return h, err
+	}
+	if len(raw) == 2*len(h) {
+		if _, err := hex.Decode(h[:], raw); err == nil {
+			return h, nil
+		}
+	}
+	return chain.ParseHash32(string(raw)) // the error
+}
+
+// txOutRef reads an output reference written TXID#INDEX.
+func txOutRef(s *scanner) (chain.TxOutRef, error) {
+	raw, err := plainString(s)
+	if err != nil {
+		return chain.TxOutRef{}, err
+	}
+	var r chain.TxOutRef
+	if len(raw) > 65 && raw[64] == '#' && len(raw) <= 65+10 {
+		if _, err := hex.Decode(r.TxID[:], raw[:64]); err == nil {
+			if ix, err := strconv.ParseUint(string(raw[65:]), 10, 32); err == nil {
+				r.Index = uint32(ix)
+				return r, nil
+			}
+		}
+	}
+	return chain.ParseTxOutRef(string(raw)) // the result, or the error
+}
+
+// plainString reads a string, giving its contents as they are in the frame
+// when they hold no escape (the usual case for hex and references), or its
+// decoded value.
+func plainString(s *scanner) ([]byte, error) {
+	if s.peek() != '"' {
+		return nil, s.want("a string")
+	}
+	start := s.i
+	raw, special, err := s.stringBytes()
+	if err != nil || !special {
+		return raw, err
+	}
+	s.i = start
+	v, err := s.str()
+	return []byte(v), err
+}
+
+// kind reads a record kind: the known ones without allocating.
+func kind(s *scanner) (record.Kind, error) {
+	if s.peek() != '"' {
+		return "", s.want("a string")
+	}
+	save := s.i
+	raw, special, err := s.stringBytes()
+	if err != nil {
+		return "", err
+	}
+	if !special {
+		for _, k := range record.Kinds {
+			if string(raw) == string(k) {
+				return k, nil
+			}
+		}
+	}
+	s.i = save
+	v, err := s.str()
+	return record.Kind(v), err
+}
