@@ -10,22 +10,28 @@ import (
 	"github.com/marlowe-follower/follower/history/record"
 )
 
-// Feed is a subscription delivered to an actor's mailbox instead of a
-// blocking Next: the subscriber's work stays in its Receive. The actor
-// calls Next, which reads the next catch-up page at once or, once the feed
-// has reached the committed head, asks the store to go live and returns
-// nothing; from then on the store sends the actor *Delivery messages, which
-// it hands to Take: live batches, or the word to call Next again (the
-// store refused or dropped the feed, or its writer changed). A feed is used
-// by its actor only.
+// Feed is the one subscription primitive: matching records in seq order,
+// delivered to an actor's mailbox, so that the subscriber's work stays in
+// its Receive. It catches up from the backend, then receives committed
+// records live from the store, and goes back to catching up whenever it
+// falls behind. The actor calls Next, which reads the next catch-up page
+// at once or, once the feed has reached the committed head, asks the
+// store to go live and returns nothing; from then on the store sends the
+// actor *Delivery messages, which it hands to Take: live batches, or the
+// word to call Next again (the store refused or dropped the feed, or its
+// writer changed). A feed is used by its actor only. A goroutine uses a
+// Subscription, which drives a feed for it.
 type Feed struct {
-	sub    *Subscription // cursor, filter and the catch-up reads
-	system *actor.ActorSystem
-	target *actor.PID
-	live   *liveSub // the store delivers to it
-	asking *liveSub // a go-live request not answered yet
-	forget func()   // cancels the asking request's change notification
-	closed bool
+	h        *Handle
+	filter   record.Filter
+	cursor   record.Cursor
+	pageSize int // 0: the handle's PageSize
+	system   *actor.ActorSystem
+	target   *actor.PID
+	live     *liveSub // the store delivers to it
+	asking   *liveSub // a go-live request not answered yet
+	forget   func()   // cancels the asking request's change notification
+	closed   bool
 }
 
 // Delivery is what the store sends a Feed's actor; pass it to the feed's
@@ -50,17 +56,35 @@ const (
 // ErrFeedClosed is Next's error on a closed feed.
 var ErrFeedClosed = errors.New("history feed closed")
 
-// Feed starts a feed for the actor target (spawned in system). Like
-// Subscribe it reads nothing until Next is called.
+// Feed starts a feed for the actor target (spawned in system). It reads
+// nothing until Next is called.
 func (h *Handle) Feed(system *actor.ActorSystem, target *actor.PID, filter record.Filter, from record.From) *Feed {
-	return &Feed{sub: h.Subscribe(filter, from), system: system, target: target}
+	return &Feed{h: h, filter: filter, cursor: h.start(from), system: system, target: target}
 }
 
-// SetPageSize sets how many records one catch-up read asks for.
-func (f *Feed) SetPageSize(n int) { f.sub.SetPageSize(n) }
+// start returns the cursor a subscription from from starts at.
+func (h *Handle) start(from record.From) record.Cursor {
+	switch from.Kind {
+	case record.FromOrigin:
+		if head := h.Head(); head > 0 {
+			return record.Cursor{Snapshot: head}
+		}
+	case record.FromTip:
+		return record.Cursor{Seq: h.Head()}
+	case record.FromCursor:
+		return from.Cursor
+	}
+	return record.Cursor{}
+}
+
+// SetPageSize sets how many records one catch-up read asks for (at most
+// record.MaxListLimit). A consumer that forms batches of n records reads
+// pages of about n, so that many feeds catching up at once hold little
+// memory each.
+func (f *Feed) SetPageSize(n int) { f.pageSize = n }
 
 // Cursor returns the position after the last batch returned.
-func (f *Feed) Cursor() record.Cursor { return f.sub.cursor }
+func (f *Feed) Cursor() record.Cursor { return f.cursor }
 
 // Live reports whether the store delivers to the feed.
 func (f *Feed) Live() bool { return f.live != nil }
@@ -75,43 +99,82 @@ func (f *Feed) Next(ctx context.Context) (b record.Batch, ok bool, err error) {
 	if f.live != nil || f.asking != nil {
 		return record.Batch{}, false, nil
 	}
-	if f.sub.h.ahead(f.sub.cursor) {
-		// A reader behind the cursor's writer: look again shortly (the
-		// actor is told to call Next again).
-		ls := f.sub.h.newLiveSub(f.sub.filter)
-		ls.feed, ls.target = f, f.target
+	if f.h.ahead(f.cursor) {
+		// A reader behind the cursor's writer: nothing to read or go live
+		// at yet (a snapshot beyond the head would read records not
+		// there). The actor is told to call Next again shortly.
+		ls := f.newLiveSub()
 		f.asking = ls
 		system, target := f.system, f.target
 		time.AfterFunc(aheadWait, func() { system.Root.Send(target, &Delivery{feed: f, sub: ls, kind: deliveryChanged}) })
 		return record.Batch{}, false, nil
 	}
 	for {
-		b, err := f.sub.catchUp(ctx)
+		b, err := f.catchUp(ctx)
 		if err != nil {
 			return record.Batch{}, false, err
 		}
 		if len(b.Records) > 0 {
 			return b, true, nil
 		}
-		if f.sub.cursor.Snapshot == 0 {
+		if f.cursor.Snapshot == 0 {
 			break
 		}
 	}
-	run := &f.sub.h.store.run
-	system, pid, stopped, _ := run.state()
+	run := &f.h.store.run
+	system, pid, stopped := run.state()
 	if stopped {
 		return record.Batch{}, false, ErrStoreStopped
 	}
-	ls := f.sub.h.newLiveSub(f.sub.filter)
-	ls.feed, ls.target = f, f.target
+	ls := f.newLiveSub()
 	f.asking = ls
 	// Whatever happens to the writer before it answers (it stops, or none
 	// runs now and the next one starts), the feed hears of it.
 	f.forget = run.onChange(func() { f.system.Root.Send(f.target, &Delivery{feed: f, sub: ls, kind: deliveryChanged}) })
 	if pid != nil {
-		system.Root.Send(pid, &goLiveRequest{sub: ls, cursor: f.sub.cursor.Seq})
+		system.Root.Send(pid, &goLiveRequest{sub: ls, cursor: f.cursor.Seq})
 	}
 	return record.Batch{}, false, nil
+}
+
+// catchUp reads one page from the backend. An empty batch means the cursor
+// has reached the committed head (or, from a snapshot, that the snapshot
+// is complete: the cursor moved on to the log after it).
+func (f *Feed) catchUp(ctx context.Context) (record.Batch, error) {
+	head := f.h.Head()
+	size := f.h.PageSize
+	if f.pageSize > 0 {
+		size = f.pageSize
+	}
+	p := &record.RecordListParams{Filter: f.filter, After: f.cursor.Seq, Limit: min(max(size, 1), record.MaxListLimit)}
+	if f.cursor.Snapshot > 0 {
+		p.Mode, p.Snapshot = record.ModeSnapshot, f.cursor.Snapshot
+	} else {
+		if f.cursor.Seq >= head {
+			return record.Batch{}, nil
+		}
+		p.UpTo = head
+	}
+	recs, err := f.h.backend.RecordList(ctx, p)
+	if err != nil {
+		return record.Batch{}, err
+	}
+	switch {
+	case len(recs) == p.Limit:
+		f.cursor.Seq = recs[len(recs)-1].Seq
+	case f.cursor.Snapshot > 0:
+		// The snapshot is complete: continue with the log after it.
+		f.cursor = record.Cursor{Seq: f.cursor.Snapshot}
+	default:
+		f.cursor.Seq = head
+	}
+	return record.Batch{Records: recs, Cursor: f.cursor}, nil
+}
+
+// newLiveSub returns the registration of a go-live request of the feed.
+func (f *Feed) newLiveSub() *liveSub {
+	q := f.h.store.cfg.LiveQueue
+	return &liveSub{id: f.h.store.run.nextID.Add(1), filter: f.filter, feed: f, target: f.target, capacity: int64(q)}
 }
 
 // Take handles a Delivery: it returns a live batch (ok), or again when the
@@ -127,8 +190,8 @@ func (f *Feed) Take(d *Delivery) (b record.Batch, ok, again bool) {
 		if d.sub != f.live {
 			return record.Batch{}, false, false
 		}
-		f.sub.cursor = record.Cursor{Seq: d.batch[len(d.batch)-1].Seq}
-		return record.Batch{Records: d.batch, Cursor: f.sub.cursor, Live: true}, true, false
+		f.cursor = record.Cursor{Seq: d.batch[len(d.batch)-1].Seq}
+		return record.Batch{Records: d.batch, Cursor: f.cursor, Live: true}, true, false
 	case deliveryAccepted:
 		if d.sub == f.asking {
 			f.answered()
@@ -162,7 +225,7 @@ func (f *Feed) Close() {
 	f.closed = true
 	for _, ls := range []*liveSub{f.live, f.asking} {
 		if ls != nil {
-			f.sub.h.store.run.send(&unsubscribe{id: ls.id})
+			f.h.store.run.send(&unsubscribe{id: ls.id})
 		}
 	}
 	f.live = nil

@@ -152,7 +152,6 @@ func NewMirror(ctx context.Context, read Backend, source CommitSource, cfg Mirro
 	cfg.defaults()
 	log := logger.Named("history.mirror")
 	st := &Store{cfg: StoreConfig{LiveQueue: cfg.LiveQueue}, log: log, backend: read, stats: &StoreStats{}, fatal: make(chan error, 1)}
-	st.run.changed = make(chan struct{})
 	m := &Mirror{store: st, source: source, cfg: cfg, log: log}
 	m.separate = any(read) != any(source)
 	m.stats.LagBytes.Store(-1)
@@ -202,7 +201,7 @@ type mirror struct {
 	head       int64 // delivered up to here
 	target     int64 // the read database holds records up to here
 	writerHead int64 // the writer has committed up to here
-	subs       map[uint64]*liveSub
+	subs       subscribers
 	connection uint64 // the number of the newest listening connection whose read is done
 	pumping    bool   // a pumpMore is on its way
 	retrying   bool   // a replica retry is armed
@@ -242,7 +241,7 @@ func (m *mirror) Receive(ctx actor.Context) {
 	switch msg := ctx.Message().(type) {
 	case *actor.Started:
 		m.system, m.self = ctx.ActorSystem(), ctx.Self()
-		m.subs = map[uint64]*liveSub{}
+		m.subs = newSubscribers(m.system, m.store.stats)
 		// Where the previous incarnation (or NewMirror) left off: every
 		// record up to it was delivered or is in the read database, and
 		// the first wake-up reads how far the database is now. Nothing to
@@ -263,17 +262,11 @@ func (m *mirror) Receive(ctx actor.Context) {
 	case *pumpMore:
 		m.pumping = false
 		m.pump()
-	case *goLiveRequest:
-		goLive(m.system, m.store.stats, m.subs, msg, m.head)
-	case *unsubscribe:
-		delete(m.subs, msg.id)
-		m.store.stats.LiveSubscribers.Store(int64(len(m.subs)))
-	case *actor.Restarting:
+	case *goLiveRequest, *unsubscribe:
+		m.subs.receive(msg, m.head)
+	case *actor.Restarting, *actor.Stopping:
 		m.stopWatching()
-		dropSubs(m.system, m.store.stats, m.subs)
-	case *actor.Stopping:
-		m.stopWatching()
-		dropSubs(m.system, m.store.stats, m.subs)
+		m.subs.dropAll()
 	case *actor.Stopped:
 		m.store.run.detach(ctx.Self())
 	}
@@ -526,7 +519,7 @@ func (m *mirror) pump() {
 	default:
 		m.stats.PollReads.Add(1)
 	}
-	fanOut(m.system, m.store.stats, m.subs, recs, m.head, index)
+	m.subs.fanOut(recs, index)
 	if m.head < m.target {
 		if !m.pumping {
 			m.pumping = true
@@ -560,17 +553,8 @@ func (m *mirror) armRetry() {
 // only when a subscriber's filter needs them. A failed read fails the
 // page (it is read again), so that no filter misses a record for it.
 func (m *mirror) indexer(ctx context.Context, recs []record.Record) (func(*chain.TxOutRef) *record.ContractIndex, error) {
-	none := func(*chain.TxOutRef) *record.ContractIndex { return nil }
-	need := false
-	for _, sub := range m.subs {
-		f := &sub.filter
-		if len(f.RolesCurrency) > 0 || len(f.Tags) > 0 || len(f.PartyAddress) > 0 || len(f.PartyRole) > 0 {
-			need = true
-			break
-		}
-	}
-	if !need {
-		return none, nil
+	if !m.subs.needIndex() {
+		return func(*chain.TxOutRef) *record.ContractIndex { return nil }, nil
 	}
 	cache := map[chain.TxOutRef]*record.ContractIndex{}
 	for i := range recs {

@@ -129,7 +129,7 @@ type writer struct {
 	tip     chain.Tip
 
 	contracts map[chain.TxOutRef]*record.ContractIndex // index cache for live filters
-	subs      map[uint64]*liveSub
+	subs      subscribers
 
 	system     *actor.ActorSystem
 	self       *actor.PID
@@ -154,7 +154,6 @@ type batch struct {
 // starts from it). Spawn the store with Props.
 func NewStore(ctx context.Context, backend Backend, cfg StoreConfig, logger *zap.Logger) (*Store, error) {
 	s := &Store{cfg: cfg, log: logger.Named("history.store"), backend: backend, stats: &StoreStats{}, fatal: make(chan error, 1)}
-	s.run.changed = make(chan struct{})
 	c, err := s.loadCommitted(ctx)
 	if err != nil {
 		return nil, err
@@ -233,7 +232,7 @@ func (s *writer) load() error {
 	cp := c.cp
 	s.head, s.next, s.crumbs = cp.Head, cp.Head+1, chain.NewBreadcrumbs(cp.Breadcrumbs)
 	s.horizon, s.recent, s.tip = cp.Horizon, c.recent, cp.Tip
-	s.contracts, s.subs = map[chain.TxOutRef]*record.ContractIndex{}, map[uint64]*liveSub{}
+	s.contracts, s.subs = map[chain.TxOutRef]*record.ContractIndex{}, newSubscribers(s.system, s.stats)
 	s.changed = nil
 	for _, ch := range cp.Recent {
 		s.changed = append(s.changed, ch.Block)
@@ -243,23 +242,8 @@ func (s *writer) load() error {
 	return nil
 }
 
-// Messages of the store.
-type (
-	flushDue struct{}
-	// goLiveRequest asks to receive committed records live from cursor on.
-	// The answer goes to reply (a Subscription) or, when reply is nil, to
-	// the subscription's actor (a Feed).
-	goLiveRequest struct {
-		sub    *liveSub
-		cursor int64
-		reply  chan goLiveResponse
-	}
-	goLiveResponse struct {
-		accepted bool
-		head     int64
-	}
-	unsubscribe struct{ id uint64 }
-)
+// flushDue is the store's timer: the pending batch is due.
+type flushDue struct{}
 
 // Receive handles the actor's messages.
 func (s *writer) Receive(ctx actor.Context) {
@@ -295,34 +279,20 @@ func (s *writer) Receive(ctx actor.Context) {
 		if s.pending.blocks > 0 || len(s.pending.params.Records) > 0 {
 			s.commit(false)
 		}
-	case *goLiveRequest:
-		goLive(s.system, s.stats, s.subs, msg, s.head)
-	case *unsubscribe:
-		delete(s.subs, msg.id)
-		s.stats.LiveSubscribers.Store(int64(len(s.subs)))
+	case *goLiveRequest, *unsubscribe:
+		s.subs.receive(msg, s.head)
 	case *actor.Restarting:
 		// Restarted in place (a supervisor other than the pipeline's):
 		// what it holds is dropped; its subscribers catch up.
-		s.dropSubs()
+		s.subs.dropAll()
 	case *actor.Stopping:
 		if !s.dead.Load() && !s.broken && (s.pending.blocks > 0 || len(s.pending.params.Records) > 0) {
 			s.commit(true)
 		}
-		s.dropSubs()
+		s.subs.dropAll()
 	case *actor.Stopped:
 		s.run.detach(ctx.Self())
 	}
-}
-
-// dropSubs sends every live subscriber back to catch up.
-func (s *writer) dropSubs() { dropSubs(s.system, s.stats, s.subs) }
-
-func dropSubs(system *actor.ActorSystem, stats *StoreStats, subs map[uint64]*liveSub) {
-	for id, sub := range subs {
-		sub.drop(system)
-		delete(subs, id)
-	}
-	stats.LiveSubscribers.Store(0)
 }
 
 // step adds a processed chain event to the pending batch.
@@ -556,7 +526,7 @@ func (s *writer) commit(stopping bool) {
 	if !stopping {
 		b.credits.Return(s.system)
 	}
-	s.fanOut(b.params.Records)
+	s.subs.fanOut(b.params.Records, s.indexOf)
 	s.pending = &batch{}
 }
 
@@ -596,50 +566,6 @@ func (s *writer) die(err error, stopping bool) {
 	if !stopping {
 		panic(err)
 	}
-}
-
-// fanOut pushes committed records to live subscribers.
-func (s *writer) fanOut(records []record.Record) {
-	fanOut(s.system, s.stats, s.subs, records, s.head, s.indexOf)
-}
-
-// fanOut pushes committed records to the live subscribers subs, each the
-// records its filter matches (index gives a contract's index entry). A
-// subscriber whose queue is full is dropped back to catch-up: the store
-// never waits for one. The writer and the Mirror both deliver through it.
-func fanOut(system *actor.ActorSystem, stats *StoreStats, subs map[uint64]*liveSub, records []record.Record, head int64,
-	index func(*chain.TxOutRef) *record.ContractIndex) {
-	if len(records) == 0 || len(subs) == 0 {
-		return
-	}
-	for id, sub := range subs {
-		var out []record.Record
-		for i := range records {
-			if sub.filter.Matches(&records[i], index(records[i].Contract)) {
-				out = append(out, records[i])
-			}
-		}
-		if len(out) == 0 {
-			continue
-		}
-		if !sub.push(system, liveBatch{records: out, head: head}) {
-			stats.LiveDropped.Add(1)
-			sub.drop(system)
-			delete(subs, id)
-		}
-	}
-	stats.LiveSubscribers.Store(int64(len(subs)))
-}
-
-// goLive answers a go-live request: accepted when the cursor is the head
-// the live batches continue from.
-func goLive(system *actor.ActorSystem, stats *StoreStats, subs map[uint64]*liveSub, msg *goLiveRequest, head int64) {
-	accepted := msg.cursor == head
-	if accepted {
-		subs[msg.sub.id] = msg.sub
-		stats.LiveSubscribers.Store(int64(len(subs)))
-	}
-	msg.sub.answer(system, msg.reply, goLiveResponse{accepted: accepted, head: head})
 }
 
 // indexOf returns a contract's index entry for filtering, from the cache or

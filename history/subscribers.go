@@ -1,0 +1,142 @@
+package history
+
+import (
+	"sync"
+	"sync/atomic"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/marlowe-follower/follower/chainsync/chain"
+	"github.com/marlowe-follower/follower/history/record"
+)
+
+// Messages of a store's subscriber registry (the writer's and the
+// mirror's).
+type (
+	// goLiveRequest asks to receive committed records live from cursor on;
+	// the answer goes to the feed's actor.
+	goLiveRequest struct {
+		sub    *liveSub
+		cursor int64
+	}
+	unsubscribe struct{ id uint64 }
+)
+
+// subscribers is the registry of a store's live feeds, the one the
+// writer's Store and the reader's Mirror both deliver through: it takes
+// go-live requests at the store's head and fans committed records out. A
+// feed whose queue is full is dropped back to catch-up: the store never
+// waits for one. It is used from the store's actor only.
+type subscribers struct {
+	system *actor.ActorSystem
+	stats  *StoreStats
+	live   map[uint64]*liveSub
+}
+
+func newSubscribers(system *actor.ActorSystem, stats *StoreStats) subscribers {
+	return subscribers{system: system, stats: stats, live: map[uint64]*liveSub{}}
+}
+
+// receive handles the registry's messages at the store's head; false for
+// any other message.
+func (r *subscribers) receive(msg any, head int64) bool {
+	switch m := msg.(type) {
+	case *goLiveRequest:
+		// Accepted when the cursor is the head the live batches continue from.
+		accepted := m.cursor == head
+		if accepted {
+			r.live[m.sub.id] = m.sub
+			r.count()
+		}
+		m.sub.answer(r.system, accepted)
+	case *unsubscribe:
+		delete(r.live, m.id)
+		r.count()
+	default:
+		return false
+	}
+	return true
+}
+
+// fanOut pushes committed records to the live feeds, each the records its
+// filter matches (index gives a contract's index entry).
+func (r *subscribers) fanOut(records []record.Record, index func(*chain.TxOutRef) *record.ContractIndex) {
+	if len(records) == 0 || len(r.live) == 0 {
+		return
+	}
+	for id, sub := range r.live {
+		var out []record.Record
+		for i := range records {
+			if sub.filter.Matches(&records[i], index(records[i].Contract)) {
+				out = append(out, records[i])
+			}
+		}
+		if len(out) == 0 {
+			continue
+		}
+		if !sub.push(r.system, out) {
+			r.stats.LiveDropped.Add(1)
+			sub.drop(r.system)
+			delete(r.live, id)
+		}
+	}
+	r.count()
+}
+
+// dropAll sends every live feed back to catch up.
+func (r *subscribers) dropAll() {
+	for id, sub := range r.live {
+		sub.drop(r.system)
+		delete(r.live, id)
+	}
+	r.count()
+}
+
+// needIndex reports whether a live feed's filter reads the contract index.
+func (r *subscribers) needIndex() bool {
+	for _, sub := range r.live {
+		f := &sub.filter
+		if len(f.RolesCurrency) > 0 || len(f.Tags) > 0 || len(f.PartyAddress) > 0 || len(f.PartyRole) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+func (r *subscribers) count() { r.stats.LiveSubscribers.Store(int64(len(r.live))) }
+
+// liveSub is a feed's registration with the store: committed records go
+// to its actor as messages, at most capacity of them not yet taken.
+type liveSub struct {
+	id       uint64
+	filter   record.Filter
+	feed     *Feed
+	target   *actor.PID
+	queued   atomic.Int64 // live batches sent and not yet taken
+	capacity int64
+	dropOnce sync.Once
+}
+
+// push hands a live batch over; false when the feed's queue is full.
+func (l *liveSub) push(system *actor.ActorSystem, batch []record.Record) bool {
+	if l.queued.Load() >= l.capacity {
+		return false
+	}
+	l.queued.Add(1)
+	system.Root.Send(l.target, &Delivery{feed: l.feed, sub: l, kind: deliveryLive, batch: batch})
+	return true
+}
+
+// drop sends the feed back to catching up.
+func (l *liveSub) drop(system *actor.ActorSystem) {
+	l.dropOnce.Do(func() { system.Root.Send(l.target, &Delivery{feed: l.feed, sub: l, kind: deliveryDropped}) })
+}
+
+// answer tells the feed whether the store took it live.
+func (l *liveSub) answer(system *actor.ActorSystem, accepted bool) {
+	kind := deliveryRefused
+	if accepted {
+		kind = deliveryAccepted
+	}
+	system.Root.Send(l.target, &Delivery{feed: l.feed, sub: l, kind: kind})
+}
