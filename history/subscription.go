@@ -98,11 +98,11 @@ type (
 // subscriber is a Subscription's actor: it owns the feed, reads catch-up
 // pages in its Receive and answers each nextRequest with one batch.
 type subscriber struct {
-	s      *Subscription
-	ctx    context.Context // the subscription's reads; cancelled by Close
-	feed   *Feed
-	asked  bool        // a nextRequest waits for its batch
-	stash  []*Delivery // live batches not asked for yet, untaken
+	s     *Subscription
+	ctx   context.Context // the subscription's reads; cancelled by Close
+	feed  *Feed
+	asked bool        // a nextRequest waits for its batch
+	stash []*Delivery // live batches not asked for yet, untaken
 }
 
 func (a *subscriber) Receive(c actor.Context) {
