@@ -185,34 +185,28 @@ func Start(ctx context.Context, cfg Config) (*Pipeline, error) {
 		p.Progress = &chainsync.Progress{}
 	}
 	p.System = NewSystem(cfg.Logger)
-	fail := func(err error) (*Pipeline, error) {
+	if err := p.build(ctx); err != nil {
 		p.System.Shutdown()
 		return nil, err
 	}
+	started := make(chan struct{})
+	p.root = p.System.Root.Spawn(actor.PropsFromProducer(func() actor.Actor {
+		return &root{p: p, started: started, alive: map[string]Role{}, failures: map[Role][]time.Time{}}
+	}))
+	<-started
+	return p, nil
+}
+
+// build makes the parts that outlive their actors' incarnations: the
+// history store (a writer's, or a reader's mirror) and its processor, the
+// follower, the projection, and the first streaming server, listening.
+func (p *Pipeline) build(ctx context.Context) error {
+	cfg := p.cfg
 	if cfg.Mirror != nil && (cfg.History == nil || cfg.Follower != nil) {
-		return fail(errors.New("pipeline: a mirror reads a history backend and runs no follower"))
+		return errors.New("pipeline: a mirror reads a history backend and runs no follower")
 	}
-	if cfg.Mirror != nil {
-		m, err := history.NewMirror(ctx, cfg.History, cfg.Mirror.Source, cfg.Mirror.Config, cfg.Logger)
-		if err != nil {
-			return fail(err)
-		}
-		p.Mirror, p.Store = m, m.Store()
-		p.Handle = history.NewHandle(p.Store, p.System, nil)
-		if cfg.PageSize > 0 {
-			p.Handle.PageSize = cfg.PageSize
-		}
-	} else if cfg.History != nil {
-		st, err := history.NewStore(ctx, cfg.History, cfg.Store, cfg.Logger)
-		if err != nil {
-			return fail(err)
-		}
-		p.Store = st
-		p.Handle = history.NewHandle(st, p.System, nil)
-		if cfg.PageSize > 0 {
-			p.Handle.PageSize = cfg.PageSize
-		}
-		p.Processor = processor.New(cfg.Slots, cfg.Logger, nil)
+	if err := p.buildHistory(ctx); err != nil {
+		return err
 	}
 	if cfg.Follower != nil {
 		fc := *cfg.Follower
@@ -225,7 +219,7 @@ func Start(ctx context.Context, cfg Config) (*Pipeline, error) {
 		}
 		f, err := chainsync.NewFollower(fc, cfg.Logger, cp, classify.New(cfg.Classifier), nil, p.Progress)
 		if err != nil {
-			return fail(err)
+			return err
 		}
 		p.Follower = f
 	}
@@ -237,30 +231,53 @@ func Start(ctx context.Context, cfg Config) (*Pipeline, error) {
 		}
 		proj, err := contracts.NewStore(ctx, cc)
 		if err != nil {
-			return fail(err)
+			return err
 		}
 		p.Projection = proj
 	}
 	if cfg.Streaming != nil {
 		srv, err := p.newStreamingServer(cfg.Streaming.Config.Addr)
 		if err != nil {
-			return fail(err)
+			return err
 		}
 		if err := srv.Listen(); err != nil {
 			_ = srv.Shutdown(ctx) // never started: releases its metrics
-			return fail(&ListenError{Err: err})
+			return &ListenError{Err: err}
 		}
 		p.firstSrv = srv
 		if a := srv.Addr(); a != nil {
 			p.streamAddr = a.String()
 		}
 	}
-	started := make(chan struct{})
-	p.root = p.System.Root.Spawn(actor.PropsFromProducer(func() actor.Actor {
-		return &root{p: p, started: started, alive: map[string]Role{}, failures: map[Role][]time.Time{}}
-	}))
-	<-started
-	return p, nil
+	return nil
+}
+
+// buildHistory makes the history store, its handle and the processor: a
+// reader's mirror (Config.Mirror), else the writer's store.
+func (p *Pipeline) buildHistory(ctx context.Context) error {
+	cfg := p.cfg
+	switch {
+	case cfg.Mirror != nil:
+		m, err := history.NewMirror(ctx, cfg.History, cfg.Mirror.Source, cfg.Mirror.Config, cfg.Logger)
+		if err != nil {
+			return err
+		}
+		p.Mirror, p.Store = m, m.Store()
+	case cfg.History != nil:
+		st, err := history.NewStore(ctx, cfg.History, cfg.Store, cfg.Logger)
+		if err != nil {
+			return err
+		}
+		p.Store = st
+		p.Processor = processor.New(cfg.Slots, cfg.Logger, nil)
+	default:
+		return nil
+	}
+	p.Handle = history.NewHandle(p.Store, p.System, nil)
+	if cfg.PageSize > 0 {
+		p.Handle.PageSize = cfg.PageSize
+	}
+	return nil
 }
 
 // newStreamingServer makes a streaming server for addr; its actor is

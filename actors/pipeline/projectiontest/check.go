@@ -46,7 +46,18 @@ func (p *Pipeline) CheckAgainstFold() Summary {
 		tb.Fatalf("head %+v, a fold from scratch gives %+v", head, want.Head)
 	}
 	sum := Summary{Seq: head.Seq, Contracts: len(want.Contracts), Open: int(want.Head.OpenContracts)}
-	// Contracts, in creation order, with bodies.
+	wantContracts := p.checkContracts(ctx, want, &sum)
+	p.checkPayouts(ctx, want, &sum)
+	p.checkWithdrawals(ctx, want, &sum)
+	p.checkIndexes(ctx, want, wantContracts)
+	return sum
+}
+
+// checkContracts compares the contracts, in creation order, with their
+// bodies and steps; it returns the fold's, in that order.
+func (p *Pipeline) checkContracts(ctx context.Context, want *contractstore.CommitParams, sum *Summary) []contractstore.Contract {
+	tb, b := p.tb, p.Contracts
+	tb.Helper()
 	var got []contractstore.Contract
 	var after int64
 	for {
@@ -94,7 +105,14 @@ func (p *Pipeline) CheckAgainstFold() Summary {
 		same(tb, "transactions of "+w.ID.String(), gotTx, txs[w.ID])
 		sum.Transactions += len(gotTx)
 	}
-	// Payouts, all made in the fold (none is withdrawn from an earlier one).
+	return wantContracts
+}
+
+// checkPayouts compares the payouts, all made in the fold (none is
+// withdrawn from an earlier one).
+func (p *Pipeline) checkPayouts(ctx context.Context, want *contractstore.CommitParams, sum *Summary) {
+	tb, b := p.tb, p.Contracts
+	tb.Helper()
 	if len(want.PayoutsWithdrawn) != 0 {
 		tb.Fatal("a fold from scratch withdrew a payout it had not made")
 	}
@@ -124,7 +142,13 @@ func (p *Pipeline) CheckAgainstFold() Summary {
 	}
 	same(tb, "payouts", gotPayouts, wantPayouts)
 	sum.Payouts = len(gotPayouts)
-	// Withdrawals: the rows, grouped by transaction.
+}
+
+// checkWithdrawals compares the withdrawals: the rows, grouped by
+// transaction.
+func (p *Pipeline) checkWithdrawals(ctx context.Context, want *contractstore.CommitParams, sum *Summary) {
+	tb, b := p.tb, p.Contracts
+	tb.Helper()
 	wl, err := b.WithdrawalList(ctx, &contractstore.WithdrawalListParams{Limit: 1000})
 	if err != nil {
 		tb.Fatal(err)
@@ -149,8 +173,6 @@ func (p *Pipeline) CheckAgainstFold() Summary {
 		tb.Fatalf("withdrawals at seqs %v, a fold from scratch gives %v", gotRows, wantRows)
 	}
 	sum.Withdrawals = len(gotRows)
-	p.checkIndexes(ctx, want, wantContracts)
-	return sum
 }
 
 // checkIndexes compares the tag and party filters with the fold's rows.
