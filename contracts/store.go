@@ -285,7 +285,7 @@ func (s *projector) fail(err error) {
 	text := err.Error()
 	s.lastErr.Store(&text)
 	if errors.Is(err, record.ErrFenced) {
-		// Another process took the writer lock: no retry can commit.
+		// Another process took the writer lease: no retry can commit.
 		s.log.Error("the projection's commit was fenced: stopping", zap.Error(err))
 		panic(fmt.Errorf("%w: %w", history.ErrFenced, err))
 	}

@@ -81,7 +81,7 @@ type StoreStats struct {
 var ErrAnotherWriter = errors.New("another writer holds this store")
 
 // ErrFenced is the store's fatal error when a commit is refused for the
-// writer epoch (record.ErrFenced): this process lost the writer lock and
+// writer epoch (record.ErrFenced): this process lost the writer lease and
 // another writer took over. The store stops committing for good.
 var ErrFenced = errors.New("fenced")
 
@@ -473,7 +473,7 @@ func (s *writer) commit(stopping bool) {
 		err = nil
 	}
 	if errors.Is(err, record.ErrFenced) {
-		// Another process took the writer lock: this one must not write
+		// Another process took the writer lease: this one must not write
 		// again, nor retry.
 		s.die(fmt.Errorf("%w: %w", ErrFenced, err), stopping)
 		return

@@ -26,12 +26,13 @@ const (
 	NotReadyProjectionFailing = "projection_failing"         // the projection's last commit failed
 	NotReadyDatabaseFailing   = "database_failing"           // a reader's reads of the writer's database fail
 	NotReadyReaderBehind      = "reader_behind"              // a reader has delivered too few of the writer's records
-	NotReadyWriterStandby     = "writer_standby"             // a writer that does not hold the writer lock: a standby, or one that lost it
-	NotReadyNoWriter          = "no_writer"                  // a reader: no process has held the writer lock for longer than NoWriterGrace
+	NotReadyWriterStandby     = "writer_standby"             // a writer that does not hold the writer lease: a standby
+	NotReadyLeaseLapsed       = "writer_lease_lapsed"        // a writer that holds the lease but has not renewed it in time: it commits nothing
+	NotReadyNoWriter          = "no_writer"                  // a reader: the writer lease has expired, nobody writes
 )
 
 // NotReadyReasons lists every reason, in the order /readyz checks them.
-var NotReadyReasons = []string{NotReadyWriterStandby, NotReadyContractStore, NotReadyDiverged, NotReadyWaitingForNode, NotReadyHandshake,
+var NotReadyReasons = []string{NotReadyWriterStandby, NotReadyLeaseLapsed, NotReadyContractStore, NotReadyDiverged, NotReadyWaitingForNode, NotReadyHandshake,
 	NotReadyNodeDisconnected, NotReadyCommitFailing, NotReadyBehindTip, NotReadyProjectionFailing, NotReadyProjectionLagging,
 	NotReadyDatabaseFailing, NotReadyReaderBehind, NotReadyNoWriter}
 
@@ -80,9 +81,15 @@ func (s *Server) readiness(ctx context.Context, st Status, at contractstore.Posi
 	add := func(code string, d notReadyJSON) { out = append(out, readyCheck{code: code, notReadyJSON: d}) }
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
-	if l := st.WriterLock; l != nil && !l.Held {
-		add(NotReadyWriterStandby, notReadyJSON{Message: "this writer does not hold the writer lock (another process writes): " +
-			"it stands by", Since: since(l.Since)})
+	if l := st.WriterLease; l != nil && l.Writer {
+		switch {
+		case l.Lapsed:
+			add(NotReadyLeaseLapsed, notReadyJSON{Message: fmt.Sprintf("this writer has not renewed the writer lease for %s (TTL %s): "+
+				"it commits nothing until it renews it", l.RenewalAge.Round(time.Millisecond), l.TTL)})
+		case !l.Held:
+			add(NotReadyWriterStandby, notReadyJSON{Message: "this writer does not hold the writer lease (another process writes): " +
+				"it stands by", Since: since(l.Since)})
+		}
 	}
 	if err := s.cfg.Contracts.Ping(ctx); err != nil {
 		add(NotReadyContractStore, notReadyJSON{Message: "the contract store does not answer: " + err.Error()})
@@ -101,13 +108,13 @@ func (s *Server) readiness(ctx context.Context, st Status, at contractstore.Posi
 					r.Head, lag, s.cfg.ReadyMaxSeqLag),
 				Value: u64(uint64(lag)), Limit: u64(uint64(s.cfg.ReadyMaxSeqLag))})
 		}
-		if w := r.Writer; w != nil && !w.Present {
-			if gone := time.Since(w.Since); gone > s.cfg.NoWriterGrace {
-				add(NotReadyNoWriter, notReadyJSON{
-					Message: fmt.Sprintf("no process has held the writer lock for %s (longer than %s): nobody writes the log this reader serves",
-						gone.Round(time.Second), s.cfg.NoWriterGrace),
-					Since: since(w.Since)})
+		if l := st.WriterLease; l != nil && l.Expired() {
+			msg := "no process has taken the writer lease yet: nobody writes the log this reader serves"
+			if l.Holder != "" {
+				msg = fmt.Sprintf("the writer lease expired %s ago (its last holder %s, epoch %d): nobody writes the log this reader serves",
+					(-l.ExpiresIn).Round(time.Millisecond), l.Holder, l.Epoch)
 			}
+			add(NotReadyNoWriter, notReadyJSON{Message: msg, Since: since(l.Since)})
 		}
 	case st.Diverged != nil:
 		add(NotReadyDiverged, notReadyJSON{Message: "following stopped: " + st.Diverged.Reason, Action: st.Diverged.Action, Since: since(st.Diverged.Since)})

@@ -143,30 +143,37 @@ func TestReadiness(t *testing.T) {
 	ready(http.StatusOK)
 }
 
-// TestReadinessNoWriter: a reader whose pg_locks look finds no session
-// holding the writer lock stays ready for NoWriterGrace, then answers 503
-// no_writer (with since, the marlowe_not_ready series and /status's
-// reader.writerPresent), and is ready again once a writer holds the lock.
-func TestReadinessNoWriter(t *testing.T) {
+// TestReadinessWriterLease: a reader is ready while the writer lease it
+// last read runs (or before it read it) and answers 503 no_writer once the
+// lease has expired (with since: the expiry; the marlowe_not_ready series;
+// /status's writerLease), and is ready again once a writer holds it. A
+// writer that does not hold the lease is 503 writer_standby, one whose
+// lease lapsed 503 writer_lease_lapsed.
+func TestReadinessWriterLease(t *testing.T) {
 	var (
 		mu     sync.Mutex
-		writer *query.WriterPresence
+		lease  *query.WriterLease
+		reader bool
 	)
 	f := newFixture(t, projectiontest.SQLite, 16, 60, func(c *query.Config) {
-		c.NoWriterGrace = time.Hour
 		base := c.Status
 		c.Status = func() query.Status {
 			st := base()
 			mu.Lock()
 			defer mu.Unlock()
-			st.Role = "reader"
-			st.Reader = &query.ReaderStatus{Head: st.HistorySeq, WriterHead: st.HistorySeq, Listening: true, Writer: writer}
+			st.WriterLease = lease
+			if reader {
+				st.Role = "reader"
+				st.Reader = &query.ReaderStatus{Head: st.HistorySeq, WriterHead: st.HistorySeq, Listening: true}
+			} else {
+				st.Role = "writer"
+			}
 			return st
 		}
 	})
-	set := func(w *query.WriterPresence) {
+	set := func(asReader bool, l *query.WriterLease) {
 		mu.Lock()
-		writer = w
+		reader, lease = asReader, l
 		mu.Unlock()
 	}
 	ready := func(want int) (r readyAnswer) {
@@ -174,40 +181,77 @@ func TestReadinessNoWriter(t *testing.T) {
 		f.get("/readyz", want).decode(t, &r)
 		return r
 	}
-	// Not looked up yet, a writer present, and absent within the grace:
+	taken := time.Date(2026, 1, 2, 3, 0, 0, 0, time.UTC)
+	held := query.WriterLease{Known: true, Holder: "host-a/1/0a0b0c0d", Epoch: 3, TTL: 10 * time.Second,
+		RenewedAt: time.Now().Add(-2 * time.Second), RenewalAge: 2 * time.Second, ExpiresIn: 8 * time.Second, Since: taken}
+	// A reader that has not read the lease yet, and one that sees it held:
 	// ready.
-	for _, w := range []*query.WriterPresence{nil, {Present: true, Since: time.Now().Add(-3 * time.Hour)},
-		{Present: false, Since: time.Now().Add(-time.Minute)}} {
-		set(w)
+	for _, l := range []*query.WriterLease{nil, {}, &held} {
+		set(true, l)
 		if r := ready(http.StatusOK); !r.Ready {
-			t.Fatalf("writer %+v: %+v", w, r)
+			t.Fatalf("lease %+v: %+v", l, r)
 		}
 	}
-	if body := string(f.get("/status", http.StatusOK).body); !strings.Contains(body, `"writerPresent":false`) {
-		t.Fatalf("/status %s lacks writerPresent", body)
+	body := string(f.get("/status", http.StatusOK).body)
+	if !strings.Contains(body, `"writerLease":{"holder":"host-a/1/0a0b0c0d","epoch":3,"ttlSeconds":10,"renewedAt":`) ||
+		!strings.Contains(body, `"renewalAgeSeconds":2,"expiresInSeconds":8,"expired":false,"since":"2026-01-02T03:00:00Z"}`) {
+		t.Fatalf("/status %s lacks the lease", body)
 	}
-	// Absent for longer than the grace.
-	gone := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	set(&query.WriterPresence{Since: gone})
+	// The lease expired: nobody writes.
+	expired := held
+	expired.ExpiresIn, expired.RenewalAge = -2*time.Second, 12*time.Second
+	expired.Since = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	set(true, &expired)
 	r := ready(http.StatusServiceUnavailable)
 	d, ok := r.NotReady[query.NotReadyNoWriter]
-	if r.Ready || len(r.NotReady) != 1 || !ok || len(r.Reasons) != 1 || !strings.Contains(d.Message, "no process has held the writer lock") ||
-		d.Since == nil || !d.Since.Equal(gone) {
+	if r.Ready || len(r.NotReady) != 1 || !ok || len(r.Reasons) != 1 ||
+		!strings.Contains(d.Message, "the writer lease expired 2s ago (its last holder host-a/1/0a0b0c0d, epoch 3)") ||
+		d.Since == nil || !d.Since.Equal(expired.Since) {
 		t.Fatalf("no writer: %+v", r)
 	}
 	if m := string(f.get("/metrics", http.StatusOK).body); !strings.Contains(m, "marlowe_ready 0") ||
 		!strings.Contains(m, `marlowe_not_ready{reason="no_writer"} 1`) {
 		t.Fatal("metrics do not say no_writer")
 	}
-	if body := string(f.get("/status", http.StatusOK).body); !strings.Contains(body, `"writerPresent":false,"writerSince":"2026-01-02T03:04:05Z"`) {
-		t.Fatalf("/status %s lacks writerPresent and writerSince", body)
+	if body := string(f.get("/status", http.StatusOK).body); !strings.Contains(body, `"expiresInSeconds":-2,"expired":true`) {
+		t.Fatalf("/status %s lacks the expiry", body)
 	}
-	// A writer holds the lock again.
-	set(&query.WriterPresence{Present: true, Since: time.Now()})
+	// A writer holds it again.
+	set(true, &held)
 	if r := ready(http.StatusOK); !r.Ready {
 		t.Fatalf("writer back: %+v", r)
 	}
 	if m := string(f.get("/metrics", http.StatusOK).body); !strings.Contains(m, `marlowe_not_ready{reason="no_writer"} 0`) {
-		t.Fatal("no_writer metric not 0 once a writer holds the lock")
+		t.Fatal("no_writer metric not 0 once a writer holds the lease")
+	}
+
+	// Writers: the holder is ready; a standby and a holder whose lease
+	// lapsed are not.
+	mine := held
+	mine.Writer, mine.Held = true, true
+	set(false, &mine)
+	if r := ready(http.StatusOK); !r.Ready {
+		t.Fatalf("the holder: %+v", r)
+	}
+	if body := string(f.get("/status", http.StatusOK).body); !strings.Contains(body, `"writerLease":{"held":true,"holder":`) {
+		t.Fatalf("/status %s: the holder's lease", body)
+	}
+	standby := held
+	standby.Writer, standby.Since = true, time.Date(2026, 1, 2, 3, 5, 0, 0, time.UTC)
+	set(false, &standby)
+	r = ready(http.StatusServiceUnavailable)
+	if d, ok := r.NotReady[query.NotReadyWriterStandby]; !ok || len(r.NotReady) != 1 || d.Since == nil || !d.Since.Equal(standby.Since) {
+		t.Fatalf("the standby: %+v", r)
+	}
+	lapsed := mine
+	lapsed.Held, lapsed.Lapsed, lapsed.RenewalAge = false, true, 8*time.Second
+	set(false, &lapsed)
+	r = ready(http.StatusServiceUnavailable)
+	if d, ok := r.NotReady[query.NotReadyLeaseLapsed]; !ok || len(r.NotReady) != 1 ||
+		!strings.Contains(d.Message, "has not renewed the writer lease for 8s (TTL 10s): it commits nothing") {
+		t.Fatalf("the lapsed holder: %+v", r)
+	}
+	if body := string(f.get("/status", http.StatusOK).body); !strings.Contains(body, `"writerLease":{"held":false,"lapsed":true,`) {
+		t.Fatalf("/status %s: the lapsed holder's lease", body)
 	}
 }

@@ -40,7 +40,6 @@ const (
 	DefaultMaxBodyBytes      = 4 << 10
 	DefaultReadyMaxSeqLag    = 100
 	DefaultReadyMaxBehind    = 10
-	DefaultNoWriterGrace     = 5 * time.Second
 	DefaultLimit             = api.DefaultLimit
 )
 
@@ -97,10 +96,6 @@ type Config struct {
 	// node's tip (besides being connected and committing; see readiness).
 	ReadyMaxSeqLag int64
 	ReadyMaxBehind uint64
-	// NoWriterGrace: a reader's /readyz answers 503 no_writer once no
-	// session has held the writer lock for longer than this
-	// (DefaultNoWriterGrace; longer than a standby's takeover).
-	NoWriterGrace time.Duration
 	// Server limits (defaults above).
 	ReadHeaderTimeout, ReadTimeout, WriteTimeout, IdleTimeout time.Duration
 	MaxHeaderBytes                                            int
@@ -132,7 +127,6 @@ func (c *Config) defaults() error {
 	def(&c.ReadTimeout, DefaultReadTimeout)
 	def(&c.WriteTimeout, DefaultWriteTimeout)
 	def(&c.IdleTimeout, DefaultIdleTimeout)
-	def(&c.NoWriterGrace, DefaultNoWriterGrace)
 	if c.MaxHeaderBytes <= 0 {
 		c.MaxHeaderBytes = DefaultMaxHeaderBytes
 	}

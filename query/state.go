@@ -44,9 +44,10 @@ type Status struct {
 
 	// Role is the process's role (all, writer or reader; "" is all).
 	Role string
-	// WriterLock is set on a process that writes a PostgreSQL store: the
-	// writer lock it holds.
-	WriterLock *WriterLock
+	// WriterLease is set on PostgreSQL: the writer lease, this process's
+	// own (a writer) or as this process last read it (a reader, a
+	// standby).
+	WriterLease *WriterLease
 	// Reader is set in a reader process (role reader): it follows the
 	// writer's database instead of the node, and NodeTip, Follower and
 	// Committed are the writer's progress as the database holds it.
@@ -67,18 +68,8 @@ type ReaderStatus struct {
 	// ReadError is the newest failed read of the database while reads
 	// fail ("" when the last one succeeded).
 	ReadError string
-	// Writer is whether a session holds the writer lock, as the reader
-	// last looked it up (nil until a look succeeded).
-	Writer *WriterPresence
 	// Replica is set when records are read from a streaming replica.
 	Replica *ReplicaStatus
-}
-
-// WriterPresence is whether a writer holds the writer lock, as a reader
-// sees it in pg_locks.
-type WriterPresence struct {
-	Present bool      // a session held the writer lock at the last look
-	Since   time.Time // since when Present has been so (the first look that found it)
 }
 
 // ReplicaStatus is a replica's replay position.
@@ -91,14 +82,35 @@ type ReplicaStatus struct {
 	LagSeqs, LagBytes int64
 }
 
-// WriterLock is the writer lock of a writing process (see
-// storelock.Writer).
-type WriterLock struct {
-	Held       bool
-	Epoch      int64     // the writer epoch taken with the lock
-	SessionPID uint32    // the lock session's server process id
-	Since      time.Time // when it was taken (held) or the wait began
+// WriterLease is the writer lease (a row in the database the writing
+// process renews; storage.Lease) as this process sees it.
+type WriterLease struct {
+	// Writer is set on a process that writes or stands by to write (role
+	// writer or all); Held while it holds the lease and may commit, Lapsed
+	// while it holds it but has not renewed it in time (it commits
+	// nothing). A writer that holds neither stands by.
+	Writer, Held, Lapsed bool
+	// Known is false until the lease was read (a reader's first look).
+	Known bool
+	// Holder names the process that holds (or last held) the lease, Epoch
+	// its writer epoch, TTL its time to live.
+	Holder string
+	Epoch  int64
+	TTL    time.Duration
+	// RenewedAt is the holder's last renewal by the database's clock,
+	// RenewalAge its age now, ExpiresIn how long the lease runs on
+	// (negative: expired that long ago; nobody writes).
+	RenewedAt  time.Time
+	RenewalAge time.Duration
+	ExpiresIn  time.Duration
+	// Since is when the lease came to stand as it does: a writer's taking
+	// it (held) or beginning to wait (standing by); for a reader the
+	// holder's taking it, or its expiry.
+	Since time.Time
 }
+
+// Expired reports whether the lease has expired: no process writes.
+func (l *WriterLease) Expired() bool { return l.Known && l.ExpiresIn <= 0 }
 
 // HandshakeFailure is a handshake the node refused or cut short.
 type HandshakeFailure struct {

@@ -44,9 +44,9 @@ type statusJSON struct {
 	// block's time on any network (the explorer's pages do).
 	SlotClock *slotClockJSON `json:"slotClock,omitempty"`
 
-	Role       string          `json:"role,omitempty"`
-	Reader     *readerJSON     `json:"reader,omitempty"`
-	WriterLock *WriterLockJSON `json:"writerLock,omitempty"`
+	Role        string           `json:"role,omitempty"`
+	Reader      *readerJSON      `json:"reader,omitempty"`
+	WriterLease *writerLeaseJSON `json:"writerLease,omitempty"`
 
 	NodeError   string           `json:"nodeError,omitempty"`
 	Handshake   *handshakeJSON   `json:"handshakeFailure,omitempty"`
@@ -55,27 +55,53 @@ type statusJSON struct {
 	CommitError *commitErrorJSON `json:"commitError,omitempty"`
 }
 
-// WriterLockJSON is /status's writerLock (the standby's answer uses it too).
-type WriterLockJSON struct {
-	Held       bool      `json:"held"`
-	Epoch      int64     `json:"epoch,omitempty"`
-	SessionPID uint32    `json:"sessionPid,omitempty"`
-	Since      time.Time `json:"since"`
+// writerLeaseJSON is /status's writerLease.
+type writerLeaseJSON struct {
+	// Held and Lapsed are a writer's own (absent on a reader).
+	Held   *bool `json:"held,omitempty"`
+	Lapsed bool  `json:"lapsed,omitempty"`
+	// The rest is the lease as stored (absent until a reader read it).
+	Holder            string     `json:"holder,omitempty"`
+	Epoch             int64      `json:"epoch,omitempty"`
+	TTLSeconds        float64    `json:"ttlSeconds,omitempty"`
+	RenewedAt         *time.Time `json:"renewedAt,omitempty"`
+	RenewalAgeSeconds *float64   `json:"renewalAgeSeconds,omitempty"`
+	ExpiresInSeconds  *float64   `json:"expiresInSeconds,omitempty"`
+	Expired           *bool      `json:"expired,omitempty"`
+	Since             *time.Time `json:"since,omitempty"`
+}
+
+func writerLeaseOf(l *WriterLease) *writerLeaseJSON {
+	if l == nil {
+		return nil
+	}
+	out := &writerLeaseJSON{Lapsed: l.Lapsed, Since: since(l.Since)}
+	if l.Writer {
+		held := l.Held
+		out.Held = &held
+	}
+	if !l.Known {
+		return out
+	}
+	secs := func(d time.Duration) *float64 {
+		v := d.Round(time.Millisecond).Seconds()
+		return &v
+	}
+	expired := l.Expired()
+	out.Holder, out.Epoch, out.TTLSeconds, out.RenewedAt = l.Holder, l.Epoch, l.TTL.Seconds(), since(l.RenewedAt)
+	out.RenewalAgeSeconds, out.ExpiresInSeconds, out.Expired = secs(l.RenewalAge), secs(l.ExpiresIn), &expired
+	return out
 }
 
 type readerJSON struct {
-	Head       int64  `json:"head"`
-	WriterHead int64  `json:"writerHead"`
-	Lag        int64  `json:"lag"`
-	Listening  bool   `json:"listening"`
-	Notices    uint64 `json:"notices"`
-	Polls      uint64 `json:"polls"`
-	ReadError  string `json:"readError,omitempty"`
-	// WriterPresent and WriterSince: whether a session holds the writer
-	// lock and since when that has been so (absent until known).
-	WriterPresent *bool        `json:"writerPresent,omitempty"`
-	WriterSince   *time.Time   `json:"writerSince,omitempty"`
-	Replica       *replicaJSON `json:"replica,omitempty"`
+	Head       int64        `json:"head"`
+	WriterHead int64        `json:"writerHead"`
+	Lag        int64        `json:"lag"`
+	Listening  bool         `json:"listening"`
+	Notices    uint64       `json:"notices"`
+	Polls      uint64       `json:"polls"`
+	ReadError  string       `json:"readError,omitempty"`
+	Replica    *replicaJSON `json:"replica,omitempty"`
 }
 
 type replicaJSON struct {
@@ -90,10 +116,6 @@ func readerOf(r *ReaderStatus) *readerJSON {
 	}
 	out := &readerJSON{Head: r.Head, WriterHead: r.WriterHead, Lag: max(0, r.WriterHead-r.Head), Listening: r.Listening,
 		Notices: r.Notices, Polls: r.Polls, ReadError: r.ReadError}
-	if w := r.Writer; w != nil {
-		present := w.Present
-		out.WriterPresent, out.WriterSince = &present, since(w.Since)
-	}
 	if rp := r.Replica; rp != nil {
 		out.Replica = &replicaJSON{Head: rp.Head, LagSeqs: max(0, rp.LagSeqs)}
 		if rp.LagBytes >= 0 {
@@ -156,7 +178,7 @@ func (s *Server) status(w http.ResponseWriter, r *http.Request) {
 		BlocksBehind: st.BlocksBehind, CommittedBehind: behind(st.NodeTip, st.Committed),
 		HistorySeq: st.HistorySeq,
 		Projection: projectionJSON{Seq: at.Seq, Block: at.Block, Lag: max(0, st.HistorySeq-at.Seq), Error: st.ProjectionError},
-		Role:       st.Role, Reader: readerOf(st.Reader),
+		Role:       st.Role, Reader: readerOf(st.Reader), WriterLease: writerLeaseOf(st.WriterLease),
 	}
 	if c := s.cfg.Slots; c != nil {
 		out.SlotClock = &slotClockJSON{ZeroSlot: c.ZeroSlot, ZeroTimeMillis: c.ZeroTimeMillis, SlotLengthMillis: c.SlotLengthMillis}
@@ -175,9 +197,6 @@ func (s *Server) status(w http.ResponseWriter, r *http.Request) {
 	}
 	if st.CommitError != "" {
 		out.CommitError = &commitErrorJSON{Message: st.CommitError, Since: st.CommitFailingSince.UTC(), Failures: st.CommitFailures}
-	}
-	if l := st.WriterLock; l != nil {
-		out.WriterLock = &WriterLockJSON{Held: l.Held, Epoch: l.Epoch, SessionPID: l.SessionPID, Since: l.Since.UTC()}
 	}
 	api.WriteJSON(w, http.StatusOK, out)
 }

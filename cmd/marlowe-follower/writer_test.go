@@ -17,7 +17,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -25,7 +24,6 @@ import (
 
 	"github.com/marlowe-follower/follower/chainsync/chain"
 	"github.com/marlowe-follower/follower/chainsync/devnet"
-	"github.com/marlowe-follower/follower/cmd/marlowe-follower/storelock"
 	"github.com/marlowe-follower/follower/history"
 	"github.com/marlowe-follower/follower/history/pgstore"
 	"github.com/marlowe-follower/follower/history/record"
@@ -127,8 +125,7 @@ func startWriter(t *testing.T, bin, socket, dbURL, role string, extra ...string)
 	args := append([]string{"run", "--role", role, "--node-socket", socket, "--network-magic", strconv.Itoa(devnet.NetworkMagic),
 		"--database-url", dbURL, "--data-dir", t.TempDir(), "--query-host", "127.0.0.1", "--query-port", strconv.Itoa(qport),
 		"--streaming-port", "0", "--min-backoff", "50ms", "--max-backoff", "300ms", "--log-level", "info",
-		"--progress-bar", "never", "--progress-period", "0s", "--writer-lock-ping", "200ms",
-		"--writer-lease-ttl", testLeaseTTL.String()}, extra...)
+		"--progress-bar", "never", "--progress-period", "0s", "--writer-lease-ttl", testLeaseTTL.String()}, extra...)
 	return startChild(t, bin, qport, args...)
 }
 
@@ -140,31 +137,37 @@ type writerStatus struct {
 	Projection struct {
 		Lag int64 `json:"lag"`
 	} `json:"projection"`
-	WriterLock *struct {
-		Held       bool   `json:"held"`
-		Epoch      int64  `json:"epoch"`
-		SessionPID uint32 `json:"sessionPid"`
-	} `json:"writerLock"`
+	WriterLease *leaseAnswer `json:"writerLease"`
+}
+
+// leaseAnswer is /status's writerLease.
+type leaseAnswer struct {
+	Held      *bool   `json:"held"`
+	Lapsed    bool    `json:"lapsed"`
+	Holder    string  `json:"holder"`
+	Epoch     int64   `json:"epoch"`
+	ExpiresIn float64 `json:"expiresInSeconds"`
+	Expired   *bool   `json:"expired"`
 }
 
 // writer returns the process's /status (ok false when it does not answer).
 func (c *child) writer() (writerStatus, bool) {
 	var st writerStatus
 	code, err := getJSON(c.base+"/status", &st)
-	return st, err == nil && code == http.StatusOK && st.WriterLock != nil
+	return st, err == nil && code == http.StatusOK && st.WriterLease != nil && st.WriterLease.Held != nil
 }
 
-// holds reports whether the process answers that it holds the writer lock.
+// holds reports whether the process answers that it holds the writer lease.
 func (c *child) holds() bool {
 	st, ok := c.writer()
-	return ok && st.WriterLock.Held
+	return ok && *st.WriterLease.Held
 }
 
 // standsBy reports whether the process answers as a standby: not holding
 // the lock, /readyz 503 writer_standby.
 func (c *child) standsBy() bool {
 	st, ok := c.writer()
-	return ok && !st.WriterLock.Held && c.reasonHolds("writer_standby")
+	return ok && !*st.WriterLease.Held && c.reasonHolds("writer_standby")
 }
 
 // metric returns a metric's value from /metrics (-1 when absent).
@@ -195,27 +198,34 @@ func (c *child) metricsOf(names ...string) []float64 {
 	return out
 }
 
-// firstCommit reports whether the process holds the writer lock and has
+// firstCommit reports whether the process holds the writer lease and has
 // committed (one scrape: a standby's reader serves /metrics too).
 func (c *child) firstCommit() bool {
-	v := c.metricsOf("marlowe_writer_lock_held", "marlowe_history_commits_total")
+	v := c.metricsOf("marlowe_writer_lease_held", "marlowe_history_commits_total")
 	return v[0] == 1 && v[1] >= 1
 }
 
-// writerLockHolders counts the sessions holding a writer lock of the
-// schema dbURL names.
-func writerLockHolders(t *testing.T, admin *pgx.Conn, dbURL string) int {
+// storedLease reads the writer lease of the schema dbURL names, as the
+// database holds it: its holder, its epoch, and whether it has expired.
+func storedLease(t *testing.T, admin *pgx.Conn, dbURL string) (holder string, epoch int64, expired bool) {
 	t.Helper()
 	u, _ := url.Parse(dbURL)
-	var n int
-	err := admin.QueryRow(context.Background(), `SELECT count(*) FROM pg_locks l JOIN pg_stat_activity a USING (pid)
-		WHERE l.locktype = 'advisory' AND a.application_name = $2 AND l.granted AND l.mode = 'ExclusiveLock'
-		AND ((l.classid::bigint << 32) | l.objid::bigint) = (hashtextextended($1, 0) & x'ffffffffffffffff'::bigint)`,
-		"marlowe-follower/writer/"+u.Query().Get("search_path"), storelock.WriterApplicationName).Scan(&n)
+	err := admin.QueryRow(context.Background(), `SELECT holder, epoch, coalesce(expires_at <= clock_timestamp(), true) FROM `+
+		pgx.Identifier{u.Query().Get("search_path"), "writer_lease"}.Sanitize()).Scan(&holder, &epoch, &expired)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return n
+	return holder, epoch, expired
+}
+
+// holdsTheStoredLease checks that the database's writer lease is c's.
+func holdsTheStoredLease(t *testing.T, admin *pgx.Conn, dbURL string, c *child) {
+	t.Helper()
+	st, ok := c.writer()
+	holder, epoch, expired := storedLease(t, admin, dbURL)
+	if !ok || !*st.WriterLease.Held || holder != st.WriterLease.Holder || epoch != st.WriterLease.Epoch || expired {
+		t.Fatalf("the stored lease (%s, epoch %d, expired %v) is not the holder's %+v", holder, epoch, expired, st.WriterLease)
+	}
 }
 
 // pgState reads a schema's whole history log, its checkpoint and the
@@ -318,11 +328,11 @@ func failoverDevnet(t *testing.T, ctx context.Context, blocks uint64, rate float
 // caught up.
 func (c *child) atTip(tip uint64) bool {
 	st, ok := c.writer()
-	return ok && st.WriterLock.Held && st.Committed.BlockNo == tip && st.Projection.Lag == 0
+	return ok && *st.WriterLease.Held && st.Committed.BlockNo == tip && st.Projection.Lag == 0
 }
 
 // TestWriterFailover runs two writers on one database following one devnet:
-// exactly one holds the writer lock, the other stands by (not ready,
+// exactly one holds the writer lease, the other stands by (not ready,
 // serving the query API from the database), and reset is refused.
 // The active one is killed with SIGKILL at random moments (-writer-kills
 // times, 3 by default); each time the standby takes over and a new process
@@ -345,11 +355,9 @@ func TestWriterFailover(t *testing.T) {
 
 	ref := startWriter(t, bin, socket, refURL, "all")
 	active, standby := startWriterPair(t, bin, socket, haURL)
-	if n := writerLockHolders(t, admin, haURL); n != 1 {
-		t.Fatalf("%d sessions hold the writer lock", n)
-	}
-	if a, s := active.metric("marlowe_writer_lock_held"), standby.metric("marlowe_writer_lock_held"); a != 1 || s != 0 {
-		t.Fatalf("marlowe_writer_lock_held: active %v, standby %v", a, s)
+	holdsTheStoredLease(t, admin, haURL, active)
+	if a, s := active.metric("marlowe_writer_lease_held"), standby.metric("marlowe_writer_lease_held"); a != 1 || s != 0 {
+		t.Fatalf("marlowe_writer_lease_held: active %v, standby %v", a, s)
 	}
 	if v := standby.metric(`marlowe_role{role="writer"}`); v != 1 {
 		t.Fatalf("marlowe_role on the standby: %v", v)
@@ -382,12 +390,10 @@ func TestWriterFailover(t *testing.T) {
 		active, standby, d = failOver(t, bin, socket, haURL, active, standby)
 		took = append(took, d)
 		st, _ := active.writer()
-		if !st.WriterLock.Held || st.WriterLock.Epoch <= before.WriterLock.Epoch {
-			t.Fatalf("after the failover: %+v (the killed one had epoch %d)", *st.WriterLock, before.WriterLock.Epoch)
+		if !*st.WriterLease.Held || st.WriterLease.Epoch <= before.WriterLease.Epoch {
+			t.Fatalf("after the failover: %+v (the killed one had epoch %d)", *st.WriterLease, before.WriterLease.Epoch)
 		}
-		if n := writerLockHolders(t, admin, haURL); n != 1 {
-			t.Fatalf("%d sessions hold the writer lock", n)
-		}
+		holdsTheStoredLease(t, admin, haURL, active)
 	}
 	<-dn.Done()
 	tip := dn.Store().Tip().BlockNo
@@ -412,7 +418,7 @@ func TestWriterFailover(t *testing.T) {
 }
 
 // startWriterPair starts two writers on dbURL: the first once it holds
-// the writer lock, the second once it stands by.
+// the writer lease, the second once it stands by.
 func startWriterPair(t *testing.T, bin, socket, dbURL string) (active, standby *child) {
 	t.Helper()
 	active = startWriter(t, bin, socket, dbURL, "writer")
@@ -449,130 +455,13 @@ func dnDone(dn *devnet.Devnet) bool {
 	}
 }
 
-// TestZombieWriterIsFenced pauses the lock holder with SIGSTOP, ends its
-// lock's session (pg_terminate_backend of the session /status names, the
-// one pg_locks shows holding the lock), lets the standby take over and
-// commit, then resumes the first with SIGCONT. Its keep-alive ping is
-// an hour apart, so the epoch is what stops it: it commits nothing and
-// exits non-zero saying it lost the writer lock (fenced). Then the new
-// holder's lock session is ended while it runs and a third writer stands
-// by: the third takes over, the second exits non-zero saying it lost the
-// writer lock. The log, checkpoint and projection equal an uninterrupted
-// run's.
-func TestZombieWriterIsFenced(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and runs the binary")
-	}
-	bin := buildBinary(t)
-	admin := adminConn(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	dn, socket := failoverDevnet(t, ctx, 400, 40)
-	refURL, zURL := pgSchema(t, admin, "zombie_ref"), pgSchema(t, admin, "zombie")
-	ref := startWriter(t, bin, socket, refURL, "all")
-
-	zombie := startWriter(t, bin, socket, zURL, "writer", "--writer-lock-ping", "1h")
-	waitUntil(t, 60*time.Second, "the first writer committing", zombie.firstCommit)
-	next := startWriter(t, bin, socket, zURL, "writer")
-	waitUntil(t, 60*time.Second, "the second writer standing by", next.standsBy)
-	st, _ := zombie.writer()
-	var lockPid int
-	if err := admin.QueryRow(ctx, `SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND granted AND mode = 'ExclusiveLock'
-		AND pid = $1`, int(st.WriterLock.SessionPID)).Scan(&lockPid); err != nil {
-		t.Fatalf("the holder's lock session %d in pg_locks: %v", st.WriterLock.SessionPID, err)
-	}
-	if err := zombie.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := admin.Exec(ctx, `SELECT pg_terminate_backend($1)`, lockPid); err != nil {
-		t.Fatal(err)
-	}
-	waitFor(t, admin, 60*time.Second, "the standby's commits", func() bool {
-		v := next.metricsOf("marlowe_writer_lock_held", "marlowe_history_commits_total")
-		return v[0] == 1 && v[1] >= 3
-	})
-	if dnDone(dn) {
-		t.Fatal("the chain was complete before the zombie resumed: it would have nothing to commit")
-	}
-	if err := zombie.cmd.Process.Signal(syscall.SIGCONT); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case <-zombie.done:
-	case <-time.After(60 * time.Second):
-		t.Fatal("the zombie writer did not stop")
-	}
-	var exit *exec.ExitError
-	if !errors.As(zombie.err, &exit) || exit.ExitCode() == 0 {
-		t.Fatalf("the zombie writer exited with %v", zombie.err)
-	}
-	out := zombie.stderr.String()
-	if !strings.Contains(out, "marlowe-follower: ") || !strings.Contains(out, "this process lost the writer lease") {
-		t.Fatalf("the zombie's last words:\n%s", out[max(0, len(out)-3000):])
-	}
-	if strings.Contains(out, "the batch's previous attempt was committed") {
-		t.Fatal("the zombie committed")
-	}
-
-	// The keep-alive: the running holder's lock session is ended while a
-	// third writer stands by, which takes the lock at once: the holder's
-	// ping notices, it cannot take the lock again, and it stops (or its
-	// next commit is fenced first).
-	third := startWriter(t, bin, socket, zURL, "writer")
-	waitUntil(t, 60*time.Second, "a third writer standing by", third.standsBy)
-	st, _ = next.writer()
-	if _, err := admin.Exec(ctx, `SELECT pg_terminate_backend($1)`, int(st.WriterLock.SessionPID)); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case <-next.done:
-	case <-time.After(30 * time.Second):
-		t.Fatal("the writer whose lock session ended did not stop")
-	}
-	out = next.stderr.String()
-	if !errors.As(next.err, &exit) || exit.ExitCode() == 0 || !strings.Contains(out, "lost the writer lock") {
-		t.Fatalf("the writer whose lock session ended exited with %v:\n%s", next.err, out[max(0, len(out)-3000):])
-	}
-	if i := strings.LastIndex(out, "marlowe-follower: "); i >= 0 {
-		t.Logf("the writer whose lock session ended: %s", strings.TrimSpace(out[i:]))
-	}
-	<-dn.Done()
-	tip := dn.Store().Tip().BlockNo
-	waitUntil(t, 120*time.Second, "the third writer at the tip", func() bool { return third.atTip(tip) })
-	waitUntil(t, 120*time.Second, "the uninterrupted writer at the tip", func() bool { return ref.atTip(tip) })
-	for _, c := range []*child{third, ref} {
-		if err := c.stop(t); err != nil {
-			t.Fatalf("stopping: %v", err)
-		}
-	}
-	sameState(t, refURL, zURL)
-}
-
-// waitFor is waitUntil that shows the database's sessions when it times out.
-func waitFor(t *testing.T, admin *pgx.Conn, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	start := time.Now()
-	for !cond() {
-		if time.Since(start) > d {
-			rows, err := admin.Query(context.Background(), `SELECT pid || ' ' || coalesce(application_name, '') || ' ' ||
-				coalesce(state, '') || ' ' || coalesce(wait_event_type, '') || ' ' || coalesce(wait_event, '') || ' ' ||
-				left(query, 120) FROM pg_stat_activity WHERE datname = current_database()`)
-			if err == nil {
-				lines, _ := pgx.CollectRows(rows, pgx.RowTo[string])
-				t.Logf("sessions:\n%s", strings.Join(lines, "\n"))
-			}
-			t.Fatalf("timed out after %s waiting for %s", d, what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
-// TestReaderWithoutWriter: a reader beside a writer is ready and sees a
-// writer holding the writer lock; once the only writer is killed (SIGKILL,
-// no standby) the reader answers /readyz 503 no_writer after
-// query.noWriterGrace (/status reader.writerPresent false, the
-// marlowe_not_ready series 1), and is ready again once a new writer holds
-// the lock.
+// TestReaderWithoutWriter: a reader beside a writer is ready and sees the
+// writer's lease (holder, epoch, running); once the only writer is killed
+// (SIGKILL, no standby: nobody lets the lease go) the reader answers
+// /readyz 503 no_writer as soon as the lease has expired (/status
+// writerLease.expired, the marlowe_not_ready series 1,
+// marlowe_reader_writer_present 0), and is ready again once a new writer
+// holds the lease.
 func TestReaderWithoutWriter(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the binary")
@@ -585,22 +474,27 @@ func TestReaderWithoutWriter(t *testing.T) {
 	dbURL := pgSchema(t, admin, "nowriter")
 	writer := startWriter(t, bin, socket, dbURL, "writer")
 	waitUntil(t, time.Minute, "the writer's first commit", writer.firstCommit)
-	reader := startWriter(t, bin, "", dbURL, "reader", "--no-writer-grace", "1s")
-	present := func(want bool) bool {
+	reader := startWriter(t, bin, "", dbURL, "reader")
+	lease := func() *leaseAnswer {
 		var st struct {
-			Reader *struct {
-				WriterPresent *bool      `json:"writerPresent"`
-				WriterSince   *time.Time `json:"writerSince"`
-			} `json:"reader"`
+			Lease *leaseAnswer `json:"writerLease"`
 		}
-		code, err := getJSON(reader.base+"/status", &st)
-		return err == nil && code == http.StatusOK && st.Reader != nil && st.Reader.WriterPresent != nil &&
-			*st.Reader.WriterPresent == want && st.Reader.WriterSince != nil
+		if code, err := getJSON(reader.base+"/status", &st); err != nil || code != http.StatusOK || st.Lease == nil || st.Lease.Expired == nil {
+			return nil
+		}
+		return st.Lease
 	}
-	readyWithWriter := func() bool { return present(true) && reader.isReady() }
-	waitUntil(t, time.Minute, "the reader ready beside the writer", readyWithWriter)
-	if v := reader.metric(`marlowe_not_ready{reason="no_writer"}`); v != 0 {
-		t.Fatalf("marlowe_not_ready{no_writer} beside a writer: %v", v)
+	readyWith := func(w *child) func() bool {
+		return func() bool {
+			ws, ok := w.writer()
+			l := lease()
+			return ok && l != nil && !*l.Expired && l.Held == nil && l.Holder == ws.WriterLease.Holder && l.Epoch == ws.WriterLease.Epoch &&
+				reader.isReady()
+		}
+	}
+	waitUntil(t, time.Minute, "the reader ready beside the writer", readyWith(writer))
+	if v := reader.metricsOf(`marlowe_not_ready{reason="no_writer"}`, "marlowe_reader_writer_present"); v[0] != 0 || v[1] != 1 {
+		t.Fatalf("marlowe_not_ready{no_writer}, marlowe_reader_writer_present beside a writer: %v", v)
 	}
 
 	if err := writer.cmd.Process.Kill(); err != nil {
@@ -608,15 +502,15 @@ func TestReaderWithoutWriter(t *testing.T) {
 	}
 	<-writer.done
 	waitUntil(t, 30*time.Second, "the reader's /readyz 503 no_writer", func() bool { return reader.reasonHolds("no_writer") })
-	if !present(false) {
-		t.Fatal("/status reader.writerPresent is not false without a writer")
+	if l := lease(); l == nil || !*l.Expired || l.ExpiresIn > 0 {
+		t.Fatalf("/status writerLease without a writer: %+v", l)
 	}
-	if v := reader.metric(`marlowe_not_ready{reason="no_writer"}`); v != 1 {
-		t.Fatalf("marlowe_not_ready{no_writer} without a writer: %v", v)
+	if v := reader.metricsOf(`marlowe_not_ready{reason="no_writer"}`, "marlowe_reader_writer_present"); v[0] != 1 || v[1] != 0 {
+		t.Fatalf("marlowe_not_ready{no_writer}, marlowe_reader_writer_present without a writer: %v", v)
 	}
 
 	writer = startWriter(t, bin, socket, dbURL, "writer")
-	waitUntil(t, time.Minute, "the reader ready again beside a new writer", readyWithWriter)
+	waitUntil(t, time.Minute, "the reader ready again beside a new writer", readyWith(writer))
 	for _, c := range []*child{reader, writer} {
 		if err := c.stop(t); err != nil {
 			t.Fatalf("stopping: %v", err)

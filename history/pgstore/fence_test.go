@@ -85,7 +85,7 @@ func (p *fencedProcess) acquire(t *testing.T, ctx context.Context, opts storage.
 		opts.TTL = time.Hour
 	}
 	if opts.Holder == "" {
-		opts.Holder = storage.HolderName()
+		opts.Holder = storage.ProcessName()
 	}
 	if opts.Logger == nil {
 		opts.Logger = zaptest.NewLogger(t)

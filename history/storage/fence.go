@@ -83,22 +83,6 @@ const EpochGrace = 500 * time.Millisecond
 // not fenced).
 func (p *Postgres) Epoch() int64 { return p.epoch.Load() }
 
-// StillEpoch reports whether the stored epoch is still this process's
-// (record.ErrFenced when another took a newer one), outside any write: a
-// writer that took its lock again after the lock's session failed checks
-// that nobody took over meanwhile.
-func (p *Postgres) StillEpoch(ctx context.Context) error {
-	mine := p.epoch.Load()
-	if mine == 0 {
-		return nil
-	}
-	var stored int64
-	if err := p.Pool.QueryRow(ctx, `SELECT epoch FROM writer_epoch WHERE id = 1`).Scan(&stored); err != nil {
-		return fmt.Errorf("reading the writer epoch: %w", err)
-	}
-	return fenced(mine, stored)
-}
-
 // CheckEpoch refuses a write transaction of a process that took the
 // writer lease but may not write now: ErrLeaseLapsed while its lease is
 // not renewed (LeaseHeld), record.ErrFenced once the stored epoch is no

@@ -71,7 +71,7 @@ type LeaseOptions struct {
 	// TTL is how long a renewal keeps the lease (DefaultLeaseTTL when 0;
 	// at least MinLeaseTTL).
 	TTL time.Duration
-	// Holder names this process in the row (HolderName); required.
+	// Holder names this process in the row (ProcessName); required.
 	Holder string
 	// Logger receives the lease's notices (nil: none).
 	Logger *zap.Logger
@@ -173,18 +173,27 @@ func ChannelName(prefix, schema string) string {
 	return name
 }
 
-// HolderName names this process in the lease row: its host name, its
-// process id and a random part (a restarted container keeps its host name
-// and often its pid).
-func HolderName() string {
-	host, err := os.Hostname()
-	if err != nil || host == "" {
-		host = "unknown-host"
-	}
-	var b [4]byte
-	_, _ = rand.Read(b[:])
-	return host + "/" + strconv.Itoa(os.Getpid()) + "/" + hex.EncodeToString(b[:])
+// ProcessName names this process in the lease row and in its sessions'
+// application_name: its host name, its process id and a random part (a
+// restarted container keeps its host name and often its pid). It is the
+// same for the process's whole life.
+func ProcessName() string {
+	processNameOnce.Do(func() {
+		host, err := os.Hostname()
+		if err != nil || host == "" {
+			host = "unknown-host"
+		}
+		var b [4]byte
+		_, _ = rand.Read(b[:])
+		processName = host + "/" + strconv.Itoa(os.Getpid()) + "/" + hex.EncodeToString(b[:])
+	})
+	return processName
 }
+
+var (
+	processNameOnce sync.Once
+	processName     string
+)
 
 // Lease is this process's writer lease (AcquireLease).
 type Lease struct {

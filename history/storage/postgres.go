@@ -24,7 +24,7 @@ type PostgresOptions struct {
 	// reserves (Reserve), so that it never waits for one behind readers.
 	MaxConns int32
 	// ApplicationName is the connections' application_name
-	// ("marlowe-follower" when empty).
+	// ("marlowe-follower HOST/PID/RANDOM", ProcessName, when empty).
 	ApplicationName string
 }
 
@@ -55,7 +55,10 @@ func OpenPostgres(ctx context.Context, url string, opts PostgresOptions) (*Postg
 	}
 	name := opts.ApplicationName
 	if name == "" {
-		name = "marlowe-follower"
+		name = "marlowe-follower " + ProcessName()
+	}
+	if len(name) > 63 { // the server's limit (NAMEDATALEN - 1)
+		name = name[:63]
 	}
 	cfg.ConnConfig.RuntimeParams["application_name"] = name
 	if opts.MaxConns > 0 {

@@ -35,7 +35,7 @@ const (
 	// the history, the projection and the durable streams, and serves.
 	RoleAll = "all"
 	// RoleWriter follows the node and writes, on PostgreSQL only, holding
-	// the writer lock: a second writer waits as a hot standby.
+	// the writer lease: a second writer waits as a hot standby.
 	RoleWriter = "writer"
 	// RoleReader serves from the shared PostgreSQL database only.
 	RoleReader = "reader"
@@ -46,7 +46,7 @@ const (
 // (default) and description (doc); secret fields are redacted when shown.
 type Config struct {
 	// Role is the one setting outside a section (YAML key role).
-	Role      string    `yaml:"role" env:"MARLOWE_RT_ROLE" flag:"role" default:"all" doc:"what this process does: all (follow the node, write and serve: one process), writer (follow and write, and serve unless the ports are 0; PostgreSQL only: one writer holds the writer lock, another waits as a hot standby and takes over when it is free) or reader (serve the query and streaming APIs from the shared PostgreSQL database, no node connection)"`
+	Role      string    `yaml:"role" env:"MARLOWE_RT_ROLE" flag:"role" default:"all" doc:"what this process does: all (follow the node, write and serve: one process), writer (follow and write, and serve unless the ports are 0; PostgreSQL only: one writer holds the writer lease, another waits as a hot standby and takes over when it expires or is let go) or reader (serve the query and streaming APIs from the shared PostgreSQL database, no node connection)"`
 	Node      Node      `yaml:"node"`
 	Store     Store     `yaml:"store"`
 	Query     Query     `yaml:"query"`
@@ -76,8 +76,6 @@ type Store struct {
 	DataDir         string `yaml:"dataDir" env:"MARLOWE_RT_DATA_DIR" flag:"data-dir" default:"./marlowe-follower-data" doc:"directory of the embedded store"`
 	// WriterLeaseTTL is the writer lease's life (storage.LeaseOptions.TTL).
 	WriterLeaseTTL time.Duration `yaml:"writerLeaseTTL" env:"MARLOWE_RT_WRITER_LEASE_TTL" flag:"writer-lease-ttl" default:"10s" doc:"PostgreSQL, roles writer and all: the life of the writer lease, a row in the database the writer renews every third of this. A writer that has not renewed it within three quarters of this stops committing; a standby takes over once it has expired by the database's clock: the longest takeover after a writer dies, hangs or is cut off. At least 300ms"`
-	// WriterLockPing is storelock.WriterOptions.Ping.
-	WriterLockPing time.Duration `yaml:"writerLockPing" env:"MARLOWE_RT_WRITER_LOCK_PING" flag:"writer-lock-ping" default:"1s" doc:"PostgreSQL, roles writer and all: how often the writer lock's session is checked (and how long a check may take); a writer whose check fails stops, since another may hold the lock by then"`
 }
 
 // Query is the HTTP query API.
@@ -87,9 +85,7 @@ type Query struct {
 	ReadyDistance uint64 `yaml:"readyDistance" env:"MARLOWE_RT_READY_DISTANCE" flag:"ready-distance" default:"10" doc:"readiness: the committed point at most this many blocks behind the node's tip"`
 	// ReadyProjectionLag bounds the contract projection's lag for /readyz.
 	ReadyProjectionLag uint64 `yaml:"readyProjectionLag" env:"MARLOWE_RT_READY_PROJECTION_LAG" flag:"ready-projection-lag" default:"100" doc:"readiness: the contract projection at most this many history records behind the history"`
-	// NoWriterGrace is how long a reader stays ready without a writer.
-	NoWriterGrace time.Duration `yaml:"noWriterGrace" env:"MARLOWE_RT_NO_WRITER_GRACE" flag:"no-writer-grace" default:"5s" doc:"role reader (and a standby writer's reader): /readyz answers 503 no_writer once no process has held the writer lock for longer than this (looked up in pg_locks every 2s); longer than a standby's takeover (well under 1s)"`
-	UI            bool          `yaml:"ui" env:"MARLOWE_RT_QUERY_UI" flag:"ui" default:"true" doc:"serve the contract explorer, web pages reading the API, at / on the query port (false: the port serves the API only)"`
+	UI                 bool   `yaml:"ui" env:"MARLOWE_RT_QUERY_UI" flag:"ui" default:"true" doc:"serve the contract explorer, web pages reading the API, at / on the query port (false: the port serves the API only)"`
 }
 
 // Streaming is the WebSocket streaming API.

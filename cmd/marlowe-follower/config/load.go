@@ -403,14 +403,8 @@ func (c *Config) Validate() error {
 		errs = append(errs, fmt.Errorf("streaming.leaseRetry (MARLOWE_RT_STREAMING_LEASE_RETRY, %s) and streaming.leaseTTL (MARLOWE_RT_STREAMING_LEASE_TTL, %s) must be positive, the retry shorter than the lease's life",
 			c.Streaming.LeaseRetry, c.Streaming.LeaseTTL))
 	}
-	if c.Query.NoWriterGrace <= 0 {
-		errs = append(errs, errors.New("query.noWriterGrace (MARLOWE_RT_NO_WRITER_GRACE) must be positive"))
-	}
 	if c.Store.WriterLeaseTTL < storage.MinLeaseTTL {
 		errs = append(errs, fmt.Errorf("store.writerLeaseTTL (MARLOWE_RT_WRITER_LEASE_TTL) is %s: want at least %s", c.Store.WriterLeaseTTL, storage.MinLeaseTTL))
-	}
-	if c.Store.WriterLockPing <= 0 {
-		errs = append(errs, errors.New("store.writerLockPing (MARLOWE_RT_WRITER_LOCK_PING) must be positive"))
 	}
 	port := func(name string, p int) {
 		if p < 0 || p > 65535 {

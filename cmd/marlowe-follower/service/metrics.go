@@ -64,8 +64,8 @@ func (m *Metrics) ObserveLeaseRenewal(took time.Duration, err error) {
 }
 
 // RegisterRole exposes the process's role (marlowe_role{role}, 1) and, on
-// a process writing PostgreSQL (w set), its writer lock:
-// marlowe_writer_lock_held (1 while held, 0 standing by) and
+// a process writing PostgreSQL (w set), its writer lease:
+// marlowe_writer_lease_held (1 while held, 0 standing by) and
 // marlowe_writer_epoch (the epoch taken with it, 0 before).
 func (m *Metrics) RegisterRole(role string, w *writerState) {
 	m.Registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "marlowe_role",
@@ -74,8 +74,8 @@ func (m *Metrics) RegisterRole(role string, w *writerState) {
 	if w == nil {
 		return
 	}
-	m.Registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "marlowe_writer_lock_held",
-		Help: "1 while this process holds the writer lock and follows; 0 while it stands by (or lost the lock)."},
+	m.Registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "marlowe_writer_lease_held",
+		Help: "1 while this process holds the writer lease and may commit; 0 while it stands by (or its lease lapsed)."},
 		func() float64 {
 			if w.isHeld() {
 				return 1
@@ -83,8 +83,8 @@ func (m *Metrics) RegisterRole(role string, w *writerState) {
 			return 0
 		}))
 	m.Registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "marlowe_writer_epoch",
-		Help: "The writer epoch this process took with the writer lock (0 before it holds it)."},
-		func() float64 { return float64(w.status().Epoch) }))
+		Help: "The writer epoch this process took with the writer lease (0 before it holds it)."},
+		func() float64 { return float64(w.epoch()) }))
 }
 
 // Handler serves the metrics.

@@ -5,10 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"sync/atomic"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
@@ -40,9 +38,9 @@ func startReader(ctx context.Context, cfg *config.Config, log *zap.Logger, opts 
 	return startReaderFor(ctx, cfg, log, opts, nil)
 }
 
-// startReaderFor starts a reader; standby, when set, is the writer lock a
+// startReaderFor starts a reader; standby, when set, is the writer lease a
 // writer waits for while the reader serves in its place (a hot standby):
-// /status then shows the writer's role and writerLock, /readyz is 503
+// /status then shows the writer's role and writerLease, /readyz is 503
 // writer_standby, and marlowe_role is the writer's.
 func startReaderFor(ctx context.Context, cfg *config.Config, log *zap.Logger, opts Options, standby *standbyOf) (*Service, error) {
 	slots, err := NodeSlotConfig(&cfg.Node)
@@ -125,8 +123,8 @@ func startReaderFor(ctx context.Context, cfg *config.Config, log *zap.Logger, op
 	s.view = view
 	s.metrics.RegisterStore(s.store.Stats())
 	s.metrics.RegisterMirror(s.mirror)
-	s.writerWatch = watchWriter(pg.Pool, log)
-	s.metrics.RegisterWriterWatch(s.writerWatch)
+	s.leaseWatch = storage.WatchLease(pg.Pool, log.Named("lease"))
+	s.metrics.RegisterLeaseWatch(s.leaseWatch)
 	go func() {
 		<-s.pipe.Done()
 		if err := s.pipe.Err(); err != nil {
@@ -212,8 +210,8 @@ func (s *Service) readerStatus(network string, magic uint32, version string) que
 	if e := ms.ReadError.Load(); e != nil {
 		r.ReadError = *e
 	}
-	if s.writerWatch != nil {
-		r.Writer = s.writerWatch.state.Load()
+	if s.leaseWatch != nil {
+		out.WriterLease = leaseStatus(s.leaseWatch.View(), time.Now())
 	}
 	out.Connected = r.ReadError == ""
 	if !out.Connected {
@@ -231,94 +229,38 @@ func (s *Service) readerStatus(network string, magic uint32, version string) que
 	}
 	out.Reader = r
 	if s.standby != nil {
-		// A writer standing by: its role, and the lock it waits for
+		// A writer standing by: its role, and the lease it waits for
 		// (readiness: writer_standby).
-		out.Role, out.WriterLock = s.standby.role, s.standby.writer.status()
+		out.Role = s.standby.role
+		if out.WriterLease == nil {
+			out.WriterLease = &query.WriterLease{}
+		}
+		out.WriterLease.Writer, out.WriterLease.Since = true, s.standby.writer.waitSince()
 	}
 	return out
 }
 
-// writerWatchEvery is how often a reader looks up the writer lock.
-const writerWatchEvery = 2 * time.Second
-
-// writerWatch is a reader's look at the writer lock: every
-// writerWatchEvery it asks pg_locks whether a session holds it
-// (storelock.WriterHeld), so that /readyz can tell when nobody writes the
-// log the reader serves (no_writer). A failed look is counted and logged
-// and leaves the last answer: a database that does not answer is
-// database_failing's business.
-type writerWatch struct {
-	pool     *pgxpool.Pool
-	log      *zap.Logger
-	state    atomic.Pointer[query.WriterPresence] // nil until a look succeeded
-	failures atomic.Uint64
-	stop     chan struct{}
-	done     chan struct{}
-}
-
-func watchWriter(pool *pgxpool.Pool, log *zap.Logger) *writerWatch {
-	w := &writerWatch{pool: pool, log: log, stop: make(chan struct{}), done: make(chan struct{})}
-	go w.run()
-	return w
-}
-
-func (w *writerWatch) run() {
-	defer close(w.done)
-	t := time.NewTicker(writerWatchEvery)
-	defer t.Stop()
-	failing := false
-	for {
-		ctx, cancel := context.WithTimeout(context.Background(), writerWatchEvery)
-		held, err := storelock.WriterHeld(ctx, w.pool)
-		cancel()
-		switch {
-		case err != nil:
-			w.failures.Add(1)
-			if !failing {
-				w.log.Warn("looking up the writer lock failed; retrying", zap.Error(err), zap.Duration("every", writerWatchEvery))
-			}
-			failing = true
-		default:
-			if failing {
-				w.log.Info("looking up the writer lock works again")
-			}
-			failing = false
-			if old := w.state.Load(); old == nil || old.Present != held {
-				w.state.Store(&query.WriterPresence{Present: held, Since: time.Now()})
-				if held {
-					w.log.Info("a writer holds the writer lock")
-				} else {
-					w.log.Warn("no process holds the writer lock: nobody writes the log this reader serves")
-				}
-			}
-		}
-		select {
-		case <-w.stop:
-			return
-		case <-t.C:
-		}
-	}
-}
-
-// close stops the looks (before the pool closes).
-func (w *writerWatch) close() {
-	close(w.stop)
-	<-w.done
-}
-
-// RegisterWriterWatch exposes a reader's look at the writer lock.
-func (m *Metrics) RegisterWriterWatch(w *writerWatch) {
+// RegisterLeaseWatch exposes a reader's look at the writer lease.
+func (m *Metrics) RegisterLeaseWatch(w *storage.LeaseWatch) {
 	m.Registry.MustRegister(
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "marlowe_reader_writer_present",
-			Help: "1 while a session holds the writer lock, as this reader last looked it up in pg_locks (0 also before the first look)."},
+			Help: "1 while the writer lease runs, as this reader last read it (0 once it has expired: nobody writes; 0 also before the first read)."},
 			func() float64 {
-				if p := w.state.Load(); p != nil && p.Present {
+				if v := w.View(); v != nil && !v.Expired(time.Now()) {
 					return 1
 				}
 				return 0
 			}),
-		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "marlowe_reader_writer_lock_check_failures_total",
-			Help: "Failed looks at pg_locks for the writer lock."}, func() float64 { return float64(w.failures.Load()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "marlowe_reader_writer_lease_renewal_age_seconds",
+			Help: "Age of the writer lease's last renewal, as this reader last read it (0 before the first read)."},
+			func() float64 {
+				if v := w.View(); v != nil {
+					return v.RenewalAge(time.Now()).Seconds()
+				}
+				return 0
+			}),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "marlowe_reader_writer_lease_read_failures_total",
+			Help: "Failed reads of the writer lease."}, func() float64 { return float64(w.Failures()) }),
 	)
 }
 

@@ -129,11 +129,10 @@ type Service struct {
 	writerFile    *storelock.Lock // the embedded store's writer lock (nil on PostgreSQL and for a reader)
 	fatal         chan error
 	// standby is set on the reader a standby writer runs while it waits
-	// for the writer lock (writer.go).
+	// for the writer lease (writer.go).
 	standby *standbyOf
-	// writer is the writer lock of a process writing PostgreSQL (nil on
-	// SQLite, whose in-use lock is an exclusive flock already, and on a
-	// reader).
+	// writer is the writer lease of a process writing PostgreSQL (nil on
+	// SQLite, whose writer lock is an exclusive flock, and on a reader).
 	writer *writerState
 
 	// A reader's (role reader; see startReader): its history store, the
@@ -142,7 +141,7 @@ type Service struct {
 	view        *contracts.View
 	readDB      storage.DB
 	readBackend history.Backend
-	writerWatch *writerWatch // a reader's look at the writer lock
+	leaseWatch  *storage.LeaseWatch // a reader's look at the writer lease
 }
 
 // Options tune a service beyond its configuration.
@@ -184,7 +183,7 @@ func Start(ctx context.Context, cfg *config.Config, log *zap.Logger, opts Option
 	}
 	// On the embedded store one process writes a data directory: a second
 	// is refused here, before it opens anything (on PostgreSQL the writer
-	// lock makes it a standby, takeWriterLock).
+	// lease makes it a standby, takeWriterLease).
 	var writerFile *storelock.Lock
 	if cfg.Store.DatabaseURL == "" {
 		if writerFile, err = storelock.WriterFile(cfg.Store.DataDir); err != nil {
@@ -237,10 +236,10 @@ func Start(ctx context.Context, cfg *config.Config, log *zap.Logger, opts Option
 	}
 	metrics.RegisterRole(cfg.Role, s.writer)
 	if pg, ok := db.(*storage.Postgres); ok {
-		// One writer at a time: wait for the writer lock (a hot standby
-		// while another process holds it), then take a new epoch, before
-		// anything is loaded to resume from.
-		if err := s.takeWriterLock(ctx, pg, opts); err != nil {
+		// One writer at a time: wait for the writer lease (a hot standby
+		// while another process holds it), taking a new epoch with it,
+		// before anything is loaded to resume from.
+		if err := s.takeWriterLease(ctx, pg, opts); err != nil {
 			return fail(err)
 		}
 	}
@@ -275,12 +274,12 @@ func Start(ctx context.Context, cfg *config.Config, log *zap.Logger, opts Option
 		if err := s.pipe.Err(); err != nil {
 			select {
 			case s.fatal <- err:
-			default: // the writer lock was lost first
+			default: // the writer lease was lost first
 			}
 		}
 	}()
 	if s.writer != nil {
-		go s.watchWriterLock()
+		go s.watchWriterLease()
 	}
 	if opts.Handlers == nil {
 		opts.Handlers = map[string]http.Handler{}
@@ -420,8 +419,7 @@ func (s *Service) startQuery(opts Options, parts queryParts) error {
 		Status:  parts.status,
 		Metrics: s.metrics.Handler(), Registerer: s.metrics.Registry,
 		ReadyMaxBehind: s.cfg.Query.ReadyDistance, ReadyMaxSeqLag: int64(min(s.cfg.Query.ReadyProjectionLag, math.MaxInt64)),
-		NoWriterGrace: s.cfg.Query.NoWriterGrace,
-		Handlers:      opts.Handlers, Logger: s.log,
+		Handlers: opts.Handlers, Logger: s.log,
 		CORS: query.CORS{Origins: s.cfg.CORS.Origins},
 	})
 	if err != nil {
@@ -469,7 +467,7 @@ func (s *Service) Pipeline() *pipeline.Pipeline { return s.pipe }
 // Fatal receives the error that makes the service unable to go on: the
 // pipeline stopped on its own (another writer holds the store,
 // history.ErrAnotherWriter, or an actor that keeps failing), or this
-// process lost the writer lock (storelock.ErrWriterLockLost; its commits
+// process lost the writer lease (storage.ErrLeaseLost; its commits
 // fenced: history.ErrFenced); the caller
 // stops the service and exits with it.
 func (s *Service) Fatal() <-chan error { return s.fatal }
@@ -492,8 +490,8 @@ func (s *Service) closeStores() error {
 	if s.view != nil {
 		s.view.Close()
 	}
-	if s.writerWatch != nil {
-		s.writerWatch.close()
+	if s.leaseWatch != nil {
+		s.leaseWatch.Close()
 	}
 	if s.contractStore != nil {
 		if cerr := s.contractStore.Close(); cerr != nil && err == nil {
@@ -521,7 +519,7 @@ func (s *Service) closeStores() error {
 	if cerr := s.db.Close(); cerr != nil && err == nil {
 		err = cerr
 	}
-	if cerr := s.releaseWriterLock(); cerr != nil && err == nil {
+	if cerr := s.releaseWriterLease(); cerr != nil && err == nil {
 		err = cerr
 	}
 	if s.writerFile != nil {

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/marlowe-follower/follower/contracts"
+	"github.com/marlowe-follower/follower/history/storage"
 	"github.com/marlowe-follower/follower/query"
 )
 
@@ -21,7 +22,7 @@ func (s *Service) queryStatus(network string, magic uint32, version string, proj
 		Role: s.cfg.Role,
 	}
 	if s.writer != nil {
-		out.WriterLock = s.writer.status()
+		out.WriterLease = s.writer.status()
 	}
 	if h := st.Committed.Load(); h != nil {
 		out.Committed = *h
@@ -43,6 +44,21 @@ func (s *Service) queryStatus(network string, magic uint32, version string, proj
 			out.CommitError = *msg
 			out.CommitFailingSince = time.Unix(0, st.FailingSince.Load())
 		}
+	}
+	return out
+}
+
+// leaseStatus is the writer lease as a reader last read it (v; nil: not
+// yet), at now.
+func leaseStatus(v *storage.LeaseView, now time.Time) *query.WriterLease {
+	if v == nil {
+		return &query.WriterLease{}
+	}
+	r := v.Row
+	out := &query.WriterLease{Known: true, Holder: r.Holder, Epoch: r.Epoch, TTL: r.TTL, RenewedAt: r.RenewedAt,
+		RenewalAge: v.RenewalAge(now), ExpiresIn: v.ExpiresIn(now), Since: r.AcquiredAt}
+	if out.Expired() {
+		out.Since = r.ExpiresAt
 	}
 	return out
 }

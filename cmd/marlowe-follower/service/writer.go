@@ -2,7 +2,6 @@ package service
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"maps"
 	"sync"
@@ -12,46 +11,64 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/marlowe-follower/follower/cmd/marlowe-follower/config"
-	"github.com/marlowe-follower/follower/cmd/marlowe-follower/storelock"
-	"github.com/marlowe-follower/follower/history/record"
 	"github.com/marlowe-follower/follower/history/storage"
 	"github.com/marlowe-follower/follower/query"
 )
 
-// writerState is the writer lock of a process that writes a PostgreSQL
+// writerState is the writer lease of a process that writes a PostgreSQL
 // store (role writer, or all): one such process at a time follows; the
-// others stand by, waiting for the lock (storelock.Writer).
+// others stand by, waiting for the lease (storage.Postgres.AcquireLease).
 type writerState struct {
 	mu    sync.Mutex
-	lock  *storelock.WriterLock
 	lease *storage.Lease
-	epoch int64
-	since time.Time // when the wait began, then when the lock was taken
+	since time.Time // when the wait began
 	held  atomic.Bool
 }
 
-// isHeld reports whether this process holds the writer lock now: taken,
-// and its session alive (not between a failed ping and taking it again).
+// isHeld reports whether this process holds the writer lease now and may
+// commit (taken, and renewed in time).
 func (w *writerState) isHeld() bool {
 	w.mu.Lock()
-	lock := w.lock
+	lease := w.lease
 	w.mu.Unlock()
-	return w.held.Load() && lock != nil && lock.Held() && w.lease.Valid()
+	return w.held.Load() && lease.Valid()
 }
 
-func (w *writerState) status() *query.WriterLock {
+// status is the writer's lease for /status: its own once it holds it
+// (held, or lapsed), the wait's start before.
+func (w *writerState) status() *query.WriterLease {
+	w.mu.Lock()
+	lease, since := w.lease, w.since
+	w.mu.Unlock()
+	if lease == nil {
+		return &query.WriterLease{Writer: true, Since: since}
+	}
+	r, age := lease.Row(), lease.RenewalAge()
 	held := w.isHeld()
+	return &query.WriterLease{Writer: true, Held: held, Lapsed: !held && w.held.Load() && lease.Err() == nil, Known: true,
+		Holder: r.Holder, Epoch: r.Epoch, TTL: r.TTL, RenewedAt: r.RenewedAt, RenewalAge: age, ExpiresIn: r.TTL - age,
+		Since: r.AcquiredAt}
+}
+
+// epoch is the writer epoch taken with the lease (0 before).
+func (w *writerState) epoch() int64 {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	out := &query.WriterLock{Held: held, Epoch: w.epoch, Since: w.since}
-	if w.lock != nil {
-		out.SessionPID = w.lock.SessionPID()
+	if w.lease == nil {
+		return 0
 	}
-	return out
+	return w.lease.Epoch()
+}
+
+// waitSince is when the wait for the lease began (a standby).
+func (w *writerState) waitSince() time.Time {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.since
 }
 
 // standbyOf is what a standby writer's reader shows of the writer: its
-// role and the writer lock it waits for.
+// role and the writer lease it waits for.
 type standbyOf struct {
 	role   string
 	writer *writerState
@@ -62,16 +79,16 @@ type standbyOf struct {
 // streams resume from their cursors).
 const standbyStopGrace = time.Second
 
-// takeWriterLock waits for the writer lock, as a hot standby while another
-// process holds it: connected, its migrations applied and its stores
-// checked, and with a port enabled serving as a reader does (startReader:
-// the query API, SSE and the WebSocket API from the database; /status
-// with role and writerLock, /readyz 503 writer_standby). At takeover the
-// reader stops (its ports free for the writer's). Once it holds the lock
-// it takes a new writer epoch, which fences every write of the previous
-// holder (storage.Postgres.TakeEpoch): the pipeline, started after this,
-// resumes from what is committed then.
-func (s *Service) takeWriterLock(ctx context.Context, pg *storage.Postgres, opts Options) error {
+// takeWriterLease waits for the writer lease, as a hot standby while
+// another process holds it: connected, its migrations applied and its
+// stores checked, and with a port enabled serving as a reader does
+// (startReader: the query API, SSE and the WebSocket API from the
+// database; /status with role and writerLease, /readyz 503
+// writer_standby). At takeover the reader stops (its ports free for the
+// writer's). Taking the lease takes a new writer epoch, which fences every
+// write of the previous holder: the pipeline, started after this, resumes
+// from what is committed then.
+func (s *Service) takeWriterLease(ctx context.Context, pg *storage.Postgres, opts Options) error {
 	w := s.writer
 	waitCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -81,25 +98,20 @@ func (s *Service) takeWriterLock(ctx context.Context, pg *storage.Postgres, opts
 	// exits with it rather than stand by with its ports dead.
 	var readerFailed atomic.Pointer[error]
 	start := time.Now()
-	lock, err := storelock.Writer(waitCtx, s.cfg.Store.DatabaseURL, storelock.WriterOptions{
-		Logger: s.log, Ping: s.cfg.Store.WriterLockPing,
-		// After the lock's session failed and the lock was taken again:
-		// kept only if nobody took a newer epoch meanwhile.
-		Retaken: func(ctx context.Context) error {
-			if err := pg.StillEpoch(ctx); err != nil {
-				if errors.Is(err, record.ErrFenced) {
-					return fmt.Errorf("%w: %w", storelock.ErrFenced, err)
-				}
-				return err
-			}
-			return nil
+	w.mu.Lock()
+	w.since = start
+	w.mu.Unlock()
+	lease, err := pg.AcquireLease(waitCtx, storage.LeaseOptions{
+		TTL: s.cfg.Store.WriterLeaseTTL, Holder: storage.ProcessName(), Logger: s.log.Named("lease"),
+		Ended: func(pid int) {
+			s.log.Warn("ended a session of the previous writer whose open transaction blocked the new writer epoch "+
+				"(a writer paused mid-commit: its transaction rolls back)", zap.Int("pid", pid))
 		},
-		Waiting: func() {
-			w.mu.Lock()
-			w.since = time.Now()
-			w.mu.Unlock()
-			s.log.Info("standing by: another process holds the writer lock; this one takes over when it is free",
-				zap.String("role", s.cfg.Role))
+		Renewed: s.metrics.ObserveLeaseRenewal,
+		Waiting: func(row storage.LeaseRow) {
+			s.log.Info("standing by: another process holds the writer lease; this one takes over when it expires or is let go",
+				zap.String("role", s.cfg.Role), zap.String("holder", row.Holder), zap.Int64("epoch", row.Epoch),
+				zap.Duration("expiresIn", row.Remaining()))
 			if s.cfg.Query.Port == 0 && s.cfg.Streaming.Port == 0 {
 				return
 			}
@@ -129,76 +141,52 @@ func (s *Service) takeWriterLock(ctx context.Context, pg *storage.Postgres, opts
 		s.log.Info("the standby's reader stopped", zap.Duration("took", time.Since(took)))
 	}
 	if standbyErr != nil {
-		if lock != nil {
-			_ = lock.Release()
+		if lease != nil {
+			_ = lease.Release()
 		}
 		return standbyErr
 	}
 	if err != nil {
 		return err
 	}
-	lease, err := pg.AcquireLease(ctx, storage.LeaseOptions{
-		TTL: s.cfg.Store.WriterLeaseTTL, Holder: storage.HolderName(), Logger: s.log.Named("lease"),
-		Ended: func(pid int) {
-			s.log.Warn("ended a session of the previous writer whose open transaction blocked the new writer epoch "+
-				"(a writer paused mid-commit: its transaction rolls back)", zap.Int("pid", pid))
-		},
-		Renewed: s.metrics.ObserveLeaseRenewal,
-	})
-	if err != nil {
-		_ = lock.Release()
-		return err
-	}
 	w.mu.Lock()
-	w.lock, w.lease, w.epoch, w.since = lock, lease, lease.Epoch(), lock.Since()
+	w.lease = lease
 	w.mu.Unlock()
 	w.held.Store(true)
-	s.log.Info("holding the writer lock and lease", zap.Int64("epoch", lease.Epoch()), zap.String("holder", lease.Holder()),
-		zap.Uint32("sessionPid", lock.SessionPID()), zap.Duration("ttl", lease.TTL()), zap.Duration("waited", time.Since(start)))
+	s.log.Info("holding the writer lease", zap.Int64("epoch", lease.Epoch()), zap.String("holder", lease.Holder()),
+		zap.Duration("ttl", lease.TTL()), zap.Duration("waited", time.Since(start)))
 	return nil
 }
 
-// watchWriterLock reports a lost writer lock on Fatal: the process must
-// stop writing, since another may hold the lock by now (its commits are
-// fenced anyway). A lock whose session failed but that was taken again,
-// with nobody writing meanwhile, is not lost (storelock.WriterOptions.Retaken).
-func (s *Service) watchWriterLock() {
-	lock, lease := s.writer.lock, s.writer.lease
-	var err error
+// watchWriterLease reports a lost writer lease on Fatal: another process
+// took it, so this one must stop (its commits are fenced anyway).
+func (s *Service) watchWriterLease() {
+	lease := s.writer.lease
 	select {
-	case <-lock.Lost():
-		err = lock.Err()
 	case <-lease.Lost():
-		err = lease.Err()
 	case <-s.pipe.Done():
 		return
 	}
 	s.writer.held.Store(false)
 	select {
-	case s.fatal <- err:
+	case s.fatal <- lease.Err():
 	default:
 	}
 }
 
-// releaseWriterLock lets the writer lock go (after the last commit).
-func (s *Service) releaseWriterLock() error {
+// releaseWriterLease lets the writer lease go (after the last commit).
+func (s *Service) releaseWriterLease() error {
 	if s.writer == nil {
 		return nil
 	}
 	s.writer.mu.Lock()
-	lock, lease := s.writer.lock, s.writer.lease
+	lease := s.writer.lease
 	s.writer.mu.Unlock()
 	s.writer.held.Store(false)
-	var err error
-	if lease != nil {
-		err = lease.Release()
+	if lease == nil {
+		return nil
 	}
-	if lock != nil {
-		if lerr := lock.Release(); lerr != nil && err == nil {
-			err = lerr
-		}
-	}
-	return err
+	return lease.Release()
 }
 
 // startStandby starts the reader a standby writer serves while it waits:

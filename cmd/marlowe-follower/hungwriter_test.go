@@ -1,0 +1,263 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/url"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/marlowe-follower/follower/history/storage/storagetest"
+)
+
+// The tests of this file hang the writer that holds the lease, the two
+// ways a writer hangs without dying: its process stopped (SIGSTOP: its
+// kernel keeps its database sessions open), and its database traffic cut
+// while its sessions stay open (a partition, here a TCP proxy that stops
+// forwarding). Each time the standby takes over once the lease has
+// expired, readers stay ready but for the gap between the expiry and the
+// takeover, and the hung writer, once it runs (or reaches the database)
+// again, commits nothing and exits with status 1 and one line saying it
+// lost the writer lease. A subscriber on a reader reads the whole log from
+// seq 0 across it: every record once, in order, as stored; and the log
+// equals an uninterrupted writer's.
+
+// hungLeaseTTL is the writer lease's TTL in these tests.
+const hungLeaseTTL = 3 * time.Second
+
+// hang is how a test hangs the holder: how it starts (on dbURL, or through
+// a proxy), then stops and resumes it.
+type hang struct {
+	start         func(t *testing.T, bin, socket, dbURL string) *child
+	pause, resume func(t *testing.T, holder *child)
+}
+
+func TestHungWriterStopped(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binary")
+	}
+	signal := func(sig syscall.Signal) func(t *testing.T, c *child) {
+		return func(t *testing.T, c *child) {
+			if err := c.cmd.Process.Signal(sig); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	testHungWriter(t, "stopped", hang{
+		start: func(t *testing.T, bin, socket, dbURL string) *child {
+			return startWriter(t, bin, socket, dbURL, "writer", "--writer-lease-ttl", hungLeaseTTL.String())
+		},
+		pause: signal(syscall.SIGSTOP), resume: signal(syscall.SIGCONT),
+	})
+}
+
+func TestHungWriterPartitioned(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binary")
+	}
+	var proxy *storagetest.Proxy
+	testHungWriter(t, "partitioned", hang{
+		start: func(t *testing.T, bin, socket, dbURL string) *child {
+			u, err := url.Parse(dbURL)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if proxy, err = storagetest.NewProxy(u.Host); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = proxy.Close() })
+			via, err := proxy.URL(dbURL)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return startWriter(t, bin, socket, via, "writer", "--writer-lease-ttl", hungLeaseTTL.String())
+		},
+		pause:  func(*testing.T, *child) { proxy.Pause() },
+		resume: func(*testing.T, *child) { proxy.Resume() },
+	})
+}
+
+func testHungWriter(t *testing.T, name string, h hang) {
+	bin := buildBinary(t)
+	admin := adminConn(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	dn, socket := failoverDevnet(t, ctx, 1200, 40)
+	refURL, haURL := pgSchema(t, admin, "hung_ref_"+name), pgSchema(t, admin, "hung_"+name)
+	ref := startWriter(t, bin, socket, refURL, "all")
+	holder := h.start(t, bin, socket, haURL)
+	waitUntil(t, 60*time.Second, "the holder's first commit", holder.firstCommit)
+	commits := logCommits(t, admin, haURL)
+	standby := startWriter(t, bin, socket, haURL, "writer", "--writer-lease-ttl", hungLeaseTTL.String())
+	waitUntil(t, 60*time.Second, "the standby standing by", standby.standsBy)
+	reader := startService(t, bin, "reader", haURL, "")
+	col := &wsCollector{}
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		col.run(ctx, reader.sport, "0")
+	}()
+	noWriter := func() (bool, bool) {
+		var r readyAnswer
+		code, err := getJSON(reader.base()+"/readyz", &r)
+		_, no := r.NotReady["no_writer"]
+		return code == http.StatusOK && err == nil, no
+	}
+	waitUntil(t, 60*time.Second, "the reader ready", func() bool { ready, _ := noWriter(); return ready })
+
+	hs, _ := holder.writer()
+	app := "marlowe-follower " + hs.WriterLease.Holder
+	app = app[:min(len(app), 63)]
+	var hungAt time.Time
+	if err := admin.QueryRow(ctx, `SELECT clock_timestamp()`).Scan(&hungAt); err != nil {
+		t.Fatal(err)
+	}
+	h.pause(t, holder)
+	paused := time.Now()
+
+	// Until the standby commits, and the reader sees the writer again:
+	// the longest stretch of the reader's no_writer.
+	var longest time.Duration
+	var gapFrom time.Time
+	took := time.Duration(0)
+	for took == 0 || !gapFrom.IsZero() {
+		if took == 0 && standby.firstCommit() {
+			took = time.Since(paused)
+		}
+		_, no := noWriter()
+		switch {
+		case no && gapFrom.IsZero():
+			gapFrom = time.Now()
+		case !no && !gapFrom.IsZero():
+			longest = max(longest, time.Since(gapFrom))
+			gapFrom = time.Time{}
+		}
+		if time.Since(paused) > 2*time.Minute {
+			t.Fatalf("2 min after the hang: the standby committed after %s; the reader without a writer since %v", took, gapFrom)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Logf("%s holder: the standby's first commit %s after the hang (TTL %s); the reader's longest no_writer stretch %s",
+		name, took.Round(time.Millisecond), hungLeaseTTL, longest.Round(time.Millisecond))
+	if took > hungLeaseTTL+5*time.Second {
+		t.Fatalf("the standby took over %s after the hang: more than the TTL %s + 5 s", took, hungLeaseTTL)
+	}
+	if longest > hungLeaseTTL {
+		t.Fatalf("the reader answered no_writer for %s at a stretch: more than the TTL %s", longest, hungLeaseTTL)
+	}
+	ss, _ := standby.writer()
+	if holderName, epoch, expired := storedLease(t, admin, haURL); holderName != ss.WriterLease.Holder || epoch != hs.WriterLease.Epoch+1 || expired {
+		t.Fatalf("the stored lease: %s epoch %d expired %v; the standby is %s, the hung holder had epoch %d",
+			holderName, epoch, expired, ss.WriterLease.Holder, hs.WriterLease.Epoch)
+	}
+	before := commits(app)
+	waitUntil(t, 60*time.Second, "the new holder's commits", func() bool {
+		return standby.metric("marlowe_history_commits_total") >= 3
+	})
+	if dnDone(dn) {
+		t.Fatal("the chain was complete before the hung writer resumed: it would have nothing to commit")
+	}
+
+	h.resume(t, holder)
+	select {
+	case <-holder.done:
+	case <-time.After(60 * time.Second):
+		t.Fatal("the hung writer did not stop once it ran again")
+	}
+	var exit *exec.ExitError
+	out := holder.stderr.String()
+	if !errors.As(holder.err, &exit) || exit.ExitCode() != 1 {
+		t.Fatalf("the hung writer exited with %v:\n%s", holder.err, out[max(0, len(out)-3000):])
+	}
+	last := strings.TrimSpace(out[strings.LastIndex(strings.TrimSpace(out), "\n")+1:])
+	if !strings.HasPrefix(last, "marlowe-follower: ") || !strings.Contains(last, "this process lost the writer lease") ||
+		!strings.Contains(last, ss.WriterLease.Holder+" took the writer lease (epoch "+strconv.FormatInt(hs.WriterLease.Epoch+1, 10)) {
+		t.Fatalf("the hung writer's last line: %q", last)
+	}
+	t.Logf("the hung writer's last line: %s", last)
+	if n, after := commits(app), commitsAfter(t, admin, haURL, app, hungAt); n != before || after != 0 {
+		t.Fatalf("the hung writer committed: %d of its commits before the takeover, %d at the end, %d since it hung", before, n, after)
+	}
+
+	<-dn.Done()
+	tip := dn.Store().Tip().BlockNo
+	waitUntil(t, 120*time.Second, "the new holder at the tip", func() bool { return standby.atTip(tip) })
+	waitUntil(t, 120*time.Second, "the uninterrupted writer at the tip", func() bool { return ref.atTip(tip) })
+	st, _ := standby.writer()
+	waitUntil(t, 60*time.Second, "the reader's subscriber at the head", func() bool {
+		last, err := col.lastSeq()
+		if err != nil {
+			t.Fatalf("the reader's subscriber: %v", err)
+		}
+		return last >= st.HistorySeq
+	})
+	cancel()
+	wg.Wait()
+	for _, c := range []*child{standby, ref} {
+		if err := c.stop(t); err != nil {
+			t.Fatalf("stopping: %v", err)
+		}
+	}
+	n := sameState(t, refURL, haURL)
+	log, _, _ := pgState(t, haURL)
+	if len(col.got) != n {
+		t.Fatalf("the reader's subscriber from seq 0 got %d records, the log holds %d", len(col.got), n)
+	}
+	for i := range log {
+		if got, want := &col.got[i], &log[i]; got.Seq != int64(i+1) || digest(got) != digest(want) {
+			t.Fatalf("record %d through the reader: %+v, the log's %+v", i+1, got, want)
+		}
+	}
+}
+
+// logCommits records, from now on, the application_name of every session
+// that writes the history's tip or records or the projection's head on the
+// schema dbURL names (a test table and triggers): a process's sessions
+// carry its lease holder name. It returns how many such writes of a name
+// are committed.
+func logCommits(t *testing.T, admin *pgx.Conn, dbURL string) func(app string) int {
+	t.Helper()
+	u, _ := url.Parse(dbURL)
+	schema := pgx.Identifier{u.Query().Get("search_path")}.Sanitize()
+	ctx := context.Background()
+	for _, stmt := range []string{
+		`CREATE TABLE ` + schema + `.test_commit_log (app text NOT NULL, at timestamptz NOT NULL DEFAULT clock_timestamp())`,
+		`CREATE FUNCTION ` + schema + `.test_log_commit() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN
+			INSERT INTO ` + schema + `.test_commit_log (app) VALUES (current_setting('application_name')); RETURN NULL; END $$`,
+		`CREATE TRIGGER test_log_commit AFTER INSERT OR UPDATE ON ` + schema + `.tip FOR EACH STATEMENT EXECUTE FUNCTION ` + schema + `.test_log_commit()`,
+		`CREATE TRIGGER test_log_commit AFTER INSERT ON ` + schema + `.records FOR EACH STATEMENT EXECUTE FUNCTION ` + schema + `.test_log_commit()`,
+		`CREATE TRIGGER test_log_commit AFTER INSERT OR UPDATE ON ` + schema + `.cv_head FOR EACH STATEMENT EXECUTE FUNCTION ` + schema + `.test_log_commit()`,
+	} {
+		if _, err := admin.Exec(ctx, stmt); err != nil {
+			t.Fatalf("%s: %v", stmt, err)
+		}
+	}
+	return func(app string) int {
+		var n int
+		if err := admin.QueryRow(ctx, `SELECT count(*) FROM `+schema+`.test_commit_log WHERE app = $1`, app).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+}
+
+// commitsAfter counts the logged writes of app made after at.
+func commitsAfter(t *testing.T, admin *pgx.Conn, dbURL, app string, at time.Time) int {
+	t.Helper()
+	u, _ := url.Parse(dbURL)
+	var n int
+	if err := admin.QueryRow(context.Background(), `SELECT count(*) FROM `+pgx.Identifier{u.Query().Get("search_path")}.Sanitize()+
+		`.test_commit_log WHERE app = $1 AND at > $2`, app, at).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
