@@ -349,7 +349,7 @@ func TestWriterFailover(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	kills := *writerKills
-	blocks := uint64(200 + 60*kills)
+	blocks := uint64(200 + 120*kills) // a failover waits for the lease (testLeaseTTL) besides the start
 	dn, socket := failoverDevnet(t, ctx, blocks, 40)
 	refURL, haURL := pgSchema(t, admin, "failover_ref"), pgSchema(t, admin, "failover_ha")
 
