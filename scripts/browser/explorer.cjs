@@ -657,8 +657,9 @@ async function main() {
       const branches = await live.page.$$("#tree details > summary");
       check(branches.length > 0, "the tree has branches");
       const branch = branches[branches.length - 1];
-      const was = await branch.evaluate((el) => el.parentElement.open);
-      await branch.focus();
+      const was = await branch.evaluate((el) => el.parentElement.open).catch(() => null);
+      // (A new step may redraw the tree between the look-up and the focus.)
+      if (was === null || !(await branch.focus().then(() => true, () => false))) continue;
       await live.page.keyboard.press("Enter");
       // (A branch's nodes are drawn on its toggle event, a task after the key.)
       const first = await live.page.waitForFunction(([el, open]) => el.parentElement.open === open && (!open || el.parentElement.querySelectorAll(":scope > ul > li").length > 0), [branch, !was], { timeout: 3000 }).then(() => true, () => false);
