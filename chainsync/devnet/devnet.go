@@ -94,6 +94,9 @@ func Start(ctx context.Context, cfg RunConfig) (*Devnet, error) {
 	if cfg.Replay != "" && cfg.ChainFile != "" {
 		return nil, errors.New("devnet: a replay is not kept in a chain file")
 	}
+	if cfg.Replay == "" && cfg.Generator.WallClock && (cfg.Pregenerate || cfg.BlockRate <= 0) {
+		return nil, errors.New("devnet: a chain on the wall clock is made at a block rate, as time passes (not pregenerated, not as fast as possible)")
+	}
 	d.store = NewChainStore()
 	if cfg.Journal {
 		d.journal = NewJournal()
@@ -214,7 +217,7 @@ func (d *Devnet) catchUp(ctx context.Context) error {
 			return ctx.Err()
 		}
 		d.mu.Lock()
-		got, err := d.gen.Next()
+		got, err := d.nextOp(op)
 		d.mu.Unlock()
 		if err == nil && sameOp(got, op) {
 			continue
@@ -382,12 +385,31 @@ func headerOf(t block.Type, raw []byte) (chain.BlockHeader, error) {
 	return b.Header, err
 }
 
+// nextOp is the generator's next change. On the wall clock a new block
+// is at the slot of stored's block when the generator is replayed over a
+// stored chain (stored is a block), else at the slot of now. The caller
+// holds mu.
+func (d *Devnet) nextOp(stored Op) (Op, error) {
+	if !d.cfg.Generator.WallClock {
+		return d.gen.Next()
+	}
+	if stored.Block != nil {
+		return d.gen.NextAt(stored.Block.Header.Slot)
+	}
+	if stored.Rollback != nil {
+		// Whatever slot: the generator makes the stored rollback or
+		// another chain.
+		return d.gen.NextAt(0)
+	}
+	return d.gen.NextAt(d.cfg.Generator.Clock.SlotAt(time.Now().UnixMilli()))
+}
+
 // step applies the generator's next operation to the store, after
 // writing it to the chain file.
 func (d *Devnet) step() error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	op, err := d.gen.Next()
+	op, err := d.nextOp(Op{})
 	if err != nil {
 		return err
 	}

@@ -60,6 +60,16 @@ type GeneratorConfig struct {
 	// The zero value starts at the origin, slot 0; a header with only a
 	// slot starts at the origin with blocks after that slot.
 	After chain.BlockHeader
+	// WallClock: the slot of every block is given with it (NextAt): the
+	// time it is made, on a chain that follows the real time. The
+	// generator then draws no gaps between blocks; MeanSlotGap only sizes
+	// the scheduled steps' windows, so it should be the real gap (the
+	// slots of a second over the block rate). Needs a Clock.
+	WallClock bool `json:",omitempty"`
+	// Mainnet: the chain is mainnet's, and so are its addresses (wallets,
+	// scripts, the contracts' address parties); on any other network they
+	// are testnet addresses.
+	Mainnet bool `json:",omitempty"`
 }
 
 // BlockInterval is the mean time between generated blocks, mainnet's.
@@ -73,6 +83,43 @@ func (c *GeneratorConfig) UseClock(clock chain.SlotConfig, startMillis int64) {
 	if clock.SlotLengthMillis > 0 {
 		c.MeanSlotGap = max(1, int(BlockInterval.Milliseconds()/clock.SlotLengthMillis))
 	}
+}
+
+// UseWallClock makes the chain follow the real time on clock, from now on:
+// every block at the time it is made (NextAt), blocks at rate a second,
+// each contract scheduled from its creation on that clock (its deadlines
+// minutes ahead at run --devnet's rate).
+func (c *GeneratorConfig) UseWallClock(clock chain.SlotConfig, now time.Time, rate float64) {
+	c.UseClock(clock, now.UnixMilli())
+	c.WallClock = true
+	if clock.SlotLengthMillis > 0 && rate > 0 {
+		c.MeanSlotGap = max(1, int(math.Round(1000/rate/float64(clock.SlotLengthMillis))))
+	}
+}
+
+// KeepClockOf takes the clock a stored chain was made on (its clock, its
+// start, whether it follows the wall clock and then the gap its windows
+// were sized for, which came from the block rate of its first run), so
+// that a devnet started again on it, maybe at another rate, continues it
+// as it was made.
+func (c *GeneratorConfig) KeepClockOf(stored GeneratorConfig) {
+	c.Clock, c.After, c.WallClock = stored.Clock, stored.After, stored.WallClock
+	if stored.WallClock {
+		c.MeanSlotGap = stored.MeanSlotGap
+	}
+}
+
+// EndingBy is when a chain of blocks made at once (not on the wall clock,
+// BlockInterval apart on average) starts so that its tip comes before end:
+// the mean length of the chain before it, and three standard deviations of
+// the sum of its drawn gaps (uniform on 1..2 intervals) more. For 1,000
+// blocks that is 5.6 h and 18 min before end; the tip then comes about
+// 18 min (12 to 24) before end.
+func EndingBy(end time.Time, blocks uint64) time.Time {
+	n := float64(blocks)
+	mean := n * BlockInterval.Seconds()
+	spread := 3 * BlockInterval.Seconds() * math.Sqrt(n/3)
+	return end.Add(-time.Duration((mean + spread) * float64(time.Second)))
 }
 
 // DefaultGeneratorConfig returns a mainnet-like configuration with 10%
@@ -105,8 +152,18 @@ func (c *GeneratorConfig) validate() error {
 		if err := c.Clock.Validate(); err != nil {
 			return fmt.Errorf("clock: %w", err)
 		}
+	} else if c.WallClock {
+		return errors.New("a chain on the wall clock needs a slot clock to schedule its contracts on")
 	}
 	return nil
+}
+
+// network is the network of the chain's addresses.
+func (c *GeneratorConfig) network() marlowe.Network {
+	if c.Mainnet {
+		return marlowe.Mainnet
+	}
+	return marlowe.Testnet
 }
 
 // Op is one change of the generated chain: a new block, or a rollback.
@@ -183,7 +240,7 @@ func NewGenerator(cfg GeneratorConfig) (*Generator, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	lcs, err := Lifecycles()
+	lcs, err := Lifecycles(cfg.network())
 	if err != nil {
 		return nil, err
 	}
@@ -256,13 +313,33 @@ func (g *Generator) Activity() []Activity {
 	return out
 }
 
-// Next returns the next change of the chain.
+// Next returns the next change of the chain; a new block comes a drawn
+// number of slots after the tip. Not for a chain on the wall clock
+// (NextAt).
 func (g *Generator) Next() (Op, error) {
+	if g.cfg.WallClock {
+		return Op{}, errors.New("devnet: a chain on the wall clock takes its blocks' slots: NextAt")
+	}
+	return g.next(0)
+}
+
+// NextAt returns the next change of a chain on the wall clock
+// (GeneratorConfig.WallClock): a new block is at slot (the one after the
+// tip's if that is not later). The same seed and the same slots give the
+// same chain, which is how a stored chain is made again.
+func (g *Generator) NextAt(slot uint64) (Op, error) {
+	if !g.cfg.WallClock {
+		return Op{}, errors.New("devnet: NextAt is for a chain on the wall clock")
+	}
+	return g.next(slot)
+}
+
+func (g *Generator) next(slot uint64) (Op, error) {
 	if g.cfg.RollbackEvery > 0 && g.st.tip.BlockNo > 1 && g.rng.IntN(g.cfg.RollbackEvery) == 0 {
 		depth := 1 + g.rng.IntN(g.cfg.MaxRollbackDepth)
 		return g.rollback(depth), nil
 	}
-	b, err := g.nextBlock()
+	b, err := g.nextBlock(slot)
 	if err != nil {
 		return Op{}, err
 	}
@@ -284,10 +361,15 @@ func (g *Generator) rollback(depth int) Op {
 	return Op{Rollback: &p}
 }
 
-func (g *Generator) nextBlock() (*StoredBlock, error) {
+// nextBlock makes the next block: at slot on the wall clock, else a drawn
+// gap after the tip.
+func (g *Generator) nextBlock(at uint64) (*StoredBlock, error) {
 	st := g.st.clone()
 	prev := st.tip
-	slot := prev.Slot + 1 + uint64(g.rng.IntN(2*g.cfg.MeanSlotGap))
+	slot := max(at, prev.Slot+1)
+	if !g.cfg.WallClock {
+		slot = prev.Slot + 1 + uint64(g.rng.IntN(2*g.cfg.MeanSlotGap))
+	}
 	blockNo := prev.BlockNo + 1
 	bb := &blockBuild{g: g, st: st, blockNo: blockNo, slot: slot}
 	if g.scheduled() {
@@ -378,10 +460,13 @@ func (bb *blockBuild) walletInput() chain.TxOutRef {
 	return chain.TxOutRef{TxID: bb.randomHash32(), Index: uint32(bb.rng().IntN(4))}
 }
 
-// walletAddress is a testnet enterprise key address.
+// walletAddress is an enterprise key address of the chain's network.
 func (bb *blockBuild) walletAddress() []byte {
-	return append([]byte{0x60}, bb.randomBytes(28)...)
+	return append([]byte{0x60 | bb.networkID()}, bb.randomBytes(28)...)
 }
+
+// networkID is the network id of the chain's addresses' headers.
+func (bb *blockBuild) networkID() byte { return byte(bb.g.cfg.network()) }
 
 // marloweTx adds one piece of Marlowe activity.
 func (bb *blockBuild) marloweTx() error {
@@ -466,24 +551,25 @@ func (bb *blockBuild) duePayouts() int {
 	return n
 }
 
-// scriptAddress makes a testnet address paying to a script, with a random
-// stake part (none, key, script or pointer).
+// scriptAddress makes an address of the chain's network paying to a
+// script, with a random stake part (none, key, script or pointer).
 func (bb *blockBuild) scriptAddress(script chain.Hash28, withStake bool) []byte {
+	id := bb.networkID()
 	if !withStake {
-		return append([]byte{0x70}, script[:]...)
+		return append([]byte{0x70 | id}, script[:]...)
 	}
 	switch bb.rng().IntN(4) {
 	case 0:
-		return append([]byte{0x70}, script[:]...)
+		return append([]byte{0x70 | id}, script[:]...)
 	case 1:
-		a := append([]byte{0x10}, script[:]...)
+		a := append([]byte{0x10 | id}, script[:]...)
 		return append(a, bb.randomBytes(28)...)
 	case 2:
-		a := append([]byte{0x30}, script[:]...)
+		a := append([]byte{0x30 | id}, script[:]...)
 		return append(a, bb.randomBytes(28)...)
 	}
-	a := append([]byte{0x50}, script[:]...)
-	pa := marlowe.PartyAddress{Address: marlowe.Address{
+	a := append([]byte{0x50 | id}, script[:]...)
+	pa := marlowe.PartyAddress{Network: bb.g.cfg.network(), Address: marlowe.Address{
 		Payment: marlowe.Credential{Kind: marlowe.ScriptCredential, Hash: script[:]},
 		Staking: &marlowe.StakingCredential{Pointer: &marlowe.StakePointer{
 			Slot: big.NewInt(int64(bb.rng().IntN(1 << 24))), TxIndex: big.NewInt(int64(bb.rng().IntN(64))), CertIndex: big.NewInt(int64(bb.rng().IntN(4))),

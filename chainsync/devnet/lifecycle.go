@@ -1,6 +1,7 @@
 package devnet
 
 import (
+	"bytes"
 	_ "embed"
 	"encoding/json"
 	"fmt"
@@ -68,11 +69,19 @@ type rawLifecycle struct {
 	} `json:"transactions"`
 }
 
-// Lifecycles returns the built-in contract lifecycles: the reference
-// traces' (lifecyclesJSON), then the devnet's own (ownLifecycles).
-func Lifecycles() ([]Lifecycle, error) {
+// Lifecycles returns the built-in contract lifecycles with their address
+// parties on the given network: the reference traces' (lifecyclesJSON),
+// then the devnet's own (ownLifecycles). The traces' parties are of either
+// network (addr1 and addr_test); a chain's contracts pay its own network's
+// addresses, so each is moved to the chain's network (the same credentials;
+// no two parties of a lifecycle become one: TestLifecyclesOnNetwork).
+func Lifecycles(network marlowe.Network) ([]Lifecycle, error) {
+	text, err := addressesOn(lifecyclesJSON, network)
+	if err != nil {
+		return nil, fmt.Errorf("built-in lifecycles: %w", err)
+	}
 	var raws []rawLifecycle
-	if err := json.Unmarshal(lifecyclesJSON, &raws); err != nil {
+	if err := json.Unmarshal(text, &raws); err != nil {
 		return nil, fmt.Errorf("built-in lifecycles: %w", err)
 	}
 	out := make([]Lifecycle, 0, len(raws))
@@ -83,7 +92,7 @@ func Lifecycles() ([]Lifecycle, error) {
 		}
 		out = append(out, lc)
 	}
-	own, err := ownLifecycles()
+	own, err := ownLifecycles(network)
 	if err != nil {
 		return nil, err
 	}
@@ -130,6 +139,50 @@ func parseLifecycle(r rawLifecycle) (Lifecycle, error) {
 		lc.Steps = append(lc.Steps, s)
 	}
 	return lc, nil
+}
+
+// addressesOn rewrites the address parties ({"address": BECH32}) of
+// Marlowe JSON to the network.
+func addressesOn(text []byte, network marlowe.Network) ([]byte, error) {
+	dec := json.NewDecoder(bytes.NewReader(text))
+	dec.UseNumber() // amounts and times beyond float64
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, err
+	}
+	var walk func(v any) error
+	walk = func(v any) error {
+		switch x := v.(type) {
+		case map[string]any:
+			if a, ok := x["address"].(string); ok && len(x) == 1 {
+				pa, err := marlowe.ParsePartyAddress(a)
+				if err != nil {
+					return err
+				}
+				pa.Network = network
+				if x["address"], err = pa.Bech32(); err != nil {
+					return err
+				}
+				return nil
+			}
+			for _, e := range x {
+				if err := walk(e); err != nil {
+					return err
+				}
+			}
+		case []any:
+			for _, e := range x {
+				if err := walk(e); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	}
+	if err := walk(v); err != nil {
+		return nil, err
+	}
+	return json.Marshal(v)
 }
 
 // parsePayee reads {"party":P} or {"account":P}.

@@ -19,26 +19,26 @@ import (
 // (blockBuild.payParties): the follower must attribute every payment to
 // the output that carries it. The reference traces never pay an address
 // twice in a step.
-func ownLifecycles() ([]Lifecycle, error) {
-	lc, err := mergedPaymentsLifecycle()
+func ownLifecycles(network marlowe.Network) ([]Lifecycle, error) {
+	lc, err := mergedPaymentsLifecycle(network)
 	if err != nil {
 		return nil, fmt.Errorf("built-in lifecycle merged-payments: %w", err)
 	}
 	return []Lifecycle{lc}, nil
 }
 
-// ownAddress is a testnet key address whose key hash is b repeated.
-func ownAddress(b byte) *marlowe.PartyAddress {
+// ownAddress is a key address of the network whose key hash is b repeated.
+func ownAddress(network marlowe.Network, b byte) *marlowe.PartyAddress {
 	h := make([]byte, 28)
 	for i := range h {
 		h[i] = b
 	}
-	return &marlowe.PartyAddress{Network: marlowe.Testnet, Address: marlowe.Address{Payment: marlowe.Credential{Kind: marlowe.PubKeyCredential, Hash: h}}}
+	return &marlowe.PartyAddress{Network: network, Address: marlowe.Address{Payment: marlowe.Credential{Kind: marlowe.PubKeyCredential, Hash: h}}}
 }
 
-func mergedPaymentsLifecycle() (Lifecycle, error) {
-	buyer := marlowe.Party{Address: ownAddress(0xb1)}
-	seller := marlowe.Party{Address: ownAddress(0x5e)}
+func mergedPaymentsLifecycle(network marlowe.Network) (Lifecycle, error) {
+	buyer := marlowe.Party{Address: ownAddress(network, 0xb1)}
+	seller := marlowe.Party{Address: ownAddress(network, 0x5e)}
 	broker := marlowe.Party{Role: []byte("broker")}
 	adaToken := marlowe.Token{}
 	policy := make([]byte, 28)

@@ -11,6 +11,7 @@ import (
 	"github.com/marlowe-follower/follower/chainsync/block"
 	"github.com/marlowe-follower/follower/chainsync/chain"
 	"github.com/marlowe-follower/follower/chainsync/classify"
+	"github.com/marlowe-follower/follower/contracts/marlowe"
 	"github.com/marlowe-follower/follower/history/historytest"
 	"github.com/marlowe-follower/follower/history/processor"
 	"github.com/marlowe-follower/follower/history/record"
@@ -161,7 +162,7 @@ func TestGeneratedChainOnPreprodClock(t *testing.T) {
 // devnet command's Marlowe share no contract misses its window.
 func TestScheduledLifecycles(t *testing.T) {
 	clock, _ := NetworkClock(MagicPreprod)
-	lcs, err := Lifecycles()
+	lcs, err := Lifecycles(marlowe.Testnet)
 	if err != nil {
 		t.Fatal(err)
 	}
