@@ -21,11 +21,6 @@ import (
 // DevnetChainFile is the name of the devnet's chain file in a data directory.
 const DevnetChainFile = "devnet.chain"
 
-// defaultStartTime is where generated chains on a public network's clock
-// begin unless --start-time says otherwise: a fixed time, so that a seed
-// always gives the same chain.
-var defaultStartTime = time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
-
 // devnetNetwork is the network a devnet serves: its magic, the slot
 // configuration followers must use, and the generator's clock (zero for
 // the devnet's own, on which the lifecycles keep the traces' times).
@@ -59,17 +54,17 @@ func resolveDevnetNetwork(s service.NetworkSettings) (devnetNetwork, error) {
 }
 
 // startMillis is the POSIX time (ms) a generated chain on n's clock begins
-// at: text (RFC 3339, or now), else 2025-01-01 on a public network and
-// the system start on another.
-func (n devnetNetwork) startMillis(text string) (int64, error) {
+// at: text (RFC 3339, or now), else now on a public network (so that its
+// dates are today's) and the system start on another.
+func (n devnetNetwork) startMillis(text string, now time.Time) (int64, error) {
 	switch text {
 	case "":
 		if _, err := chain.SlotConfigFor(n.magic); err == nil {
-			return defaultStartTime.UnixMilli(), nil
+			return now.UnixMilli(), nil
 		}
 		return n.slots.SlotStart(0), nil
 	case "now":
-		return time.Now().UnixMilli(), nil
+		return now.UnixMilli(), nil
 	}
 	t, err := time.Parse(time.RFC3339, text)
 	if err != nil {
@@ -111,6 +106,7 @@ func newDevnetCommand() *cobra.Command {
 		revealAfter time.Duration
 		logFormat   string
 		logLevel    string
+		wallClock   bool
 	)
 	cmd := &cobra.Command{
 		Use:   "devnet --socket PATH",
@@ -123,8 +119,11 @@ func newDevnetCommand() *cobra.Command {
 			"followers read validity intervals with that network's slot clock: built in for mainnet (764824073),\n" +
 			"preprod (1) and preview (2), given by --system-start and --slot-length (or --shelley-genesis) for any\n" +
 			"other. Replay real blocks with their network's magic. A generated chain on such a clock has its blocks\n" +
-			"at that network's slots, every 20 s from --start-time, and each contract's timeouts and validity\n" +
-			"intervals on that clock, so that the semantics accept every step.\n\n" +
+			"at that network's slots, every 20 s from --start-time (by default now on the public networks), and each\n" +
+			"contract's timeouts and validity intervals on that clock, so that the semantics accept every step. On\n" +
+			"magic 42 a generated chain plays the reference traces at their own times (1969, 1 ms slots) unless\n" +
+			"--wall-clock: then, on any network, every block is made at the time it is served and every contract\n" +
+			"is scheduled from its creation, its deadlines ahead (what run --devnet does).\n\n" +
 			"With --data-dir the generated chain is kept in DIR/" + DevnetChainFile + ": started again on it, the devnet\n" +
 			"serves the same chain and continues it as one uninterrupted run would. --prefix-blocks serves only the\n" +
 			"beginning of the stored chain (kept or replayed) and reveals the rest on SIGUSR1 or after --reveal-after.",
@@ -152,25 +151,11 @@ func newDevnetCommand() *cobra.Command {
 			if err != nil {
 				return usageError{err}
 			}
-			if !net.clock.IsZero() && replay == "" {
-				ms, err := net.startMillis(startTime)
-				if err != nil {
-					return usageError{err}
-				}
-				gap := gen.MeanSlotGap
-				gen.UseClock(net.clock, ms)
-				if cmd.Flags().Changed("slot-gap") {
-					gen.MeanSlotGap = gap
-				}
-				if startTime == "now" && dataDir != "" {
-					// A kept chain began when it was made: continue it.
-					if meta, err := devnet.ReadChainMeta(filepath.Join(dataDir, DevnetChainFile)); err == nil && meta.Generator.Clock == gen.Clock {
-						gen.After = meta.Generator.After
-					}
-				}
-			} else if startTime != "" {
-				return usageErrorf("--start-time is for a generated chain on another network's clock (--network-magic)")
+			if err := devnetClock(&gen, net, clockFlags{start: startTime, wall: wallClock, rate: rate,
+				gapSet: cmd.Flags().Changed("slot-gap"), replay: replay != "", dataDir: dataDir}, time.Now()); err != nil {
+				return err
 			}
+			gen.Mainnet = net.magic == devnet.MagicMainnet
 			log, err := config.NewLogger(config.Log{Level: logLevel, Format: logFormat})
 			if err != nil {
 				return usageError{err}
@@ -250,13 +235,70 @@ func newDevnetCommand() *cobra.Command {
 	f.StringVar(&network.SystemStart, "system-start", "", "for a network without a built-in slot clock: the time slot 0 began, RFC 3339 (2025-01-01T00:00:00Z); with --slot-length")
 	f.DurationVar(&network.SlotLength, "slot-length", 0, "for a network without a built-in slot clock: the length of a slot (1s, 100ms); with --system-start")
 	f.StringVar(&network.Genesis, "shelley-genesis", "", "for a network without a built-in slot clock: its Shelley genesis file (networkMagic, systemStart and slotLength)")
-	f.StringVar(&startTime, "start-time", "", "on another network's clock: when the generated chain begins, RFC 3339 or now (a kept chain keeps its start; default: 2025-01-01T00:00:00Z on mainnet, preprod and preview, the system start on others)")
+	f.StringVar(&startTime, "start-time", "", "on another network's clock: when the generated chain begins, RFC 3339 or now (a kept chain keeps its start; default: now on mainnet, preprod and preview, the system start on others)")
+	f.BoolVar(&wallClock, "wall-clock", false, "make every block at the time it is made (at --block-rate) and schedule every contract from its creation, on the network's clock (on magic 42 the devnet's): a chain of today, its deadlines ahead; a kept chain keeps its clock")
 	f.StringVar(&dataDir, "data-dir", "", "keep the generated chain in this directory ("+DevnetChainFile+") and continue it when started again")
 	f.IntVar(&prefix, "prefix-blocks", 0, "serve only the first N blocks of the stored chain (--data-dir or --replay) in the order they were made, forks included, until SIGUSR1 or --reveal-after reveals the rest (0: all of it)")
 	f.DurationVar(&revealAfter, "reveal-after", 0, "with --prefix-blocks: reveal the rest of the stored chain after this long (0: on SIGUSR1 only)")
 	f.StringVar(&logLevel, "log-level", config.DefaultLogLevel, "log level")
 	f.StringVar(&logFormat, "log-format", "console", "log format: json or console")
 	return cmd
+}
+
+// clockFlags are the devnet command's flags that choose the chain's clock.
+type clockFlags struct {
+	start   string  // --start-time
+	wall    bool    // --wall-clock
+	rate    float64 // --block-rate
+	gapSet  bool    // --slot-gap given
+	replay  bool    // --replay: no generated chain
+	dataDir string  // --data-dir: a kept chain keeps its clock
+}
+
+// devnetClock puts the generated chain on its clock: the wall clock
+// (--wall-clock), another network's clock from --start-time, or on the
+// devnet's own network the reference traces' times. A kept chain on a
+// clock that starts from the time it is started (the wall clock, now)
+// continues from where it began.
+func devnetClock(gen *devnet.GeneratorConfig, net devnetNetwork, f clockFlags, now time.Time) error {
+	switch {
+	case f.replay && (f.wall || f.start != ""):
+		return usageErrorf("--wall-clock and --start-time are for a generated chain; a --replay has its blocks' slots")
+	case f.wall && f.start != "":
+		return usageErrorf("--wall-clock makes every block at the time it is made; --start-time is for a chain made ahead of time")
+	case f.wall && f.rate <= 0:
+		return usageErrorf("--wall-clock makes blocks as time passes, at --block-rate: give a rate above 0")
+	case f.wall:
+		clock := net.clock
+		if clock.IsZero() {
+			clock = devnet.DevnetClock
+		}
+		gen.UseWallClock(clock, now, f.rate)
+	case f.replay:
+		return nil
+	case !net.clock.IsZero():
+		ms, err := net.startMillis(f.start, now)
+		if err != nil {
+			return usageError{err}
+		}
+		gap := gen.MeanSlotGap
+		gen.UseClock(net.clock, ms)
+		if f.gapSet {
+			gen.MeanSlotGap = gap
+		}
+	case f.start != "":
+		return usageErrorf("--start-time is for a generated chain on another network's clock (--network-magic)")
+	default:
+		return nil // the reference traces' times on the devnet's clock
+	}
+	if f.dataDir != "" && (f.wall || f.start == "" || f.start == "now") {
+		// A kept chain began when it was made: continue it.
+		if meta, err := devnet.ReadChainMeta(filepath.Join(f.dataDir, DevnetChainFile)); err == nil &&
+			meta.Generator.Clock == gen.Clock && meta.Generator.WallClock == gen.WallClock {
+			gen.KeepClockOf(meta.Generator)
+		}
+	}
+	return nil
 }
 
 func revealNote(after time.Duration) string {

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -35,6 +36,7 @@ func replayFile(t *testing.T, magic uint32, real bool, generated uint64) (string
 	}
 	cfg := devnet.DefaultGeneratorConfig()
 	cfg.Seed, cfg.MarloweShare, cfg.MeanBlockSize, cfg.RollbackEvery = 3, 0.5, 1500, 0
+	cfg.Mainnet = magic == devnet.MagicMainnet
 	cfg.UseClock(clock, time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC).UnixMilli())
 	if real {
 		for _, e := range []struct {
@@ -247,11 +249,12 @@ func mustHex(t *testing.T, s string) []byte {
 }
 
 // TestDevnetGeneratedOnNetworkClock generates chains with `devnet
-// --network-magic` on preprod's built-in clock and on a network of its
-// own (--system-start, --slot-length; the follower given the same) and
-// follows them with `run`: the blocks are at that network's slots from
-// the start time, and the semantics accept every step with the POSIX
-// intervals the follower computes.
+// --network-magic` on preprod's built-in clock (from now, the default)
+// and on a network of its own (--system-start, --slot-length, from the
+// system start; the follower given the same) and follows them with `run`:
+// the blocks are at that network's slots from the start time, the
+// semantics accept every step with the POSIX intervals the follower
+// computes, and the address parties are testnet addresses.
 func TestDevnetGeneratedOnNetworkClock(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the binary")
@@ -263,7 +266,7 @@ func TestDevnetGeneratedOnNetworkClock(t *testing.T) {
 		slots   chain.SlotConfig
 		start   time.Time
 	}{
-		{"preprod", []string{"--network-magic", "1"}, chain.PreprodSlots, time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)},
+		{"preprod", []string{"--network-magic", "1"}, chain.PreprodSlots, time.Now().Add(-time.Second)},
 		{"own network", []string{"--network-magic", "4242", "--system-start", "2024-06-01T00:00:00Z", "--slot-length", "200ms"},
 			chain.SlotConfig{ZeroTimeMillis: time.Date(2024, 6, 1, 0, 0, 0, 0, time.UTC).UnixMilli(), SlotLengthMillis: 200},
 			time.Date(2024, 6, 1, 0, 0, 0, 0, time.UTC)},
@@ -295,21 +298,20 @@ func TestDevnetGeneratedOnNetworkClock(t *testing.T) {
 				t.Fatal(err)
 			}
 			var status struct {
-				NodeTip       struct{ Slot, BlockNo uint64 } `json:"nodeTip"`
-				FollowerPoint struct{ BlockNo uint64 }       `json:"followerPoint"`
+				NodeTip        struct{ Slot, BlockNo uint64 } `json:"nodeTip"`
+				CommittedPoint struct{ BlockNo uint64 }       `json:"committedPoint"`
 			}
 			deadline := time.Now().Add(90 * time.Second)
 			for {
 				code, err := getJSON("http://127.0.0.1:"+strconv.Itoa(qport)+"/status", &status)
-				if err == nil && code == 200 && status.FollowerPoint.BlockNo == blocks {
+				if err == nil && code == 200 && status.CommittedPoint.BlockNo == blocks {
 					break
 				}
 				if time.Now().After(deadline) {
-					t.Fatalf("the service did not reach block %d: %d %v %+v\n%s\n%s", blocks, code, err, status, runOut, nodeOut)
+					t.Fatalf("the service did not commit block %d: %d %v %+v\n%s\n%s", blocks, code, err, status, runOut, nodeOut)
 				}
 				time.Sleep(100 * time.Millisecond)
 			}
-			time.Sleep(500 * time.Millisecond)
 			stopRun(t, run, runOut)
 			tipTime := time.UnixMilli(c.slots.SlotStart(status.NodeTip.Slot))
 			if d := tipTime.Sub(c.start); d < 2*time.Hour || d > 4*time.Hour { // 500 blocks of 20 s
@@ -322,6 +324,22 @@ func TestDevnetGeneratedOnNetworkClock(t *testing.T) {
 			}
 			if len(rep.Rejected) > 0 || rep.Steps < 100 || rep.FirstMillis < c.start.UnixMilli() || rep.LastMillis > tipTime.Add(24*time.Hour).UnixMilli() {
 				t.Fatalf("%+v", rep)
+			}
+			mainnetParty, testnetParty := regexp.MustCompile(`"address":\s*"addr1`), regexp.MustCompile(`"address":\s*"addr_test1`)
+			testnetParties := 0
+			for _, r := range records {
+				if r.Kind != record.KindContractCreated {
+					continue
+				}
+				if testnetParty.Match(r.Payload) {
+					testnetParties++
+				}
+				if mainnetParty.Match(r.Payload) {
+					t.Fatalf("record %d: a mainnet address party on a testnet chain: %s", r.Seq, r.Payload)
+				}
+			}
+			if testnetParties == 0 {
+				t.Fatal("no contract with an address party")
 			}
 			t.Logf("tip at %s; %d contracts, %d steps, %d closed; intervals %s to %s", tipTime.UTC().Format(time.RFC3339),
 				rep.Created, rep.Steps, rep.Closed, time.UnixMilli(rep.FirstMillis).UTC().Format(time.RFC3339),

@@ -22,6 +22,7 @@ func newRunCommand() *cobra.Command {
 		devnetShare float64
 		devnetStop  uint64
 		journal     bool
+		devnetClock string
 	)
 	cmd := &cobra.Command{
 		Use:   "run [--devnet]",
@@ -51,7 +52,7 @@ func newRunCommand() *cobra.Command {
 				return usageErrorf("--devnet runs a node to follow; role reader follows none: run the devnet with `marlowe-follower devnet` and a writer on it")
 			}
 			if useDevnet {
-				opts := runDevnetOptions{rate: devnetRate, seed: devnetSeed, share: devnetShare, blocks: devnetStop, journal: journal}
+				opts := runDevnetOptions{rate: devnetRate, seed: devnetSeed, share: devnetShare, blocks: devnetStop, journal: journal, clock: devnetClock}
 				// The node outlives the signal: it stops after the service
 				// (cleanup, deferred), or the follower would see it go first
 				// and warn that it lost the node.
@@ -112,6 +113,8 @@ func newRunCommand() *cobra.Command {
 	f.Float64Var(&devnetShare, "devnet-marlowe-share", 0.3, "with --devnet: fraction of blocks with Marlowe activity")
 	f.Uint64Var(&devnetStop, "devnet-blocks", 0, "with --devnet: stop the chain at this many blocks and wait at its tip, a chain at rest (0: grow for ever)")
 	f.BoolVar(&journal, "devnet-journal", false, "with --devnet: serve the chain's whole history, forks included (reproducible runs)")
+	f.StringVar(&devnetClock, "devnet-clock", "", "with --devnet: wall (the default: blocks at the time they are made, contract deadlines minutes ahead; "+
+		"at --devnet-block-rate 0 a chain ending before now) or traces (the reference traces' exact times, from 1969); a kept chain keeps its clock")
 	return cmd
 }
 

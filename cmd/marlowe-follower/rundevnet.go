@@ -2,10 +2,13 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"go.uber.org/zap"
 
@@ -20,6 +23,64 @@ type runDevnetOptions struct {
 	share   float64
 	blocks  uint64
 	journal bool
+	clock   string // ClockWall or ClockTraces; "" for the default
+}
+
+// run --devnet's clocks (--devnet-clock).
+const (
+	// ClockWall: the chain follows the real time: every block at the time
+	// it is made, every contract scheduled from its creation (deadlines
+	// minutes ahead). At --devnet-block-rate 0 the chain is made at once,
+	// blocks 20 s apart, ending before the time it is started.
+	ClockWall = "wall"
+	// ClockTraces: the reference traces' own times on the devnet's 1 ms
+	// slots from 1969-12-20, exact to the millisecond (for tests that
+	// compare with them).
+	ClockTraces = "traces"
+)
+
+// runDevnetGenerator is run --devnet's generator: o's settings on the
+// clock o.clock asks for (by default the wall clock), or, for a kept chain,
+// the clock it was made on (asking for another is refused).
+func runDevnetGenerator(o runDevnetOptions, chainFile string, now time.Time, log *zap.Logger) (devnet.GeneratorConfig, error) {
+	gen := devnet.DefaultGeneratorConfig()
+	gen.Seed, gen.MarloweShare = o.seed, o.share
+	mode := o.clock
+	switch mode {
+	case "", ClockWall, ClockTraces:
+	default:
+		return gen, usageErrorf("--devnet-clock %q: want %s or %s", mode, ClockWall, ClockTraces)
+	}
+	if chainFile != "" {
+		meta, err := devnet.ReadChainMeta(chainFile)
+		switch {
+		case err == nil:
+			kept := ClockWall
+			if meta.Generator.Clock.IsZero() {
+				kept = ClockTraces
+			}
+			if mode != "" && mode != kept {
+				return gen, usageErrorf("--devnet-clock %s, but the devnet chain kept in %s was made on the %s clock: "+
+					"leave --devnet-clock out to continue it, or start afresh with `marlowe-follower reset --yes` on this data directory", mode, chainFile, kept)
+			}
+			gen.KeepClockOf(meta.Generator)
+			if kept == ClockTraces && mode == "" {
+				log.Warn("the devnet chain kept in the data directory is on the reference traces' clock (1969; made by an earlier version, or with --devnet-clock traces): "+
+					"it goes on so; for a chain on the wall clock, start afresh with `marlowe-follower reset --yes`", zap.String("chain", chainFile))
+			}
+			return gen, nil
+		case !errors.Is(err, fs.ErrNotExist):
+			return gen, err
+		}
+	}
+	switch {
+	case mode == ClockTraces:
+	case o.rate > 0:
+		gen.UseWallClock(devnet.DevnetClock, now, o.rate)
+	default:
+		gen.UseClock(devnet.DevnetClock, devnet.EndingBy(now, o.blocks).UnixMilli())
+	}
+	return gen, nil
 }
 
 // startRunDevnet starts run --devnet's node and points cfg at it. Its
@@ -62,8 +123,10 @@ func startRunDevnet(ctx context.Context, l *config.Loaded, cfg *config.Config, o
 	l.ApplyDevnetDefaults(cfg) // browser pages of any origin, unless cors.origins is set
 	cfg.Node.NetworkMagic = devnet.NetworkMagic
 	cfg.Node.SystemStart, cfg.Node.SlotLength, cfg.Node.Genesis = "", 0, ""
-	gen := devnet.DefaultGeneratorConfig()
-	gen.Seed, gen.MarloweShare = o.seed, o.share
+	gen, err := runDevnetGenerator(o, chainFile, time.Now(), log)
+	if err != nil {
+		return nil, "", nil, err
+	}
 	dn, err = devnet.Start(ctx, devnet.RunConfig{
 		SocketPath: cfg.Node.Socket, Generator: gen, Blocks: o.blocks, BlockRate: o.rate, Journal: o.journal,
 		ChainFile: chainFile, Logger: log,

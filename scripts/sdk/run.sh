@@ -3,7 +3,8 @@
 # 0.4.0-beta) against the runtime view: builds the binary, starts
 # `run --devnet` on free ports with its store in a temporary directory and
 # the devnet's chain stopped at a number of blocks (a chain at rest, so that
-# the check can compare its answers exactly), waits until the service has
+# the check can compare its answers exactly; made at once, it ends before
+# now, its open contracts' deadlines ahead), waits until the service has
 # stored all of it (wait.mjs), runs sdk-check.mjs against
 # http://127.0.0.1:PORT/runtime, then the example program of docs/query.md
 # ("Using the Marlowe TS SDK", copied from the page as it is), stops the
@@ -91,7 +92,9 @@ echo "the check took $((SECONDS - t0)) s"
 # The example of docs/query.md: the first js block of its "Using the Marlowe
 # TS SDK" section, run as a user would run it (node example.mjs beside the
 # SDK's node_modules), with RUNTIME_URL the view. It must exit 0, print the
-# Runtime version and leave no unhandled rejection (Node exits 1 on one).
+# Runtime version, find an open contract that takes a deposit, a choice or
+# a notify now (the devnet's chain ends before now, its deadlines ahead),
+# and leave no unhandled rejection (Node exits 1 on one).
 if [ "$check" -eq 0 ]; then
 	mkdir -p "$tmp/example"
 	ln -s "$modules" "$tmp/example/node_modules"
@@ -104,7 +107,9 @@ if [ "$check" -eq 0 ]; then
 		echo "FAIL docs/query.md has no js example under \"Using the Marlowe TS SDK\""
 		check=1
 	elif ! (cd "$tmp/example" && RUNTIME_URL="http://127.0.0.1:$qport/runtime" node example.mjs >"$tmp/example/out.txt" 2>&1) ||
-		! grep -q '^Runtime 1\.0\.0$' "$tmp/example/out.txt"; then
+		! grep -q '^Runtime 1\.0\.0$' "$tmp/example/out.txt" ||
+		! grep -Eq 'it takes now deposits: [0-9]+ choices: [0-9]+ notifies: [0-9]+$' "$tmp/example/out.txt" ||
+		grep -Eq 'it takes now deposits: 0 choices: 0 notifies: 0$' "$tmp/example/out.txt"; then
 		echo "FAIL the example of docs/query.md (Using the Marlowe TS SDK):"
 		cat "$tmp/example/out.txt"
 		check=1
