@@ -221,13 +221,19 @@ func (f *Feed) answered() {
 }
 
 // Close ends the feed: the store stops delivering to it.
-func (f *Feed) Close() {
+func (f *Feed) Close() { f.close(nil) }
+
+// close ends the feed and returns how many unsubscriptions the running
+// store will acknowledge to ack (none without ack).
+func (f *Feed) close(ack *actor.PID) int {
 	f.closed = true
+	n := 0
 	for _, ls := range []*liveSub{f.live, f.asking} {
-		if ls != nil {
-			f.h.store.run.send(&unsubscribe{id: ls.id})
+		if ls != nil && f.h.store.run.send(&unsubscribe{id: ls.id, ack: ack}) && ack != nil {
+			n++
 		}
 	}
 	f.live = nil
 	f.answered()
+	return n
 }

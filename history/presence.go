@@ -115,9 +115,11 @@ func (p *presence) onChange(f func()) (cancel func()) {
 	}
 }
 
-// send sends msg to the running writer, if any.
-func (p *presence) send(msg any) {
-	if system, pid, _ := p.state(); pid != nil {
+// send sends msg to the running writer, if any; false when none runs.
+func (p *presence) send(msg any) bool {
+	system, pid, _ := p.state()
+	if pid != nil {
 		system.Root.Send(pid, msg)
 	}
+	return pid != nil
 }

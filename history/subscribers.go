@@ -19,7 +19,13 @@ type (
 		sub    *liveSub
 		cursor int64
 	}
-	unsubscribe struct{ id uint64 }
+	// unsubscribe ends a registration; ack, when set, is told once it is
+	// gone (unsubscribed): every delivery to it was sent before.
+	unsubscribe struct {
+		id  uint64
+		ack *actor.PID
+	}
+	unsubscribed struct{}
 )
 
 // subscribers is the registry of a store's live feeds, the one the
@@ -52,6 +58,9 @@ func (r *subscribers) receive(msg any, head int64) bool {
 	case *unsubscribe:
 		delete(r.live, m.id)
 		r.count()
+		if m.ack != nil {
+			r.system.Root.Send(m.ack, &unsubscribed{})
+		}
 	default:
 		return false
 	}

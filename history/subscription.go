@@ -78,17 +78,19 @@ func (s *Subscription) Next(ctx context.Context) (record.Batch, error) {
 	}
 }
 
-// Close ends the subscription: its actor closes the feed and stops.
+// Close ends the subscription: its actor closes the feed and stops once
+// the store has let go of it (so that nothing is sent to it after).
 func (s *Subscription) Close() {
 	if s.pid != nil {
 		s.cancel()
-		s.h.system.Root.Stop(s.pid)
+		s.h.system.Root.Send(s.pid, &closeRequest{})
 		s.pid = nil
 	}
 }
 
 type (
-	nextRequest struct{}
+	closeRequest struct{}
+	nextRequest  struct{}
 	nextReply   struct {
 		batch record.Batch
 		err   error
@@ -103,6 +105,8 @@ type subscriber struct {
 	feed  *Feed
 	asked bool        // a nextRequest waits for its batch
 	stash []*Delivery // live batches not asked for yet, untaken
+	acks  int         // closing: unsubscriptions the store has not acknowledged
+	quit  func()      // closing: cancels the stop at the writer's change
 }
 
 func (a *subscriber) Receive(c actor.Context) {
@@ -126,8 +130,24 @@ func (a *subscriber) Receive(c actor.Context) {
 			return
 		}
 		a.take(m)
+	case *closeRequest:
+		a.stash = nil
+		if a.acks = a.feed.close(c.Self()); a.acks == 0 {
+			c.Stop(c.Self())
+			return
+		}
+		// Should the store's writer change meanwhile, its acks never come.
+		system, self := c.ActorSystem(), c.Self()
+		a.quit = a.s.h.store.run.onChange(func() { system.Root.Stop(self) })
+	case *unsubscribed:
+		if a.acks--; a.acks == 0 {
+			c.Stop(c.Self())
+		}
 	case *actor.Stopping:
 		a.feed.Close()
+		if a.quit != nil {
+			a.quit()
+		}
 	}
 	a.s.live.Store(a.feed.Live())
 }
