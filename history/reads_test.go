@@ -87,22 +87,17 @@ func TestReceivedRecordIsQueryable(t *testing.T) {
 		model.pending.Add(1)
 		st.Release = func() { model.pending.Add(-1) }
 		f.system.Root.Send(f.pid, st)
-		// Bursts and pauses: subscribers go live in the pauses (a store
-		// that commits without pause keeps refusing to take them live).
+		// Bursts and pauses: subscribers go live in the pauses, until
+		// everything sent is committed (a store that commits without
+		// pause keeps refusing to take them live).
 		if model.rng.IntN(4) == 0 {
-			time.Sleep(time.Duration(1+model.rng.IntN(8)) * time.Millisecond)
+			waitUntil(t, "the burst committed", func() bool { return model.pending.Load() == 0 || ctx.Err() != nil })
 		}
 	}
-	for model.pending.Load() > 0 && ctx.Err() == nil {
-		time.Sleep(5 * time.Millisecond)
-	}
+	waitUntil(t, "every step committed", func() bool { return model.pending.Load() == 0 || ctx.Err() != nil })
 	head := f.handle.Head()
 	// Let the subscribers receive up to the head, then stop them.
-	deadline := time.Now().Add(2 * time.Minute)
-	for lastSeen.Load() < head && ctx.Err() == nil && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
-	if lastSeen.Load() < head && ctx.Err() == nil {
+	if !poll(2*time.Minute, func() bool { return lastSeen.Load() >= head || ctx.Err() != nil }) {
 		t.Errorf("the unfiltered subscriber reached seq %d of %d", lastSeen.Load(), head)
 	}
 	cancel()

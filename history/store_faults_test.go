@@ -97,17 +97,6 @@ func block(n uint64, released *atomic.Int64) *history.Step {
 	}
 }
 
-func waitUntil(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
 func committedNo(st *history.StoreStats) uint64 {
 	if h := st.Committed.Load(); h != nil {
 		return h.BlockNo
@@ -201,11 +190,11 @@ func TestStoreSecondWriterIsFatal(t *testing.T) {
 		!strings.Contains(err.Error(), "another writer holds this store") {
 		t.Fatalf("fatal error %v", err)
 	}
+	// Five retry delays: a store that retried would have committed again.
 	calls := b.backend.calls.Load()
-	time.Sleep(100 * time.Millisecond)
-	if b.backend.calls.Load() != calls || relB.Load() != 0 {
-		t.Fatalf("after the fatal error: %d more commits, %d released", b.backend.calls.Load()-calls, relB.Load())
-	}
+	holdsFor(t, "no commit after the fatal error", 100*time.Millisecond, func() bool {
+		return b.backend.calls.Load() == calls && relB.Load() == 0
+	})
 	if !b.store.Stats().Failing.Load() {
 		t.Fatal("the dead store does not say it fails")
 	}

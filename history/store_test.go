@@ -131,7 +131,17 @@ func TestSnapshotThenLive(t *testing.T) {
 	const steps = 1500
 	var wg sync.WaitGroup
 	done := make(chan struct{})
-	// The writer.
+	finished := func() bool {
+		select {
+		case <-done:
+			return true
+		default:
+			return false
+		}
+	}
+	var sent atomic.Int64
+	// The writer: bursts, and pauses until what it sent is committed, in
+	// which subscribers go live.
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
@@ -141,8 +151,10 @@ func TestSnapshotThenLive(t *testing.T) {
 			model.pending.Add(1)
 			st.Release = func() { model.pending.Add(-1) }
 			f.system.Root.Send(f.pid, st)
-			if model.rng.IntN(10) == 0 {
-				time.Sleep(time.Millisecond)
+			sent.Add(1)
+			if model.rng.IntN(10) == 0 && !poll(time.Minute, func() bool { return model.pending.Load() == 0 }) {
+				t.Error("a burst was not committed")
+				return
 			}
 		}
 	}()
@@ -164,7 +176,9 @@ func TestSnapshotThenLive(t *testing.T) {
 	}
 	subRng := rand.New(rand.NewPCG(5, 6))
 	for i := range 24 {
-		time.Sleep(time.Duration(subRng.IntN(8)) * time.Millisecond)
+		// Subscribers join all along the writer's run, at random steps.
+		at := int64(i*steps/24 + subRng.IntN(steps/24))
+		waitUntil(t, "the writer's progress", func() bool { return sent.Load() >= at || finished() })
 		r := &result{filter: filters[i%len(filters)]}
 		switch i % 3 {
 		case 0:
@@ -192,14 +206,9 @@ func TestSnapshotThenLive(t *testing.T) {
 				// waits however long the writer takes (a loaded machine
 				// under the race detector is slow; the test's own timeout
 				// bounds a hang).
-				finished := false
-				select {
-				case <-done:
-					finished = model.pending.Load() == 0
-				default:
-				}
+				caughtUp := finished() && model.pending.Load() == 0
 				wait := time.Second
-				if finished {
+				if caughtUp {
 					wait = 300 * time.Millisecond
 				}
 				ctx, cancel := context.WithTimeout(context.Background(), wait)
@@ -207,7 +216,7 @@ func TestSnapshotThenLive(t *testing.T) {
 				cancel()
 				if err != nil {
 					if errors.Is(err, context.DeadlineExceeded) {
-						if !finished {
+						if !caughtUp {
 							continue
 						}
 						c := sub.Cursor()
@@ -220,9 +229,12 @@ func TestSnapshotThenLive(t *testing.T) {
 					return
 				}
 				r.got = append(r.got, b.Records...)
-				// Slow readers fall behind and come back.
+				// Slow readers fall behind and come back: this one reads
+				// nothing while the store commits more batches than its
+				// live queue holds.
 				if rand.IntN(20) == 0 {
-					time.Sleep(3 * time.Millisecond)
+					c := f.store.Stats().Commits.Load() + uint64(cfg.LiveQueue) + 1
+					poll(time.Minute, func() bool { return f.store.Stats().Commits.Load() >= c || finished() })
 				}
 			}
 		}()

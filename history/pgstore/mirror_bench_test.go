@@ -3,6 +3,7 @@ package pgstore_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"slices"
 	"sync"
 	"testing"
@@ -102,9 +103,12 @@ func BenchmarkCommitToClient(b *testing.B) {
 		wsys.Shutdown()
 		_ = db.Close()
 	}()
-	for !m.Stats().Listening.Load() {
-		time.Sleep(10 * time.Millisecond)
-	}
+	checkFor(b, time.Minute, func() error {
+		if !m.Stats().Listening.Load() {
+			return errors.New("the mirror does not listen")
+		}
+		return nil
+	})
 	sctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	inWriter := receive(sctx, whandle.Subscribe(record.Filter{}, record.From{Kind: record.FromTip}))

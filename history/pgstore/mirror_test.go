@@ -156,19 +156,26 @@ func (m *mirrorChain) next() *history.Step {
 	return &history.Step{Forward: fs}
 }
 
-// checkFor polls cond until it holds or the wait ends.
-func checkFor(t *testing.T, wait time.Duration, cond func() error) {
+// checkFor polls cond every 10 ms until it holds or the wait ends.
+func checkFor(t testing.TB, wait time.Duration, cond func() error) {
 	t.Helper()
-	deadline := time.Now().Add(wait)
+	deadline := time.NewTimer(wait)
+	defer deadline.Stop()
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
 	for {
 		err := cond()
 		if err == nil {
 			return
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("after %s: %v", wait, err)
+		select {
+		case <-tick.C:
+		case <-deadline.C:
+			if err = cond(); err != nil {
+				t.Fatalf("after %s: %v", wait, err)
+			}
+			return
 		}
-		time.Sleep(10 * time.Millisecond)
 	}
 }
 
@@ -303,11 +310,20 @@ func hammer(t *testing.T, w *writerFixture, r *readerFixture, read history.Backe
 	var subs []*subscriber
 	rng := rand.New(rand.NewPCG(9, 10))
 	for i := range 30 {
+		// Each subscriber joins once a random share of the steps sent
+		// before it is committed.
+		before := w.store.Stats().BlocksCommitted.Load()
 		w.send(steps / 30)
 		if during != nil {
 			during(i)
 		}
-		time.Sleep(time.Duration(rng.IntN(10)) * time.Millisecond)
+		at := before + uint64(rng.IntN(steps/30+1))
+		checkFor(t, time.Minute, func() error {
+			if n := w.store.Stats().BlocksCommitted.Load(); n < at {
+				return fmt.Errorf("%d blocks committed, waiting for %d", n, at)
+			}
+			return nil
+		})
 		s := &subscriber{filter: mirrorFilters[i%len(mirrorFilters)]}
 		switch i % 3 {
 		case 0:
