@@ -89,13 +89,34 @@ func (v *chainView) activity() []devnet.Activity {
 // waitFor polls cond until it holds or the deadline passes.
 func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
+	if !poll(d, cond) {
+		t.Fatalf("timed out waiting for %s", what)
 	}
+}
+
+// holdsFor checks that cond holds all along d; the test fails as soon as
+// it does not.
+func holdsFor(t *testing.T, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	if poll(d, func() bool { return !cond() }) {
+		t.Fatalf("%s stopped holding", what)
+	}
+}
+
+// poll reports whether cond held within d, asking every 10 ms.
+func poll(d time.Duration, cond func() bool) bool {
+	deadline := time.NewTimer(d)
+	defer deadline.Stop()
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for !cond() {
+		select {
+		case <-tick.C:
+		case <-deadline.C:
+			return cond()
+		}
+	}
+	return true
 }
 
 // TestFollowDevnetEndToEnd follows a devnet node over a real Unix socket

@@ -81,9 +81,7 @@ func TestMirrorRestartsUnderTheRule(t *testing.T) {
 				Header: h, Tip: chain.Tip{Point: h.Point(), BlockNo: n},
 				Records: []record.Record{{Kind: record.KindPayoutWithdrawn, Block: h, Payload: payload}}}})
 		}
-		for pending.Load() > 0 {
-			time.Sleep(5 * time.Millisecond)
-		}
+		waitUntil(t, "the writer's commits", func() bool { return pending.Load() == 0 })
 	}
 
 	// The reader's pipeline; its mirror fails once, at a wake-up after

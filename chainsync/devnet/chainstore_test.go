@@ -84,15 +84,22 @@ func fakeHeader(_ block.Type, raw []byte) (chain.BlockHeader, error) {
 	return chain.BlockHeader{Slot: slot, BlockNo: no, Hash: sha256.Sum256(raw)}, nil
 }
 
-// waitFor polls cond until it holds or a deadline passes.
+// waitFor polls cond every 2 ms until it holds or a deadline passes.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
+	deadline := time.NewTimer(20 * time.Second)
+	defer deadline.Stop()
+	tick := time.NewTicker(2 * time.Millisecond)
+	defer tick.Stop()
 	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
+		select {
+		case <-tick.C:
+		case <-deadline.C:
+			if !cond() {
+				t.Fatalf("timed out waiting for %s", what)
+			}
+			return
 		}
-		time.Sleep(2 * time.Millisecond)
 	}
 }
 
@@ -437,22 +444,15 @@ func TestCursorConcurrent(t *testing.T) {
 		}
 	}
 	// Let every reader reach the tip before stopping them.
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	waitFor(t, "the readers at the tip", func() bool {
 		s.mu.Lock() // excludes Next, which changes cursors under the read lock
+		defer s.mu.Unlock()
 		all := len(s.cursors) == readers
 		for c := range s.cursors {
 			all = all && c.pos == len(s.headers) && !c.rollBack
 		}
-		s.mu.Unlock()
-		if all {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("readers did not reach the tip")
-		}
-		time.Sleep(time.Millisecond)
-	}
+		return all
+	})
 	close(done)
 	wg.Wait()
 	want := fmt.Sprint(s.Headers())
