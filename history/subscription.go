@@ -91,7 +91,7 @@ func (s *Subscription) Close() {
 type (
 	closeRequest struct{}
 	nextRequest  struct{}
-	nextReply   struct {
+	nextReply    struct {
 		batch record.Batch
 		err   error
 	}
