@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"net"
 	"net/http"
 	"strconv"
 	"strings"
@@ -83,7 +84,9 @@ func newHealthcheckCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "healthcheck",
 		Short: "Exit 0 when the local service answers GET /healthz (for container health checks)",
-		Args:  exactArgs(0),
+		Long: "Exit 0 when the service answers GET /healthz on query.host and query.port (for container health\n" +
+			"checks): the address it listens on, or 127.0.0.1 when it listens on every interface or on the default.",
+		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			l, err := loadConfig(cmd)
 			if err != nil {
@@ -92,7 +95,7 @@ func newHealthcheckCommand() *cobra.Command {
 			if l.Config.Query.Port == 0 {
 				return usageErrorf("query.port is 0: the query API, which serves /healthz, is disabled")
 			}
-			url := "http://127.0.0.1:" + strconv.Itoa(l.Config.Query.Port) + "/healthz"
+			url := "http://" + localAddr(net.JoinHostPort(l.Config.Query.Host, strconv.Itoa(l.Config.Query.Port))) + "/healthz"
 			client := &http.Client{Timeout: timeout}
 			resp, err := client.Get(url)
 			if err != nil {
@@ -105,7 +108,7 @@ func newHealthcheckCommand() *cobra.Command {
 			return nil
 		},
 	}
-	config.RegisterFlags(cmd.Flags(), "query")
+	config.RegisterFlags(cmd.Flags(), "query.host", "query.port")
 	cmd.Flags().DurationVar(&timeout, "timeout", 3*time.Second, "how long to wait for the answer")
 	return cmd
 }
