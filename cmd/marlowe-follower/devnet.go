@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"math"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -101,11 +102,10 @@ func newDevnetCommand() *cobra.Command {
 		journal     bool
 		network     service.NetworkSettings
 		startTime   string
-		dataDir     string
+		chainDir    string
+		magic       uint
 		prefix      int
 		revealAfter time.Duration
-		logFormat   string
-		logLevel    string
 		wallClock   bool
 	)
 	cmd := &cobra.Command{
@@ -124,7 +124,7 @@ func newDevnetCommand() *cobra.Command {
 			"magic 42 a generated chain plays the reference traces at their own times (1969, 1 ms slots) unless\n" +
 			"--wall-clock: then, on any network, every block is made at the time it is served and every contract\n" +
 			"is scheduled from its creation, its deadlines ahead (what run --devnet does).\n\n" +
-			"With --data-dir the generated chain is kept in DIR/" + DevnetChainFile + ": started again on it, the devnet\n" +
+			"With --chain-dir the generated chain is kept in DIR/" + DevnetChainFile + ": started again on it, the devnet\n" +
 			"serves the same chain and continues it as one uninterrupted run would. --prefix-blocks serves only the\n" +
 			"beginning of the stored chain (kept or replayed) and reveals the rest on SIGUSR1 or after --reveal-after.",
 		Args: exactArgs(0),
@@ -132,31 +132,43 @@ func newDevnetCommand() *cobra.Command {
 			if socket == "" {
 				return usageErrorf("--socket is required")
 			}
-			if dataDir != "" && replay != "" {
-				return usageErrorf("--data-dir keeps a generated chain; a --replay file is kept already")
+			if cmd.Flags().Changed("data-dir") {
+				fmt.Fprintln(cmd.ErrOrStderr(), "marlowe-follower: devnet --data-dir is deprecated: use --chain-dir (--data-dir is the store's directory in the other commands)")
+			}
+			if chainDir != "" && replay != "" {
+				return usageErrorf("--chain-dir keeps a generated chain; a --replay file is kept already")
 			}
 			if prefix < 0 {
 				return usageErrorf("--prefix-blocks must not be negative")
 			}
-			if prefix > 0 && dataDir == "" && replay == "" {
-				return usageErrorf("--prefix-blocks serves the beginning of a stored chain: give --data-dir or --replay")
+			if prefix > 0 && chainDir == "" && replay == "" {
+				return usageErrorf("--prefix-blocks serves the beginning of a stored chain: give --chain-dir or --replay")
 			}
 			if revealAfter != 0 && prefix == 0 {
 				return usageErrorf("--reveal-after goes with --prefix-blocks")
 			}
-			if !cmd.Flags().Changed("network-magic") {
+			switch {
+			case !cmd.Flags().Changed("network-magic"):
 				network.Magic = 0 // the genesis's, or 42
+			case magic == 0 || magic > math.MaxUint32:
+				return usageErrorf("--network-magic %d: want 1 to %d", magic, uint64(math.MaxUint32))
+			default:
+				network.Magic = uint32(magic)
 			}
 			net, err := resolveDevnetNetwork(network)
 			if err != nil {
 				return usageError{err}
 			}
 			if err := devnetClock(&gen, net, clockFlags{start: startTime, wall: wallClock, rate: rate,
-				gapSet: cmd.Flags().Changed("slot-gap"), replay: replay != "", dataDir: dataDir}, time.Now()); err != nil {
+				gapSet: cmd.Flags().Changed("slot-gap"), replay: replay != "", chainDir: chainDir}, time.Now()); err != nil {
 				return err
 			}
 			gen.Mainnet = net.magic == devnet.MagicMainnet
-			log, err := config.NewLogger(config.Log{Level: logLevel, Format: logFormat})
+			l, err := loadConfig(cmd)
+			if err != nil {
+				return err
+			}
+			log, err := newLogger(l)
 			if err != nil {
 				return usageError{err}
 			}
@@ -164,11 +176,11 @@ func newDevnetCommand() *cobra.Command {
 			ctx, stop := signalContext(cmd.Context(), cmd.ErrOrStderr())
 			defer stop()
 			chainFile := ""
-			if dataDir != "" {
-				if err := os.MkdirAll(dataDir, 0o750); err != nil {
+			if chainDir != "" {
+				if err := os.MkdirAll(chainDir, 0o750); err != nil {
 					return err
 				}
-				chainFile = filepath.Join(dataDir, DevnetChainFile)
+				chainFile = filepath.Join(chainDir, DevnetChainFile)
 			}
 			dn, err := devnet.Start(ctx, devnet.RunConfig{
 				SocketPath: socket, NetworkMagic: net.magic, Generator: gen, Blocks: blocks, BlockRate: rate,
@@ -231,28 +243,31 @@ func newDevnetCommand() *cobra.Command {
 	f.BoolVar(&journal, "journal", false, "serve every client the chain's whole history, forks included, whatever its timing (reproducible runs)")
 	f.StringVar(&replay, "replay", "", "serve the blocks of this file (hex, one block per line, optionally TYPE:HEX) instead of generating")
 	f.StringVar(&activity, "activity", "", "write the generated Marlowe activity (the expected result) to this file as JSON lines")
-	f.Uint32Var(&network.Magic, "network-magic", devnet.NetworkMagic, "network magic clients must propose: 42 (the devnet), mainnet 764824073, preprod 1, preview 2, or any other with a slot clock; with --shelley-genesis its magic unless given")
+	f.UintVar(&magic, "network-magic", devnet.NetworkMagic, "network magic clients must propose: 42 (the devnet), mainnet 764824073, preprod 1, preview 2, or any other with a slot clock; with --shelley-genesis its magic unless given")
 	f.StringVar(&network.SystemStart, "system-start", "", "for a network without a built-in slot clock: the time slot 0 began, RFC 3339 (2025-01-01T00:00:00Z); with --slot-length")
 	f.DurationVar(&network.SlotLength, "slot-length", 0, "for a network without a built-in slot clock: the length of a slot (1s, 100ms); with --system-start")
 	f.StringVar(&network.Genesis, "shelley-genesis", "", "for a network without a built-in slot clock: its Shelley genesis file (networkMagic, systemStart and slotLength)")
 	f.StringVar(&startTime, "start-time", "", "on another network's clock: when the generated chain begins, RFC 3339 or now (a kept chain keeps its start; default: now on mainnet, preprod and preview, the system start on others)")
 	f.BoolVar(&wallClock, "wall-clock", false, "make every block at the time it is made (at --block-rate) and schedule every contract from its creation, on the network's clock (on magic 42 the devnet's): a chain of today, its deadlines ahead; a kept chain keeps its clock")
-	f.StringVar(&dataDir, "data-dir", "", "keep the generated chain in this directory ("+DevnetChainFile+") and continue it when started again")
-	f.IntVar(&prefix, "prefix-blocks", 0, "serve only the first N blocks of the stored chain (--data-dir or --replay) in the order they were made, forks included, until SIGUSR1 or --reveal-after reveals the rest (0: all of it)")
+	f.StringVar(&chainDir, "chain-dir", "", "keep the generated chain in this directory ("+DevnetChainFile+") and continue it when started again (run --devnet keeps it in its data directory)")
+	// The flag's name before it was --chain-dir (it is the store's
+	// directory everywhere else).
+	f.StringVar(&chainDir, "data-dir", "", "the same as --chain-dir")
+	_ = f.MarkHidden("data-dir")
+	f.IntVar(&prefix, "prefix-blocks", 0, "serve only the first N blocks of the stored chain (--chain-dir or --replay) in the order they were made, forks included, until SIGUSR1 or --reveal-after reveals the rest (0: all of it)")
 	f.DurationVar(&revealAfter, "reveal-after", 0, "with --prefix-blocks: reveal the rest of the stored chain after this long (0: on SIGUSR1 only)")
-	f.StringVar(&logLevel, "log-level", config.DefaultLogLevel, "log level")
-	f.StringVar(&logFormat, "log-format", "console", "log format: json or console")
+	config.RegisterFlags(f, "log")
 	return cmd
 }
 
 // clockFlags are the devnet command's flags that choose the chain's clock.
 type clockFlags struct {
-	start   string  // --start-time
-	wall    bool    // --wall-clock
-	rate    float64 // --block-rate
-	gapSet  bool    // --slot-gap given
-	replay  bool    // --replay: no generated chain
-	dataDir string  // --data-dir: a kept chain keeps its clock
+	start    string  // --start-time
+	wall     bool    // --wall-clock
+	rate     float64 // --block-rate
+	gapSet   bool    // --slot-gap given
+	replay   bool    // --replay: no generated chain
+	chainDir string  // --chain-dir: a kept chain keeps its clock
 }
 
 // devnetClock puts the generated chain on its clock: the wall clock
@@ -291,9 +306,9 @@ func devnetClock(gen *devnet.GeneratorConfig, net devnetNetwork, f clockFlags, n
 	default:
 		return nil // the reference traces' times on the devnet's clock
 	}
-	if f.dataDir != "" && (f.wall || f.start == "" || f.start == "now") {
+	if f.chainDir != "" && (f.wall || f.start == "" || f.start == "now") {
 		// A kept chain began when it was made: continue it.
-		if meta, err := devnet.ReadChainMeta(filepath.Join(f.dataDir, DevnetChainFile)); err == nil &&
+		if meta, err := devnet.ReadChainMeta(filepath.Join(f.chainDir, DevnetChainFile)); err == nil &&
 			meta.Generator.Clock == gen.Clock && meta.Generator.WallClock == gen.WallClock {
 			gen.KeepClockOf(meta.Generator)
 		}
