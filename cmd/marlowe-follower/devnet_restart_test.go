@@ -225,3 +225,34 @@ func TestRunDevnetWithoutDataDir(t *testing.T) {
 		t.Fatalf("files left in the working directory: %v", entries)
 	}
 }
+
+// TestRunDevnetSecondSignal: a second signal (a second Ctrl-C) ends run
+// --devnet at once (status 130) and still removes its temporary directory
+// (the deferred cleanups do not run on that path).
+func TestRunDevnetSecondSignal(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binary")
+	}
+	bin := buildBinary(t)
+	qport := freePort(t)
+	cmd, out := startRunDevnetArgs(t, bin, t.TempDir(), qport)
+	waitSeq(t, "http://127.0.0.1:"+strconv.Itoa(qport), 5)
+	m := regexp.MustCompile(`devnet node: +(\S+)/node\.socket`).FindStringSubmatch(out.String())
+	if m == nil {
+		t.Fatalf("no devnet node line:\n%s", out)
+	}
+	// Both at once, so that the forced exit is taken, not the clean one:
+	// the second is queued while the first starts the shutdown. (Two
+	// SIGINTs sent at once may arrive as one; a SIGINT and a SIGTERM
+	// cannot.)
+	_ = cmd.Process.Signal(syscall.SIGINT)
+	_ = cmd.Process.Signal(syscall.SIGTERM)
+	err := cmd.Wait()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != 130 || !strings.Contains(out.String(), "again: exiting now") {
+		t.Fatalf("after SIGINT and SIGTERM: %v\n%s", err, out)
+	}
+	if _, err := os.Stat(m[1]); !os.IsNotExist(err) {
+		t.Fatalf("the temporary directory %s is still there: %v", m[1], err)
+	}
+}

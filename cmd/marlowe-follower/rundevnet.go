@@ -99,8 +99,12 @@ func startRunDevnet(ctx context.Context, l *config.Loaded, cfg *config.Config, o
 	if err != nil {
 		return nil, "", nil, err
 	}
+	// Removed however the process ends: a second Ctrl-C skips the
+	// deferred cleanups.
+	forget := onForcedExit(func() { _ = os.RemoveAll(tmp) })
 	defer func() {
 		if err != nil {
+			forget()
 			_ = os.RemoveAll(tmp)
 		}
 	}()
@@ -137,6 +141,7 @@ func startRunDevnet(ctx context.Context, l *config.Loaded, cfg *config.Config, o
 	return dn, chainFile, func() {
 		_ = dn.Close()
 		_ = os.RemoveAll(tmp)
+		forget()
 	}, nil
 }
 
