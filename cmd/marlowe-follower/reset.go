@@ -30,8 +30,9 @@ var resetTables = []string{
 // Tables of the durable streams, dropped by reset --streams.
 var resetStreamTables = []string{"ws_streams", "ws_history", "ws_schema_migrations"}
 
-// Files of the embedded store, removed by reset.
-var resetFiles = []string{"history.sqlite", "contracts.sqlite", "streams.sqlite"}
+// Files of the embedded store and the chain run --devnet keeps beside it,
+// removed by reset.
+var resetFiles = []string{"history.sqlite", "contracts.sqlite", "streams.sqlite", DevnetChainFile}
 
 // Files of the durable streams, removed by reset --streams.
 var resetStreamFiles = []string{"streams.sqlite"}
@@ -42,9 +43,11 @@ func newResetCommand() *cobra.Command {
 		Use:   "reset --yes [--streams] [--force]",
 		Short: "Delete everything stored (history, contracts, durable streams) so that the next run follows again",
 		Long: "Delete everything the service stored: the history, the contract projection and the durable streams,\n" +
-			"in PostgreSQL (MARLOWE_RT_DATABASE_URL) or in the data directory's SQLite files. The next run follows the\n" +
+			"in PostgreSQL (MARLOWE_RT_DATABASE_URL) or in the data directory's SQLite files, and the chain run --devnet\n" +
+			"keeps in the data directory (" + DevnetChainFile + "; the next run --devnet makes a new one). The next run follows the\n" +
 			"chain again from the configured start point. This is the operator's answer to a stored history that no\n" +
-			"longer intersects the node's chain (a fork deeper than the points kept); the service never does it by itself.\n\n" +
+			"longer intersects the node's chain (a fork deeper than the points kept); the service never does it by itself.\n" +
+			"A data directory that does not exist is left so: there is nothing to delete.\n\n" +
 			"It refuses while a service holds the store (the data directory's lock file, or the service's advisory\n" +
 			"lock in PostgreSQL): stop the service first. --force deletes anyway.\n\n" +
 			"With --streams it deletes only the durable streams (their definitions and cursors): the answer to a\n" +
@@ -57,6 +60,12 @@ func newResetCommand() *cobra.Command {
 			l, err := loadConfig(cmd)
 			if err != nil {
 				return err
+			}
+			dir := l.Config.Store.DataDir
+			if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) && l.Config.Store.DatabaseURL == "" {
+				// Taking the lock would make it.
+				fmt.Fprintf(cmd.OutOrStdout(), "nothing to reset: the data directory %s does not exist\n", dir)
+				return nil
 			}
 			st := storelock.Store{DatabaseURL: l.Config.Store.DatabaseURL, DataDir: l.Config.Store.DataDir}
 			lock, err := storelock.Exclusive(cmd.Context(), st)
@@ -79,13 +88,18 @@ func newResetCommand() *cobra.Command {
 					return err
 				}
 				fmt.Fprintf(cmd.OutOrStdout(), "dropped %s from the PostgreSQL database\n", what)
-				return nil
+				if streams {
+					return nil
+				}
+				files = []string{DevnetChainFile} // the history's chain, when run --devnet kept it
 			}
-			removed, err := resetFilesIn(l.Config.Store.DataDir, files)
+			removed, err := resetFilesIn(dir, files)
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "removed %d files from %s\n", removed, l.Config.Store.DataDir)
+			if st.DatabaseURL == "" || removed > 0 {
+				fmt.Fprintf(cmd.OutOrStdout(), "removed %d files from %s\n", removed, dir)
+			}
 			return nil
 		},
 	}

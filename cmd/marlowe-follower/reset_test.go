@@ -230,3 +230,42 @@ func copyStore(t *testing.T, from, to string, bases ...string) {
 		}
 	}
 }
+
+// TestResetMissingDataDir: reset on a data directory that does not exist
+// says there is nothing to delete and leaves it so (it used to create it
+// to take its lock).
+func TestResetMissingDataDir(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "never-made")
+	code, out, stderr := runCLI(t, "", "reset", "--yes", "--data-dir", dir)
+	if code != 0 || !strings.Contains(out, "nothing to reset: the data directory "+dir+" does not exist") {
+		t.Fatalf("reset of a missing data directory: %d %q %q", code, out, stderr)
+	}
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Fatalf("reset made the data directory: %v", err)
+	}
+}
+
+// TestResetRemovesTheDevnetChain: reset deletes the chain run --devnet
+// keeps in the data directory with the store, so that the next run
+// --devnet makes a new one (on the wall clock) instead of following the
+// old chain again; --streams leaves it.
+func TestResetRemovesTheDevnetChain(t *testing.T) {
+	dir := t.TempDir()
+	for _, f := range []string{"history.sqlite", "streams.sqlite", DevnetChainFile} {
+		if err := os.WriteFile(filepath.Join(dir, f), []byte("x"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if code, out, stderr := runCLI(t, "", "reset", "--yes", "--streams", "--data-dir", dir); code != 0 || !strings.Contains(out, "removed 1 files") {
+		t.Fatalf("reset --streams: %d %q %q", code, out, stderr)
+	}
+	if _, err := os.Stat(filepath.Join(dir, DevnetChainFile)); err != nil {
+		t.Fatalf("reset --streams removed the devnet chain: %v", err)
+	}
+	if code, out, stderr := runCLI(t, "", "reset", "--yes", "--data-dir", dir); code != 0 || !strings.Contains(out, "removed 2 files") {
+		t.Fatalf("reset: %d %q %q", code, out, stderr)
+	}
+	if _, err := os.Stat(filepath.Join(dir, DevnetChainFile)); !os.IsNotExist(err) {
+		t.Fatalf("the devnet chain after reset: %v", err)
+	}
+}
