@@ -59,6 +59,10 @@ type Backend interface {
 // InitParams identify the network the store follows.
 type InitParams struct {
 	NetworkMagic uint32
+	// Migrated says the caller has applied every store's migrations
+	// already (storage.DB.Migrate, as the service's one opener does): Init
+	// then only records or checks the network.
+	Migrated bool
 }
 
 // PartyAddition records parties a record brought into a contract (for

@@ -17,7 +17,8 @@ import (
 	"github.com/marlowe-follower/follower/chainsync/chain"
 	"github.com/marlowe-follower/follower/chainsync/devnet"
 	"github.com/marlowe-follower/follower/cmd/marlowe-follower/config"
-	"github.com/marlowe-follower/follower/cmd/marlowe-follower/service"
+	"github.com/marlowe-follower/follower/cmd/marlowe-follower/network"
+	"github.com/marlowe-follower/follower/cmd/marlowe-follower/stores"
 	"github.com/marlowe-follower/follower/history"
 	"github.com/marlowe-follower/follower/history/record"
 	"github.com/marlowe-follower/follower/streaming"
@@ -68,6 +69,7 @@ func (b *timedBackend) committedAt(seq int64) (time.Time, bool) {
 // timedBackend.
 type pipeline struct {
 	pipe     *actorpipe.Pipeline
+	stores   *stores.Stores // the backend's, closed with it
 	backend  *timedBackend
 	store    *history.Store
 	handle   *history.Handle
@@ -80,23 +82,19 @@ func startPipeline(ctx context.Context, socket string, spec storeSpec) (*pipelin
 	if err != nil {
 		return nil, err
 	}
-	raw, _, err := service.OpenBackend(ctx, cfg)
+	st, err := stores.Open(ctx, cfg) // migrated, its network checked
 	if err != nil {
 		return nil, err
 	}
-	if err := raw.Init(ctx, &history.InitParams{NetworkMagic: devnet.NetworkMagic}); err != nil {
-		_ = raw.Close()
-		return nil, err
-	}
-	p := &pipeline{backend: &timedBackend{Backend: raw}, progress: &chainsync.Progress{}}
-	slots, err := service.SlotConfig(devnet.NetworkMagic)
+	p := &pipeline{backend: &timedBackend{Backend: st.History}, stores: st, progress: &chainsync.Progress{}}
+	slots, err := network.SlotConfig(devnet.NetworkMagic)
 	if err != nil {
-		_ = raw.Close()
+		_ = st.Close()
 		return nil, err
 	}
 	start, err := chainsync.ParseStart("origin")
 	if err != nil {
-		_ = raw.Close()
+		_ = st.Close()
 		return nil, err
 	}
 	p.pipe, err = actorpipe.Start(ctx, actorpipe.Config{
@@ -104,7 +102,7 @@ func startPipeline(ctx context.Context, socket string, spec storeSpec) (*pipelin
 		Follower: &chainsync.Config{SocketPath: socket, NetworkMagic: devnet.NetworkMagic, Start: start},
 	})
 	if err != nil {
-		_ = raw.Close()
+		_ = st.Close()
 		return nil, err
 	}
 	p.store, p.handle = p.pipe.Store, p.pipe.Handle
@@ -133,7 +131,7 @@ func (p *pipeline) waitBlocks(ctx context.Context, tip uint64, limit time.Durati
 // stop takes the pipeline down in order and closes the store.
 func (p *pipeline) stop() error {
 	err := p.pipe.Stop(config.DefaultShutdownGrace)
-	return errors.Join(err, p.backend.Close())
+	return errors.Join(err, p.stores.Close())
 }
 
 // tip is the node's tip as the follower last saw it.

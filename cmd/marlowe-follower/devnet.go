@@ -16,7 +16,7 @@ import (
 	"github.com/marlowe-follower/follower/chainsync/chain"
 	"github.com/marlowe-follower/follower/chainsync/devnet"
 	"github.com/marlowe-follower/follower/cmd/marlowe-follower/config"
-	"github.com/marlowe-follower/follower/cmd/marlowe-follower/service"
+	"github.com/marlowe-follower/follower/cmd/marlowe-follower/network"
 )
 
 // DevnetChainFile is the name of the devnet's chain file in a data directory.
@@ -32,7 +32,7 @@ type devnetNetwork struct {
 }
 
 // resolveDevnetNetwork turns the network flags into a network.
-func resolveDevnetNetwork(s service.NetworkSettings) (devnetNetwork, error) {
+func resolveDevnetNetwork(s network.Settings) (devnetNetwork, error) {
 	if s.Genesis != "" && s.Magic == 0 {
 		g, err := chain.ReadShelleyGenesis(s.Genesis)
 		if err != nil {
@@ -43,7 +43,7 @@ func resolveDevnetNetwork(s service.NetworkSettings) (devnetNetwork, error) {
 	if s.Magic == 0 {
 		s.Magic = devnet.NetworkMagic
 	}
-	sc, err := service.NetworkSlots(s, "--network-magic", "--system-start", "--slot-length", "--shelley-genesis")
+	sc, err := network.Slots(s, "--network-magic", "--system-start", "--slot-length", "--shelley-genesis")
 	if err != nil {
 		return devnetNetwork{}, err
 	}
@@ -78,7 +78,7 @@ func (n devnetNetwork) startMillis(text string, now time.Time) (int64, error) {
 }
 
 // followHint is how to follow the devnet with the service.
-func followHint(socket string, n devnetNetwork, s service.NetworkSettings) string {
+func followHint(socket string, n devnetNetwork, s network.Settings) string {
 	hint := fmt.Sprintf("marlowe-follower run --node-socket %s --network-magic %d", socket, n.magic)
 	switch {
 	case s.Genesis != "":
@@ -100,7 +100,7 @@ func newDevnetCommand() *cobra.Command {
 		activity    string
 		pregen      bool
 		journal     bool
-		network     service.NetworkSettings
+		network     network.Settings
 		startTime   string
 		chainDir    string
 		magic       uint

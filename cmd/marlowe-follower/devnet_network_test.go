@@ -215,7 +215,13 @@ func TestDevnetReplayOnNetworkMagic(t *testing.T) {
 				}
 				time.Sleep(100 * time.Millisecond)
 			}
+			// The refusal can be logged before the query port listens (the
+			// pipeline starts first): wait for /status to answer.
 			code, err := getJSON(base+"/status", &status)
+			for err != nil && time.Now().Before(deadline) {
+				time.Sleep(20 * time.Millisecond)
+				code, err = getJSON(base+"/status", &status)
+			}
 			stopRun(t, other, otherOut)
 			if err != nil || code != 200 || status.Connected || status.HistorySeq != 0 || status.CommittedPoint.BlockNo != 0 {
 				t.Fatalf("a follower of magic %s on the devnet of magic %s: %d %v %+v", c.another, magic, code, err, status)

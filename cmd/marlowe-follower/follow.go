@@ -11,7 +11,7 @@ import (
 	"github.com/marlowe-follower/follower/chainsync"
 	"github.com/marlowe-follower/follower/chainsync/classify"
 	"github.com/marlowe-follower/follower/cmd/marlowe-follower/config"
-	"github.com/marlowe-follower/follower/cmd/marlowe-follower/service"
+	"github.com/marlowe-follower/follower/cmd/marlowe-follower/progress"
 )
 
 func newFollowCommand() *cobra.Command {
@@ -64,7 +64,7 @@ func newFollowCommand() *cobra.Command {
 			if err != nil {
 				return usageError{err}
 			}
-			go service.ReportProgress(ctx, log, p.Progress, cfg.Progress.Period)
+			go progress.Report(ctx, log, p.Progress, cfg.Progress.Period)
 			select {
 			case <-ctx.Done():
 			case <-p.Done():

@@ -11,7 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/marlowe-follower/follower/cmd/marlowe-follower/config"
-	"github.com/marlowe-follower/follower/cmd/marlowe-follower/service"
+	"github.com/marlowe-follower/follower/cmd/marlowe-follower/stores"
 )
 
 func newMigrateCommand() *cobra.Command {
@@ -30,12 +30,12 @@ func newMigrateCommand() *cobra.Command {
 				return err
 			}
 			ctx := cmd.Context()
-			db, where, err := service.OpenStorage(ctx, &l.Config)
+			db, where, err := stores.OpenDB(ctx, &l.Config)
 			if err != nil {
 				return err
 			}
 			defer db.Close()
-			lines, err := service.MigrationLines(db.Dialect())
+			lines, err := stores.MigrationLines(db.Dialect())
 			if err != nil {
 				return err
 			}

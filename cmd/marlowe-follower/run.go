@@ -11,6 +11,7 @@ import (
 
 	"github.com/marlowe-follower/follower/chainsync/devnet"
 	"github.com/marlowe-follower/follower/cmd/marlowe-follower/config"
+	"github.com/marlowe-follower/follower/cmd/marlowe-follower/progress"
 	"github.com/marlowe-follower/follower/cmd/marlowe-follower/service"
 )
 
@@ -82,10 +83,10 @@ func newRunCommand() *cobra.Command {
 			case cfg.Role == config.RoleReader:
 				// A reader follows no node: nothing to report progress of
 				// (its /status shows the writer's and its own).
-			case service.WantBar(cfg.Progress.Bar):
-				go service.ShowProgressBar(ctx, cmd.ErrOrStderr(), svc.Progress())
+			case progress.WantBar(cfg.Progress.Bar):
+				go progress.ShowBar(ctx, cmd.ErrOrStderr(), svc.Progress())
 			default:
-				go service.ReportProgress(ctx, log, svc.Progress(), cfg.Progress.Period)
+				go progress.Report(ctx, log, svc.Progress(), cfg.Progress.Period)
 			}
 			select {
 			case <-ctx.Done():

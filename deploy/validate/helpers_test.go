@@ -59,9 +59,10 @@ const (
 
 // configVar is one setting of cmd/marlowe-follower/config.
 type configVar struct {
-	Env    string
-	Field  string // Go field path, e.g. Store.DatabaseURL
-	Secret bool
+	Env     string
+	Field   string // Go field path, e.g. Store.DatabaseURL
+	Secret  bool
+	Default string // the default tag ("" when none)
 }
 
 var (
@@ -137,7 +138,7 @@ func parseConfigVars() (map[string]configVar, error) {
 					if _, dup := vars[env]; dup {
 						return fmt.Errorf("environment variable %s used twice", env)
 					}
-					vars[env] = configVar{Env: env, Field: path, Secret: tag.Get("secret") == "true"}
+					vars[env] = configVar{Env: env, Field: path, Secret: tag.Get("secret") == "true", Default: tag.Get("default")}
 					continue
 				}
 				if id, ok := field.Type.(*ast.Ident); ok && structs[id.Name] != nil {

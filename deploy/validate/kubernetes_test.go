@@ -1023,6 +1023,71 @@ func TestKubernetesConfigAndSecrets(t *testing.T) {
 	}
 }
 
+// TestKubernetesLeaseTiming: the probes follow the writer lease (issue
+// 22). The writers' readiness is /readyz (200 on the lease holder only:
+// writer_standby, writer_lease_lapsed), their liveness /healthz with a
+// window (periodSeconds x failureThreshold) longer than the lease's TTL,
+// so that the kubelet never restarts a writer for a pause the lease rides
+// out (a holder paused for less than the TTL renews and goes on; one
+// paused longer loses the lease to the standby and exits 1 when it wakes,
+// whatever the kubelet does). The readers' readiness window is longer
+// than the TTL too, so that a failover's no_writer moment (from the
+// lease's expiry to the standby's takeover: at most the TTL) does not take
+// every reader out of the Service at once, while a writer gone for longer
+// does. The TTL is the ConfigMap's MARLOWE_RT_WRITER_LEASE_TTL (or the
+// binary's default), at least the binary's minimum.
+func TestKubernetesLeaseTiming(t *testing.T) {
+	idx := indexManifests(t, loadManifests(t))
+	cm := idx.configMap("marlowe-follower-config")
+	if cm == nil {
+		t.Fatal("no ConfigMap marlowe-follower-config")
+	}
+	text, ok := cm.Data["MARLOWE_RT_WRITER_LEASE_TTL"]
+	if !ok {
+		t.Error("the ConfigMap does not set MARLOWE_RT_WRITER_LEASE_TTL: the probes' timing depends on it, say it")
+		text = configVars(t)["MARLOWE_RT_WRITER_LEASE_TTL"].Default
+	}
+	ttl, err := time.ParseDuration(text)
+	if err != nil || ttl < 300*time.Millisecond {
+		t.Fatalf("MARLOWE_RT_WRITER_LEASE_TTL %q: want a duration of at least 300ms (%v)", text, err)
+	}
+	window := func(p *corev1.Probe) time.Duration {
+		return time.Duration(p.PeriodSeconds*p.FailureThreshold) * time.Second
+	}
+	pod := func(kind, name string) *corev1.Container {
+		m, ok := idx[kind][name]
+		if !ok {
+			t.Fatalf("no %s %s", kind, name)
+		}
+		var spec *corev1.PodSpec
+		switch o := m.obj.(type) {
+		case *appsv1.StatefulSet:
+			spec = &o.Spec.Template.Spec
+		case *appsv1.Deployment:
+			spec = &o.Spec.Template.Spec
+		}
+		c := findContainer(spec, func(c corev1.Container) bool { return c.Name == "marlowe-follower" })
+		if c == nil || c.LivenessProbe == nil || c.ReadinessProbe == nil || c.ReadinessProbe.HTTPGet == nil {
+			t.Fatalf("%s %s: no marlowe-follower container with liveness and readiness probes", kind, name)
+		}
+		return c
+	}
+	writer := pod("StatefulSet", "marlowe-follower-writer")
+	if writer.ReadinessProbe.HTTPGet.Path != "/readyz" {
+		t.Errorf("the writers' readiness: %s, want /readyz (200 on the lease holder only)", writer.ReadinessProbe.HTTPGet.Path)
+	}
+	if w := window(writer.LivenessProbe); w <= ttl {
+		t.Errorf("the writers' liveness fails after %s, within the lease's TTL %s: a pause the lease rides out would restart the holder", w, ttl)
+	}
+	reader := pod("Deployment", "marlowe-follower-reader")
+	if reader.ReadinessProbe.HTTPGet.Path != "/readyz" {
+		t.Errorf("the readers' readiness: %s, want /readyz (503 no_writer once the lease has expired)", reader.ReadinessProbe.HTTPGet.Path)
+	}
+	if w := window(reader.ReadinessProbe); w <= ttl {
+		t.Errorf("the readers' readiness fails after %s, within the lease's TTL %s: every failover would take all readers out of the Service", w, ttl)
+	}
+}
+
 // TestKubernetesStrictDecodingIsLive guards against a decoder that silently
 // accepts anything: a misspelt field must be rejected.
 func TestKubernetesStrictDecodingIsLive(t *testing.T) {

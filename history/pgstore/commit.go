@@ -14,7 +14,7 @@ import (
 // serializes writers; the records go by COPY when there are many, and
 // everything else to the server as one pipelined batch of set-based
 // statements (arrays unnested server-side). Once the process took the
-// writer lease (storage.Postgres.AcquireLease) the commit is refused with
+// writer lease (storage.Lease.Acquire) the commit is refused with
 // record.ErrFenced when the stored epoch is another, and with
 // storage.ErrLeaseLapsed while the lease is not renewed.
 func (s *Store) Commit(ctx context.Context, p *history.CommitParams) error {

@@ -90,12 +90,24 @@ func (p *fencedProcess) acquire(t *testing.T, ctx context.Context, opts storage.
 	if opts.Logger == nil {
 		opts.Logger = zaptest.NewLogger(t)
 	}
-	l, err := p.pg.AcquireLease(ctx, opts)
+	l, err := acquireLease(ctx, p.pg, opts)
 	if err != nil {
 		t.Fatalf("acquiring the writer lease: %v", err)
 	}
 	t.Cleanup(func() { _ = l.Release() })
 	return l
+}
+
+// acquireLease prepares a lease on pg and takes it.
+func acquireLease(ctx context.Context, pg *storage.Postgres, opts storage.LeaseOptions) (*storage.Lease, error) {
+	l, err := pg.NewLease(opts)
+	if err != nil {
+		return nil, err
+	}
+	if err := l.Acquire(ctx); err != nil {
+		return nil, err
+	}
+	return l, nil
 }
 
 // expireLease makes the stored lease expire now, as it does when its holder

@@ -61,7 +61,7 @@ func TestWriterLeaseHandover(t *testing.T) {
 	var seen []storage.LeaseRow
 	took := make(chan *storage.Lease, 1)
 	go func() {
-		l, err := b.pg.AcquireLease(ctx, storage.LeaseOptions{TTL: time.Hour, Holder: "b", Waiting: func(r storage.LeaseRow) {
+		l, err := acquireLease(ctx, b.pg, storage.LeaseOptions{TTL: time.Hour, Holder: "b", Waiting: func(r storage.LeaseRow) {
 			mu.Lock()
 			defer mu.Unlock()
 			seen = append(seen, r)
@@ -151,7 +151,7 @@ func TestWriterLeaseHungHolder(t *testing.T) {
 	}
 	standby := make(chan *storage.Lease, 1)
 	go func() {
-		l, err := b.pg.AcquireLease(ctx, storage.LeaseOptions{TTL: ttl, Holder: "b"})
+		l, err := acquireLease(ctx, b.pg, storage.LeaseOptions{TTL: ttl, Holder: "b"})
 		if err != nil {
 			t.Errorf("the standby: %v", err)
 		}

@@ -202,11 +202,13 @@ func (s *Store) Migrate(ctx context.Context) (from, to int, err error) {
 	return from, to, s.translate("migrate", err)
 }
 
-// Init applies pending migrations, then records the network on first use
-// or refuses another one with history.ErrWrongNetwork.
+// Init applies pending migrations (unless p.Migrated), then records the
+// network on first use or refuses another one with history.ErrWrongNetwork.
 func (s *Store) Init(ctx context.Context, p *history.InitParams) error {
-	if _, _, err := s.Migrate(ctx); err != nil {
-		return err
+	if !p.Migrated {
+		if _, _, err := s.Migrate(ctx); err != nil {
+			return err
+		}
 	}
 	var stored int64
 	err := s.inTx(ctx, func(tx *sql.Tx) error {

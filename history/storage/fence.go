@@ -14,7 +14,7 @@ import (
 
 // The writer's fencing epoch on PostgreSQL: the one row of writer_epoch
 // (the history line's migration 0002). A process that takes the writer
-// lease (AcquireLease, lease.go) increments it in the same transaction;
+// lease (Lease.Acquire, lease.go) increments it in the same transaction;
 // from then on every write transaction of the stores on this pool checks
 // the lease (LeaseHeld) and the stored epoch (CheckEpoch, CheckEpochSQL)
 // and fails with record.ErrFenced when another process has taken a newer

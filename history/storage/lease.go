@@ -24,7 +24,7 @@ import (
 // writer epoch it took and when its lease expires, by the database's
 // clock. One process at a time holds it:
 //
-//   - AcquireLease takes it once it has expired (at once on a new schema),
+//   - Acquire takes it once it has expired (at once on a new schema),
 //     incrementing the writer epoch (writer_epoch, the fence every write
 //     transaction checks: CheckEpoch) in the same transaction. While
 //     another process holds it, it waits: a standby.
@@ -66,7 +66,7 @@ var (
 	errLeaseReleased = errors.New("this process let the writer lease go: it writes no more")
 )
 
-// LeaseOptions tune AcquireLease.
+// LeaseOptions tune NewLease.
 type LeaseOptions struct {
 	// TTL is how long a renewal keeps the lease (DefaultLeaseTTL when 0;
 	// at least MinLeaseTTL).
@@ -195,7 +195,7 @@ var (
 	processName     string
 )
 
-// Lease is this process's writer lease (AcquireLease).
+// Lease is this process's writer lease (NewLease, Acquire).
 type Lease struct {
 	p      *Postgres
 	opts   LeaseOptions
@@ -213,6 +213,7 @@ type Lease struct {
 	base       time.Time
 	validUntil atomic.Int64
 	renewedAt  atomic.Int64 // when the last renewal that succeeded began (nanoseconds after base)
+	acquired   atomic.Bool
 	lapsed     atomic.Bool
 	released   atomic.Bool
 
@@ -228,13 +229,9 @@ type Lease struct {
 // leaseMargin is how long before the TTL the holder stops committing.
 func leaseMargin(ttl time.Duration) time.Duration { return ttl / 4 }
 
-// AcquireLease takes the writer lease of the schema p's sessions use,
-// waiting for as long as another process holds it (a standby: woken by
-// the lease's expiry, or at once by a holder that lets it go) or until ctx
-// ends. Once held, the process's writer epoch is the lease's (Epoch), every
-// write transaction on p checks it (CheckEpoch), and the lease is renewed
-// every TTL/3 until Release or until it is lost (Lost).
-func (p *Postgres) AcquireLease(ctx context.Context, opts LeaseOptions) (*Lease, error) {
+// NewLease prepares this process's writer lease of the schema p's
+// sessions use; Acquire takes it.
+func (p *Postgres) NewLease(opts LeaseOptions) (*Lease, error) {
 	if opts.TTL == 0 {
 		opts.TTL = DefaultLeaseTTL
 	}
@@ -249,28 +246,38 @@ func (p *Postgres) AcquireLease(ctx context.Context, opts LeaseOptions) (*Lease,
 	}
 	cfg := p.Pool.Config().ConnConfig.Copy()
 	cfg.RuntimeParams["application_name"] = "marlowe-follower writer lease"
-	l := &Lease{p: p, opts: opts, log: opts.Logger, ttl: opts.TTL, cfg: cfg, base: time.Now(),
-		lost: make(chan struct{}), stop: make(chan struct{}), done: make(chan struct{})}
+	return &Lease{p: p, opts: opts, log: opts.Logger, ttl: opts.TTL, cfg: cfg, base: time.Now(),
+		lost: make(chan struct{}), stop: make(chan struct{}), done: make(chan struct{})}, nil
+}
+
+// Acquire takes the lease, waiting for as long as another process holds it
+// (a standby: woken by the lease's expiry, or at once by a holder that
+// lets it go) or until ctx ends. Once held, the process's writer epoch is
+// the lease's (Epoch), every write transaction on the pool checks it
+// (CheckEpoch), and the lease is renewed every TTL/3 until Release or
+// until it is lost (Lost). Call it once.
+func (l *Lease) Acquire(ctx context.Context) error {
 	waiting := false
 	for {
 		row, took, err := l.tryAcquire(ctx)
 		if took {
-			p.epoch.Store(row.Epoch)
-			p.lease.Store(l)
+			l.p.epoch.Store(row.Epoch)
+			l.p.lease.Store(l)
+			l.acquired.Store(true)
 			go l.keep()
-			return l, nil
+			return nil
 		}
 		if ctx.Err() != nil {
 			l.closeConn()
-			return nil, fmt.Errorf("writer lease: %w", ctx.Err())
+			return fmt.Errorf("writer lease: %w", ctx.Err())
 		}
 		wait := min(l.ttl/3, time.Second)
 		if err != nil {
 			l.closeConn()
 			l.log.Warn("taking the writer lease failed; retrying", zap.Error(err), zap.Duration("after", wait))
 		} else {
-			if !waiting && opts.Waiting != nil {
-				opts.Waiting(row)
+			if !waiting && l.opts.Waiting != nil {
+				l.opts.Waiting(row)
 			}
 			waiting = true
 			// Until the stored expiry (a little after), never longer than
@@ -279,7 +286,7 @@ func (p *Postgres) AcquireLease(ctx context.Context, opts LeaseOptions) (*Lease,
 		}
 		if err := l.sleep(ctx, wait, err == nil); err != nil {
 			l.closeConn()
-			return nil, fmt.Errorf("writer lease: %w", err)
+			return fmt.Errorf("writer lease: %w", err)
 		}
 	}
 }
@@ -475,7 +482,7 @@ func (l *Lease) renewOnce(ctx context.Context) error {
 	return nil
 }
 
-// Epoch is the writer epoch taken with the lease.
+// Epoch is the writer epoch taken with the lease (0 before).
 func (l *Lease) Epoch() int64 {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -499,6 +506,24 @@ func (l *Lease) Row() LeaseRow {
 // within TTL minus the margin (on its own clock), and has neither lost
 // nor released it.
 func (l *Lease) Valid() bool { return int64(time.Since(l.base)) < l.validUntil.Load() }
+
+// Held reports whether this process holds the lease and may commit:
+// acquired and valid.
+func (l *Lease) Held() bool { return l.acquired.Load() && l.Valid() }
+
+// Acquired reports whether Acquire took the lease (it may have lapsed, been
+// lost or let go since).
+func (l *Lease) Acquired() bool { return l.acquired.Load() }
+
+// Lapsed reports whether this process holds the lease but has not renewed
+// it in time: it commits nothing until a renewal succeeds.
+func (l *Lease) Lapsed() bool {
+	return l.acquired.Load() && !l.Valid() && !l.released.Load() && l.Err() == nil
+}
+
+// Since is when the lease was prepared (NewLease): when a standby began to
+// wait for it.
+func (l *Lease) Since() time.Time { return l.base }
 
 // RenewalAge is how long ago the last renewal that succeeded began (the
 // acquisition counts as one).
@@ -547,6 +572,10 @@ func (l *Lease) Release() error {
 	var err error
 	l.once.Do(func() {
 		l.released.Store(true)
+		if !l.acquired.Load() {
+			l.closeConn()
+			return
+		}
 		close(l.stop)
 		<-l.done
 		l.validUntil.Store(0)

@@ -7,7 +7,7 @@
 // stores in other schemas of one database do not see each other's lock.
 //
 // The lock marks use; it does not exclude a second writer. On PostgreSQL
-// the writer lease does (storage.Postgres.AcquireLease): a second writer
+// the writer lease does (storage.Lease): a second writer
 // stands by. On the embedded store WriterFile does: a second service on the same data
 // directory is refused at start (history.ErrAnotherWriter); a second
 // writer the flock cannot see (a data directory on a file system without

@@ -1,4 +1,4 @@
-package service
+package progress
 
 import (
 	"context"
@@ -25,10 +25,10 @@ func WantBar(mode string) bool {
 	return term.IsTerminal(int(os.Stderr.Fd()))
 }
 
-// ShowProgressBar draws the sync progress (followed slot over the node's
+// ShowBar draws the sync progress (followed slot over the node's
 // tip slot) on w until ctx is done, then clears it. It shows the rate in
 // blocks per second and the time left.
-func ShowProgressBar(ctx context.Context, w io.Writer, p *chainsync.Progress) {
+func ShowBar(ctx context.Context, w io.Writer, p *chainsync.Progress) {
 	const scale = 10000 // the bar counts ten-thousandths of the chain
 	bar := progressbar.NewOptions(scale,
 		progressbar.OptionSetWriter(w),

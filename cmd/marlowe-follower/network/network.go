@@ -1,4 +1,6 @@
-package service
+// Package network names the networks marlowe-follower follows and
+// resolves their slot clocks from the settings.
+package network
 
 import (
 	"fmt"
@@ -17,30 +19,30 @@ import (
 // public networks' clocks cannot be replaced: their Byron epochs make
 // slot 0's time the wrong origin.
 func NodeSlotConfig(n *config.Node) (chain.SlotConfig, error) {
-	return NetworkSlots(NetworkSettings{Magic: n.NetworkMagic, SystemStart: n.SystemStart, SlotLength: n.SlotLength, Genesis: n.Genesis},
+	return Slots(Settings{Magic: n.NetworkMagic, SystemStart: n.SystemStart, SlotLength: n.SlotLength, Genesis: n.Genesis},
 		"node.networkMagic", "node.systemStart", "node.slotLength", "node.shelleyGenesis")
 }
 
-// NetworkSettings say which network and slot clock: a magic and, for a
+// Settings say which network and slot clock: a magic and, for a
 // network without a built-in clock, a system start (RFC 3339) and a slot
 // length, or a Shelley genesis file.
-type NetworkSettings struct {
+type Settings struct {
 	Magic       uint32
 	SystemStart string
 	SlotLength  time.Duration
 	Genesis     string
 }
 
-// NetworkSlots resolves network settings into a slot configuration; the
+// Slots resolves network settings into a slot configuration; the
 // names are those of the settings (flags or configuration keys), for the
 // errors.
-func NetworkSlots(s NetworkSettings, magicName, startName, lengthName, genesisName string) (chain.SlotConfig, error) {
+func Slots(s Settings, magicName, startName, lengthName, genesisName string) (chain.SlotConfig, error) {
 	custom := s.SystemStart != "" || s.SlotLength != 0
 	switch s.Magic {
 	case chainsync.MagicMainnet, chainsync.MagicPreprod, chainsync.MagicPreview:
 		if custom || s.Genesis != "" {
 			return chain.SlotConfig{}, fmt.Errorf("%s %d is %s, whose slot clock is built in: %s, %s and %s are for other networks",
-				magicName, s.Magic, NetworkName(s.Magic), startName, lengthName, genesisName)
+				magicName, s.Magic, Name(s.Magic), startName, lengthName, genesisName)
 		}
 		return chain.SlotConfigFor(s.Magic)
 	}
@@ -78,4 +80,31 @@ func NetworkSlots(s NetworkSettings, magicName, startName, lengthName, genesisNa
 	}
 	return chain.SlotConfig{}, fmt.Errorf("%s %d has no built-in slot clock (mainnet 764824073, preprod 1, preview 2, devnet 42): give %s and %s, or %s",
 		magicName, s.Magic, startName, lengthName, genesisName)
+}
+
+// Name names a network magic.
+func Name(magic uint32) string {
+	switch magic {
+	case chainsync.MagicMainnet:
+		return "mainnet"
+	case chainsync.MagicPreprod:
+		return "preprod"
+	case chainsync.MagicPreview:
+		return "preview"
+	case devnet.NetworkMagic:
+		return "devnet"
+	}
+	return fmt.Sprint(magic)
+}
+
+// SlotConfig returns the slot configuration of the configured network.
+func SlotConfig(magic uint32) (chain.SlotConfig, error) {
+	if magic == devnet.NetworkMagic {
+		return chain.SlotConfig{ZeroSlot: 0, ZeroTimeMillis: devnet.ZeroTimeMillis, SlotLengthMillis: devnet.SlotLengthMillis}, nil
+	}
+	sc, err := chain.SlotConfigFor(magic)
+	if err != nil {
+		return sc, fmt.Errorf("node.networkMagic: %w (mainnet 764824073, preprod 1, preview 2, devnet 42)", err)
+	}
+	return sc, nil
 }

@@ -1,4 +1,6 @@
-package service
+// Package progress shows the follower's sync progress: log lines, or a
+// bar on a terminal.
+package progress
 
 import (
 	"context"
@@ -10,9 +12,9 @@ import (
 	"github.com/marlowe-follower/follower/chainsync"
 )
 
-// ReportProgress logs the follower's position every period while it is
+// Report logs the follower's position every period while it is
 // behind the node's tip or disconnected: slot, tip, percent, blocks/s, ETA.
-func ReportProgress(ctx context.Context, log *zap.Logger, p *chainsync.Progress, period time.Duration) {
+func Report(ctx context.Context, log *zap.Logger, p *chainsync.Progress, period time.Duration) {
 	if period <= 0 {
 		return
 	}

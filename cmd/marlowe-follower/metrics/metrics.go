@@ -1,4 +1,7 @@
-package service
+// Package metrics is the process's Prometheus registry and the metrics of
+// the service's parts, read when scraped: nothing is added to their hot
+// paths.
+package metrics
 
 import (
 	"errors"
@@ -26,9 +29,9 @@ type Metrics struct {
 	LeaseRenewals *prometheus.HistogramVec
 }
 
-// NewMetrics registers the Go runtime and process collectors and the commit
-// latency histogram.
-func NewMetrics() *Metrics {
+// New registers the Go runtime and process collectors, the commit latency
+// histogram and the writer lease's renewal latency.
+func New() *Metrics {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m := &Metrics{
@@ -67,7 +70,7 @@ func (m *Metrics) ObserveLeaseRenewal(took time.Duration, err error) {
 // a process writing PostgreSQL (w set), its writer lease:
 // marlowe_writer_lease_held (1 while held, 0 standing by) and
 // marlowe_writer_epoch (the epoch taken with it, 0 before).
-func (m *Metrics) RegisterRole(role string, w *writerState) {
+func (m *Metrics) RegisterRole(role string, w Writer) {
 	m.Registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "marlowe_role",
 		Help: "1, labelled with the process's role: all, writer or reader.", ConstLabels: prometheus.Labels{"role": role}},
 		func() float64 { return 1 }))
@@ -77,14 +80,24 @@ func (m *Metrics) RegisterRole(role string, w *writerState) {
 	m.Registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "marlowe_writer_lease_held",
 		Help: "1 while this process holds the writer lease and may commit; 0 while it stands by (or its lease lapsed)."},
 		func() float64 {
-			if w.isHeld() {
+			if w.Held() {
 				return 1
 			}
 			return 0
 		}))
 	m.Registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "marlowe_writer_epoch",
 		Help: "The writer epoch this process took with the writer lease (0 before it holds it)."},
-		func() float64 { return float64(w.epoch()) }))
+		func() float64 { return float64(w.Epoch()) }))
+}
+
+// Writer is what the writer metrics read of a process that writes
+// PostgreSQL.
+type Writer interface {
+	// Held reports whether the process holds the writer lease and may
+	// commit.
+	Held() bool
+	// Epoch is the writer epoch taken with the lease (0 before).
+	Epoch() int64
 }
 
 // Handler serves the metrics.
@@ -217,4 +230,77 @@ func (m *Metrics) RegisterStore(st *history.StoreStats) {
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "marlowe_history_live_dropped_total", Help: "Live subscriptions sent back to catch up because they fell behind."},
 			func() float64 { return float64(st.LiveDropped.Load()) }),
 	)
+}
+
+// RegisterLeaseWatch exposes a reader's look at the writer lease.
+func (m *Metrics) RegisterLeaseWatch(w *storage.LeaseWatch) {
+	m.Registry.MustRegister(
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "marlowe_reader_writer_present",
+			Help: "1 while the writer lease runs, as this reader last read it (0 once it has expired: nobody writes; 0 also before the first read)."},
+			func() float64 {
+				if v := w.View(); v != nil && !v.Expired(time.Now()) {
+					return 1
+				}
+				return 0
+			}),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "marlowe_reader_writer_lease_renewal_age_seconds",
+			Help: "Age of the writer lease's last renewal, as this reader last read it (0 before the first read)."},
+			func() float64 {
+				if v := w.View(); v != nil {
+					return v.RenewalAge(time.Now()).Seconds()
+				}
+				return 0
+			}),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "marlowe_reader_writer_lease_read_failures_total",
+			Help: "Failed reads of the writer lease."}, func() float64 { return float64(w.Failures()) }),
+	)
+}
+
+// RegisterMirror exposes a reader's counters: its head beside the
+// writer's, the commit notices and polls that moved it, the listening
+// connection, and a replica's lag.
+func (m *Metrics) RegisterMirror(mr *history.Mirror) {
+	st := mr.Stats()
+	gauge := func(name, help string, f func() float64) prometheus.Collector {
+		return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help}, f)
+	}
+	counter := func(name, help string, c interface{ Load() uint64 }) prometheus.Collector {
+		return prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help}, func() float64 { return float64(c.Load()) })
+	}
+	writerHead := func() float64 {
+		if p := st.Writer.Load(); p != nil {
+			return float64(p.Head)
+		}
+		return 0
+	}
+	m.Registry.MustRegister(
+		gauge("marlowe_reader_writer_head_seq", "The writer's committed head as this reader last noticed or read it.", writerHead),
+		gauge("marlowe_reader_lag_records", "Records the writer has committed that this reader has not delivered yet.",
+			func() float64 { return max(0, writerHead()-float64(mr.Store().Stats().Head.Load())) }),
+		gauge("marlowe_reader_listening", "1 while a connection listens for the writer's commit notices (else the reader polls).",
+			func() float64 {
+				if st.Listening.Load() {
+					return 1
+				}
+				return 0
+			}),
+		counter("marlowe_reader_notices_total", "Commit notices received.", &st.Notices),
+		counter("marlowe_reader_bad_notices_total", "Notifications on the commit channel that were not commit notices.", &st.BadNotices),
+		counter("marlowe_reader_polls_total", "Timed polls of the writer's progress.", &st.Polls),
+		counter("marlowe_reader_notice_reads_total", "Reads of new records started by a commit notice.", &st.NoticeReads),
+		counter("marlowe_reader_poll_reads_total", "Reads of new records started by a poll (a lost notice, or no listening connection).", &st.PollReads),
+		counter("marlowe_reader_retry_reads_total", "Reads of new records started while the replica replayed what the writer committed.", &st.RetryReads),
+		counter("marlowe_reader_records_total", "Records read and delivered.", &st.Records),
+		counter("marlowe_reader_listen_connects_total", "Listening connections made.", &st.ListenConnects),
+		counter("marlowe_reader_listen_failures_total", "Listening connections lost or refused.", &st.ListenFailures),
+		counter("marlowe_reader_read_failures_total", "Failed reads of the databases.", &st.ReadFailures),
+	)
+	if mr.Replica() {
+		m.Registry.MustRegister(
+			gauge("marlowe_reader_replica_lag_records", "Records the replica is behind the writer's head.",
+				func() float64 { return max(0, writerHead()-float64(st.ReadHead.Load())) }),
+			gauge("marlowe_reader_replica_lag_bytes", "Bytes of write-ahead log the replica has still to replay (-1: unknown).",
+				func() float64 { return float64(st.LagBytes.Load()) }),
+		)
+	}
 }
