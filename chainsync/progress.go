@@ -86,10 +86,14 @@ func (p *Progress) Snapshot() ProgressSnapshot {
 }
 
 // Fraction returns how far the follower is: our slot over the tip's slot,
-// 0..1 (1 when there is no tip yet to compare with and nothing to do).
+// 0..1: 0 while the node's tip is not known, 1 at the tip (an empty
+// chain's too).
 func (s ProgressSnapshot) Fraction() float64 {
 	if s.Tip.Point.Slot == 0 {
-		return 0
+		if !s.TipSeenAt.IsZero() {
+			return 1 // the node's chain is empty: all of it is followed
+		}
+		return 0 // the node's tip is not known yet
 	}
 	return min(float64(s.Point.Slot)/float64(s.Tip.Point.Slot), 1)
 }
