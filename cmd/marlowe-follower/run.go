@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"path/filepath"
+	"time"
 
 	"github.com/spf13/cobra"
 	"go.uber.org/zap"
@@ -78,6 +79,13 @@ func newRunCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			// A service that failed for good while it started is not
+			// announced as running.
+			select {
+			case err := <-svc.Fatal():
+				return stopOnFatal(svc, log, err)
+			default:
+			}
 			printEndpoints(cmd, &cfg, svc, useDevnet, devnetChain)
 			switch {
 			case cfg.Role == config.RoleReader:
@@ -91,11 +99,7 @@ func newRunCommand() *cobra.Command {
 			select {
 			case <-ctx.Done():
 			case err := <-svc.Fatal():
-				log.Error("stopping: the service cannot go on", zap.Error(err))
-				if serr := svc.Stop(config.DefaultShutdownGrace); serr != nil {
-					log.Error("shutdown", zap.Error(serr))
-				}
-				return err
+				return stopOnFatal(svc, log, err)
 			}
 			log.Info("shutting down")
 			if err := svc.Stop(config.DefaultShutdownGrace); err != nil {
@@ -117,6 +121,17 @@ func newRunCommand() *cobra.Command {
 	f.StringVar(&devnetClock, "devnet-clock", "", "with --devnet: wall (the default: blocks at the time they are made, contract deadlines minutes ahead; "+
 		"at --devnet-block-rate 0 a chain ending before now) or traces (the reference traces' exact times, from 1969); a kept chain keeps its clock")
 	return cmd
+}
+
+// stopOnFatal stops a service that cannot go on and returns why, said so
+// that the last line printed contradicts the banner ("marlowe-follower:
+// stopped: ...").
+func stopOnFatal(svc interface{ Stop(time.Duration) error }, log *zap.Logger, err error) error {
+	log.Error("stopping: the service cannot go on", zap.Error(err))
+	if serr := svc.Stop(config.DefaultShutdownGrace); serr != nil {
+		log.Error("shutdown", zap.Error(serr))
+	}
+	return fmt.Errorf("stopped: the service cannot go on: %w", err)
 }
 
 // printEndpoints says where to point clients.
