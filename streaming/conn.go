@@ -328,13 +328,13 @@ func (c *connActor) handle(ac actor.Context, m *inbound) {
 	}
 	cmd, err := m.cmd, m.err
 	if err != nil {
-		code, msg := protocol.CodeBadJSON, err.Error()
+		code, msg, stream := protocol.CodeBadJSON, err.Error(), ""
 		var bc *protocol.ErrBadCommand
 		if errors.As(err, &bc) {
-			code, msg = bc.Code, bc.Err.Error()
+			code, msg, stream = bc.Code, bc.Err.Error(), bc.Stream
 		}
 		if !c.closing {
-			c.reject(code, msg, "", true)
+			c.reject(code, msg, stream, true)
 		}
 		return
 	}

@@ -180,8 +180,8 @@ func TestFilterVocabularyRefusals(t *testing.T) {
 		raw := streamtest.Dial(t, sf.srv.URL, nil)
 		raw.SendText(`{"type":"subscribe","stream":"x","filter":` + filter + `}`)
 		f := raw.Expect(protocol.TypeError, 5*time.Second)
-		if f.Code != protocol.CodeBadFilter {
-			t.Errorf("%s: %s %s, want bad_filter", filter, f.Code, f.Message)
+		if f.Code != protocol.CodeBadFilter || f.Stream != "x" {
+			t.Errorf("%s: %s %s (stream %q), want bad_filter for stream x", filter, f.Code, f.Message, f.Stream)
 		}
 	}
 	ts := httptest.NewServer(sf.srv.EventsHandler())

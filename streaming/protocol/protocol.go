@@ -130,6 +130,11 @@ type Command struct {
 type ErrBadCommand struct {
 	Code string
 	Err  error
+	// Stream is the stream the command names, when it names one: the
+	// error frame carries it, so that a client with several subscriptions
+	// knows which one was refused (read even when the rest of the command
+	// could not be).
+	Stream string
 }
 
 // Error implements error.
@@ -150,14 +155,14 @@ func DecodeCommand(data []byte) (*Command, error) {
 	// decoded again strictly.
 	var c Command
 	if err := json.Unmarshal(data, &c); err != nil {
-		return nil, decodeError(err)
+		return nil, decodeError(err, data)
 	}
 	if c.Type == TypeSubscribe {
 		c = Command{}
 		dec := json.NewDecoder(bytes.NewReader(data))
 		dec.DisallowUnknownFields()
 		if err := dec.Decode(&c); err != nil {
-			return nil, decodeError(err)
+			return nil, decodeError(err, data)
 		}
 	}
 	switch c.Type {
@@ -207,12 +212,20 @@ func DecodeCommand(data []byte) (*Command, error) {
 
 // decodeError classifies a JSON error: a filter that does not parse is
 // bad_filter, anything else bad_json.
-func decodeError(err error) error {
+// decodeError is the error of a command that could not be decoded, with
+// the stream it names if that much can be read.
+func decodeError(err error, data []byte) error {
+	var named struct {
+		Stream string `json:"stream"`
+	}
+	if json.Unmarshal(data, &named) != nil || len(named.Stream) > MaxStreamName {
+		named.Stream = ""
+	}
 	var fe *FilterError
 	if errors.As(err, &fe) {
-		return &ErrBadCommand{Code: CodeBadFilter, Err: fe}
+		return &ErrBadCommand{Code: CodeBadFilter, Err: fe, Stream: named.Stream}
 	}
-	return badCommand(CodeBadJSON, "%v", err)
+	return &ErrBadCommand{Code: CodeBadJSON, Err: err, Stream: named.Stream}
 }
 
 func checkStreamName(s string) error {
