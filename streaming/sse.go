@@ -67,11 +67,11 @@ func (s *Server) serveEvents(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, protocol.CodeBadFilter, err.Error())
 		return
 	}
-	fromText := q.Get("from")
+	fromText, fromIn := q.Get("from"), "from"
 	if id := strings.TrimSpace(r.Header.Get("Last-Event-ID")); id != "" {
-		fromText = id
+		fromText, fromIn = id, "Last-Event-ID"
 	}
-	from, err := protocol.ParseFrom(fromText)
+	from, err := protocol.ParseFromIn(fromIn, fromText)
 	if err != nil {
 		writeError(w, http.StatusBadRequest, protocol.CodeBadCursor, err.Error())
 		return

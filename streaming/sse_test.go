@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/marlowe-follower/follower/history/record"
+	"github.com/marlowe-follower/follower/streaming/protocol"
 	"github.com/marlowe-follower/follower/streaming/streamtest"
 )
 
@@ -133,6 +134,33 @@ func TestServerSentEvents(t *testing.T) {
 		r.Body.Close()
 		if r.StatusCode != http.StatusBadRequest {
 			t.Errorf("%s: %s", bad, r.Status)
+		}
+	}
+}
+
+// TestEventsBadLastEventID: a Last-Event-ID that is no cursor is refused
+// as bad_cursor naming the header it came in, not from.
+func TestEventsBadLastEventID(t *testing.T) {
+	sf := newSeedFixture(t, 5)
+	ts := httptest.NewServer(sf.srv.EventsHandler())
+	defer ts.Close()
+	for _, c := range []struct{ header, query, want string }{
+		{"nope", "", `Last-Event-ID "nope": want origin, tip or a cursor`},
+		{"", "&from=nope", `from "nope": want origin, tip or a cursor`},
+	} {
+		req, _ := http.NewRequest(http.MethodGet, ts.URL+"/events?all=true"+c.query, nil)
+		if c.header != "" {
+			req.Header.Set("Last-Event-ID", c.header)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var body struct{ Code, Message string }
+		_ = json.NewDecoder(resp.Body).Decode(&body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusBadRequest || body.Code != protocol.CodeBadCursor || !strings.HasPrefix(body.Message, c.want) {
+			t.Errorf("Last-Event-ID %q, query %q: %d %+v, want 400 bad_cursor %q", c.header, c.query, resp.StatusCode, body, c.want)
 		}
 	}
 }

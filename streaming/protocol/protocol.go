@@ -336,7 +336,11 @@ func (d *Duration) UnmarshalJSON(b []byte) error {
 
 // ParseFrom reads a starting point: "origin" (or empty), "tip", or a cursor
 // ("SEQ", or "SNAPSHOT:SEQ" as given in batch frames).
-func ParseFrom(s string) (record.From, error) {
+func ParseFrom(s string) (record.From, error) { return ParseFromIn("from", s) }
+
+// ParseFromIn is ParseFrom for a start point given in another place than
+// a from (the Last-Event-ID header), which its error names.
+func ParseFromIn(name, s string) (record.From, error) {
 	switch strings.TrimSpace(s) {
 	case "", "origin":
 		return record.From{Kind: record.FromOrigin}, nil
@@ -345,7 +349,7 @@ func ParseFrom(s string) (record.From, error) {
 	}
 	c, err := record.ParseCursor(strings.TrimSpace(s))
 	if err != nil {
-		return record.From{}, fmt.Errorf("from %q: want origin, tip or a cursor (SEQ or SNAPSHOT:SEQ): %w", s, err)
+		return record.From{}, fmt.Errorf("%s %q: want origin, tip or a cursor (SEQ or SNAPSHOT:SEQ): %w", name, clip(s), err)
 	}
 	return record.From{Kind: record.FromCursor, Cursor: c}, nil
 }
