@@ -397,7 +397,7 @@ func (c *Client) readLoop(k *connection) bool {
 			subscribed = true
 		}
 		c.mu.Lock()
-		s := c.streams[f.stream]
+		s := c.streams[string(f.stream)]
 		c.mu.Unlock()
 		if s == nil {
 			continue

@@ -17,8 +17,10 @@ import (
 // as they came, not copied and not decoded. The frame must not be changed
 // while they are in use.
 type frame struct {
-	typ         string
-	stream      string
+	typ string
+	// stream is the stream's name (its bytes in the frame when they need
+	// no decoding): looked up, not kept.
+	stream      []byte
 	batch       int64
 	cursor      string
 	tip         protocol.Tip
@@ -67,9 +69,9 @@ func decodeFrame(data []byte, recordsHint int) (*frame, error) {
 		var err error
 		switch string(key) {
 		case "type":
-			f.typ, err = s.str()
+			f.typ, err = frameType(s)
 		case "stream":
-			f.stream, err = s.str()
+			f.stream, err = plainString(s)
 		case "batch":
 			f.batch, err = s.int(64)
 		case "cursor":
@@ -280,6 +282,24 @@ func plainString(s *scanner) ([]byte, error) {
 	s.i = start
 	v, err := s.str()
 	return []byte(v), err
+}
+
+// frameTypes are the server frame types.
+var frameTypes = []string{protocol.TypeBatch, protocol.TypeSubscribed, protocol.TypeHeartbeat, protocol.TypeError,
+	protocol.TypePong, protocol.TypeUnsubscribed}
+
+// frameType reads a frame type: the known ones without allocating.
+func frameType(s *scanner) (string, error) {
+	raw, err := plainString(s)
+	if err != nil {
+		return "", err
+	}
+	for _, t := range frameTypes {
+		if string(raw) == t {
+			return t, nil
+		}
+	}
+	return string(raw), nil
 }
 
 // kind reads a record kind: the known ones without allocating.

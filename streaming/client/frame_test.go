@@ -57,7 +57,7 @@ func compareWithEncodingJSON(t *testing.T, data []byte) {
 	if want.Tip != nil {
 		wantTip = *want.Tip
 	}
-	if got.typ != want.Type || got.stream != want.Stream || got.batch != want.Batch || got.cursor != want.Cursor ||
+	if got.typ != want.Type || string(got.stream) != want.Stream || got.batch != want.Batch || got.cursor != want.Cursor ||
 		got.redelivered != want.Redelivered || got.code != want.Code || got.message != want.Message ||
 		got.hasTip != (want.Tip != nil) || got.tip != wantTip {
 		t.Fatalf("header fields differ from encoding/json's\n got %+v\nwant %+v\n%s", got, want, data)

@@ -158,7 +158,7 @@ func (s *Stream) frame(k *connection, f *frame) bool {
 		}
 		s.mu.Unlock()
 	case protocol.TypeBatch:
-		b := &Batch{Stream: f.stream, Number: f.batch, Records: f.records, Raw: f.raw, Cursor: f.cursor, Tip: f.tip,
+		b := &Batch{Stream: s.req.Stream, Number: f.batch, Records: f.records, Raw: f.raw, Cursor: f.cursor, Tip: f.tip,
 			Redelivered: f.redelivered, conn: k}
 		if s.req.Mode == protocol.ModeBroadcast {
 			s.mu.Lock()
@@ -175,18 +175,18 @@ func (s *Stream) frame(k *connection, f *frame) bool {
 	case protocol.TypeError:
 		switch f.code {
 		case protocol.CodeAckTimeout:
-			s.c.log.Info("a batch was not acknowledged in time; the server sends it again", zap.String("stream", f.stream))
+			s.c.log.Info("a batch was not acknowledged in time; the server sends it again", zap.String("stream", s.req.Stream))
 		case protocol.CodeUnknownStream:
 		case protocol.CodeInternal:
-			s.c.log.Warn("the server could not set up the stream; reconnecting", zap.String("stream", f.stream))
+			s.c.log.Warn("the server could not set up the stream; reconnecting", zap.String("stream", s.req.Stream))
 			return false
 		case protocol.CodeLeaseLost:
 			// The server closes the connection: the stream goes on on the
 			// next one.
-			s.c.log.Info("another server took the durable stream; reconnecting", zap.String("stream", f.stream))
+			s.c.log.Info("another server took the durable stream; reconnecting", zap.String("stream", s.req.Stream))
 			return false
 		default:
-			s.fail(&ServerError{Code: f.code, Message: f.message, Stream: f.stream})
+			s.fail(&ServerError{Code: f.code, Message: f.message, Stream: s.req.Stream})
 			s.c.forget(s)
 		}
 	}
