@@ -281,16 +281,14 @@ func runTipJob(ctx context.Context, raw json.RawMessage) (any, error) {
 		err = subscribeAll(sctx, subs, "tip", 64)
 	}
 	if err != nil {
-		row.Failed, row.FirstError = prm.Subscribers, fmt.Sprintf("setup failed after %.0fs: %v", time.Since(setup).Seconds(), err)
-		progress("  tip, %d %s subscribers: %s", row.Subscribers, row.Client, row.FirstError)
-		return row, nil
+		return failedPhase(row, fmt.Sprintf("setup failed after %.0fs", time.Since(setup).Seconds()), err), nil
 	}
 	row.SetupSeconds = time.Since(setup).Seconds()
 	// The window: the records the service commits during it, seqs
 	// (s0, s1]; the latency of each from its block's arrival.
 	m0, st0, err := observe(ctx, prm.QueryURL)
 	if err != nil {
-		return nil, err
+		return failedPhase(row, "the service did not answer", err), nil
 	}
 	rss := sampleRSS(prm.Pid, 200*time.Millisecond)
 	cpuServer, cpuClient := procCPUSeconds(prm.Pid), cpuSeconds()
@@ -303,7 +301,7 @@ func runTipJob(ctx context.Context, raw json.RawMessage) (any, error) {
 	t1 := time.Now()
 	m1, st1, err := observe(ctx, prm.QueryURL)
 	if err != nil {
-		return nil, err
+		return failedPhase(row, "the service did not answer", err), nil
 	}
 	row.ServerRSSMiB = mib(rss.finish())
 	_, _, row.NodeBlocks = obs.between(t0, t1)
@@ -362,6 +360,14 @@ func runTipJob(ctx context.Context, raw json.RawMessage) (any, error) {
 		row.Subscribers, row.Client, row.P50Ms, row.P99Ms, row.Delivered, row.Expected, row.Committed, row.NodeBlocks,
 		row.ServerRSSMiB, row.ServerCPUus, row.ClientCPUus)
 	return row, nil
+}
+
+// failedPhase marks a phase that could not be measured: a service that
+// cannot take the subscribers, or answer, fails the phase, not the run.
+func failedPhase(row *TipRow, what string, err error) *TipRow {
+	row.Failed, row.FirstError = row.Subscribers, fmt.Sprintf("%s: %v", what, err)
+	progress("  tip, %d %s subscribers: %s", row.Subscribers, row.Client, row.FirstError)
+	return row
 }
 
 // observe reads the service's metrics and status.

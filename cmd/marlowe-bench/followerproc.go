@@ -217,7 +217,7 @@ func waitConnections(ctx context.Context, queryURL string, n float64, limit time
 }
 
 func httpGet(ctx context.Context, url string) ([]byte, error) {
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second) // a service under load answers slowly
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {

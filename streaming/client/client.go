@@ -102,6 +102,7 @@ type Client struct {
 	tip    atomic.Pointer[protocol.Tip]
 
 	mu      sync.Mutex
+	closing bool        // Close was called
 	conn    *connection // the current connection, nil while disconnected
 	streams map[string]*Stream
 	err     error // terminal error
@@ -144,6 +145,9 @@ func New(opts Options) (*Client, error) {
 // Close disconnects and ends every stream (Next returns ErrClosed).
 func (c *Client) Close() error {
 	c.mu.Lock()
+	// closing and conn under one lock: either serve has set conn and
+	// Close closes it, or serve sees closing and closes it itself.
+	c.closing = true
 	k := c.conn
 	streams := c.streams
 	c.streams = map[string]*Stream{}
@@ -308,7 +312,7 @@ func (c *Client) dial() (*connection, error) {
 func (c *Client) serve(k *connection) bool {
 	c.mu.Lock()
 	c.conn = k
-	closed := c.ctx.Err() != nil // Close ran before: it did not see k
+	closed := c.closing // Close ran before: it did not see k
 	streams := make([]*Stream, 0, len(c.streams))
 	for _, s := range c.streams {
 		streams = append(streams, s)

@@ -322,3 +322,33 @@ func TestRefusals(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestCloseWhileConnecting closes clients at every moment of their first
+// connection (dialing, taking the connection, subscribing, reading): Close
+// returns and nothing is left running (goleak). Close once missed a
+// connection that the client took between Close's look at it and Close's
+// cancel, and waited for its reader for ever; and a Subscribe in that
+// window added a stream Close never ended, which waited for ever.
+func TestCloseWhileConnecting(t *testing.T) {
+	fx := newFixture(t, 5, streamtest.ServerOptions{})
+	for i := range 200 {
+		c, err := client.New(client.Options{URL: fx.srv.URL, MinBackoff: time.Millisecond, MaxBackoff: 5 * time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		go func() {
+			_, _ = c.Subscribe(context.Background(), client.Request{Stream: "s", Filter: protocol.Filter{All: true}})
+		}()
+		time.Sleep(time.Duration(i%20) * 100 * time.Microsecond)
+		closed := make(chan struct{})
+		go func() {
+			c.Close()
+			close(closed)
+		}()
+		select {
+		case <-closed:
+		case <-time.After(30 * time.Second):
+			t.Fatalf("client %d: Close has not returned after 30 s", i)
+		}
+	}
+}

@@ -95,7 +95,9 @@ func (c *Client) Subscribe(ctx context.Context, req Request) (*Stream, error) {
 		c.mu.Unlock()
 		return nil, err
 	}
-	if c.ctx.Err() != nil {
+	if c.closing {
+		// Close has taken the streams to end them: a stream added now would
+		// wait for ever.
 		c.mu.Unlock()
 		return nil, ErrClosed
 	}
@@ -116,7 +118,11 @@ func (c *Client) Subscribe(ctx context.Context, req Request) (*Stream, error) {
 		c.forget(s)
 		return nil, s.Err()
 	case <-ctx.Done():
-		s.Close(context.Background())
+		// The unsubscribe may not wait on a connection that takes no
+		// writes any more than Close's handshake would.
+		cctx, cancel := context.WithTimeout(context.Background(), closeWait)
+		defer cancel()
+		_ = s.Close(cctx)
 		return nil, ctx.Err()
 	}
 }
