@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -138,13 +139,9 @@ func TestCrashSafetyAndDeterminism(t *testing.T) {
 	final := dn.Store().Tip()
 
 	waitTip := func(dir string, cmd *exec.Cmd) {
-		deadline := time.Now().Add(90 * time.Second)
-		for checkpointTip(t, dir) != final.BlockNo {
-			if time.Now().After(deadline) {
-				t.Fatalf("run in %s did not reach block %d", dir, final.BlockNo)
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
+		waitUntil(t, 90*time.Second, fmt.Sprintf("the run in %s to reach block %d", dir, final.BlockNo), func() bool {
+			return checkpointTip(t, dir) == final.BlockNo
+		})
 		if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 			t.Fatal(err)
 		}
@@ -158,13 +155,19 @@ func TestCrashSafetyAndDeterminism(t *testing.T) {
 	waitTip(dirA, startRun(t, bin, socket, dirA))
 	logA, cpA := storeState(t, dirA)
 
-	// Killed at random moments.
+	// Killed at random moments: right after it starts (opening the
+	// store, intersecting), or once its checkpoint has passed a random
+	// block of the next stretch of the chain (committing).
 	dirB := t.TempDir()
 	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 1))
 	kills := 0
 	for kills < 6 {
+		from := checkpointTip(t, dirB)
 		cmd := startRun(t, bin, socket, dirB)
-		time.Sleep(time.Duration(50+rng.IntN(400)) * time.Millisecond)
+		if rng.IntN(4) > 0 {
+			at := min(from+1+uint64(rng.IntN(int(final.BlockNo/6))), final.BlockNo)
+			waitUntil(t, 90*time.Second, fmt.Sprintf("the checkpoint at block %d", at), func() bool { return checkpointTip(t, dirB) >= at })
+		}
 		if checkpointTip(t, dirB) == final.BlockNo {
 			waitTip(dirB, cmd)
 			break

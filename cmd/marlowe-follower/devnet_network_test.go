@@ -146,7 +146,7 @@ func TestDevnetReplayOnNetworkMagic(t *testing.T) {
 				BlockNo uint64 `json:"blockNo"`
 				Hash    string `json:"hash"`
 			}
-			var status struct {
+			type netStatus struct {
 				Network        string `json:"network"`
 				NetworkMagic   uint32 `json:"networkMagic"`
 				Connected      bool   `json:"connected"`
@@ -154,17 +154,14 @@ func TestDevnetReplayOnNetworkMagic(t *testing.T) {
 				CommittedPoint point  `json:"committedPoint"`
 				HistorySeq     int64  `json:"historySeq"`
 			}
-			deadline := time.Now().Add(90 * time.Second)
-			for {
+			var status netStatus
+			checkFor(t, 90*time.Second, func() error {
 				code, err := getJSON(base+"/status", &status)
 				if err == nil && code == 200 && status.CommittedPoint.BlockNo == tip.BlockNo && status.HistorySeq > 0 {
-					break
+					return nil
 				}
-				if time.Now().After(deadline) {
-					t.Fatalf("the service did not commit block %d: %d %v %+v\n%s", tip.BlockNo, code, err, status, runOut)
-				}
-				time.Sleep(100 * time.Millisecond)
-			}
+				return fmt.Errorf("the service did not commit block %d: %d %v %+v\n%s", tip.BlockNo, code, err, status, runOut)
+			})
 			if status.Network != c.name || status.NetworkMagic != c.magic || !status.Connected || status.NodeTip.Hash != tip.Hash.String() {
 				t.Fatalf("status %+v", status)
 			}
@@ -208,23 +205,24 @@ func TestDevnetReplayOnNetworkMagic(t *testing.T) {
 				t.Fatal(err)
 			}
 			cause := "network magic " + c.another + " does not match the node's (" + magic
-			deadline = time.Now().Add(30 * time.Second)
-			for !strings.Contains(otherOut.String(), cause) {
-				if time.Now().After(deadline) {
-					t.Fatalf("the refused follower does not say why:\n%s", otherOut)
+			checkFor(t, 30*time.Second, func() error {
+				if !strings.Contains(otherOut.String(), cause) {
+					return fmt.Errorf("the refused follower does not say why:\n%s", otherOut)
 				}
-				time.Sleep(100 * time.Millisecond)
-			}
+				return nil
+			})
 			// The refusal can be logged before the query port listens (the
 			// pipeline starts first): wait for /status to answer.
-			code, err := getJSON(base+"/status", &status)
-			for err != nil && time.Now().Before(deadline) {
-				time.Sleep(20 * time.Millisecond)
-				code, err = getJSON(base+"/status", &status)
-			}
+			status = netStatus{}
+			checkFor(t, 30*time.Second, func() error {
+				if code, err := getJSON(base+"/status", &status); err != nil || code != 200 {
+					return fmt.Errorf("GET /status of the refused follower: %d %v", code, err)
+				}
+				return nil
+			})
 			stopRun(t, other, otherOut)
-			if err != nil || code != 200 || status.Connected || status.HistorySeq != 0 || status.CommittedPoint.BlockNo != 0 {
-				t.Fatalf("a follower of magic %s on the devnet of magic %s: %d %v %+v", c.another, magic, code, err, status)
+			if status.Connected || status.HistorySeq != 0 || status.CommittedPoint.BlockNo != 0 {
+				t.Fatalf("a follower of magic %s on the devnet of magic %s: %+v", c.another, magic, status)
 			}
 		})
 	}
@@ -233,16 +231,10 @@ func TestDevnetReplayOnNetworkMagic(t *testing.T) {
 // waitSocket waits for a Unix socket to appear.
 func waitSocket(t *testing.T, path string) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		if fi, err := os.Stat(path); err == nil && fi.Mode()&os.ModeSocket != 0 {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no socket at %s", path)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	waitUntil(t, 30*time.Second, "a socket at "+path, func() bool {
+		fi, err := os.Stat(path)
+		return err == nil && fi.Mode()&os.ModeSocket != 0
+	})
 }
 
 func mustHex(t *testing.T, s string) []byte {
@@ -307,17 +299,13 @@ func TestDevnetGeneratedOnNetworkClock(t *testing.T) {
 				NodeTip        struct{ Slot, BlockNo uint64 } `json:"nodeTip"`
 				CommittedPoint struct{ BlockNo uint64 }       `json:"committedPoint"`
 			}
-			deadline := time.Now().Add(90 * time.Second)
-			for {
+			checkFor(t, 90*time.Second, func() error {
 				code, err := getJSON("http://127.0.0.1:"+strconv.Itoa(qport)+"/status", &status)
 				if err == nil && code == 200 && status.CommittedPoint.BlockNo == blocks {
-					break
+					return nil
 				}
-				if time.Now().After(deadline) {
-					t.Fatalf("the service did not commit block %d: %d %v %+v\n%s\n%s", blocks, code, err, status, runOut, nodeOut)
-				}
-				time.Sleep(100 * time.Millisecond)
-			}
+				return fmt.Errorf("the service did not commit block %d: %d %v %+v\n%s\n%s", blocks, code, err, status, runOut, nodeOut)
+			})
 			stopRun(t, run, runOut)
 			tipTime := time.UnixMilli(c.slots.SlotStart(status.NodeTip.Slot))
 			if d := tipTime.Sub(c.start); d < 2*time.Hour || d > 4*time.Hour { // 500 blocks of 20 s

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -53,17 +54,13 @@ func waitSeq(t *testing.T, base string, seq int64) {
 	var status struct {
 		HistorySeq int64 `json:"historySeq"`
 	}
-	deadline := time.Now().Add(90 * time.Second)
-	for {
+	checkFor(t, 90*time.Second, func() error {
 		code, err := getJSON(base+"/status", &status)
 		if err == nil && code == 200 && status.HistorySeq > seq {
-			return
+			return nil
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the history did not pass seq %d: %d %v %+v", seq, code, err, status)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return fmt.Errorf("the history did not pass seq %d: %d %v %+v", seq, code, err, status)
+	})
 }
 
 // TestRunDevnetRestartKeepsChain restarts `run --devnet --data-dir` twice.

@@ -80,17 +80,13 @@ func TestRunDevnetEndToEnd(t *testing.T) {
 		Connected  bool  `json:"connected"`
 		HistorySeq int64 `json:"historySeq"`
 	}
-	deadline := time.Now().Add(60 * time.Second)
-	for {
+	checkFor(t, 60*time.Second, func() error {
 		code, err := getJSON(base+"/status", &status)
 		if err == nil && code == 200 && status.Connected && status.HistorySeq >= 60 {
-			break
+			return nil
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the service did not follow: %d %v %+v", code, err, status)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return fmt.Errorf("the service did not follow: %d %v %+v", code, err, status)
+	})
 	var list struct {
 		Results []map[string]any `json:"results"`
 		Seq     int64            `json:"seq"`
@@ -180,17 +176,13 @@ func TestRunDevnetEndToEnd(t *testing.T) {
 	// Restart on the same store (without the explorer this time): the log
 	// continues exactly.
 	cmd = runDevnet(t, bin, dir, qport, sport, "--no-ui")
-	deadline = time.Now().Add(60 * time.Second)
-	for {
+	checkFor(t, 60*time.Second, func() error {
 		code, err := getJSON(base+"/status", &status)
 		if err == nil && code == 200 && status.HistorySeq > cpA.Head+20 {
-			break
+			return nil
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the restarted service did not continue: %d %v %+v (head before %d)", code, err, status, cpA.Head)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return fmt.Errorf("the restarted service did not continue: %d %v %+v (head before %d)", code, err, status, cpA.Head)
+	})
 	if ctype, code := contentType(t, base+"/"); code != 404 || ctype != "application/json" {
 		t.Fatalf("GET / with --no-ui: %d %q", code, ctype)
 	}

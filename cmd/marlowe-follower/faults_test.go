@@ -176,6 +176,13 @@ func (c *child) connected() bool {
 	return err == nil && code == http.StatusOK && st.Connected
 }
 
+// attempts returns how many times the follower has connected to the node
+// (marlowe_node_connection_attempts_total).
+func (c *child) attempts(t *testing.T) int {
+	t.Helper()
+	return int(metricValue(c.metrics(t), "marlowe_node_connection_attempts_total"))
+}
+
 func (c *child) metrics(t *testing.T) string {
 	t.Helper()
 	resp, err := http.Get(c.base + "/metrics")
@@ -185,19 +192,6 @@ func (c *child) metrics(t *testing.T) string {
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(resp.Body)
 	return string(body)
-}
-
-// waitUntil polls cond every 20 ms and returns how long it took.
-func waitUntil(t *testing.T, d time.Duration, what string, cond func() bool) time.Duration {
-	t.Helper()
-	start := time.Now()
-	for !cond() {
-		if time.Since(start) > d {
-			t.Fatalf("timed out after %s waiting for %s", d, what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	return time.Since(start)
 }
 
 // reasonHolds reports whether /readyz is 503 with reason among its fields.
@@ -339,10 +333,14 @@ func TestNodeBehindWaits(t *testing.T) {
 			!strings.Contains(m, "marlowe_chainsync_node_behind_blocks "+strconv.FormatUint(want, 10)) {
 			t.Fatal("metrics do not show the wait")
 		}
-		time.Sleep(time.Second) // several polls
-		if f.exited() || !f.reasonHolds("waiting_for_node") {
-			t.Fatal("stopped waiting while the node is behind")
-		}
+		// It goes on waiting across several polls of the node.
+		attempts := f.attempts(t)
+		waitUntil(t, 30*time.Second, "three more polls of the node", func() bool {
+			if f.exited() || !f.reasonHolds("waiting_for_node") {
+				t.Fatal("stopped waiting while the node is behind")
+			}
+			return f.attempts(t) >= attempts+3
+		})
 		during, _ := storeState(t, dir)
 		if !reflect.DeepEqual(before, during) {
 			t.Fatalf("the log changed while waiting: %d records, then %d", len(before), len(during))
@@ -406,9 +404,13 @@ func TestDivergedStops(t *testing.T) {
 	if st.Diverged == nil || !strings.Contains(st.Diverged.Action, "marlowe-follower reset --yes") || st.Connected {
 		t.Fatalf("status: %+v", st)
 	}
-	time.Sleep(time.Second)
-	if f.exited() || !f.reasonHolds("diverged") || !strings.Contains(f.metrics(t), "marlowe_chainsync_diverged 1") {
-		t.Fatal("not stopped for the operator")
+	// Three of its longest backoffs (300 ms): it stays stopped.
+	attempts := f.attempts(t)
+	holdsFor(t, time.Second, "stopped for the operator", func() bool {
+		return !f.exited() && f.reasonHolds("diverged") && f.attempts(t) == attempts
+	})
+	if !strings.Contains(f.metrics(t), "marlowe_chainsync_diverged 1") {
+		t.Fatal("no divergence metric")
 	}
 	after, _ := storeState(t, dir)
 	if !reflect.DeepEqual(before, after) {
@@ -452,12 +454,9 @@ func TestNotReadyWhileTheNodeIsGone(t *testing.T) {
 	if took > 2*time.Second {
 		t.Fatalf("%s to notice the node is gone", took)
 	}
-	for i := range 25 { // 5 s of probes while the node is gone
-		if !f.reasonHolds("node_disconnected") {
-			t.Fatalf("probe %d while the node is gone: not 503 node_disconnected", i)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+	holdsFor(t, 5*time.Second, "503 node_disconnected on every probe while the node is gone", func() bool {
+		return f.reasonHolds("node_disconnected")
+	})
 	if st := f.status(t); st.Connected || st.NodeError == "" {
 		t.Fatalf("status while the node is gone: %+v", st)
 	}

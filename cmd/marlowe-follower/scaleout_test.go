@@ -87,7 +87,7 @@ func TestScaleOut(t *testing.T) {
 	var took []time.Duration
 	readerKilled := false
 	for len(took) < kills && !dnDone(dn) {
-		time.Sleep(time.Duration(500+rng.IntN(1500)) * time.Millisecond)
+		active.commitsMore(t, dn, uint64(20+rng.IntN(60))) // 0.5 to 2 s of the devnet's blocks
 		var d time.Duration
 		active, standby, d = failOver(t, bin, socket, haURL, active, standby)
 		took = append(took, d)

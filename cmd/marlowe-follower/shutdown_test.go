@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -67,18 +69,14 @@ func TestCleanShutdownLogsNoWarning(t *testing.T) {
 			var status struct {
 				HistorySeq int64 `json:"historySeq"`
 			}
-			deadline := time.Now().Add(60 * time.Second)
-			for {
+			t.Cleanup(func() { _ = cmd.Process.Kill() }) // when the test fails before the signal
+			checkFor(t, 60*time.Second, func() error {
 				code, err := getJSON(base+"/status", &status)
 				if err == nil && code == 200 && status.HistorySeq >= 40 {
-					break
+					return nil
 				}
-				if time.Now().After(deadline) {
-					_ = cmd.Process.Kill()
-					t.Fatalf("the service did not follow: %d %v %+v", code, err, status)
-				}
-				time.Sleep(100 * time.Millisecond)
-			}
+				return fmt.Errorf("the service did not follow: %d %v %+v", code, err, status)
+			})
 			// Clients attached when the signal comes.
 			var clients []*exec.Cmd
 			for _, args := range [][]string{{"tail", "--all", "--url", ws}, {"tail", "--all", "--durable", "shutdown-test", "--url", ws}} {
@@ -96,7 +94,16 @@ func TestCleanShutdownLogsNoWarning(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer resp.Body.Close()
-			time.Sleep(2 * time.Second)
+			waitUntil(t, 30*time.Second, "the two tails subscribed and the events stream open", func() bool {
+				r, err := http.Get(base + "/metrics")
+				if err != nil {
+					return false
+				}
+				defer r.Body.Close()
+				body, _ := io.ReadAll(r.Body)
+				m := string(body)
+				return metricValue(m, "marlowe_streaming_subscribers") >= 2 && metricValue(m, "marlowe_streaming_sse_clients") >= 1
+			})
 			if err := cmd.Process.Signal(sig); err != nil {
 				t.Fatal(err)
 			}
@@ -144,8 +151,9 @@ func TestStopDuringStartUp(t *testing.T) {
 		for sc.Scan() {
 			out.WriteString(sc.Text() + "\n")
 			if !signalled && strings.Contains(sc.Text(), "devnet node listening") {
-				time.Sleep(after)
-				_ = cmd.Process.Signal(syscall.SIGTERM)
+				// The signal comes that long after the line, while the
+				// output goes on being read.
+				time.AfterFunc(after, func() { _ = cmd.Process.Signal(syscall.SIGTERM) })
 				signalled = true
 			}
 		}

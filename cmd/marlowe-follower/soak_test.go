@@ -267,17 +267,36 @@ func (p *faultProxy) cut() {
 	}
 }
 
-// restore listens again.
+// restore listens again (the address may take a moment to be free).
 func (p *faultProxy) restore(t *testing.T) {
-	for i := 0; ; i++ {
-		err := p.listen()
-		if err == nil {
-			return
+	t.Helper()
+	checkFor(t, 5*time.Second, func() error {
+		if err := p.listen(); err != nil {
+			return fmt.Errorf("proxy: listening again on %s: %w", p.addr, err)
 		}
-		if i == 50 {
-			t.Fatalf("proxy: listening again on %s: %v", p.addr, err)
-		}
-		time.Sleep(100 * time.Millisecond)
+		return nil
+	})
+}
+
+// chainGrows waits until the devnet's chain has grown n blocks, or is
+// complete: the soak's faults come, and last, at moments of the chain's
+// progress (40 blocks a second).
+func chainGrows(t *testing.T, dn *devnet.Devnet, n int) {
+	t.Helper()
+	from := dn.Store().Tip().BlockNo
+	waitUntil(t, time.Minute, fmt.Sprintf("the chain to grow %d blocks past block %d", n, from), func() bool {
+		return dnDone(dn) || dn.Store().Tip().BlockNo >= from+uint64(n)
+	})
+}
+
+// pace is the load generators' pause (a client's backoff, a request
+// rate): d, or less when ctx ends, so that the load stops at once.
+func pace(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
 	}
 }
 
@@ -346,12 +365,12 @@ func runSoak(t *testing.T, bin, backend, pgURL string, dur time.Duration, seed u
 	// Faults, one at a time at random moments, until the time is up.
 	end := time.Now().Add(dur)
 	for time.Now().Before(end) {
-		time.Sleep(time.Duration(300+rng.IntN(1500)) * time.Millisecond)
+		chainGrows(t, dn, 12+rng.IntN(60)) // 0.3 to 1.8 s
 		switch n := rng.IntN(10); {
 		case n < 4:
 			svc.stop(syscall.SIGKILL)
 			row.kills++
-			time.Sleep(time.Duration(rng.IntN(500)) * time.Millisecond)
+			chainGrows(t, dn, rng.IntN(20))
 			svc.start()
 		case n < 6:
 			svc.stop(syscall.SIGTERM)
@@ -360,7 +379,7 @@ func runSoak(t *testing.T, bin, backend, pgURL string, dur time.Duration, seed u
 		case n < 8:
 			node.cut()
 			row.nodeCuts++
-			time.Sleep(time.Duration(200+rng.IntN(2000)) * time.Millisecond)
+			chainGrows(t, dn, 8+rng.IntN(80))
 			node.restore(t)
 		default:
 			if db == nil {
@@ -368,7 +387,7 @@ func runSoak(t *testing.T, bin, backend, pgURL string, dur time.Duration, seed u
 			}
 			db.cut()
 			row.dbCuts++
-			time.Sleep(time.Duration(200+rng.IntN(2000)) * time.Millisecond)
+			chainGrows(t, dn, 8+rng.IntN(80))
 			db.restore(t)
 		}
 	}
@@ -377,20 +396,17 @@ func runSoak(t *testing.T, bin, backend, pgURL string, dur time.Duration, seed u
 	<-dn.Done()
 	final := dn.Store().Tip()
 	waitFor := func(what string, d time.Duration, cond func() bool) {
-		deadline := time.Now().Add(d)
-		for !cond() {
-			if time.Now().After(deadline) {
-				for _, path := range []string{"/status", "/readyz"} {
-					if resp, err := http.Get(svc.base() + path); err == nil {
-						body, _ := io.ReadAll(resp.Body)
-						_ = resp.Body.Close()
-						t.Logf("GET %s: %d %s", path, resp.StatusCode, body)
-					}
-				}
-				t.Fatalf("timed out after %s waiting for %s (node tip block %d)", d, what, final.BlockNo)
-			}
-			time.Sleep(100 * time.Millisecond)
+		if poll(d, cond) {
+			return
 		}
+		for _, path := range []string{"/status", "/readyz"} {
+			if resp, err := http.Get(svc.base() + path); err == nil {
+				body, _ := io.ReadAll(resp.Body)
+				_ = resp.Body.Close()
+				t.Logf("GET %s: %d %s", path, resp.StatusCode, body)
+			}
+		}
+		t.Fatalf("timed out after %s waiting for %s (node tip block %d)", d, what, final.BlockNo)
 	}
 	committed := func(base string) uint64 {
 		var st statusAnswer
@@ -583,7 +599,7 @@ func (s *soakSubscriber) run(ctx context.Context, port int) {
 		s.connection(ctx, port)
 		if ctx.Err() == nil {
 			s.row.resumes.Add(1)
-			time.Sleep(time.Duration(s.rng.IntN(200)) * time.Millisecond)
+			pace(ctx, time.Duration(s.rng.IntN(200))*time.Millisecond)
 		}
 	}
 }
@@ -769,7 +785,7 @@ func soakHTTPFuzz(ctx context.Context, base string, row *soakRow, rng *rand.Rand
 		}
 		resp, err := client.Do(req)
 		if err != nil {
-			time.Sleep(20 * time.Millisecond) // the service is down
+			pace(ctx, 20*time.Millisecond) // the service is down
 			continue
 		}
 		body, _ := io.ReadAll(io.LimitReader(resp.Body, 2000))
@@ -785,7 +801,7 @@ func soakHTTPFuzz(ctx context.Context, base string, row *soakRow, rng *rand.Rand
 				row.mu.Unlock()
 			}
 		}
-		time.Sleep(time.Duration(rng.IntN(5)) * time.Millisecond)
+		pace(ctx, time.Duration(rng.IntN(5))*time.Millisecond)
 	}
 }
 
@@ -802,7 +818,7 @@ func soakHostile(ctx context.Context, port int, row *soakRow, rng *rand.Rand) {
 		c, _, err := websocket.Dial(dctx, "ws://127.0.0.1:"+strconv.Itoa(port)+"/", nil)
 		cancel()
 		if err != nil {
-			time.Sleep(50 * time.Millisecond)
+			pace(ctx, 50*time.Millisecond) // the service is down
 			continue
 		}
 		go func() {
@@ -826,7 +842,7 @@ func soakHostile(ctx context.Context, port int, row *soakRow, rng *rand.Rand) {
 			row.hostile.Add(1)
 		}
 		_ = c.CloseNow()
-		time.Sleep(time.Duration(rng.IntN(100)) * time.Millisecond)
+		pace(ctx, time.Duration(rng.IntN(100))*time.Millisecond)
 	}
 }
 

@@ -324,6 +324,17 @@ func failoverDevnet(t *testing.T, ctx context.Context, blocks uint64, rate float
 	return dn, socket
 }
 
+// commitsMore waits until the writer c has committed n blocks past where
+// it stands, or the devnet's chain is complete: faults come at moments of
+// its progress.
+func (c *child) commitsMore(t *testing.T, dn *devnet.Devnet, n uint64) {
+	t.Helper()
+	from := c.committed(t)
+	waitUntil(t, 2*time.Minute, fmt.Sprintf("%d blocks committed past block %d", n, from), func() bool {
+		return dnDone(dn) || c.committed(t) >= from+n
+	})
+}
+
 // atTip reports whether the writer committed block tip and its projection
 // caught up.
 func (c *child) atTip(tip uint64) bool {
@@ -380,7 +391,7 @@ func TestWriterFailover(t *testing.T) {
 	rng := mrand.New(mrand.NewPCG(uint64(time.Now().UnixNano()), 7))
 	var took []time.Duration
 	for len(took) < kills {
-		time.Sleep(time.Duration(300+rng.IntN(1200)) * time.Millisecond)
+		active.commitsMore(t, dn, uint64(12+rng.IntN(48))) // 0.3 to 1.5 s of the devnet's blocks
 		if dnDone(dn) {
 			t.Logf("the chain is complete after %d kills", len(took))
 			break
