@@ -61,57 +61,17 @@ func (s *suite) testConcurrency(t *testing.T) {
 		readers.Add(1)
 		go func() {
 			defer readers.Done()
-			for ctx.Err() == nil {
-				select {
-				case <-done:
-					return
-				default:
-				}
-				head, err := b.Head(ctx)
-				if err != nil {
-					t.Errorf("head: %v", err)
-					return
-				}
-				p := record.RecordListParams{Mode: record.ModeSnapshot, Snapshot: head, Limit: 50}
-				var recs []record.Record
-				for {
-					page, err := b.RecordList(ctx, &p)
-					if err != nil {
-						t.Errorf("snapshot page: %v", err)
-						return
-					}
-					recs = append(recs, page...)
-					if len(page) < p.Limit {
-						break
-					}
-					p.After = page[len(page)-1].Seq
-				}
-				snaps[i] = append(snaps[i], snapshotRead{at: head, recs: recs})
-			}
+			snaps[i] = readSnapshots(ctx, t, b, done)
 		}()
 	}
 	readers.Add(1)
 	go func() {
 		defer readers.Done()
-		for ctx.Err() == nil {
-			select {
-			case <-done:
-				return
-			default:
-			}
-			cp, err := b.CheckpointGet(ctx)
-			if err != nil {
-				t.Errorf("checkpoint: %v", err)
-				return
-			}
+		readCheckpoints(ctx, t, b, done, func(cp *history.Checkpoint) bool {
 			mu.Lock()
-			ok := tipsOf[cp.Head][cp.Tip.BlockNo]
-			mu.Unlock()
-			if !ok {
-				t.Errorf("checkpoint with head %d and tip block %d: no commit wrote that", cp.Head, cp.Tip.BlockNo)
-				return
-			}
-		}
+			defer mu.Unlock()
+			return tipsOf[cp.Head][cp.Tip.BlockNo]
+		})
 	}()
 
 	rng := rand.New(rand.NewPCG(71, 1))
@@ -127,40 +87,8 @@ func (s *suite) testConcurrency(t *testing.T) {
 	if t.Failed() {
 		return
 	}
-	for i, got := range logs {
-		if len(got) != len(w.log) {
-			t.Fatalf("log reader %d read %d records, want %d", i, len(got), len(w.log))
-		}
-		for j := range got {
-			if !sameImmutable(&got[j], &w.log[j]) {
-				t.Fatalf("log reader %d: %s, want %s", i, show(&got[j]), show(&w.log[j]))
-			}
-			if m := got[j].RolledBackBy; m != nil && !ptrEqual(m, w.log[j].RolledBackBy) {
-				t.Fatalf("log reader %d: %s, finally %s", i, show(&got[j]), show(&w.log[j]))
-			}
-		}
-	}
-	n := 0
-	for i, reads := range snaps {
-		for _, r := range reads {
-			// A record rolled back after the snapshot was read may carry
-			// its mark now: a snapshot's records are otherwise stable.
-			want := w.current(r.at)
-			if len(r.recs) != len(want) {
-				t.Fatalf("snapshot reader %d at %d: %d records, want %d", i, r.at, len(r.recs), len(want))
-			}
-			for j := range want {
-				got := &r.recs[j]
-				if !sameImmutable(got, &want[j]) || (got.RolledBackBy != nil && !ptrEqual(got.RolledBackBy, want[j].RolledBackBy)) {
-					t.Fatalf("snapshot reader %d at %d: %s, want %s", i, r.at, show(got), show(&want[j]))
-				}
-			}
-			n++
-		}
-	}
-	if n == 0 {
-		t.Fatal("no snapshot was read while the writer ran")
-	}
+	checkLogReads(t, logs, w.log)
+	checkSnapshotReads(t, snaps, w)
 }
 
 // followLog pages through the log from the start, as a subscriber catching
@@ -196,4 +124,105 @@ func followLog(ctx context.Context, t *testing.T, b history.Backend, done <-chan
 		}
 	}
 	return out
+}
+
+// readSnapshots reads whole snapshots at the head, one after the other,
+// until done.
+func readSnapshots(ctx context.Context, t *testing.T, b history.Backend, done <-chan struct{}) []snapshotRead {
+	var reads []snapshotRead
+	for ctx.Err() == nil {
+		select {
+		case <-done:
+			return reads
+		default:
+		}
+		head, err := b.Head(ctx)
+		if err != nil {
+			t.Errorf("head: %v", err)
+			return reads
+		}
+		p := record.RecordListParams{Mode: record.ModeSnapshot, Snapshot: head, Limit: 50}
+		var recs []record.Record
+		for {
+			page, err := b.RecordList(ctx, &p)
+			if err != nil {
+				t.Errorf("snapshot page: %v", err)
+				return reads
+			}
+			recs = append(recs, page...)
+			if len(page) < p.Limit {
+				break
+			}
+			p.After = page[len(page)-1].Seq
+		}
+		reads = append(reads, snapshotRead{at: head, recs: recs})
+	}
+	return reads
+}
+
+// readCheckpoints reads the checkpoint until done, each one a commit
+// wrote (written).
+func readCheckpoints(ctx context.Context, t *testing.T, b history.Backend, done <-chan struct{}, written func(*history.Checkpoint) bool) {
+	for ctx.Err() == nil {
+		select {
+		case <-done:
+			return
+		default:
+		}
+		cp, err := b.CheckpointGet(ctx)
+		if err != nil {
+			t.Errorf("checkpoint: %v", err)
+			return
+		}
+		if !written(cp) {
+			t.Errorf("checkpoint with head %d and tip block %d: no commit wrote that", cp.Head, cp.Tip.BlockNo)
+			return
+		}
+	}
+}
+
+// checkLogReads checks what the log readers read against the final log:
+// every record as appended, and a mark only the one it got.
+func checkLogReads(t *testing.T, logs [][]record.Record, log []record.Record) {
+	t.Helper()
+	for i, got := range logs {
+		if len(got) != len(log) {
+			t.Fatalf("log reader %d read %d records, want %d", i, len(got), len(log))
+		}
+		for j := range got {
+			if !sameImmutable(&got[j], &log[j]) {
+				t.Fatalf("log reader %d: %s, want %s", i, show(&got[j]), show(&log[j]))
+			}
+			if m := got[j].RolledBackBy; m != nil && !ptrEqual(m, log[j].RolledBackBy) {
+				t.Fatalf("log reader %d: %s, finally %s", i, show(&got[j]), show(&log[j]))
+			}
+		}
+	}
+}
+
+// checkSnapshotReads checks each snapshot read against the log as it was
+// at its head.
+func checkSnapshotReads(t *testing.T, snaps [][]snapshotRead, w *writer) {
+	t.Helper()
+	n := 0
+	for i, reads := range snaps {
+		for _, r := range reads {
+			// A record rolled back after the snapshot was read may carry
+			// its mark now: a snapshot's records are otherwise stable.
+			want := w.current(r.at)
+			if len(r.recs) != len(want) {
+				t.Fatalf("snapshot reader %d at %d: %d records, want %d", i, r.at, len(r.recs), len(want))
+			}
+			for j := range want {
+				got := &r.recs[j]
+				if !sameImmutable(got, &want[j]) || (got.RolledBackBy != nil && !ptrEqual(got.RolledBackBy, want[j].RolledBackBy)) {
+					t.Fatalf("snapshot reader %d at %d: %s, want %s", i, r.at, show(got), show(&want[j]))
+				}
+			}
+			n++
+		}
+	}
+	if n == 0 {
+		t.Fatal("no snapshot was read while the writer ran")
+	}
 }

@@ -13,107 +13,126 @@ import (
 // testInit checks schema setup: migrations are idempotent, a reopened
 // database keeps its data, another network and a newer schema are refused.
 func (s *suite) testInit(t *testing.T) {
-	t.Run("fresh", func(t *testing.T) {
-		b := s.open(t)
-		t.Cleanup(func() { _ = b.Close() })
-		m := migrator(t, b)
-		stored, latest, err := m.SchemaVersion(t.Context())
-		if err != nil || stored != 0 || latest < 1 {
-			t.Fatalf("schema version of an empty database: %d, %d, %v; want 0, >= 1, nil", stored, latest, err)
-		}
-		from, to, err := m.Migrate(t.Context())
-		if err != nil || from != 0 || to != latest {
-			t.Fatalf("migrate: %d -> %d, %v; want 0 -> %d", from, to, err, latest)
-		}
-		if from, to, err = m.Migrate(t.Context()); err != nil || from != latest || to != latest {
-			t.Fatalf("migrate again: %d -> %d, %v; want %d -> %d", from, to, err, latest, latest)
-		}
+	for _, c := range []struct {
+		name string
+		run  func(*testing.T)
+	}{
+		{"fresh", s.testInitFresh},
+		{"idempotent", s.testInitIdempotent},
+		{"reopen", s.testInitReopen},
+		{"wrong network", s.testInitWrongNetwork},
+		{"schema too new", s.testInitSchemaTooNew},
+	} {
+		t.Run(c.name, c.run)
+	}
+}
+
+// testInitFresh: Init on an empty database makes the schema and an empty log.
+func (s *suite) testInitFresh(t *testing.T) {
+	b := s.open(t)
+	t.Cleanup(func() { _ = b.Close() })
+	m := migrator(t, b)
+	stored, latest, err := m.SchemaVersion(t.Context())
+	if err != nil || stored != 0 || latest < 1 {
+		t.Fatalf("schema version of an empty database: %d, %d, %v; want 0, >= 1, nil", stored, latest, err)
+	}
+	from, to, err := m.Migrate(t.Context())
+	if err != nil || from != 0 || to != latest {
+		t.Fatalf("migrate: %d -> %d, %v; want 0 -> %d", from, to, err, latest)
+	}
+	if from, to, err = m.Migrate(t.Context()); err != nil || from != latest || to != latest {
+		t.Fatalf("migrate again: %d -> %d, %v; want %d -> %d", from, to, err, latest, latest)
+	}
+	if err := b.Init(t.Context(), &history.InitParams{NetworkMagic: TestMagic}); err != nil {
+		t.Fatalf("init after migrate: %v", err)
+	}
+	cp, err := b.CheckpointGet(t.Context())
+	if err != nil {
+		t.Fatalf("checkpoint of an empty store: %v", err)
+	}
+	if !reflect.DeepEqual(cp, &history.Checkpoint{}) {
+		t.Fatalf("checkpoint of an empty store: %+v", cp)
+	}
+	if head, err := b.Head(t.Context()); err != nil || head != 0 {
+		t.Fatalf("head of an empty store: %d, %v", head, err)
+	}
+}
+
+// testInitIdempotent: Init again changes nothing.
+func (s *suite) testInitIdempotent(t *testing.T) {
+	b := s.backend(t)
+	for i := range 3 {
 		if err := b.Init(t.Context(), &history.InitParams{NetworkMagic: TestMagic}); err != nil {
-			t.Fatalf("init after migrate: %v", err)
+			t.Fatalf("init #%d: %v", i+2, err)
 		}
-		cp, err := b.CheckpointGet(t.Context())
-		if err != nil {
-			t.Fatalf("checkpoint of an empty store: %v", err)
-		}
-		if !reflect.DeepEqual(cp, &history.Checkpoint{}) {
-			t.Fatalf("checkpoint of an empty store: %+v", cp)
-		}
-		if head, err := b.Head(t.Context()); err != nil || head != 0 {
-			t.Fatalf("head of an empty store: %d, %v", head, err)
-		}
-	})
+	}
+	stored, latest, err := migrator(t, b).SchemaVersion(t.Context())
+	if err != nil || stored != latest {
+		t.Fatalf("schema version %d of %d, %v", stored, latest, err)
+	}
+}
 
-	t.Run("idempotent", func(t *testing.T) {
-		b := s.backend(t)
-		for i := range 3 {
-			if err := b.Init(t.Context(), &history.InitParams{NetworkMagic: TestMagic}); err != nil {
-				t.Fatalf("init #%d: %v", i+2, err)
-			}
-		}
-		stored, latest, err := migrator(t, b).SchemaVersion(t.Context())
-		if err != nil || stored != latest {
-			t.Fatalf("schema version %d of %d, %v", stored, latest, err)
-		}
-	})
+// testInitReopen: a backend opened again on the same database reads what was
+// committed.
+func (s *suite) testInitReopen(t *testing.T) {
+	b := s.backend(t)
+	w := newWriter(t, b, 1, 0)
+	w.grow(20)
+	w.flush()
+	w.rollBack(3)
+	w.grow(5)
+	w.flush()
+	b2 := reopen(t, b)
+	if err := b2.Init(t.Context(), &history.InitParams{NetworkMagic: TestMagic}); err != nil {
+		t.Fatalf("init of the reopened database: %v", err)
+	}
+	checkRecords(t, "log after reopening", readAll(t, b2, record.RecordListParams{}, 1000), w.log)
+	checkCheckpoint(t, b2, w.checkpoint())
+	// The first handle still works beside the second.
+	w.grow(3)
+	w.flush()
+	checkRecords(t, "log through the second handle", readAll(t, b2, record.RecordListParams{}, 1000), w.log)
+}
 
-	t.Run("reopen", func(t *testing.T) {
-		b := s.backend(t)
-		w := newWriter(t, b, 1, 0)
-		w.grow(20)
-		w.flush()
-		w.rollBack(3)
-		w.grow(5)
-		w.flush()
-		b2 := reopen(t, b)
-		if err := b2.Init(t.Context(), &history.InitParams{NetworkMagic: TestMagic}); err != nil {
-			t.Fatalf("init of the reopened database: %v", err)
-		}
-		checkRecords(t, "log after reopening", readAll(t, b2, record.RecordListParams{}, 1000), w.log)
-		checkCheckpoint(t, b2, w.checkpoint())
-		// The first handle still works beside the second.
-		w.grow(3)
-		w.flush()
-		checkRecords(t, "log through the second handle", readAll(t, b2, record.RecordListParams{}, 1000), w.log)
-	})
+// testInitWrongNetwork: a database filled from another network is refused.
+func (s *suite) testInitWrongNetwork(t *testing.T) {
+	b := s.backend(t)
+	b2 := reopen(t, b)
+	err := b2.Init(t.Context(), &history.InitParams{NetworkMagic: TestMagic + 1})
+	wantErr(t, "init with another network", err, record.ErrWrongNetwork)
+	if err := b2.Init(t.Context(), &history.InitParams{NetworkMagic: TestMagic}); err != nil {
+		t.Fatalf("init with the right network after a refusal: %v", err)
+	}
+}
 
-	t.Run("wrong network", func(t *testing.T) {
-		b := s.backend(t)
-		b2 := reopen(t, b)
-		err := b2.Init(t.Context(), &history.InitParams{NetworkMagic: TestMagic + 1})
-		wantErr(t, "init with another network", err, record.ErrWrongNetwork)
-		if err := b2.Init(t.Context(), &history.InitParams{NetworkMagic: TestMagic}); err != nil {
-			t.Fatalf("init with the right network after a refusal: %v", err)
-		}
-	})
-
-	t.Run("schema too new", func(t *testing.T) {
-		b := s.backend(t)
-		w := newWriter(t, b, 2, 0)
-		w.grow(5)
-		w.flush()
-		_, latest, err := migrator(t, b).SchemaVersion(t.Context())
-		if err != nil {
-			t.Fatal(err)
-		}
-		r, ok := b.(Reopener)
-		if !ok {
-			t.Fatalf("%T does not implement historytest.Reopener", b)
-		}
-		if err := r.SchemaVersionSet(t.Context(), latest+1); err != nil {
-			t.Fatalf("simulating a newer schema: %v", err)
-		}
-		b2 := reopen(t, b)
-		stored, _, err := migrator(t, b2).SchemaVersion(t.Context())
-		if err != nil || stored != latest+1 {
-			t.Fatalf("schema version after the newer binary: %d, %v; want %d", stored, err, latest+1)
-		}
-		wantErr(t, "init of a newer schema", b2.Init(t.Context(), &history.InitParams{NetworkMagic: TestMagic}),
-			record.ErrSchemaTooNew)
-		_, _, err = migrator(t, b2).Migrate(t.Context())
-		wantErr(t, "migrate of a newer schema", err, record.ErrSchemaTooNew)
-		// The refusal changed nothing.
-		checkRecords(t, "log after the refusal", readAll(t, b2, record.RecordListParams{}, 1000), w.log)
-	})
+// testInitSchemaTooNew: a schema newer than the binary is refused.
+func (s *suite) testInitSchemaTooNew(t *testing.T) {
+	b := s.backend(t)
+	w := newWriter(t, b, 2, 0)
+	w.grow(5)
+	w.flush()
+	_, latest, err := migrator(t, b).SchemaVersion(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, ok := b.(Reopener)
+	if !ok {
+		t.Fatalf("%T does not implement historytest.Reopener", b)
+	}
+	if err := r.SchemaVersionSet(t.Context(), latest+1); err != nil {
+		t.Fatalf("simulating a newer schema: %v", err)
+	}
+	b2 := reopen(t, b)
+	stored, _, err := migrator(t, b2).SchemaVersion(t.Context())
+	if err != nil || stored != latest+1 {
+		t.Fatalf("schema version after the newer binary: %d, %v; want %d", stored, err, latest+1)
+	}
+	wantErr(t, "init of a newer schema", b2.Init(t.Context(), &history.InitParams{NetworkMagic: TestMagic}),
+		record.ErrSchemaTooNew)
+	_, _, err = migrator(t, b2).Migrate(t.Context())
+	wantErr(t, "migrate of a newer schema", err, record.ErrSchemaTooNew)
+	// The refusal changed nothing.
+	checkRecords(t, "log after the refusal", readAll(t, b2, record.RecordListParams{}, 1000), w.log)
 }
 
 // migrator returns the backend's schema management or fails.

@@ -31,177 +31,201 @@ func show(r *record.Record) string {
 // testRecords checks appending and reading back, seq continuity and the
 // refusals that leave the store as it was.
 func (s *suite) testRecords(t *testing.T) {
-	t.Run("append and read back", func(t *testing.T) {
-		b := s.backend(t)
-		w := newWriter(t, b, 3, 0)
-		w.grow(40)
-		w.flush()
-		// Payloads come back byte for byte; an empty one as JSON null.
-		hdr := chain.BlockHeader{Slot: w.tipHeader().Slot + 5, BlockNo: w.tipHeader().BlockNo + 1, Hash: hashOf('x', 1, 2, 3)}
-		payloads := []string{"", `{}`, `  { "a" :1 }  `, `"\u00e9\ud83d\ude00 é"`, `1e400`, `[null]`, "{\n\t\"deep\": [[[[{}]]]]\n}"}
-		blk := genBlock{Header: hdr}
-		for i, p := range payloads {
-			blk.Records = append(blk.Records, record.Record{Kind: record.KindApplyInputsRejected, Block: hdr,
-				TxID: hashOf('y', 0, 0, uint64(i)), TxIndex: i, Payload: json.RawMessage(p)})
-		}
-		w.forward(blk, &genState{Header: hdr})
-		w.flush()
-		w.log[len(w.log)-len(payloads)].Payload = json.RawMessage("null")
-		checkRecords(t, "log", readAll(t, b, record.RecordListParams{}, 1000), w.log)
-		for _, want := range w.log {
-			got, err := b.RecordGet(t.Context(), want.Seq)
-			if err != nil {
-				t.Fatalf("record get %d: %v", want.Seq, err)
-			}
-			if !recordEqual(got, &want) {
-				t.Fatalf("record get %d: %s, want %s", want.Seq, show(got), show(&want))
-			}
-		}
-		for _, seq := range []int64{0, -1, w.head + 1} {
-			_, err := b.RecordGet(t.Context(), seq)
-			wantErr(t, fmt.Sprintf("record get %d", seq), err, record.ErrNotFound)
-		}
-		if head, err := b.Head(t.Context()); err != nil || head != w.head {
-			t.Fatalf("head %d, %v; want %d", head, err, w.head)
-		}
-		recs, err := b.RecordList(t.Context(), &record.RecordListParams{})
-		if err != nil || len(recs) != min(1000, len(w.log)) {
-			t.Fatalf("default page: %d records, %v", len(recs), err)
-		}
-		recs, err = b.RecordList(t.Context(), &record.RecordListParams{After: 5, UpTo: 17, Limit: 100})
-		checkRecords(t, "UpTo", recs, w.log[5:17])
+	for _, c := range []struct {
+		name string
+		run  func(*testing.T)
+	}{
+		{"append and read back", s.testRecordsAppendAndReadBack},
+		{"seq continuity", s.testRecordsSeqContinuity},
+		{"refusals", s.testRecordsRefusals},
+		{"recent", s.testRecordsRecent},
+		{"closed", s.testRecordsClosed},
+		{"cancelled", s.testRecordsCancelled},
+	} {
+		t.Run(c.name, c.run)
+	}
+}
+
+// testRecordsAppendAndReadBack: records come back as appended, payloads byte for
+// byte, by list and by seq.
+func (s *suite) testRecordsAppendAndReadBack(t *testing.T) {
+	b := s.backend(t)
+	w := newWriter(t, b, 3, 0)
+	w.grow(40)
+	w.flush()
+	// Payloads come back byte for byte; an empty one as JSON null.
+	hdr := chain.BlockHeader{Slot: w.tipHeader().Slot + 5, BlockNo: w.tipHeader().BlockNo + 1, Hash: hashOf('x', 1, 2, 3)}
+	payloads := []string{"", `{}`, `  { "a" :1 }  `, `"\u00e9\ud83d\ude00 é"`, `1e400`, `[null]`, "{\n\t\"deep\": [[[[{}]]]]\n}"}
+	blk := genBlock{Header: hdr}
+	for i, p := range payloads {
+		blk.Records = append(blk.Records, record.Record{Kind: record.KindApplyInputsRejected, Block: hdr,
+			TxID: hashOf('y', 0, 0, uint64(i)), TxIndex: i, Payload: json.RawMessage(p)})
+	}
+	w.forward(blk, &genState{Header: hdr})
+	w.flush()
+	w.log[len(w.log)-len(payloads)].Payload = json.RawMessage("null")
+	checkRecords(t, "log", readAll(t, b, record.RecordListParams{}, 1000), w.log)
+	for _, want := range w.log {
+		got, err := b.RecordGet(t.Context(), want.Seq)
 		if err != nil {
-			t.Fatal(err)
+			t.Fatalf("record get %d: %v", want.Seq, err)
 		}
-	})
-
-	t.Run("seq continuity", func(t *testing.T) {
-		b := s.backend(t)
-		w := newWriter(t, b, 4, 0)
-		hdr := chain.BlockHeader{Slot: 1e6, BlockNo: 1e5, Hash: hashOf('z', 0, 0, 0)}
-		bad := func(what string, seqs ...int64) {
-			t.Helper()
-			id := chain.TxOutRef{TxID: hashOf('z', 1, 0, 0)}
-			p := &history.CommitParams{
-				Contracts:  []record.ContractIndex{{ID: id, Version: "v1", CreatedSeq: seqs[0], Block: hdr}},
-				Checkpoint: history.CheckpointUpdate{Breadcrumbs: []chain.BlockHeader{hdr}},
-			}
-			for _, seq := range seqs {
-				p.Records = append(p.Records, record.Record{Seq: seq, Kind: record.KindContractCreated, Block: hdr,
-					Contract: &id, Payload: json.RawMessage(`{}`)})
-			}
-			wantErr(t, what, b.Commit(t.Context(), p), record.ErrSeqMismatch)
-			// Nothing of the refused batch was written.
-			if head, err := b.Head(t.Context()); err != nil || head != w.head {
-				t.Fatalf("%s: head %d, %v after the refusal; want %d", what, head, err, w.head)
-			}
-			_, err := b.ContractGet(t.Context(), id)
-			wantErr(t, what+": contract of the refused batch", err, record.ErrNotFound)
-			checkRecords(t, what, readAll(t, b, record.RecordListParams{}, 1000), w.log)
-			if w.head > 0 {
-				checkCheckpoint(t, b, w.checkpoint())
-			} else if cp, err := b.CheckpointGet(t.Context()); err != nil || len(cp.Breadcrumbs) != 0 {
-				t.Fatalf("%s: checkpoint %+v, %v after the refusal", what, cp, err)
-			}
+		if !recordEqual(got, &want) {
+			t.Fatalf("record get %d: %s, want %s", want.Seq, show(got), show(&want))
 		}
-		bad("first seq 2 on an empty log", 2, 3)
-		bad("first seq 0 on an empty log", 0, 1)
-		w.grow(10)
-		w.flush()
-		h := w.head
-		bad("a gap after the head", h+2, h+3)
-		bad("an overlap with the head", h, h+1)
-		bad("a gap inside the batch", h+1, h+3)
-		bad("a repeated seq inside the batch", h+1, h+1)
-		bad("a batch out of order", h+2, h+1)
-		// The log still continues from its head.
-		w.grow(5)
-		w.flush()
-		checkRecords(t, "log", readAll(t, b, record.RecordListParams{}, 1000), w.log)
-	})
+	}
+	for _, seq := range []int64{0, -1, w.head + 1} {
+		_, err := b.RecordGet(t.Context(), seq)
+		wantErr(t, fmt.Sprintf("record get %d", seq), err, record.ErrNotFound)
+	}
+	if head, err := b.Head(t.Context()); err != nil || head != w.head {
+		t.Fatalf("head %d, %v; want %d", head, err, w.head)
+	}
+	recs, err := b.RecordList(t.Context(), &record.RecordListParams{})
+	if err != nil || len(recs) != min(1000, len(w.log)) {
+		t.Fatalf("default page: %d records, %v", len(recs), err)
+	}
+	recs, err = b.RecordList(t.Context(), &record.RecordListParams{After: 5, UpTo: 17, Limit: 100})
+	checkRecords(t, "UpTo", recs, w.log[5:17])
+	if err != nil {
+		t.Fatal(err)
+	}
+}
 
-	t.Run("refusals", func(t *testing.T) {
-		b := s.backend(t)
-		w := newWriter(t, b, 5, 0)
-		w.grow(5)
-		w.flush()
-		head := w.head
-		rec := record.Record{Seq: head + 1, Kind: record.KindInputsApplied, Block: w.tipHeader(), Payload: json.RawMessage(`{"a":`)}
-		for what, p := range map[string]*history.CommitParams{
-			"payload not JSON": {Records: []record.Record{rec}},
-			"unknown kind":     {Records: []record.Record{{Seq: head + 1, Kind: "created", Payload: json.RawMessage(`{}`)}}},
-			"empty UTxO step":  {Checkpoint: history.CheckpointUpdate{UTxO: []history.UTxOStep{{}}}},
-			"party addition to an unknown contract": {PartyAdditions: []history.PartyAddition{
-				{Contract: chain.TxOutRef{Index: 7}, Seq: head, Parties: []record.Party{{Address: "addr_x"}}}}},
-			"mark beyond the head": {Marks: []history.RollbackMark{{MarkerSeq: head + 1}}},
-		} {
-			p.Checkpoint.Breadcrumbs = []chain.BlockHeader{{Slot: 1e9, BlockNo: 1e6}}
-			if err := b.Commit(t.Context(), p); err == nil {
-				t.Fatalf("%s: commit accepted", what)
-			}
-			checkRecords(t, what, readAll(t, b, record.RecordListParams{}, 1000), w.log)
+// testRecordsSeqContinuity: a batch whose seqs do not continue the log is
+// refused whole.
+func (s *suite) testRecordsSeqContinuity(t *testing.T) {
+	b := s.backend(t)
+	w := newWriter(t, b, 4, 0)
+	hdr := chain.BlockHeader{Slot: 1e6, BlockNo: 1e5, Hash: hashOf('z', 0, 0, 0)}
+	bad := func(what string, seqs ...int64) {
+		t.Helper()
+		id := chain.TxOutRef{TxID: hashOf('z', 1, 0, 0)}
+		p := &history.CommitParams{
+			Contracts:  []record.ContractIndex{{ID: id, Version: "v1", CreatedSeq: seqs[0], Block: hdr}},
+			Checkpoint: history.CheckpointUpdate{Breadcrumbs: []chain.BlockHeader{hdr}},
+		}
+		for _, seq := range seqs {
+			p.Records = append(p.Records, record.Record{Seq: seq, Kind: record.KindContractCreated, Block: hdr,
+				Contract: &id, Payload: json.RawMessage(`{}`)})
+		}
+		wantErr(t, what, b.Commit(t.Context(), p), record.ErrSeqMismatch)
+		// Nothing of the refused batch was written.
+		if head, err := b.Head(t.Context()); err != nil || head != w.head {
+			t.Fatalf("%s: head %d, %v after the refusal; want %d", what, head, err, w.head)
+		}
+		_, err := b.ContractGet(t.Context(), id)
+		wantErr(t, what+": contract of the refused batch", err, record.ErrNotFound)
+		checkRecords(t, what, readAll(t, b, record.RecordListParams{}, 1000), w.log)
+		if w.head > 0 {
 			checkCheckpoint(t, b, w.checkpoint())
+		} else if cp, err := b.CheckpointGet(t.Context()); err != nil || len(cp.Breadcrumbs) != 0 {
+			t.Fatalf("%s: checkpoint %+v, %v after the refusal", what, cp, err)
 		}
-		// A refused commit is not a broken store: the next one goes through.
-		w.grow(3)
-		w.flush()
-		checkRecords(t, "log after the refusals", readAll(t, b, record.RecordListParams{}, 1000), w.log)
-	})
+	}
+	bad("first seq 2 on an empty log", 2, 3)
+	bad("first seq 0 on an empty log", 0, 1)
+	w.grow(10)
+	w.flush()
+	h := w.head
+	bad("a gap after the head", h+2, h+3)
+	bad("an overlap with the head", h, h+1)
+	bad("a gap inside the batch", h+1, h+3)
+	bad("a repeated seq inside the batch", h+1, h+1)
+	bad("a batch out of order", h+2, h+1)
+	// The log still continues from its head.
+	w.grow(5)
+	w.flush()
+	checkRecords(t, "log", readAll(t, b, record.RecordListParams{}, 1000), w.log)
+}
 
-	t.Run("recent", func(t *testing.T) {
-		b := s.backend(t)
-		w := newWriter(t, b, 6, 0)
-		w.grow(30)
-		w.rollBack(4)
-		w.grow(6)
-		w.flush()
-		w.rollBack(2)
-		w.flush()
-		for _, after := range []uint64{0, w.chain[10].Header.Slot, w.chain[25].Header.Slot, w.tipHeader().Slot + 100} {
-			got, err := b.RecordRecent(t.Context(), after)
-			if err != nil {
-				t.Fatalf("record recent after slot %d: %v", after, err)
-			}
-			var want []record.RecordRef
-			for _, r := range w.log {
-				if r.Block.Slot > after {
-					want = append(want, record.RecordRef{Seq: r.Seq, Slot: r.Block.Slot, Kind: r.Kind,
-						Contract: r.Contract, RolledBackBy: r.RolledBackBy})
-				}
-			}
-			if !reflect.DeepEqual(got, want) {
-				t.Fatalf("record recent after slot %d: %d refs, want %d\n got %+v\nwant %+v", after, len(got), len(want), got, want)
-			}
+// testRecordsRefusals: a batch refused for its content leaves nothing
+// behind, and the next one goes through.
+func (s *suite) testRecordsRefusals(t *testing.T) {
+	b := s.backend(t)
+	w := newWriter(t, b, 5, 0)
+	w.grow(5)
+	w.flush()
+	head := w.head
+	rec := record.Record{Seq: head + 1, Kind: record.KindInputsApplied, Block: w.tipHeader(), Payload: json.RawMessage(`{"a":`)}
+	for what, p := range map[string]*history.CommitParams{
+		"payload not JSON": {Records: []record.Record{rec}},
+		"unknown kind":     {Records: []record.Record{{Seq: head + 1, Kind: "created", Payload: json.RawMessage(`{}`)}}},
+		"empty UTxO step":  {Checkpoint: history.CheckpointUpdate{UTxO: []history.UTxOStep{{}}}},
+		"party addition to an unknown contract": {PartyAdditions: []history.PartyAddition{
+			{Contract: chain.TxOutRef{Index: 7}, Seq: head, Parties: []record.Party{{Address: "addr_x"}}}}},
+		"mark beyond the head": {Marks: []history.RollbackMark{{MarkerSeq: head + 1}}},
+	} {
+		p.Checkpoint.Breadcrumbs = []chain.BlockHeader{{Slot: 1e9, BlockNo: 1e6}}
+		if err := b.Commit(t.Context(), p); err == nil {
+			t.Fatalf("%s: commit accepted", what)
 		}
-	})
+		checkRecords(t, what, readAll(t, b, record.RecordListParams{}, 1000), w.log)
+		checkCheckpoint(t, b, w.checkpoint())
+	}
+	// A refused commit is not a broken store: the next one goes through.
+	w.grow(3)
+	w.flush()
+	checkRecords(t, "log after the refusals", readAll(t, b, record.RecordListParams{}, 1000), w.log)
+}
 
-	t.Run("closed", func(t *testing.T) {
-		b := s.backend(t)
-		if err := b.Close(); err != nil {
-			t.Fatalf("close: %v", err)
+// testRecordsRecent: RecordRecent lists every record of the blocks after a
+// slot, markers and rolled-back ones too.
+func (s *suite) testRecordsRecent(t *testing.T) {
+	b := s.backend(t)
+	w := newWriter(t, b, 6, 0)
+	w.grow(30)
+	w.rollBack(4)
+	w.grow(6)
+	w.flush()
+	w.rollBack(2)
+	w.flush()
+	for _, after := range []uint64{0, w.chain[10].Header.Slot, w.chain[25].Header.Slot, w.tipHeader().Slot + 100} {
+		got, err := b.RecordRecent(t.Context(), after)
+		if err != nil {
+			t.Fatalf("record recent after slot %d: %v", after, err)
 		}
-		if err := b.Close(); err != nil {
-			t.Fatalf("second close: %v", err)
+		var want []record.RecordRef
+		for _, r := range w.log {
+			if r.Block.Slot > after {
+				want = append(want, record.RecordRef{Seq: r.Seq, Slot: r.Block.Slot, Kind: r.Kind,
+					Contract: r.Contract, RolledBackBy: r.RolledBackBy})
+			}
 		}
-		ctx := context.Background()
-		_, err := b.Head(ctx)
-		wantErr(t, "head after close", err, record.ErrBackendClosed)
-		_, err = b.RecordList(ctx, &record.RecordListParams{})
-		wantErr(t, "record list after close", err, record.ErrBackendClosed)
-		wantErr(t, "commit after close", b.Commit(ctx, &history.CommitParams{}), record.ErrBackendClosed)
-		_, err = b.CheckpointGet(ctx)
-		wantErr(t, "checkpoint after close", err, record.ErrBackendClosed)
-	})
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("record recent after slot %d: %d refs, want %d\n got %+v\nwant %+v", after, len(got), len(want), got, want)
+		}
+	}
+}
 
-	t.Run("cancelled", func(t *testing.T) {
-		b := s.backend(t)
-		ctx, cancel := context.WithCancel(t.Context())
-		cancel()
-		_, err := b.RecordList(ctx, &record.RecordListParams{})
-		if !errors.Is(err, context.Canceled) {
-			t.Fatalf("record list with a cancelled context: %v", err)
-		}
-	})
+// testRecordsClosed: every call after Close fails with ErrBackendClosed.
+func (s *suite) testRecordsClosed(t *testing.T) {
+	b := s.backend(t)
+	if err := b.Close(); err != nil {
+		t.Fatalf("close: %v", err)
+	}
+	if err := b.Close(); err != nil {
+		t.Fatalf("second close: %v", err)
+	}
+	ctx := context.Background()
+	_, err := b.Head(ctx)
+	wantErr(t, "head after close", err, record.ErrBackendClosed)
+	_, err = b.RecordList(ctx, &record.RecordListParams{})
+	wantErr(t, "record list after close", err, record.ErrBackendClosed)
+	wantErr(t, "commit after close", b.Commit(ctx, &history.CommitParams{}), record.ErrBackendClosed)
+	_, err = b.CheckpointGet(ctx)
+	wantErr(t, "checkpoint after close", err, record.ErrBackendClosed)
+}
+
+// testRecordsCancelled: a read with a cancelled context says so.
+func (s *suite) testRecordsCancelled(t *testing.T) {
+	b := s.backend(t)
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	_, err := b.RecordList(ctx, &record.RecordListParams{})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("record list with a cancelled context: %v", err)
+	}
 }
 
 // testContracts checks the contract index: creation, re-creation on a
