@@ -11,14 +11,32 @@ import (
 	"github.com/marlowe-follower/follower/history/record"
 )
 
-// readTx runs fn in a read transaction on a read-only connection: one
+// querier runs the reads sqlcommon shares on the read-only connections or
+// in one of their transactions.
+type querier struct {
+	db interface {
+		QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+		QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+	}
+}
+
+func (q querier) Row(ctx context.Context, query string, args []any, dest ...any) error {
+	return q.db.QueryRowContext(ctx, query, args...).Scan(dest...)
+}
+
+func (q querier) Each(ctx context.Context, query string, args []any, dest []any, fn func() error) error {
+	rows, err := q.db.QueryContext(ctx, query, args...)
+	return scanAll(rows, err, dest, fn)
+}
+
+// snapshot runs fn in a read transaction on a read-only connection: one
 // snapshot for reads made of several statements.
-func (s *Store) readTx(ctx context.Context, fn func(*sql.Tx) error) error {
+func (s *Store) snapshot(ctx context.Context, fn func(sqlcommon.Querier) error) error {
 	tx, err := s.read.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {
 		return err
 	}
-	if err := fn(tx); err != nil {
+	if err := fn(querier{tx}); err != nil {
 		return errors.Join(err, ignoreDone(tx.Rollback()))
 	}
 	return tx.Commit()
@@ -46,8 +64,7 @@ func (s *Store) Head(ctx context.Context) (int64, error) {
 	if err := s.check(); err != nil {
 		return 0, err
 	}
-	var head int64
-	err := s.read.QueryRowContext(ctx, `SELECT COALESCE(max(seq), 0) FROM records`).Scan(&head)
+	head, err := sqlcommon.Head(ctx, querier{s.read}, sqlcommon.SQLite)
 	return head, s.translate("head", err)
 }
 
@@ -70,19 +87,8 @@ func (s *Store) RecordList(ctx context.Context, p *record.RecordListParams) ([]r
 		}
 		scan = n > sqlcommon.ManyContracts
 	}
-	query, args := sqlcommon.RecordListQuery(sqlcommon.SQLite, p, scan)
-	out := make([]record.Record, 0, min(sqlcommon.Limit(p.Limit), 1024))
-	var row sqlcommon.RecordRow
-	rows, err := s.read.QueryContext(ctx, query, args...)
-	err = scanAll(rows, err, row.Dest(), func() error {
-		rec, err := row.Record()
-		out = append(out, rec)
-		return err
-	})
-	if err != nil {
-		return nil, s.translate("record list", err)
-	}
-	return out, nil
+	out, err := sqlcommon.RecordList(ctx, querier{s.read}, sqlcommon.SQLite, p, scan)
+	return out, s.translate("record list", err)
 }
 
 // RecordRecent returns the short form of every record of a block after
@@ -91,22 +97,8 @@ func (s *Store) RecordRecent(ctx context.Context, afterSlot uint64) ([]record.Re
 	if err := s.check(); err != nil {
 		return nil, err
 	}
-	slot, err := sqlcommon.Int64("slot", afterSlot)
-	if err != nil {
-		return nil, s.translate("record recent", err)
-	}
-	var out []record.RecordRef
-	var row sqlcommon.RecordRefRow
-	rows, err := s.read.QueryContext(ctx, `SELECT `+sqlcommon.RecordRefColumns+` FROM records WHERE slot > ? ORDER BY seq`, slot)
-	err = scanAll(rows, err, row.Dest(), func() error {
-		ref, err := row.Ref()
-		out = append(out, ref)
-		return err
-	})
-	if err != nil {
-		return nil, s.translate("record recent", err)
-	}
-	return out, nil
+	out, err := sqlcommon.RecordRecent(ctx, querier{s.read}, sqlcommon.SQLite, afterSlot)
+	return out, s.translate("record recent", err)
 }
 
 // RecordGet reads one record; history.ErrNotFound when there is none.
@@ -114,16 +106,8 @@ func (s *Store) RecordGet(ctx context.Context, seq int64) (*record.Record, error
 	if err := s.check(); err != nil {
 		return nil, err
 	}
-	var row sqlcommon.RecordRow
-	err := s.read.QueryRowContext(ctx, `SELECT `+sqlcommon.RecordColumns+` FROM records WHERE seq = ?`, seq).Scan(row.Dest()...)
-	if err != nil {
-		return nil, s.translate("record get", err)
-	}
-	rec, err := row.Record()
-	if err != nil {
-		return nil, s.translate("record get", err)
-	}
-	return &rec, nil
+	r, err := sqlcommon.RecordGet(ctx, querier{s.read}, sqlcommon.SQLite, seq)
+	return r, s.translate("record get", err)
 }
 
 // ContractGet reads a contract's index entry; history.ErrNotFound when the
@@ -134,40 +118,11 @@ func (s *Store) ContractGet(ctx context.Context, id chain.TxOutRef) (*record.Con
 		return nil, err
 	}
 	var out *record.ContractIndex
-	key := sqlcommon.RefBytes(id)
-	err := s.readTx(ctx, func(tx *sql.Tx) error {
-		var row sqlcommon.ContractRow
-		if err := tx.QueryRowContext(ctx, `SELECT `+sqlcommon.ContractColumns+` FROM contracts WHERE contract_id = ?`,
-			key).Scan(row.Dest()...); err != nil {
-			return err
-		}
-		var tags []string
-		var tag string
-		rows, err := tx.QueryContext(ctx, `SELECT tag FROM contract_tags WHERE contract_id = ? ORDER BY tag`, key)
-		if err := scanAll(rows, err, []any{&tag}, func() error {
-			tags = append(tags, tag)
-			return nil
-		}); err != nil {
-			return err
-		}
-		var parties []record.Party
-		var addr *string
-		var cur, role []byte
-		rows, err = tx.QueryContext(ctx, `SELECT address, role_currency, role_name FROM contract_parties
-			WHERE contract_id = ? ORDER BY added_seq, party_key`, key)
-		if err := scanAll(rows, err, []any{&addr, &cur, &role}, func() error {
-			parties = append(parties, sqlcommon.PartyFromColumns(addr, cur, role))
-			return nil
-		}); err != nil {
-			return err
-		}
-		out, err = sqlcommon.ContractFromRow(&row, tags, parties)
+	err := s.snapshot(ctx, func(q sqlcommon.Querier) (err error) {
+		out, err = sqlcommon.ContractGet(ctx, q, sqlcommon.SQLite, id)
 		return err
 	})
-	if err != nil {
-		return nil, s.translate("contract get", err)
-	}
-	return out, nil
+	return out, s.translate("contract get", err)
 }
 
 // CheckpointGet reads what the follower resumes from, as one snapshot.
@@ -175,50 +130,10 @@ func (s *Store) CheckpointGet(ctx context.Context) (*history.Checkpoint, error) 
 	if err := s.check(); err != nil {
 		return nil, err
 	}
-	cp := &history.Checkpoint{}
-	err := s.readTx(ctx, func(tx *sql.Tx) error {
-		var tip sqlcommon.TipRow
-		var hz sqlcommon.HeaderRow
-		if err := tx.QueryRowContext(ctx, `SELECT (SELECT COALESCE(max(seq), 0) FROM records),
-			t.slot, t.block_no, t.hash, h.slot, h.block_no, h.hash FROM tip t, horizon h WHERE t.id = 1 AND h.id = 1`).Scan(
-			&cp.Head, &tip.Slot, &tip.BlockNo, &tip.Hash, &hz.Slot, &hz.BlockNo, &hz.Hash); err != nil {
-			return err
-		}
-		var err error
-		if cp.Tip, err = tip.Tip(); err != nil {
-			return err
-		}
-		if cp.Horizon, err = hz.Header(); err != nil {
-			return err
-		}
-		var h sqlcommon.HeaderRow
-		rows, err := tx.QueryContext(ctx, `SELECT slot, block_no, hash FROM breadcrumbs ORDER BY position`)
-		if err := scanAll(rows, err, []any{&h.Slot, &h.BlockNo, &h.Hash}, func() error {
-			b, err := h.Header()
-			cp.Breadcrumbs = append(cp.Breadcrumbs, b)
-			return err
-		}); err != nil {
-			return err
-		}
-		var u sqlcommon.UTxORow
-		rows, err = tx.QueryContext(ctx, `SELECT `+sqlcommon.UTxOColumns+` FROM utxos ORDER BY ref`)
-		if err := scanAll(rows, err, u.Dest(), func() error {
-			t, err := u.UTxO()
-			cp.UTxOs = append(cp.UTxOs, t)
-			return err
-		}); err != nil {
-			return err
-		}
-		var c sqlcommon.ChangeRow
-		rows, err = tx.QueryContext(ctx, `SELECT `+sqlcommon.ChangeColumns+` FROM utxo_changes ORDER BY slot`)
-		return scanAll(rows, err, c.Dest(), func() error {
-			ch, err := c.Changes()
-			cp.Recent = append(cp.Recent, ch)
-			return err
-		})
+	var cp *history.Checkpoint
+	err := s.snapshot(ctx, func(q sqlcommon.Querier) (err error) {
+		cp, err = sqlcommon.CheckpointGet(ctx, q, sqlcommon.SQLite)
+		return err
 	})
-	if err != nil {
-		return nil, s.translate("checkpoint get", err)
-	}
-	return cp, nil
+	return cp, s.translate("checkpoint get", err)
 }
