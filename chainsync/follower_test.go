@@ -138,15 +138,8 @@ func TestFollowDevnetEndToEnd(t *testing.T) {
 	}
 	defer dn.Close()
 
-	view := &chainView{t: t}
-	f, err := NewFollower(Config{SocketPath: socket, NetworkMagic: devnet.NetworkMagic, MinBackoff: 20 * time.Millisecond, MaxBackoff: 200 * time.Millisecond},
-		log, nil, classify.New(classify.Options{}), view, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	system := newSystem()
+	f, view, system, pid := spawnFollower(t, log, Config{SocketPath: socket, NetworkMagic: devnet.NetworkMagic, MinBackoff: 20 * time.Millisecond, MaxBackoff: 200 * time.Millisecond})
 	defer system.Shutdown()
-	pid := system.Root.Spawn(f.Props())
 
 	// Interrupt the follower while the chain grows.
 	for i := range 4 {
@@ -201,15 +194,8 @@ func TestFollowerRetriesUntilTheNodeAppears(t *testing.T) {
 	defer cancel()
 	log := zaptest.NewLogger(t, zaptest.Level(zap.ErrorLevel))
 	socket := filepath.Join(t.TempDir(), "node.socket")
-	view := &chainView{t: t}
-	f, err := NewFollower(Config{SocketPath: socket, NetworkMagic: devnet.NetworkMagic, MinBackoff: 10 * time.Millisecond, MaxBackoff: 50 * time.Millisecond},
-		log, nil, classify.New(classify.Options{}), view, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	system := newSystem()
+	f, view, system, pid := spawnFollower(t, log, Config{SocketPath: socket, NetworkMagic: devnet.NetworkMagic, MinBackoff: 10 * time.Millisecond, MaxBackoff: 50 * time.Millisecond})
 	defer system.Shutdown()
-	pid := system.Root.Spawn(f.Props())
 	waitFor(t, 10*time.Second, "a few failed attempts", func() bool { return f.Progress().Snapshot().Attempts >= 3 })
 	if f.Progress().Snapshot().Connected {
 		t.Fatal("connected to nothing")
@@ -284,6 +270,19 @@ func TestFollowerStartsAtAPointAndFromCheckpoint(t *testing.T) {
 type staticCheckpoint struct{ r *handoff.Restored }
 
 func (s staticCheckpoint) Restore(context.Context) (*handoff.Restored, error) { return s.r, nil }
+
+// spawnFollower spawns a follower with cfg, delivering to a new chainView,
+// in a new actor system (shut it down when done).
+func spawnFollower(t *testing.T, log *zap.Logger, cfg Config) (*Follower, *chainView, *actor.ActorSystem, *actor.PID) {
+	t.Helper()
+	view := &chainView{t: t}
+	f, err := NewFollower(cfg, log, nil, classify.New(classify.Options{}), view, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	system := newSystem()
+	return f, view, system, system.Root.Spawn(f.Props())
+}
 
 // newSystem returns an actor system for a test; protoactor's own logs are
 // dropped (what the actors log goes to the test's logger).

@@ -35,15 +35,8 @@ func TestHandshakeWrongNetworkMagic(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	view := &chainView{t: t}
-	f, err := NewFollower(Config{SocketPath: socket, NetworkMagic: devnet.NetworkMagic, MinBackoff: 20 * time.Millisecond, MaxBackoff: 100 * time.Millisecond},
-		log, nil, classify.New(classify.Options{}), view, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	system := newSystem()
+	f, view, system, pid := spawnFollower(t, log, Config{SocketPath: socket, NetworkMagic: devnet.NetworkMagic, MinBackoff: 20 * time.Millisecond, MaxBackoff: 100 * time.Millisecond})
 	defer system.Shutdown()
-	pid := system.Root.Spawn(f.Props())
 	waitFor(t, 10*time.Second, "three failed handshakes", func() bool {
 		return f.Progress().Snapshot().HandshakeFailures[HandshakeNetworkMagic] >= 3
 	})

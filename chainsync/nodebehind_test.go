@@ -10,7 +10,6 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest"
 
-	"github.com/marlowe-follower/follower/chainsync/classify"
 	"github.com/marlowe-follower/follower/chainsync/devnet"
 )
 
@@ -81,15 +80,8 @@ func TestFollowerWaitsForANodeBehind(t *testing.T) {
 	socket := filepath.Join(t.TempDir(), "node.socket")
 	chainF := genChain(t, 5, 3300)
 	n := startPrefix(t, ctx, socket, chainF, 3000)
-	view := &chainView{t: t}
-	f, err := NewFollower(Config{SocketPath: socket, NetworkMagic: devnet.NetworkMagic, MinBackoff: 20 * time.Millisecond, MaxBackoff: 200 * time.Millisecond},
-		log, nil, classify.New(classify.Options{}), view, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	system := newSystem()
+	f, view, system, pid := spawnFollower(t, log, Config{SocketPath: socket, NetworkMagic: devnet.NetworkMagic, MinBackoff: 20 * time.Millisecond, MaxBackoff: 200 * time.Millisecond})
 	defer system.Shutdown()
-	pid := system.Root.Spawn(f.Props())
 	waitFor(t, 60*time.Second, "the follower to reach block 3000", func() bool { return view.tip().BlockNo == 3000 })
 
 	for _, c := range []struct{ served, grown int }{{2900, 3100}, {600, 3300}} {
@@ -144,15 +136,8 @@ func TestFollowerStopsOnDivergence(t *testing.T) {
 	log := zaptest.NewLogger(t, zaptest.Level(zap.ErrorLevel+1))
 	socket := filepath.Join(t.TempDir(), "node.socket")
 	n := startPrefix(t, ctx, socket, genChain(t, 5, 400), 400)
-	view := &chainView{t: t}
-	f, err := NewFollower(Config{SocketPath: socket, NetworkMagic: devnet.NetworkMagic, MinBackoff: 20 * time.Millisecond, MaxBackoff: 100 * time.Millisecond},
-		log, nil, classify.New(classify.Options{}), view, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	system := newSystem()
+	f, view, system, pid := spawnFollower(t, log, Config{SocketPath: socket, NetworkMagic: devnet.NetworkMagic, MinBackoff: 20 * time.Millisecond, MaxBackoff: 100 * time.Millisecond})
 	defer system.Shutdown()
-	pid := system.Root.Spawn(f.Props())
 	waitFor(t, 30*time.Second, "the follower to reach block 400", func() bool { return view.tip().BlockNo == 400 })
 	_ = n.node.Close()
 	n = startPrefix(t, ctx, socket, genChain(t, 6, 500), 100)
