@@ -71,7 +71,7 @@ func payoutListParams(q *api.Query) (*contractstore.PayoutListParams, error) {
 	if err != nil || c == "" {
 		return p, err
 	}
-	parts, err := decodeCursor(c, cursorPayouts, 3)
+	parts, err := decodeCursor(c, cursorPayouts)
 	if err != nil {
 		return nil, err
 	}

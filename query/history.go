@@ -55,7 +55,7 @@ func parseHistory(r *http.Request, q *api.Query) (*historyRequest, error) {
 	if all {
 		req.mode = record.ModeLog
 	}
-	n, err := cursorOf(q, cursorHistory, 3)
+	n, err := cursorOf(q, cursorHistory)
 	if err != nil || n == nil {
 		return req, err
 	}

@@ -56,27 +56,36 @@ func encodeCursor(kind string, parts ...string) string {
 	return base64.RawURLEncoding.EncodeToString([]byte(kind + ":" + strings.Join(parts, ":")))
 }
 
-// decodeCursor returns the parts of a cursor of kind; want is how many.
-func decodeCursor(s, kind string, want int) ([]string, error) {
+// cursorParts is how many numbers a cursor of each kind holds.
+var cursorParts = map[string]int{cursorContractsAsc: 1, cursorContractsDesc: 1, cursorTransactions: 1, cursorPayouts: 3,
+	cursorWithdrawals: 1, cursorHistory: 3}
+
+// decodeCursor returns the parts of a cursor of kind. A cursor of another
+// kind, well made, is another list's or order's; any other text is
+// malformed.
+func decodeCursor(s, kind string) ([]string, error) {
 	raw, err := base64.RawURLEncoding.DecodeString(s)
 	if err != nil || len(s) > 256 {
 		return nil, errBadCursor
 	}
 	parts := strings.Split(string(raw), ":")
-	if parts[0] != kind || len(parts) != want+1 {
+	if n, known := cursorParts[parts[0]]; !known || len(parts) != n+1 {
+		return nil, errBadCursor
+	}
+	if parts[0] != kind {
 		return nil, api.Bad("bad_cursor", "the cursor belongs to another list or order: use the cursor or next link of a previous page of this one")
 	}
 	return parts[1:], nil
 }
 
-// cursorOf reads the request's cursor parameter as want non-negative
+// cursorOf reads the request's cursor parameter as the non-negative
 // integers of a cursor of kind; nil when there is none.
-func cursorOf(q *api.Query, kind string, want int) ([]int64, error) {
+func cursorOf(q *api.Query, kind string) ([]int64, error) {
 	c, err := q.One("cursor")
 	if err != nil || c == "" {
 		return nil, err
 	}
-	parts, err := decodeCursor(c, kind, want)
+	parts, err := decodeCursor(c, kind)
 	if err != nil {
 		return nil, err
 	}
@@ -94,7 +103,7 @@ func cursorOf(q *api.Query, kind string, want int) ([]int64, error) {
 // cursorAfter reads a one-integer cursor of kind: the position a page
 // starts after, 0 when there is no cursor.
 func cursorAfter(q *api.Query, kind string) (int64, error) {
-	n, err := cursorOf(q, kind, 1)
+	n, err := cursorOf(q, kind)
 	if err != nil || n == nil {
 		return 0, err
 	}

@@ -148,14 +148,26 @@ func Clip(s string) string {
 }
 
 // ParseRef reads a contract id, a payout id or any output reference,
-// TXID#INDEX; what names it in the error (contract_id, payout_id: the
-// code is bad_<what>).
+// TXID#INDEX; what names it (contract_id, payout_id): the code is
+// bad_<what>, and the message names the parameter the client gave, what
+// in camel case (contractId, payoutId).
 func ParseRef(what, s string) (chain.TxOutRef, error) {
 	ref, err := chain.ParseTxOutRef(s)
 	if err != nil {
-		return ref, Bad("bad_"+what, fmt.Sprintf("%s %q: want TXID#INDEX (64 hex digits, #, an index; # is %%23 in a URL)", what, Clip(s)))
+		return ref, Bad("bad_"+what, fmt.Sprintf("%s %q: want TXID#INDEX (64 hex digits, #, an index; # is %%23 in a URL)", camel(what), Clip(s)))
 	}
 	return ref, nil
+}
+
+// camel turns snake_case into camelCase: contract_id is contractId.
+func camel(s string) string {
+	parts := strings.Split(s, "_")
+	for i := 1; i < len(parts); i++ {
+		if p := parts[i]; p != "" {
+			parts[i] = strings.ToUpper(p[:1]) + p[1:]
+		}
+	}
+	return strings.Join(parts, "")
 }
 
 // ParseTxID reads a transaction id: 64 hex digits.
