@@ -33,7 +33,8 @@ type folder struct {
 	entries map[chain.TxOutRef]*entry
 	order   []chain.TxOutRef
 	p       contractstore.CommitParams
-	applied int // records applied
+	applied int                   // records applied
+	sources map[chain.Hash32]bool // the sources in p
 }
 
 // entry is one contract touched by the fold.
@@ -163,6 +164,7 @@ func (f *folder) created(e *entry, r *record.Record) error {
 		return nil
 	}
 	f.addParties(e, record.PartiesOf(rc, md.Contract, &md.State))
+	f.reveal(e, r, md.Contract, nil)
 	return nil
 }
 
@@ -220,6 +222,7 @@ func (f *folder) inputsApplied(e *entry, r *record.Record) error {
 			for i := range in {
 				if in[i].Continuation != nil {
 					f.addParties(e, record.PartiesOf(row.RolesCurrency, in[i].Continuation, nil))
+					f.reveal(e, r, in[i].Continuation, in[i].ContinuationHash)
 				}
 			}
 		}

@@ -70,3 +70,14 @@ func (s *Store) WithdrawalList(ctx context.Context, p *contractstore.WithdrawalL
 func (s *Store) WithdrawalGet(ctx context.Context, tx chain.Hash32) (*contractstore.Withdrawal, contractstore.Position, error) {
 	return s.cfg.Backend.WithdrawalGet(ctx, tx)
 }
+
+// SourceGet reads a contract source the chain revealed.
+func (s *Store) SourceGet(ctx context.Context, hash chain.Hash32) (*contractstore.SourceInfo, contractstore.Position, error) {
+	return s.cfg.Backend.SourceGet(ctx, hash)
+}
+
+// SourceClosure reads what a contract source reaches, as far as the chain
+// revealed it.
+func (s *Store) SourceClosure(ctx context.Context, hash chain.Hash32, withContracts bool) (*contractstore.SourceClosure, contractstore.Position, error) {
+	return s.cfg.Backend.SourceClosure(ctx, hash, withContracts)
+}

@@ -135,10 +135,11 @@ func TestEndpointsAgainstDevnet(t *testing.T) {
 			f.checkPayouts()
 			f.checkOthers()
 			f.checkNext(contracts)
+			f.checkSources(contracts)
 			for _, op := range []string{"GET /contracts", "GET /contracts/{contractId}", "GET /contracts/{contractId}/transactions",
 				"GET /contracts/{contractId}/transactions/{txId}", "GET /contracts/{contractId}/history",
 				"GET /contracts/{contractId}/next", "GET /payouts",
-				"GET /payouts/{payoutId}", "GET /withdrawals", "GET /withdrawals/{txId}", "GET /transactions/{txId}", "GET /status", "GET /healthz",
+				"GET /payouts/{payoutId}", "GET /withdrawals", "GET /withdrawals/{txId}", "GET /transactions/{txId}", "GET /sources/{sourceId}", "GET /sources/{sourceId}/closure", "GET /status", "GET /healthz",
 				"GET /readyz", "GET /openapi.json", "GET /metrics"} {
 				if !f.spec.hit[op] {
 					t.Errorf("%s was never answered 200", op)

@@ -29,6 +29,8 @@ func (s *Server) routes() ([]api.Route, error) {
 		{Pattern: "GET /withdrawals", Handler: s.withdrawalList()},
 		{Pattern: "GET /withdrawals/{txId}", Handler: s.withdrawalGet()},
 		{Pattern: "GET /transactions/{txId}", Handler: s.transactionOfTx()},
+		{Pattern: "GET /sources/{sourceId}", Handler: s.sourceGet()},
+		{Pattern: "GET /sources/{sourceId}/closure", Handler: s.sourceClosure()},
 		{Pattern: "GET /status", Handler: s.status},
 		{Pattern: "GET /healthz", Handler: s.healthz},
 		{Pattern: "GET /readyz", Handler: s.readyz},

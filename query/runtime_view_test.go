@@ -150,11 +150,13 @@ func TestRuntimeViewAgainstDevnet(t *testing.T) {
 			}
 
 			f.checkRuntimeNext(native)
+			f.checkRuntimeSources(native)
 			f.checkRuntimeErrors(native[0].ContractID)
 			for _, op := range []string{"GET /healthcheck", "GET /contracts", "GET /contracts/{contractId}",
 				"GET /contracts/{contractId}/transactions", "GET /contracts/{contractId}/transactions/{transactionId}",
 				"GET /contracts/{contractId}/next", "GET /payouts", "GET /payouts/{payoutId}", "GET /withdrawals",
-				"GET /withdrawals/{withdrawalId}"} {
+				"GET /withdrawals/{withdrawalId}", "GET /contracts/sources/{contractSourceId}",
+				"GET /contracts/sources/{contractSourceId}/adjacency", "GET /contracts/sources/{contractSourceId}/closure"} {
 				if !loadRuntimeSpec(t).hit[op] {
 					t.Errorf("%s was never answered", op)
 				}

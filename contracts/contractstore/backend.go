@@ -84,6 +84,13 @@ type Backend interface {
 	WithdrawalList(ctx context.Context, p *WithdrawalListParams) (*WithdrawalPage, error)
 	// WithdrawalGet reads the withdrawal a transaction made.
 	WithdrawalGet(ctx context.Context, tx chain.Hash32) (*Withdrawal, Position, error)
+	// SourceGet reads a contract source and its first revelation;
+	// ErrNotFound when no current record revealed it.
+	SourceGet(ctx context.Context, hash chain.Hash32) (*SourceInfo, Position, error)
+	// SourceClosure reads what a source reaches as far as the chain revealed
+	// it (with the sources' contracts when withContracts); ErrNotFound when
+	// no current record revealed the source itself.
+	SourceClosure(ctx context.Context, hash chain.Hash32, withContracts bool) (*SourceClosure, Position, error)
 
 	// Close releases the backend's resources; later calls fail with ErrClosed.
 	Close() error
@@ -258,6 +265,49 @@ type ContractParty struct {
 	Party      record.Party
 }
 
+// Source is a contract source as the chain revealed it: the initial
+// contract of a contract created on chain, or the continuation of a
+// merkleized case that a step revealed. Its Hash is the datum hash of the
+// contract's Plutus Data (blake2b-256 of its canonical CBOR), which is the
+// Marlowe Runtime's ContractSourceId and a merkleized case's continuation
+// hash.
+type Source struct {
+	Hash chain.Hash32
+	// Contract is the contract in core JSON (nil where a read leaves it out).
+	Contract json.RawMessage
+	// Refs are the continuation hashes of its merkleized cases (the
+	// Runtime's adjacency), ascending.
+	Refs []chain.Hash32
+}
+
+// SourceLink says that a record of a contract revealed a source: the
+// contract's creation (its initial contract) or one of its steps (a
+// merkleized continuation).
+type SourceLink struct {
+	ContractID chain.TxOutRef
+	Hash       chain.Hash32
+	TxID       chain.Hash32 // the transaction that revealed it
+	Seq        int64        // the record's seq
+}
+
+// SourceInfo is a source, where the chain first revealed it (of the
+// current records: the link with the lowest seq), and which of its Refs no
+// current record revealed yet (ascending).
+type SourceInfo struct {
+	Source
+	Revealed   SourceLink
+	Unrevealed []chain.Hash32
+}
+
+// SourceClosure is what a source reaches: itself and every revealed source
+// its merkleized cases lead to, through revealed sources only (Sources, by
+// hash), and the referenced hashes no current record revealed yet
+// (Unrevealed, ascending).
+type SourceClosure struct {
+	Sources    []Source
+	Unrevealed []chain.Hash32
+}
+
 // PayoutWithdrawal marks a stored payout withdrawn.
 type PayoutWithdrawal struct {
 	ID         chain.TxOutRef
@@ -265,8 +315,9 @@ type PayoutWithdrawal struct {
 }
 
 // CommitParams is one atomic batch. The backend first deletes every row of
-// the Reset contracts (a rollback rebuilds them), then upserts Contracts,
-// inserts the other rows, applies PayoutsWithdrawn and writes Head.
+// the Reset contracts (a rollback rebuilds them) and the sources only they
+// revealed, then upserts Contracts, inserts the other rows, applies
+// PayoutsWithdrawn and writes Head.
 type CommitParams struct {
 	PrevSeq          int64
 	Reset            []chain.TxOutRef
@@ -277,7 +328,13 @@ type CommitParams struct {
 	Payouts          []Payout
 	PayoutsWithdrawn []PayoutWithdrawal
 	Withdrawals      []WithdrawalRow
-	Head             Head
+	// Sources are inserted unless stored (a source's rows depend on its
+	// hash alone); SourceLinks unless the contract has one for the hash
+	// (the first revelation stays). A reset contract's links go, and with
+	// them the sources no other contract links.
+	Sources     []Source
+	SourceLinks []SourceLink
+	Head        Head
 }
 
 // ContractFilter selects contracts as the Marlowe Runtime does: roles

@@ -74,9 +74,10 @@ type Config struct {
 
 // View is the Runtime view's handlers.
 type View struct {
-	cfg Config
-	env *api.Env
-	log *zap.Logger
+	cfg         Config
+	env         *api.Env
+	log         *zap.Logger
+	srcHandlers map[string]http.HandlerFunc
 }
 
 // New returns the view.
@@ -90,7 +91,9 @@ func New(cfg Config) (*View, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = zap.NewNop()
 	}
-	return &View{cfg: cfg, env: cfg.Env, log: cfg.Logger}, nil
+	v := &View{cfg: cfg, env: cfg.Env, log: cfg.Logger}
+	v.srcHandlers = v.sourceHandlers()
+	return v, nil
 }
 
 // Routes are the view's routes. Every answer carries the status headers:
@@ -116,7 +119,7 @@ func (v *View) Routes() []api.Route {
 		routes[i].Handler = func(w http.ResponseWriter, r *http.Request) {
 			v.setHeaders(w, v.env.Projection.Applied())
 			if r.PathValue("contractId") == "sources" {
-				v.notFound(w, r) // the Runtime's contract sources are not a contract
+				v.notFound(w, r) // the contract sources are not a contract
 				return
 			}
 			h(w, r)
@@ -126,30 +129,38 @@ func (v *View) Routes() []api.Route {
 }
 
 // notFound answers the view's paths without a route: the contract sources
-// (a follower never sees the bundles clients POST to a Runtime), the
-// Runtime's transaction building and submission (405), anything else.
+// (which the mux cannot route), the Runtime's transaction building and
+// submission (405), anything else (404).
 func (v *View) notFound(w http.ResponseWriter, r *http.Request) {
 	rest := strings.TrimPrefix(r.URL.Path, Prefix)
-	if rest == "/contracts/sources" || strings.HasPrefix(rest, "/contracts/sources/") {
-		v.writeError(w, http.StatusNotFound, "NotFound", sourcesMessage, codeDetails("not_found"))
+	if src, ok := strings.CutPrefix(rest, "/contracts/sources"); ok && v.sources(w, r, src) {
 		return
 	}
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		probe := r.Clone(r.Context())
 		probe.Method = http.MethodGet
 		if pattern := v.cfg.Route(probe); pattern != "" && pattern != Prefix+"/" && pattern != "/" {
-			w.Header().Set("Allow", "GET, HEAD")
-			v.writeError(w, http.StatusMethodNotAllowed, "MethodNotAllowed",
-				r.Method+" is not allowed here: a chain follower serves the Runtime's reads; it builds and submits no transactions",
-				codeDetails("method_not_allowed"))
+			v.methodNotAllowed(w, r)
 			return
 		}
 	}
-	v.writeError(w, http.StatusNotFound, "NotFound", "no such resource: "+strings.TrimSpace(r.URL.Path), codeDetails("not_found"))
+	msg := "no such resource: " + strings.TrimSpace(r.URL.Path)
+	if rest == "/contracts/sources" || strings.HasPrefix(rest, "/contracts/sources/") {
+		msg += sourcesMessage
+	}
+	v.writeError(w, http.StatusNotFound, "NotFound", msg, codeDetails("not_found"))
 }
 
-const sourcesMessage = "contract sources are not available: a chain follower never sees the bundles clients upload to a Runtime; " +
-	"the contracts themselves are at /contracts/{contractId}"
+// methodNotAllowed answers the methods a follower has no use for.
+func (v *View) methodNotAllowed(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Allow", "GET, HEAD")
+	v.writeError(w, http.StatusMethodNotAllowed, "MethodNotAllowed",
+		r.Method+" is not allowed here: a chain follower serves the Runtime's reads; it builds and submits no transactions "+
+			"and takes no uploads", codeDetails("method_not_allowed"))
+}
+
+const sourcesMessage = " (a follower has the contract sources the chain revealed, at /contracts/sources/{contractSourceId} " +
+	"and its /adjacency and /closure; it takes no uploads)"
 
 func (v *View) healthcheck(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", jsonContentType)

@@ -28,6 +28,7 @@ func Run(t *testing.T, open Open) {
 		{"Filters", testFilters},
 		{"Paging", testPaging},
 		{"Counts", testCounts},
+		{"Sources", testSources},
 		{"Transactions", testTransactions},
 		{"Payouts", testPayouts},
 		{"Withdrawals", testWithdrawals},

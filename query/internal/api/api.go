@@ -35,6 +35,8 @@ type ContractReader interface {
 	PayoutGet(ctx context.Context, id chain.TxOutRef) (*contractstore.Payout, contractstore.Position, error)
 	WithdrawalList(ctx context.Context, p *contractstore.WithdrawalListParams) (*contractstore.WithdrawalPage, error)
 	WithdrawalGet(ctx context.Context, tx chain.Hash32) (*contractstore.Withdrawal, contractstore.Position, error)
+	SourceGet(ctx context.Context, hash chain.Hash32) (*contractstore.SourceInfo, contractstore.Position, error)
+	SourceClosure(ctx context.Context, hash chain.Hash32, withContracts bool) (*contractstore.SourceClosure, contractstore.Position, error)
 }
 
 // HistoryReader is the read side of the history log (history.Handle): reads

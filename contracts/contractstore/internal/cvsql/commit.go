@@ -14,7 +14,16 @@ import (
 const maxParams = 30000
 
 // resetTables are the tables whose rows belong to one contract.
-var resetTables = []string{"cv_contract_tags", "cv_contract_parties", "cv_transactions", "cv_payouts", "cv_withdrawals", "cv_contracts"}
+var resetTables = []string{"cv_contract_tags", "cv_contract_parties", "cv_transactions", "cv_payouts", "cv_withdrawals",
+	"cv_source_links", "cv_contracts"}
+
+// orphanSources delete the sources no contract links any more (after a
+// reset deleted links): a scan of the sources, each probed in the links'
+// hash index, on commits with resets only (rollbacks).
+var orphanSources = []Stmt{
+	{SQL: `DELETE FROM cv_sources WHERE NOT EXISTS (SELECT 1 FROM cv_source_links l WHERE l.hash = cv_sources.hash)`, Want: -1},
+	{SQL: `DELETE FROM cv_source_refs WHERE NOT EXISTS (SELECT 1 FROM cv_sources s WHERE s.hash = cv_source_refs.hash)`, Want: -1},
+}
 
 // BuildCommit turns a batch into statements, run in order in one
 // transaction: the cursor guard first, then the resets, the upserts and
@@ -27,6 +36,7 @@ func BuildCommit(p *contractstore.CommitParams) []Stmt {
 				return "DELETE FROM " + table + " WHERE contract_id IN (" + marks(n, 1) + ")"
 			}, func(i int) []any { return []any{RefBytes(p.Reset[i])} })...)
 		}
+		out = append(out, orphanSources...)
 	}
 	if len(p.Contracts) > 0 {
 		out = append(out, chunked(len(p.Contracts), 17, func(n int) string {
@@ -84,11 +94,50 @@ func BuildCommit(p *contractstore.CommitParams) []Stmt {
 			return append([]any{append([]byte(nil), w.TxID[:]...), RefBytes(w.ContractID), w.Seq}, blockArgs(w.Block)...)
 		})...)
 	}
+	out = append(out, sourceStmts(p)...)
 	h := p.Head
 	args := append([]any{h.Seq}, blockArgs(h.Block)...)
 	args = append(args, h.Contracts, h.OpenContracts)
 	out = append(out, Stmt{SQL: `UPDATE cv_head SET seq = ?, slot = ?, block_no = ?, block_hash = ?, contracts = ?,
 		open_contracts = ? WHERE id = 1`, Args: args, Want: 1})
+	return out
+}
+
+// sourceStmts insert a commit's sources, their references and links, each
+// unless stored.
+func sourceStmts(p *contractstore.CommitParams) []Stmt {
+	var out []Stmt
+	if len(p.Sources) > 0 {
+		out = append(out, chunked(len(p.Sources), 2, func(n int) string {
+			return `INSERT INTO cv_sources (hash, contract) VALUES ` + marks(n, 2) + ` ON CONFLICT (hash) DO NOTHING`
+		}, func(i int) []any {
+			src := &p.Sources[i]
+			return []any{append([]byte(nil), src.Hash[:]...), jsonText(src.Contract)}
+		})...)
+		type ref struct{ hash, ref chain.Hash32 }
+		var refs []ref
+		for i := range p.Sources {
+			for _, r := range p.Sources[i].Refs {
+				refs = append(refs, ref{p.Sources[i].Hash, r})
+			}
+		}
+		if len(refs) > 0 {
+			out = append(out, chunked(len(refs), 2, func(n int) string {
+				return `INSERT INTO cv_source_refs (hash, ref) VALUES ` + marks(n, 2) + ` ON CONFLICT (hash, ref) DO NOTHING`
+			}, func(i int) []any {
+				return []any{append([]byte(nil), refs[i].hash[:]...), append([]byte(nil), refs[i].ref[:]...)}
+			})...)
+		}
+	}
+	if len(p.SourceLinks) > 0 {
+		out = append(out, chunked(len(p.SourceLinks), 4, func(n int) string {
+			return `INSERT INTO cv_source_links (contract_id, hash, tx_id, seq) VALUES ` + marks(n, 4) +
+				` ON CONFLICT (contract_id, hash) DO NOTHING`
+		}, func(i int) []any {
+			l := &p.SourceLinks[i]
+			return []any{RefBytes(l.ContractID), append([]byte(nil), l.Hash[:]...), append([]byte(nil), l.TxID[:]...), l.Seq}
+		})...)
+	}
 	return out
 }
 

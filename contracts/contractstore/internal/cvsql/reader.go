@@ -145,3 +145,21 @@ func (s *Reader) WithdrawalGet(ctx context.Context, tx chain.Hash32) (w *contrac
 	})
 	return w, at, err
 }
+
+// SourceGet reads a contract source (one read transaction).
+func (s *Reader) SourceGet(ctx context.Context, hash chain.Hash32) (src *contractstore.SourceInfo, at contractstore.Position, err error) {
+	err = s.Tx(ctx, "source get", func(q Querier) error {
+		src, at, err = SourceGet(ctx, q, hash)
+		return err
+	})
+	return src, at, err
+}
+
+// SourceClosure reads what a contract source reaches (one read transaction).
+func (s *Reader) SourceClosure(ctx context.Context, hash chain.Hash32, withContracts bool) (c *contractstore.SourceClosure, at contractstore.Position, err error) {
+	err = s.Tx(ctx, "source closure", func(q Querier) error {
+		c, at, err = SourceClosure(ctx, q, hash, withContracts)
+		return err
+	})
+	return c, at, err
+}
