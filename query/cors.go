@@ -142,13 +142,15 @@ func (c *cors) allowOrigin(h http.Header, o string) {
 
 // methods lists the methods the path has routes for: GET and HEAD always
 // (an unknown path's GET answers a readable 404), others where a route
-// takes them (DELETE /streams/{name}), and OPTIONS.
+// of that method takes them (DELETE /streams/{name}; a pattern without a
+// method, such as the Runtime view's catch-all, answers them 405), and
+// OPTIONS.
 func (c *cors) methods(r *http.Request) string {
 	ms := []string{http.MethodGet, http.MethodHead}
 	for _, m := range corsProbeMethods {
 		probe := r.WithContext(r.Context())
 		probe.Method = m
-		if _, pattern := c.mux.Handler(probe); pattern != "" && pattern != "/" {
+		if _, pattern := c.mux.Handler(probe); strings.HasPrefix(pattern, m+" ") {
 			ms = append(ms, m)
 		}
 	}

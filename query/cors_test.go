@@ -79,6 +79,7 @@ func TestCORS(t *testing.T) {
 	p.Sync()
 	f := newFixtureFor(t, p, func(c *query.Config) {
 		withStreams(c)
+		withRuntime(c)
 		c.CORS.Origins = []string{dapp, "http://localhost:5173"}
 	})
 	preflight := func(f *fixture, path, from, method, headers string) *answer {
@@ -131,6 +132,13 @@ func TestCORS(t *testing.T) {
 		}
 		if got := preflight(f, "/events?all=true", dapp, "GET", "last-event-id").header.Get("Access-Control-Allow-Methods"); got != "GET, HEAD, OPTIONS" {
 			t.Errorf("/events: %q", got)
+		}
+		// The Runtime view answers GET and HEAD only (its catch-all answers
+		// the other methods 405), as docs/query.md says.
+		for _, path := range []string{"/runtime/contracts", "/runtime/contracts/sources/" + strings.Repeat("0", 64), "/runtime/nothing"} {
+			if got := preflight(f, path, dapp, "POST", "content-type").header.Get("Access-Control-Allow-Methods"); got != "GET, HEAD, OPTIONS" {
+				t.Errorf("%s: %q", path, got)
+			}
 		}
 		// POST is not a method of the API: the browser reads the list and stops.
 		if a := preflight(f, "/contracts", dapp, "POST", "content-type"); a.code != http.StatusNoContent ||
