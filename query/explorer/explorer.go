@@ -22,6 +22,7 @@ import (
 	"embed"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"io/fs"
 	"net/http"
 	"path"
@@ -40,9 +41,12 @@ const Prefix = "/ui/"
 // Pages are the explorer's pages: request path to file (under static/).
 // The contracts page is the port's root.
 var Pages = map[string]string{
-	"/":            "index.html",
-	"/ui/contract": "contract.html",
-	"/ui/status":   "status.html",
+	"/":               "index.html",
+	"/ui/contract":    "contract.html",
+	"/ui/transaction": "transaction.html",
+	"/ui/payouts":     "payouts.html",
+	"/ui/api":         "api.html",
+	"/ui/status":      "status.html",
 }
 
 // ContentSecurityPolicy is the policy of every page: scripts, styles,
@@ -81,29 +85,56 @@ type Handler struct {
 	files map[string]*file // by request path
 }
 
-// New loads the embedded files.
-func New() (*Handler, error) {
+// Options configure the explorer.
+type Options struct {
+	// Network is the network's name as /status gives it (mainnet,
+	// preprod, preview, devnet, or the magic).
+	Network string
+	// Links is the query.uiLinks setting (ParseLinks): which Cardano
+	// explorer the pages link transactions, addresses and policies to.
+	Links string
+	// APIDocs are the OpenAPI documents the API page shows, first the
+	// default; empty: the native API's alone (DefaultAPIDocs).
+	APIDocs []APIDoc
+}
+
+// APIDoc is an OpenAPI document the port serves: its path (relative to
+// the port's root, "openapi.json") and its title on the API page.
+type APIDoc struct {
+	Path  string `json:"path"`
+	Title string `json:"title"`
+}
+
+// DefaultAPIDocs is the native API's document.
+var DefaultAPIDocs = []APIDoc{{Path: "openapi.json", Title: "Native API"}}
+
+// ConfigPath is the explorer's configuration as the pages read it:
+// {"network", "links": {"tx", "address", "policy"}, "apiDocs": [{"path",
+// "title"}]} (link templates with {id}; a kind without a template gets no
+// link).
+const ConfigPath = Prefix + "config.json"
+
+// New loads the embedded files and writes the pages' configuration.
+func New(opts Options) (*Handler, error) {
+	links, err := ParseLinks(opts.Links, opts.Network)
+	if err != nil {
+		return nil, fmt.Errorf("query.uiLinks: %w", err)
+	}
+	docs := opts.APIDocs
+	if len(docs) == 0 {
+		docs = DefaultAPIDocs
+	}
+	cfg, err := json.Marshal(map[string]any{"network": opts.Network, "links": links, "apiDocs": docs})
+	if err != nil {
+		return nil, err
+	}
 	h := &Handler{files: map[string]*file{}}
 	load := func(name string, page bool) (*file, error) {
 		body, err := fs.ReadFile(static, "static/"+name)
 		if err != nil {
 			return nil, err
 		}
-		sum := sha256.Sum256(body)
-		f := &file{name: name, body: body, ctype: contentTypes[path.Ext(name)], etag: hex.EncodeToString(sum[:12]), page: page}
-		if f.ctype == "" {
-			f.ctype = "application/octet-stream"
-		}
-		if path.Ext(name) != ".png" && len(body) > 512 {
-			var b bytes.Buffer
-			zw, _ := gzip.NewWriterLevel(&b, gzip.BestCompression)
-			_, _ = zw.Write(body)
-			_ = zw.Close()
-			if b.Len() < len(body)*9/10 {
-				f.gz = b.Bytes()
-			}
-		}
-		return f, nil
+		return newFile(name, body, page), nil
 	}
 	for p, name := range Pages {
 		f, err := load(name, true)
@@ -112,7 +143,7 @@ func New() (*Handler, error) {
 		}
 		h.files[p] = f
 	}
-	err := fs.WalkDir(static, "static", func(p string, d fs.DirEntry, err error) error {
+	err = fs.WalkDir(static, "static", func(p string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
 			return err
 		}
@@ -130,7 +161,28 @@ func New() (*Handler, error) {
 	if err != nil {
 		return nil, err
 	}
+	h.files[ConfigPath] = newFile("config.json", append(cfg, '\n'), false)
 	return h, nil
+}
+
+// newFile makes a file ready to serve: its type, ETag and, where it pays,
+// its gzip-compressed body.
+func newFile(name string, body []byte, page bool) *file {
+	sum := sha256.Sum256(body)
+	f := &file{name: name, body: body, ctype: contentTypes[path.Ext(name)], etag: hex.EncodeToString(sum[:12]), page: page}
+	if f.ctype == "" {
+		f.ctype = "application/octet-stream"
+	}
+	if path.Ext(name) != ".png" && len(body) > 512 {
+		var b bytes.Buffer
+		zw, _ := gzip.NewWriterLevel(&b, gzip.BestCompression)
+		_, _ = zw.Write(body)
+		_ = zw.Close()
+		if b.Len() < len(body)*9/10 {
+			f.gz = b.Bytes()
+		}
+	}
+	return f
 }
 
 // Routes returns the patterns to mount on the query port
@@ -181,8 +233,11 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	hd.Set("Cache-Control", CacheControl)
 	hd.Set("X-Content-Type-Options", "nosniff")
 	hd.Set("Referrer-Policy", "no-referrer")
-	if f.page {
+	if f.page || strings.HasSuffix(f.name, "-worker.js") {
+		// (A worker's policy is its script's own: it inherits none.)
 		hd.Set("Content-Security-Policy", ContentSecurityPolicy)
+	}
+	if f.page {
 		hd.Set("X-Frame-Options", "DENY")
 	}
 	body, etag := f.body, `"`+f.etag+`"`

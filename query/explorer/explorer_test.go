@@ -25,7 +25,7 @@ import (
 
 func newHandler(t *testing.T) *explorer.Handler {
 	t.Helper()
-	h, err := explorer.New()
+	h, err := explorer.New(explorer.Options{Network: "preprod"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,7 +50,7 @@ func TestFiles(t *testing.T) {
 	h := newHandler(t)
 	want := map[string]string{
 		".html": "text/html; charset=utf-8", ".js": "text/javascript; charset=utf-8", ".css": "text/css; charset=utf-8",
-		".svg": "image/svg+xml",
+		".svg": "image/svg+xml", ".json": "application/json",
 	}
 	paths := h.Paths()
 	if len(paths) < 10 || paths[0] != "/" {
@@ -73,7 +73,7 @@ func TestFiles(t *testing.T) {
 		if hd.Get("Cache-Control") != explorer.CacheControl || hd.Get("X-Content-Type-Options") != "nosniff" || hd.Get("ETag") == "" {
 			t.Errorf("GET %s: headers %v", p, hd)
 		}
-		if csp := hd.Get("Content-Security-Policy"); page != (csp == explorer.ContentSecurityPolicy) {
+		if csp := hd.Get("Content-Security-Policy"); (page || strings.HasSuffix(p, "-worker.js")) != (csp == explorer.ContentSecurityPolicy) {
 			t.Errorf("GET %s: Content-Security-Policy %q", p, csp)
 		}
 		body := rec.Body.Bytes()
@@ -172,6 +172,9 @@ func TestLinksStayOnThePort(t *testing.T) {
 				t.Errorf("%s: %q resolves to %s, which is neither a file nor an API path", p, ref, target)
 			}
 		}
+		if p == explorer.ConfigPath {
+			continue // the Cardano explorer links, followed only when a user clicks one (TestConfig)
+		}
 		for _, m := range externalURL.FindAllString(body, -1) {
 			if m != "http://www.w3.org" && m != "//www.w3.org" {
 				t.Errorf("%s refers to another host: %s", p, m)
@@ -231,8 +234,8 @@ func TestEmbeddedMatchesTheTree(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n != len(h.Paths()) {
-		t.Errorf("%d files on disk, %d served", n, len(h.Paths()))
+	if n+1 != len(h.Paths()) { // + config.json, written by New
+		t.Errorf("%d files on disk (and config.json), %d served", n, len(h.Paths()))
 	}
 }
 
@@ -329,5 +332,64 @@ func TestOnTheQueryPort(t *testing.T) {
 	// The position headers come with the pages too, as with every answer.
 	if rec := get(t, on, http.MethodGet, "/", nil); rec.Header().Get(query.HeaderSeq) == "" || !strings.Contains(rec.Body.String(), "<title>") {
 		t.Errorf("GET /: %v", rec.Header())
+	}
+}
+
+// TestConfig: config.json names the network and its explorer links, from
+// query.uiLinks: the default explorer on the public networks, none on the
+// devnet, a named explorer, templates, none; bad settings are refused.
+func TestConfig(t *testing.T) {
+	read := func(opts explorer.Options) map[string]any {
+		t.Helper()
+		h, err := explorer.New(opts)
+		if err != nil {
+			t.Fatalf("%+v: %v", opts, err)
+		}
+		var cfg map[string]any
+		if err := json.Unmarshal(get(t, h, http.MethodGet, explorer.ConfigPath, nil).Body.Bytes(), &cfg); err != nil {
+			t.Fatal(err)
+		}
+		return cfg
+	}
+	links := func(opts explorer.Options) string {
+		t.Helper()
+		b, _ := json.Marshal(read(opts)["links"])
+		return string(b)
+	}
+	for _, c := range []struct {
+		opts explorer.Options
+		want string
+	}{
+		{explorer.Options{Network: "mainnet"}, `{"address":"https://cardanoscan.io/address/{id}","policy":"https://cardanoscan.io/tokenPolicy/{id}","tx":"https://cardanoscan.io/transaction/{id}"}`},
+		{explorer.Options{Network: "preprod"}, `{"address":"https://preprod.cardanoscan.io/address/{id}","policy":"https://preprod.cardanoscan.io/tokenPolicy/{id}","tx":"https://preprod.cardanoscan.io/transaction/{id}"}`},
+		{explorer.Options{Network: "preview", Links: "cexplorer"}, `{"address":"https://preview.cexplorer.io/address/{id}","policy":"https://preview.cexplorer.io/policy/{id}","tx":"https://preview.cexplorer.io/tx/{id}"}`},
+		{explorer.Options{Network: "devnet"}, `{}`},
+		{explorer.Options{Network: "mainnet", Links: "none"}, `{}`},
+		{explorer.Options{Network: "devnet", Links: "tx=http://127.0.0.1:9000/tx/{id}"}, `{"tx":"http://127.0.0.1:9000/tx/{id}"}`},
+		{explorer.Options{Network: "1097911063", Links: " tx=https://x.example/t/{id} , policy=https://x.example/p/{id}?net=1"}, `{"policy":"https://x.example/p/{id}?net=1","tx":"https://x.example/t/{id}"}`},
+	} {
+		if got := links(c.opts); got != c.want {
+			t.Errorf("%+v: links %s, want %s", c.opts, got, c.want)
+		}
+	}
+	if n := read(explorer.Options{Network: "preprod"})["network"]; n != "preprod" {
+		t.Errorf("network %v", n)
+	}
+	for _, bad := range []explorer.Options{
+		{Network: "devnet", Links: "cardanoscan"},
+		{Network: "mainnet", Links: "cardanoscan.io"},
+		{Network: "mainnet", Links: "tx=https://x.example/tx/"},
+		{Network: "mainnet", Links: "tx=ftp://x.example/{id}"},
+		{Network: "mainnet", Links: "block=https://x.example/{id}"},
+		{Network: "mainnet", Links: "tx=https://x.example/{id},tx=https://y.example/{id}"},
+		{Network: "mainnet", Links: "tx=/relative/{id}"},
+	} {
+		if _, err := explorer.New(bad); err == nil || !strings.HasPrefix(err.Error(), "query.uiLinks: ") {
+			t.Errorf("%+v: %v, want a query.uiLinks error", bad, err)
+		}
+	}
+	// The setting alone (config validation, before the network is known).
+	if _, err := explorer.ParseLinks("cardanoscan", ""); err != nil {
+		t.Errorf("cardanoscan alone: %v", err)
 	}
 }

@@ -8,8 +8,9 @@
 //   CHROMIUM, USER_DATA_DIR the browser and a fresh profile directory
 //   PLAYWRIGHT_CORE         the installed playwright-core package
 //   ARTIFACTS               where the screenshots go (one per page)
-//   DOC_SCREENSHOT          optional: also write the contract page's
-//                           screenshot there (docs/explorer-contract.png)
+//   DOC_SCREENSHOTS         optional: a directory (docs) to write the
+//                           documentation's pictures to (explorer-*.png)
+//   EXPLORER_LINKS          the service's --ui-links (KIND=TEMPLATE,...)
 //
 // The pages are opened through a small TCP proxy in front of the query
 // port, so that the test can cut the pages' event streams and check that
@@ -31,7 +32,9 @@ const QUERY_URL = env("QUERY_URL");
 const CHROMIUM = process.env.CHROMIUM || "/usr/bin/chromium";
 const USER_DATA_DIR = env("USER_DATA_DIR");
 const ARTIFACTS = env("ARTIFACTS");
-const DOC_SCREENSHOT = process.env.DOC_SCREENSHOT || "";
+const DOC_SCREENSHOTS = process.env.DOC_SCREENSHOTS || "";
+// The Cardano explorer link templates the service was given (--ui-links).
+const LINKS = Object.fromEntries((process.env.EXPLORER_LINKS || "").split(",").filter(Boolean).map((x) => x.split(/=(.*)/s).slice(0, 2)));
 
 const started = Date.now();
 const log = (msg) => console.log(`[${((Date.now() - started) / 1000).toFixed(1)}s] ${msg}`);
@@ -82,20 +85,33 @@ async function waitForRecord(params, pred, ms) {
   }
 }
 
-// A TCP proxy to the query port; cutEvents() drops the connections whose
-// last request was GET /events.
-function startProxy() {
+// A TCP proxy to the query port on a loopback address (an origin of its
+// own: the pages opened through it share one event stream, their shared
+// worker's). It knows which connections carry GET /events (their last
+// request): eventStreams() counts them, cutEvents() drops them,
+// freezeEvents() stops passing their bytes on, either way, leaving them
+// open (a connection dead without a word), and those opened later too,
+// until thawEvents() drops the frozen ones.
+function startProxy(address = "127.0.0.1") {
   const target = new URL(QUERY_URL);
   const conns = new Set();
+  let freezing = false;
   const srv = net.createServer((client) => {
-    const c = { client, upstream: net.connect(Number(target.port), target.hostname), events: false };
+    const c = { client, upstream: net.connect(Number(target.port), target.hostname), events: false, frozen: false };
     conns.add(c);
     client.on("data", (d) => {
+      if (c.frozen) return;
       const s = d.toString("latin1", 0, Math.min(d.length, 64));
       if (/^(GET|HEAD|POST|OPTIONS) /.test(s)) c.events = /^GET \/events[?\s]/.test(s);
+      if (c.events && freezing) {
+        c.frozen = true;
+        return;
+      }
       c.upstream.write(d);
     });
-    c.upstream.on("data", (d) => client.write(d));
+    c.upstream.on("data", (d) => {
+      if (!c.frozen) client.write(d);
+    });
     const end = () => {
       conns.delete(c);
       client.destroy();
@@ -106,27 +122,44 @@ function startProxy() {
     client.on("error", end);
     c.upstream.on("error", end);
   });
-  return new Promise((resolve) => srv.listen(0, "127.0.0.1", () => resolve({
-    url: `http://127.0.0.1:${srv.address().port}`,
-    cutEvents() {
-      let n = 0;
-      for (const c of conns) {
-        if (c.events) {
+  const streams = () => [...conns].filter((c) => c.events && !c.frozen);
+  return new Promise((resolve, reject) => {
+    srv.once("error", reject);
+    srv.listen(0, address, () => resolve({
+      url: `http://${address}:${srv.address().port}`,
+      eventStreams: () => streams().length,
+      cutEvents() {
+        const cut = streams();
+        for (const c of cut) {
           c.client.destroy();
           c.upstream.destroy();
-          n++;
         }
-      }
-      return n;
-    },
-    close() {
-      for (const c of conns) {
-        c.client.destroy();
-        c.upstream.destroy();
-      }
-      srv.close();
-    },
-  })));
+        return cut.length;
+      },
+      freezeEvents() {
+        freezing = true;
+        const frozen = streams();
+        for (const c of frozen) c.frozen = true;
+        return frozen.length;
+      },
+      thawEvents() {
+        freezing = false;
+        for (const c of conns) {
+          if (c.frozen) {
+            c.client.destroy();
+            c.upstream.destroy();
+          }
+        }
+      },
+      close() {
+        for (const c of conns) {
+          c.client.destroy();
+          c.upstream.destroy();
+        }
+        srv.close();
+      },
+    }));
+  });
 }
 
 // openPage opens a page and records its console errors and uncaught errors;
@@ -147,38 +180,45 @@ async function openPage(context, url, errors, before) {
   return page;
 }
 
-// watchLiveRollback keeps contract pages open on the contracts created
-// last, each until its contract closes or for 30 s (so that the page sees
-// its steps arrive), until one of those pages shows a step that arrived
-// while it was open as rolled back: struck through, marked with the seq of
-// the rolled_back record that undid it, and flashed (the page flashes a step
-// only after its first drawing: "new" when the step came with the rollback
-// already known, at 50 blocks/s the usual case, "rollback" when the page
-// had drawn it applied). Only contracts whose creation is
-// deeper than any rollback can reach are opened (their pages never 404).
-// A browser opens at most six connections to one host and every contract
-// page holds one for its event stream, so the pages are spread over four
-// pass-through proxies on other loopback addresses, four on each. It
-// returns what it saw, or null when the time is up.
+// watchLiveRollback keeps up to POOL contract pages open, on one origin of
+// their own (one event stream between them): on the newest contracts and
+// on those that stepped last (where the devnet's next steps, and so the
+// steps its rollbacks undo, mostly are), each for at least MIN_OPEN, until
+// a rollback undoes a step of a contract whose page was open (drawn) before
+// the rollback came. That page must then show the step struck through,
+// marked with the seq of the rolled_back record that undid it, and flashed
+// (the page flashes a step only after its first drawing: "new" when the step
+// came with the rollback already known, "rollback" when the page had drawn
+// it applied), within EXPECT; if it does not, the check fails. How long the
+// wait for such a rollback takes is up to the devnet (ms at most); the
+// check itself is decided by what the test saw. Only contracts whose
+// creation is deeper than any rollback can reach are opened (their pages
+// never 404). It returns what it saw: {hit} or {missed}, or null when no
+// rollback hit an open page in time.
 async function watchLiveRollback(context, errors, ms) {
-  const PER_HOST = 4;
+  const POOL = 12;
+  const MIN_OPEN = 15000;
+  const EXPECT = 30000;
   const DEPTH = 4; // deeper than the devnet's rollbacks (--rollback-depth 3)
-  const hosts = await Promise.all(["127.0.0.2", "127.0.0.3", "127.0.0.4", "127.0.0.5"].map(passThrough));
+  const host = await startProxy("127.0.0.2");
   const ctl = new AbortController();
   const res = await fetch(`${QUERY_URL}/events?all=true&from=tip`, { signal: ctl.signal });
   if (!res.ok) throw new Error(`GET /events: ${res.status}`);
   const reader = res.body.pipeThrough(new TextDecoderStream()).getReader();
   const startedAt = Date.now();
-  const created = []; // [contractId, block number, slot of its creation], newest last
-  const pool = new Map(); // contractId -> { page, at }
-  const ended = new Set(); // contracts closed (their pages are let go)
+  const created = new Map(); // contractId -> creation {blockNo, slot}, of open contracts
+  const stepped = new Map(); // contractId -> block number of its last step, of open contracts
+  const steps = []; // recent steps {seq, slot, contractId}
+  const pool = new Map(); // contractId -> { page, at, readyAt }
+  const expected = []; // {contractId, step, rollback, at}: rollbacks that undid a step an open page showed
   const rollbacks = new Set(); // seqs of rolled_back records seen
   let tipBlock = 0;
   let opened = 0;
   let buf = "";
   let pending = null;
+  const eligible = (id) => created.has(id) && created.get(id).blockNo <= tipBlock - DEPTH;
   try {
-    while (Date.now() - startedAt < ms) {
+    while (Date.now() - startedAt < ms || expected.length) {
       pending = pending || reader.read();
       const next = await Promise.race([pending, sleep(300).then(() => null)]);
       if (next) {
@@ -195,33 +235,61 @@ async function watchLiveRollback(context, errors, ms) {
         const r = JSON.parse(m[1]);
         if (r.kind === "rolled_back") {
           rollbacks.add(r.seq);
-          // Creations it undid are gone (until a fork brings them again).
-          for (let j = created.length - 1; j >= 0; j--) if (created[j][2] > r.payload.to.slot) created.splice(j, 1);
+          const to = r.payload.to.slot;
+          for (let j = steps.length - 1; j >= 0; j--) {
+            const st = steps[j];
+            if (st.slot <= to) continue;
+            const open = pool.get(st.contractId);
+            if (open && open.firstSeq !== null && open.firstSeq < r.seq) expected.push({ contractId: st.contractId, step: st.seq, rollback: r.seq, at: Date.now() });
+            steps.splice(j, 1);
+          }
+          for (const [id, c] of created) if (c.slot > to) created.delete(id); // (until a fork brings it again)
+          tipBlock = r.block.blockNo;
+        } else if (r.block) tipBlock = Math.max(tipBlock, r.block.blockNo);
+        if (r.kind === "contract_created") created.set(r.contractId, { blockNo: r.block.blockNo, slot: r.block.slot });
+        if (r.kind === "inputs_applied") {
+          steps.push({ seq: r.seq, slot: r.block.slot, contractId: r.contractId });
+          if (steps.length > 500) steps.shift();
+          if (r.payload.closed) {
+            created.delete(r.contractId);
+            stepped.delete(r.contractId);
+          } else {
+            stepped.delete(r.contractId);
+            stepped.set(r.contractId, r.block.blockNo); // (the map in order of the last step)
+          }
         }
-        if (r.block) tipBlock = r.kind === "rolled_back" ? r.block.blockNo : Math.max(tipBlock, r.block.blockNo);
-        if (r.kind === "contract_created") created.push([r.contractId, r.block.blockNo, r.block.slot]);
-        if (r.kind === "inputs_applied" && r.payload.closed) ended.add(r.contractId);
       }
-      for (const [contractId, { page, at }] of pool) {
-        const hits = await page.evaluate(() => window.__rollbackFlashes || []).catch(() => []);
-        const hit = hits.find((x) => rollbacks.has(x.rollback) && x.struck);
-        if (hit) return { contractId, ...hit, pages: opened, rollbacks: rollbacks.size };
-        if (ended.has(contractId) || Date.now() - at > 30000) {
-          pool.delete(contractId);
-          await page.close();
+      for (const [contractId, x] of pool) {
+        if (x.firstSeq === null) continue;
+        const hits = await x.page.evaluate(() => window.__rollbackFlashes || []).catch(() => []);
+        const hit = hits.find((h) => rollbacks.has(h.rollback) && h.struck);
+        if (hit) return { hit: { contractId, ...hit, pages: opened, rollbacks: rollbacks.size, waited: Math.round((Date.now() - startedAt) / 1000) } };
+      }
+      const late = expected.find((e) => Date.now() - e.at > EXPECT);
+      if (late) {
+        const x = pool.get(late.contractId);
+        const hits = x ? await x.page.evaluate(() => window.__rollbackFlashes || []).catch(() => null) : null;
+        return { missed: { ...late, hits } };
+      }
+      // The pages wanted: the newest contracts, and those that stepped last.
+      const newest = [...created.keys()].filter(eligible).slice(-POOL / 2);
+      const active = [...stepped.keys()].filter((id) => eligible(id) && !newest.includes(id)).slice(-POOL / 2);
+      const want = new Set([...newest, ...active]);
+      for (const [id, x] of pool) {
+        const keep = want.has(id) || Date.now() - x.at < MIN_OPEN || expected.some((e) => e.contractId === id);
+        if (!keep) {
+          pool.delete(id);
+          await x.page.close();
         }
       }
-      const host = hosts.find((h) => [...pool.values()].filter((x) => x.host === h).length < PER_HOST);
-      if (!host) continue;
-      // The newest contract whose creation no rollback can reach.
-      let k = created.length - 1;
-      while (k >= 0 && created[k][1] > tipBlock - DEPTH) k--;
-      if (k < 0) continue;
-      const [candidate] = created.splice(k, 1)[0];
-      created.splice(0, k); // older ones are not waited for
+      const candidate = [...want].reverse().find((id) => !pool.has(id));
+      if (!candidate || pool.size >= POOL) continue;
       // The timeline is drawn again on every refresh, so the page records
       // each step it flashes as rolled back when it is drawn.
-      const page = await openPage(context, `${host.url}/ui/contract?id=${enc(candidate)}`, errors, (p) => p.addInitScript(() => {
+      const x = { page: null, at: Date.now(), firstSeq: null };
+      pool.set(candidate, x);
+      opened++;
+      x.page = await openPage(context, `${host.url}/ui/contract?id=${enc(candidate)}`, errors, (p) => p.addInitScript(() => {
         window.__rollbackFlashes = [];
         new MutationObserver((muts) => {
           for (const m of muts) {
@@ -233,47 +301,91 @@ async function watchLiveRollback(context, errors, ms) {
           }
         }).observe(document, { childList: true, subtree: true });
       }));
-      opened++;
-      pool.set(candidate, { page, at: Date.now(), host });
+      // Once it has drawn its timeline (as of firstSeq), a later rollback must show.
+      x.page.waitForFunction(() => document.querySelector("#timeline li[data-seq]") && document.documentElement.dataset.firstSeq, null, { timeout: 30000 })
+        .then((h) => h.jsonValue()).then((seq) => {
+          x.firstSeq = Number(seq);
+        }, () => {});
     }
     return null;
   } finally {
     ctl.abort();
-    for (const { page } of pool.values()) await page.close().catch(() => {});
-    for (const h of hosts) h.close();
+    for (const { page } of pool.values()) if (page) await page.close().catch(() => {});
+    host.close();
   }
 }
 
-// passThrough listens on a loopback address and passes every connection
-// through to the query port.
-function passThrough(address) {
-  const target = new URL(QUERY_URL);
-  const socks = new Set();
-  const srv = net.createServer((client) => {
-    const upstream = net.connect(Number(target.port), target.hostname);
-    socks.add(client).add(upstream);
-    client.pipe(upstream).pipe(client);
-    const end = () => {
-      client.destroy();
-      upstream.destroy();
-      socks.delete(client);
-      socks.delete(upstream);
+// newContractShown waits until every page has listed a contract created
+// after now (pages opened with watchRows; a busy devnet may push a new
+// contract off a page's first 25 rows before a page's next read, so any
+// newer one counts); it returns the newest seq they all showed, or null.
+async function newContractShown(pages, what) {
+  const since = (await api("/status")).historySeq;
+  const ok = await Promise.all(pages.map((p) => p.waitForFunction((since) => (window.__rowsSeen || 0) > since, since, { timeout: 60000 }).then(() => true, () => false)));
+  const loads = await Promise.all(pages.map((p) => p.evaluate(() => performance.getEntriesByType("navigation").length)));
+  if (loads.some((n) => n !== 1)) throw new Error(`${what}: a page was reloaded`);
+  if (!ok.every(Boolean)) throw new Error(`${what}: ${ok.filter((x) => !x).length} of ${pages.length} pages listed no contract created after seq ${since} within 60 s`);
+  return Math.min(...(await Promise.all(pages.map((p) => p.evaluate(() => window.__rowsSeen)))));
+}
+
+// watchRows records in a page the newest creation seq of the rows its
+// contracts list ever showed (window.__rowsSeen).
+const watchRows = (p) => p.addInitScript(() => {
+  window.__rowsSeen = 0;
+  new MutationObserver((muts) => {
+    for (const m of muts) for (const n of m.addedNodes) if (n.nodeType === 1 && n.tagName === "TR" && n.dataset.seq) window.__rowsSeen = Math.max(window.__rowsSeen, Number(n.dataset.seq));
+  }).observe(document, { childList: true, subtree: true });
+});
+
+// checkLeader opens three list tabs without SharedWorker, on an origin of
+// their own: one leads and holds the only event stream; closing it hands
+// the stream to another, and both that remain show a new contract.
+async function checkLeader(context, errors) {
+  const host = await startProxy("127.0.0.3");
+  try {
+    const noWorker = async (p) => {
+      await watchRows(p);
+      await p.addInitScript(() => {
+        delete window.SharedWorker;
+      });
     };
-    for (const s of [client, upstream]) {
-      s.on("error", end);
-      s.on("close", end);
-    }
-  });
-  return new Promise((resolve, reject) => {
-    srv.once("error", reject);
-    srv.listen(0, address, () => resolve({
-      url: `http://${address}:${srv.address().port}`,
-      close() {
-        for (const s of socks) s.destroy();
-        srv.close();
-      },
-    }));
-  });
+    const tabs = await Promise.all([0, 1, 2].map(() => openPage(context, host.url + "/", errors, noWorker)));
+    const modes = async () => Promise.all(tabs.map((t) => t.evaluate(() => document.documentElement.dataset.liveMode).catch(() => "closed")));
+    await Promise.all(tabs.map((t) => t.waitForFunction(() => document.querySelector("#contracts tbody tr[data-id]") && /^(live|resumed)$/.test(document.documentElement.dataset.live || ""), null, { timeout: 30000 })));
+    const first = await modes();
+    check(first.filter((m) => m === "leader").length === 1 && first.filter((m) => m === "follower").length === 2 && host.eventStreams() === 1,
+      `without SharedWorker, 3 tabs: one leader, two followers, ${host.eventStreams()} event stream`, first);
+    const leader = tabs[first.indexOf("leader")];
+    const rest = tabs.filter((t) => t !== leader);
+    await leader.close();
+    const taken = await Promise.any(rest.map((t) => t.waitForFunction(() => document.documentElement.dataset.liveMode === "leader", null, { timeout: 15000 }))).then(() => true, () => false);
+    const after = await Promise.all(rest.map((t) => t.evaluate(() => document.documentElement.dataset.liveMode)));
+    check(taken && after.filter((m) => m === "leader").length === 1, `when the leader closes, another tab takes over (${after.join(", ")})`, after);
+    const shown = await newContractShown(rest, "after the takeover");
+    check(shown && host.eventStreams() === 1, `both remaining tabs show a contract created after the takeover (seq ${shown} or later; ${host.eventStreams()} event stream)`);
+    for (const t of rest) await t.close();
+  } finally {
+    host.close();
+  }
+}
+
+// checkStall freezes the list's event stream, and any it opens again (the
+// proxy passes nothing on and keeps the connections open, as a dead
+// network would): within a heartbeat's allowance the header says the
+// updates stalled, and keeps saying so; once the proxy lets go, the stream
+// is opened again from its cursor and the page is live again.
+async function checkStall(list, proxy) {
+  const frozen = proxy.freezeEvents();
+  const at = Date.now();
+  await list.waitForFunction(() => document.getElementById("tip").dataset.state === "stalled", null, { timeout: 60000 });
+  const label = await list.textContent("#tip .tip-state");
+  check(frozen === 1 && /^stalled: no word from the service for \d+ s$/.test(label), `a frozen event stream: after ${((Date.now() - at) / 1000).toFixed(0)} s the header says "${label}"`);
+  const banner1 = await list.textContent("#banner");
+  check(/stalled/.test(banner1), `and the banner: "${banner1}"`);
+  proxy.thawEvents();
+  await list.waitForFunction(() => document.documentElement.dataset.live === "resumed" && document.getElementById("tip").dataset.state !== "stalled", null, { timeout: 60000 });
+  const banner = await list.textContent("#banner");
+  check(/resumed after cursor \S+/.test(banner), `once the network lets go, the stream is opened again from its cursor: "${banner}"`);
 }
 
 async function shot(page, name) {
@@ -283,15 +395,180 @@ async function shot(page, name) {
   return file;
 }
 
-// docScreenshot writes the README's picture of a contract page: the top of
-// the page (header, state, next, tree) at a readable size.
-async function docScreenshot(page) {
-  await page.setViewportSize({ width: 1280, height: 1500 });
+// docShot writes a picture for docs/explorer.md into DOC_SCREENSHOTS (when
+// set): the top of a page at a readable size, in a scheme and a width.
+async function docShot(page, name, { width = 1280, height = 1400, scheme = "light" } = {}) {
+  if (!DOC_SCREENSHOTS) return;
+  const size = page.viewportSize();
+  await page.emulateMedia({ colorScheme: scheme });
+  await page.setViewportSize({ width, height });
   await page.evaluate(() => window.scrollTo(0, 0));
-  await page.screenshot({ path: DOC_SCREENSHOT, fullPage: false });
-  log(`     documentation screenshot ${DOC_SCREENSHOT}`);
-  await page.setViewportSize({ width: 1280, height: 900 });
-  return true;
+  const file = path.join(DOC_SCREENSHOTS, name);
+  await page.screenshot({ path: file, fullPage: false });
+  log(`     documentation picture ${file}`);
+  await page.setViewportSize(size);
+  await page.emulateMedia({ colorScheme: "light" });
+}
+
+// checkTransactionPages opens the transaction page of a step, of a
+// creation, of a withdrawal and of a transaction the follower does not
+// know, and checks each against the API.
+async function checkTransactionPages(context, errors, base, stepTx, wd) {
+  const step = await api(`/transactions/${stepTx.txId}`);
+  const page = await openPage(context, `${base}/ui/transaction?id=${stepTx.txId}`, errors);
+  await page.waitForSelector('[data-section="step"]', { timeout: 15000 });
+  const got = await page.evaluate(() => {
+    const sec = document.querySelector('[data-section="step"]');
+    const pres = [...sec.querySelectorAll("details.json pre")].map((p) => p.textContent);
+    return { inputs: sec.querySelectorAll("ul.inputs > li, [data-input=none]").length, text: sec.textContent, pres, payouts: sec.querySelectorAll("tr[data-payout]").length, output: sec.querySelector("[data-output]")?.dataset.output };
+  });
+  const d = step.details;
+  const redeemer = JSON.parse(got.pres[0]);
+  check(got.inputs === Math.max(1, d.inputs.length) && JSON.stringify(redeemer) === JSON.stringify(d.inputs) && /slots \d+ \(inclusive\) to \d+ \(exclusive\)/.test(got.text) &&
+    got.payouts === (d.payouts || []).length && got.output === (d.output ? "contract" : "none") && (!d.output || JSON.stringify(JSON.parse(got.pres[1])) === JSON.stringify(d.output.datum)),
+    `the transaction page of step ${stepTx.txId.slice(0, 10)}…: its ${d.inputs.length} input(s) in words and as the redeemer, validity interval, ${d.output ? "the contract's output with its datum" : "no output"}, ${got.payouts} payout(s)`, got);
+  await page.goto(`${base}/ui/transaction?id=${stepTx.contractId.split("#")[0]}`);
+  await page.waitForSelector('[data-section="creation"]', { timeout: 15000 });
+  check((await page.textContent('[data-section="creation"]')).includes(stepTx.contractId), "the transaction page of a creation names the contract it created");
+  await page.goto(`${base}/ui/transaction?id=${wd.withdrawalId}`);
+  await page.waitForSelector('[data-section="withdrawal"] tr[data-payout]', { timeout: 15000 });
+  const rows = await page.$$eval('[data-section="withdrawal"] tr[data-payout]', (l) => l.map((tr) => tr.dataset.payout));
+  check(JSON.stringify(rows) === JSON.stringify(wd.payouts.map((p) => p.payoutId)), `the transaction page of a withdrawal lists its ${rows.length} payout(s)`);
+  await page.goto(`${base}/ui/transaction?id=${"0".repeat(64)}`);
+  await page.waitForFunction(() => document.getElementById("tx-status").dataset.found === "no", null, { timeout: 15000 });
+  check(/knows no Marlowe activity/.test(await page.textContent("#tx-status")), "the transaction page of an unknown transaction says the follower knows nothing of it");
+  await page.close();
+}
+
+// checkPayoutsPage: the payouts page lists the available payouts as the
+// API does, by role token too, and the withdrawn ones with their
+// withdrawals; it is in the navigation.
+async function checkPayoutsPage(context, errors, base) {
+  const page = await openPage(context, `${base}/`, errors);
+  await page.click('header nav a[href$="ui/payouts"]');
+  await page.waitForSelector("#payouts tbody tr", { timeout: 15000 });
+  for (let attempt = 0; ; attempt++) {
+    await page.waitForFunction(() => document.querySelector("#payouts tbody tr[data-payout]") || /No payouts/.test(document.getElementById("payouts").textContent), null, { timeout: 15000 });
+    const shown = await page.$$eval("#payouts tbody tr[data-payout]", (l) => l.map((tr) => [tr.dataset.payout, tr.dataset.status]));
+    const want = (await api("/payouts?status=available&limit=25")).results.map((p) => p.payoutId);
+    if (JSON.stringify(shown.map(([id]) => id)) === JSON.stringify(want) || attempt === 5) {
+      check(shown.length > 0 && shown.every(([, st]) => st === "available") && JSON.stringify(shown.map(([id]) => id)) === JSON.stringify(want), `the payouts page (from the navigation) lists the ${shown.length} available payouts the API lists first`, { shown, want });
+      break;
+    }
+    await page.waitForTimeout(1000); // (a payout was paid or withdrawn meanwhile: the page follows within a second)
+  }
+  // By role token.
+  const one = (await api("/payouts?status=available&limit=5")).results.find((p) => p.role !== undefined && p.role !== null && /^[\x20-\x7e]*$/.test(p.role));
+  if (one) {
+    const token = `${one.roleTokenMintingPolicyId}.${one.role}`;
+    await page.fill('#filters input[name="roleToken"]', token);
+    await page.press('#filters input[name="roleToken"]', "Enter");
+    await page.waitForFunction((t) => new URLSearchParams(document.getElementById("payouts").dataset.query || "").get("roleToken") === t, token, { timeout: 10000 });
+    const want = new Set((await api(`/payouts?status=available&roleToken=${encodeURIComponent(token)}&limit=100`)).results.map((p) => p.payoutId));
+    const shown = await page.$$eval("#payouts tbody tr[data-payout]", (l) => l.map((tr) => tr.dataset.payout));
+    check(shown.length > 0 && shown.every((id) => want.has(id)), `by role token ${one.role}: ${shown.length} payout(s), as the API lists them`);
+  }
+  // Withdrawn: each with its withdrawal.
+  await page.goto(`${base}/ui/payouts?status=withdrawn`);
+  await page.waitForSelector("#payouts tbody tr[data-payout]", { timeout: 15000 });
+  const rows = await page.$$eval("#payouts tbody tr[data-payout]", (l) => l.map((tr) => [tr.dataset.payout, tr.querySelector("[data-withdrawal]")?.dataset.withdrawal]));
+  const byId = new Map((await api("/payouts?status=withdrawn&limit=25")).results.map((p) => [p.payoutId, p.withdrawal && p.withdrawal.withdrawalId]));
+  check(rows.length > 0 && rows.every(([id, w]) => !byId.has(id) || byId.get(id) === w), `withdrawn payouts each link their withdrawal (${rows.length})`);
+  await page.close();
+}
+
+// checkApiPage: the API page draws every operation of /openapi.json; its
+// search filters them; a schema link opens the schema.
+async function checkApiPage(context, errors, base) {
+  const doc = await api("/openapi.json");
+  const nOps = Object.values(doc.paths).reduce((n, item) => n + ["get", "head", "post", "put", "patch", "delete", "options"].filter((m) => item[m]).length, 0);
+  const page = await openPage(context, `${base}/`, errors);
+  await page.click('header nav a[href$="ui/api"]');
+  await page.waitForSelector("details.op", { timeout: 15000 });
+  const shown = await page.$$eval("details.op", (l) => l.length);
+  await page.fill("#api-q", "payouts");
+  const filtered = await page.$$eval("details.op:not([hidden])", (l) => l.map((d) => d.dataset.path));
+  const link = await page.$("details.op code.type a[href^='#schema-']");
+  const target = link && (await link.getAttribute("href"));
+  if (link) {
+    await page.fill("#api-q", "");
+    await page.$eval("details.op", (d) => (d.open = true));
+    await page.evaluate((h) => (location.hash = h), target);
+  }
+  const opened = target ? await page.waitForFunction((id) => document.getElementById(id)?.open === true, target.slice(1), { timeout: 5000 }).then(() => true, () => false) : false;
+  check(shown === nOps && filtered.length > 0 && filtered.length < nOps && filtered.some((p) => /payout/.test(p)) && opened,
+    `the API page draws the ${nOps} operations of /openapi.json; "payouts" finds ${filtered.length}; a schema link opens ${target}`, { shown, nOps, filtered, target, opened });
+  await shot(page, "api.png");
+  await page.close();
+}
+
+// checkContractViews: a contract page's participants, its JSON and Marlowe
+// notation (copied and downloaded), and a deep contract folded.
+async function checkContractViews(context, errors, base) {
+  const list = (await api("/contracts?order=desc&limit=100")).results.slice(10);
+  const withRoles = list.find((c) => c.roleTokenMintingPolicyId) || list[0];
+  const full = await api(`/contracts/${enc(withRoles.contractId)}`);
+  await context.grantPermissions(["clipboard-read", "clipboard-write"], { origin: base });
+  const page = await openPage(context, `${base}/ui/contract?id=${enc(withRoles.contractId)}`, errors);
+  await page.waitForSelector("#parties tr[data-party]", { timeout: 15000 });
+  const parties = await page.$$eval("#parties tr[data-party]", (l) => l.map((tr) => tr.dataset.party));
+  const roles = [...rolesIn(full.initialContract)].map((r) => "role:" + r);
+  const addrs = [...addressesIn(full.initialContract)].map((a) => "address:" + a);
+  check([...roles, ...addrs].every((k) => parties.includes(k)), `the participants: ${parties.length} (${parties.slice(0, 3).join(", ")}…), every role and address of its contract`, { parties, roles, addrs });
+  const json = JSON.parse(await page.textContent("#source"));
+  check(JSON.stringify(json) === JSON.stringify(full.initialContract), "the contract's JSON as created, as the API has it");
+  await page.check('input[name="src-form"][value="marlowe"]');
+  await page.waitForFunction(() => document.getElementById("source").dataset.form === "marlowe", null, { timeout: 5000 });
+  const marlowe = await page.textContent("#source");
+  check(/^(When|Close|Pay|If|Let|Assert)\b/.test(marlowe), `and in Marlowe notation: "${marlowe.split("\n")[0]}…"`);
+  await page.click("#src-copy");
+  await page.waitForFunction(() => /Copied/.test(document.getElementById("src-note").textContent), null, { timeout: 5000 });
+  const copied = await page.evaluate(() => navigator.clipboard.readText());
+  const [download] = await Promise.all([page.waitForEvent("download", { timeout: 10000 }), page.click("#src-download")]);
+  const file = path.join(ARTIFACTS, download.suggestedFilename());
+  await download.saveAs(file);
+  check(copied.trim() === marlowe.trim() && fs.readFileSync(file, "utf8").trim() === marlowe.trim() && /\.marlowe$/.test(file), `copied and downloaded (${path.basename(file)})`);
+  await page.check('input[name="src-which"][value="current"]');
+  await page.check('input[name="src-form"][value="json"]');
+  await page.waitForFunction(() => document.getElementById("source").dataset.which === "current", null, { timeout: 5000 });
+  const now = await api(`/contracts/${enc(withRoles.contractId)}`);
+  const cur = await page.textContent("#source");
+  check(now.currentContract === null ? /closed/.test(cur) : JSON.stringify(JSON.parse(cur)) === JSON.stringify(now.currentContract) || now.lastSeq !== full.lastSeq, "and what is left of it now");
+  await page.close();
+  // A deep contract folds: the tree fits the page's width.
+  let deep = null;
+  for (const c of (await api("/contracts?tag=guessing-game&limit=20")).results) {
+    deep = c;
+    if (c.status === "open") break;
+  }
+  if (!deep) deep = list[0];
+  const dp = await openPage(context, `${base}/ui/contract?id=${enc(deep.contractId)}`, errors);
+  await dp.waitForSelector("#tree li[data-kind]", { timeout: 15000 });
+  const t = await dp.evaluate(() => ({ folded: [...document.querySelectorAll("#tree details:not([open]) > summary .folded")].length, levels: Math.max(...[...document.querySelectorAll("#tree li[data-level]")].map((l) => Number(l.dataset.level))),
+    fits: document.getElementById("tree").scrollWidth <= document.getElementById("tree").clientWidth + 1, taken: document.querySelectorAll("#tree li.taken").length }));
+  check(t.fits && (t.folded > 0 || t.levels < 3), `a deep contract (${deep.contractId.slice(0, 10)}…, tags ${Object.keys(deep.tags).join(", ") || "none"}): ${t.folded} branch(es) folded, ${t.taken} node(s) on the path taken, it fits the width`, t);
+  await shot(dp, "contract-deep.png");
+  await dp.close();
+}
+
+// checkPhone: on a 390 px wide screen nothing needs horizontal scrolling
+// (the list's rows become cards).
+async function checkPhone(context, errors, base) {
+  const page = await openPage(context, `${base}/`, errors, (p) => p.setViewportSize({ width: 390, height: 844 }));
+  await page.waitForSelector("#contracts tbody tr[data-id]", { timeout: 15000 });
+  const widths = [];
+  widths.push(["/", await page.evaluate(() => document.documentElement.scrollWidth)]);
+  await shot(page, "contracts-phone.png");
+  await docShot(page, "explorer-phone.png", { width: 390, height: 844 });
+  const id = await page.$eval("#contracts tbody tr[data-id]", (tr) => tr.dataset.id);
+  for (const target of [`ui/contract?id=${enc(id)}`, "ui/payouts", "ui/status", "ui/api"]) {
+    await page.goto(`${base}/${target}`);
+    await page.waitForSelector("#main h1", { timeout: 15000 });
+    await page.waitForLoadState("load");
+    widths.push([target.split("?")[0], await page.evaluate(() => document.documentElement.scrollWidth)]);
+  }
+  check(widths.every(([, w]) => w <= 390), `390 px wide, no page scrolls sideways (${widths.map(([p, w]) => `${p} ${w}`).join(", ")})`, widths);
+  await page.close();
 }
 
 // findRolledBack looks for a contract whose history has a rolled-back
@@ -384,8 +661,15 @@ async function checkContractPanels(page, id) {
   const facts = await page.textContent("#facts");
   check(["Contract id", "Script version", "Roles currency", "Tags", "Metadata", "Created", "Assets locked"].every((x) => facts.includes(x)) && facts.includes(id),
     "the contract's header: id, script version, roles currency, tags, metadata, creation block and transaction, assets locked");
-  const rel = await page.$$eval("#tree .deadline", (l) => l.map((d) => [d.querySelector("time") && d.querySelector("time").getAttribute("datetime"), (d.querySelector(".rel") || {}).textContent]));
-  check(rel.length > 0 && rel.every(([iso, r]) => /^\d{4}-\d\d-\d\dT/.test(iso || "") && /^\((in .+|.+ ago|now)\)$/.test(r || "")), `the tree's deadlines are dates with how far away (${rel[0] && rel[0][1]})`, rel.slice(0, 3));
+  // Its transaction, address and policy link to the configured Cardano explorer.
+  const links = await page.$$eval("#facts a.ext", (l) => l.map((a) => [a.dataset.ext, a.getAttribute("href"), a.getAttribute("rel")]));
+  const c0 = await api(`/contracts/${enc(id)}`);
+  const want = [["address", c0.address], ["tx", id.split("#")[0]], ...(c0.roleTokenMintingPolicyId ? [["policy", c0.roleTokenMintingPolicyId]] : [])];
+  check(want.every(([k, v]) => links.some(([kk, href, rel]) => kk === k && href === LINKS[k].replace("{id}", encodeURIComponent(v)) && /noreferrer/.test(rel))),
+    `the header links ${want.map(([k]) => k).join(", ")} to the configured Cardano explorer`, { links, want });
+  const rel = await page.$$eval("#tree .deadline time", (l) => l.map((t) => [t.getAttribute("datetime"), t.textContent, t.getAttribute("title")]));
+  check(rel.length > 0 && rel.every(([iso, r, title]) => /^\d{4}-\d\d-\d\dT/.test(iso || "") && /^(in .+|.+ ago|now)$/.test(r || "") && /\d{4}/.test(title || "")),
+    `the tree's deadlines say how far away they are, the date on hover (${rel[0] && rel[0][1]}, ${rel[0] && rel[0][2]})`, rel.slice(0, 3));
   for (let attempt = 0; ; attempt++) {
     const steps = await page.evaluate(() => document.documentElement.dataset.steps);
     await page.waitForFunction(() => {
@@ -486,6 +770,22 @@ async function main() {
     check(fresh.length > 0 && loads === 1, `a new contract appeared without reload (${fresh[0]})`);
     const order = await list.$$eval("#contracts tbody tr[data-id]", (rows) => rows.map((r) => Number(r.dataset.seq)));
     check(order.every((s, i) => i === 0 || order[i - 1] >= s), "the list is newest first");
+    check((await list.textContent("#network")) === "devnet", "the header shows the network's badge");
+
+    // Twelve more tabs: one event stream for all of them, and each shows a
+    // contract created after they opened, without reload.
+    const tabs = await Promise.all(Array.from({ length: 12 }, () => openPage(context, BASE + "/", errors, watchRows)));
+    await Promise.all(tabs.map((t) => t.waitForFunction(() => document.querySelector("#contracts tbody tr[data-id]") && /^(live|resumed)$/.test(document.documentElement.dataset.live || ""), null, { timeout: 60000 })));
+    const modes = await Promise.all([list, ...tabs].map((t) => t.evaluate(() => document.documentElement.dataset.liveMode)));
+    check(modes.every((m) => m === "shared") && proxy.eventStreams() === 1, `13 tabs of the explorer hold ${proxy.eventStreams()} event stream (a shared worker's)`, modes);
+    const shown = await newContractShown(tabs, "12 tabs");
+    check(shown, `each of the 12 tabs shows a contract created after they opened (at seq ${shown} or later), without reload`);
+    for (const t of tabs) await t.close();
+
+    // Without SharedWorker (Chrome on Android): one tab leads (a Web Lock)
+    // and tells the others over a BroadcastChannel; when it closes another
+    // takes over from the last seq it was told.
+    await checkLeader(context, errors);
 
     // Filters: status=open from the form; the URL says so and every row is open.
     await list.selectOption('select[name="status"]', "open");
@@ -564,6 +864,17 @@ async function main() {
     check(role && tag, `the devnet's contracts have a named role (${role}) and a tag (${tag})`);
     await searchFilters(list, role, "partyRole", role);
     await searchFilters(list, tag, "tag", tag);
+    // Input that looks like an id or an address but does not parse says
+    // why, and filters nothing.
+    for (const [text, why] of [["addr_test1qqbad", /looks like a testnet address \(bech32\), but it is too short/], ["deadbeef#0", /looks like a contract id \(TXID#INDEX\), but its transaction id has 8 hex digits/],
+      [address.slice(0, -1) + (address.endsWith("q") ? "p" : "q"), /checksum does not match/], ["f".repeat(63), /looks like a transaction id \(64 hex digits\), but it has 63/]]) {
+      const queryBefore = await list.$eval("#contracts", (t) => t.dataset.query);
+      await list.fill("#q", text);
+      await list.press("#q", "Enter");
+      await list.waitForFunction(() => document.getElementById("search-result").dataset.kind === "invalid", null, { timeout: 5000 });
+      const said = await list.textContent("#search-result");
+      check(why.test(said) && (await list.$eval("#contracts", (t) => t.dataset.query)) === queryBefore && !new URL(list.url()).searchParams.has("tag"), `searching "${text.length > 20 ? text.slice(0, 16) + "…" : text}" says why it is not searched: "${said}"`);
+    }
 
     // Paging: 10 a page, the next page older than the first, and back.
     await list.selectOption('select[name="limit"]', "10");
@@ -584,8 +895,41 @@ async function main() {
     await list.waitForFunction(() => /page 1/.test(document.getElementById("page-no").textContent) && !new URLSearchParams(document.getElementById("contracts").dataset.query || "").get("cursor"), null, { timeout: 10000 });
     const back = await list.$$eval("#contracts tbody tr[data-id]:not(.gone)", (rows) => rows.map((r) => Number(r.dataset.seq)));
     check(back.length === 10 && Math.min(...back) >= Math.min(...page1) && (await list.$eval("#prev", (b) => b.disabled)), `"Newer" goes back to the first page`, { page1, back });
+    // The page count, and a jump to page 3 (its contracts older than page 2's).
+    const pageNo = await list.textContent("#page-no");
+    const total = (await api("/contracts?limit=1")).total;
+    const pages = Number((/^page 1 of ([\d,]+)$/.exec(pageNo) || [])[1]?.replace(/,/g, ""));
+    check(Math.abs(pages - Math.ceil(total / 10)) <= 1, `the pager says "${pageNo}" (${total} contracts, 10 a page)`);
+    await list.fill("#jump input[name=page]", "3");
+    await list.press("#jump input[name=page]", "Enter");
+    await list.waitForFunction(() => /^page 3 of/.test(document.getElementById("page-no").textContent) && document.querySelectorAll("#contracts tbody tr[data-id]").length > 0, null, { timeout: 15000 });
+    // (The list grows meanwhile: page 3 is a run of 10 contracts of the list
+    // with at least 20 newer ones, as of the jump.)
+    const page3 = await list.$$eval("#contracts tbody tr[data-id]:not(.gone)", (rows) => rows.map((r) => Number(r.dataset.seq)));
+    const newest = (await api("/contracts?order=desc&limit=1000")).results.map((c) => c.seq);
+    const at = newest.indexOf(page3[0]);
+    check(page3.length === 10 && at >= 20 && JSON.stringify(newest.slice(at, at + 10)) === JSON.stringify(page3) && new URL(list.url()).searchParams.get("page") === "3",
+      `"Go to page 3" shows 10 contracts in a row of the list, ${at} newer ones before them`, { page3, at });
+    await list.click("#newest");
+    await list.waitForFunction(() => /^page 1 of/.test(document.getElementById("page-no").textContent), null, { timeout: 10000 });
     await list.selectOption('select[name="limit"]', "25");
     await list.waitForFunction(() => !location.search.includes("limit=") && document.querySelectorAll("#contracts tbody tr[data-id]").length > 10, null, { timeout: 10000 });
+
+    // Each row's type, value locked and last action (read for the rows shown).
+    await list.waitForFunction(() => [...document.querySelectorAll("#contracts tbody tr[data-id]:not(.gone)")].every((tr) =>
+      ["type", "value", "action"].every((k) => tr.querySelector(`[data-col="${k}"]`).textContent.trim() !== "…")), null, { timeout: 30000 });
+    const cells = await list.$$eval("#contracts tbody tr[data-id]:not(.gone)", (rows) => rows.slice(-8).map((tr) => ({ id: tr.dataset.id, lastSeq: Number(tr.dataset.lastSeq),
+      type: tr.querySelector('[data-col="type"]').textContent, value: tr.querySelector('[data-col="value"]').textContent, action: tr.querySelector('[data-col="action"]').textContent })));
+    const wrongCells = [];
+    for (const x of cells) {
+      const c = await fetch(`${QUERY_URL}/contracts/${enc(x.id)}`).then((r) => (r.ok ? r.json() : null));
+      if (!c || c.lastSeq !== x.lastSeq) continue; // rolled back or moved on meanwhile
+      const ada = c.assets.lovelace / 1e6;
+      const valueOk = c.assets.lovelace === 0 && Object.keys(c.assets.tokens).length === 0 ? x.value === "nothing" : x.value.replace(/,/g, "").includes(`${ada} ADA`) || ada === 0;
+      const actionOk = c.steps === 0 && c.lastSeq === c.seq ? /^created/.test(x.action) : /deposited|chose|notified|deadline passed|withdrawn|could not be read|closed/.test(x.action);
+      if (!valueOk || !actionOk || !x.type.trim()) wrongCells.push({ ...x, assets: c.assets, steps: c.steps });
+    }
+    check(wrongCells.length === 0, `each row shows its type, value locked and last action (${cells[0].type}, ${cells[0].value}, "${cells[0].action}")`, wrongCells);
 
     // The keyboard: the first Tab reaches the skip link (with a visible
     // focus ring), Enter follows it; searches typed and sent with Enter
@@ -653,20 +997,26 @@ async function main() {
     // The tree closes and opens with the keyboard (a branch is a
     // <details>; tried again should a new step redraw the tree meanwhile).
     let toggled = null;
-    for (let i = 0; i < 3 && !toggled; i++) {
-      const branches = await live.page.$$("#tree details > summary");
+    // (On a closed contract's page, deep enough that no rollback reaches
+    // it: its tree is never drawn again under the keyboard.)
+    const closedOnes = (await api("/contracts?status=closed&order=desc&limit=40")).results.filter((c) => c.steps > 0);
+    check(closedOnes.length > 5, "the devnet has closed contracts");
+    const kbPage = await openPage(context, `${BASE}/ui/contract?id=${enc(closedOnes[closedOnes.length - 1].contractId)}`, errors);
+    await kbPage.waitForSelector("#tree details > summary", { timeout: 15000 });
+    {
+      const branches = await kbPage.$$("#tree details > summary");
       check(branches.length > 0, "the tree has branches");
       const branch = branches[branches.length - 1];
-      const was = await branch.evaluate((el) => el.parentElement.open).catch(() => null);
-      // (A new step may redraw the tree between the look-up and the focus.)
-      if (was === null || !(await branch.focus().then(() => true, () => false))) continue;
-      await live.page.keyboard.press("Enter");
+      const was = await branch.evaluate((el) => el.parentElement.open);
+      await branch.focus();
+      await kbPage.keyboard.press("Enter");
       // (A branch's nodes are drawn on its toggle event, a task after the key.)
-      const first = await live.page.waitForFunction(([el, open]) => el.parentElement.open === open && (!open || el.parentElement.querySelectorAll(":scope > ul > li").length > 0), [branch, !was], { timeout: 3000 }).then(() => true, () => false);
-      await live.page.keyboard.press("Enter");
-      const second = await live.page.waitForFunction(([el, open]) => el.parentElement.open === open && (!open || el.parentElement.querySelectorAll(":scope > ul > li").length > 0), [branch, was], { timeout: 3000 }).then(() => true, () => false);
-      if (await branch.evaluate((el) => el.isConnected)) toggled = { was, first, second };
+      const first = await kbPage.waitForFunction(([el, open]) => el.parentElement.open === open && (!open || el.parentElement.querySelectorAll(":scope > ul > li").length > 0), [branch, !was], { timeout: 5000 }).then(() => true, () => false);
+      await kbPage.keyboard.press("Enter");
+      const second = await kbPage.waitForFunction(([el, open]) => el.parentElement.open === open && (!open || el.parentElement.querySelectorAll(":scope > ul > li").length > 0), [branch, was], { timeout: 5000 }).then(() => true, () => false);
+      toggled = { was, first, second, connected: await branch.evaluate((el) => el.isConnected) };
     }
+    await kbPage.close();
     check(toggled && toggled.first && toggled.second, "Enter on a branch of the tree closes and opens it (its nodes drawn when open)", toggled);
 
     // Light and dark schemes: readable text in both (WCAG contrast).
@@ -712,9 +1062,17 @@ async function main() {
     check(marks.length >= merkle.n && hidden.every((t) => /not revealed/.test(t)) && marks.filter((m) => m === "merkleized").length === hidden.length,
       `contract ${merkle.id}: its ${merkle.n} merkleized case(s) are marked (${marks.filter((m) => /revealed/.test(m)).length} revealed, ${hidden.length} not)`, { marks, hidden });
     await mPage.close();
-    let docShot = false;
-    if (DOC_SCREENSHOT && (await live.page.textContent("#facts")).includes("waiting for its next step")) {
-      docShot = await docScreenshot(live.page); // an open contract: its current position shows
+    await checkTransactionPages(context, errors, BASE, stepTx, wd);
+    await checkPayoutsPage(context, errors, BASE);
+    await checkApiPage(context, errors, BASE);
+    await checkContractViews(context, errors, BASE);
+    await checkPhone(context, errors, BASE);
+
+    let shotTaken = false;
+    if ((await live.page.textContent("#facts")).includes("waiting for its next step")) {
+      await docShot(live.page, "explorer-contract.png"); // an open contract: its current position shows
+      await docShot(live.page, "explorer-contract-dark.png", { scheme: "dark" });
+      shotTaken = true;
     }
 
     // A step a rollback removed is struck through, with the rollback.
@@ -738,18 +1096,21 @@ async function main() {
     check(!open || current === 1, `the current position is marked in the tree (${open ? "open" : "closed"} contract)`);
     await shot(rbPage, "contract.png");
     await shot(live.page, "contract-live.png");
-    if (DOC_SCREENSHOT && !docShot) await docScreenshot(rbPage);
-    // (Closed: a browser opens at most six connections to one host, and
-    // every contract page holds one for its event stream.)
+    if (!shotTaken) {
+      await docShot(rbPage, "explorer-contract.png");
+      await docShot(rbPage, "explorer-contract-dark.png", { scheme: "dark" });
+    }
     await rbPage.close();
     await live.page.close();
 
     // A rollback seen live on an open contract page: a step the page
     // showed is struck through and flashed when a rollback undoes it,
-    // without a reload.
-    const seen = await watchLiveRollback(context, errors, 180000); // 14-85 s seen
-    check(seen, "an open contract page strikes through a step when a rollback undoes it, without reload", seen);
-    log(`     ${seen.contractId}: the step at seq ${seen.step}, undone by the rollback at seq ${seen.rollback}, flashed "${seen.flashed}" (${seen.pages} pages opened, ${seen.rollbacks} rollbacks watched)`);
+    // without a reload. Meanwhile (on the first origin) the list's event
+    // stream stalls: the header says so, and the stream comes back.
+    const [seen] = await Promise.all([watchLiveRollback(context, errors, 180000), checkStall(list, proxy)]);
+    check(seen && seen.hit, "an open contract page strikes through a step when a rollback undoes it, without reload", seen);
+    const hit = seen.hit;
+    log(`     ${hit.contractId}: the step at seq ${hit.step}, undone by the rollback at seq ${hit.rollback}, flashed "${hit.flashed}" (${hit.pages} pages opened, ${hit.rollbacks} rollbacks watched, ${hit.waited} s)`);
 
     // The contracts page flashed a row a rollback changed (it has been
     // watching all along).
@@ -757,11 +1118,12 @@ async function main() {
     check(true, `the contracts page flashed ${await list.evaluate(() => document.getElementById("contracts").dataset.flashedRollback)} row(s) a rollback changed`);
 
     // A dropped event stream resumes (Last-Event-ID) and says so.
+    const reconnectsBefore = await list.evaluate(() => Number(document.documentElement.dataset.reconnects || 0));
     const cutAt = Date.now();
     const cut = proxy.cutEvents();
-    await list.waitForFunction(() => Number(document.documentElement.dataset.reconnects || 0) > 0 && document.documentElement.dataset.live === "resumed", null, { timeout: 15000 });
+    await list.waitForFunction((n) => Number(document.documentElement.dataset.reconnects || 0) > n && document.documentElement.dataset.live === "resumed", reconnectsBefore, { timeout: 15000 });
     const bannerText = await list.textContent("#banner");
-    check(/Reconnected: live updates resumed after cursor \S+ \(Last-Event-ID\)/.test(bannerText), `after ${cut} event stream(s) were cut, the banner says: "${bannerText}"`);
+    check(/Reconnected: live updates resumed after cursor \S+, nothing missed/.test(bannerText), `after ${cut} event stream(s) were cut, the banner says: "${bannerText}"`);
     const before2 = await list.$$eval("#contracts tbody tr[data-id]", (rows) => rows.map((r) => r.dataset.id));
     await list.waitForFunction((seen) => [...document.querySelectorAll("#contracts tbody tr[data-id]")].some((r) => !seen.includes(r.dataset.id)), before2, { timeout: 20000 });
     check(true, "the contracts page is live again after the reconnect");

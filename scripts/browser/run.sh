@@ -61,9 +61,12 @@ go build -o "$tmp/marlowe-follower" ./cmd/marlowe-follower
 # Four free loopback ports: query, streaming, and the two test pages.
 read -r qport sport allowed refused < <(free_ports 4)
 
+# Cardano explorer links to a host that never resolves (.invalid): the
+# explorer test checks the links and that nothing ever requests them.
+EXPLORER_LINKS="tx=https://explorer.invalid/tx/{id},address=https://explorer.invalid/address/{id},policy=https://explorer.invalid/policy/{id}"
 "$tmp/marlowe-follower" run --devnet --devnet-block-rate 50 --data-dir "$tmp/data" \
 	--query-host 127.0.0.1 --query-port "$qport" --streaming-host 127.0.0.1 --streaming-port "$sport" \
-	--cors-origins "http://127.0.0.1:$allowed" --log-level warn --log-format console --progress-bar never \
+	--cors-origins "http://127.0.0.1:$allowed" --ui-links "$EXPLORER_LINKS" --log-level warn --log-format console --progress-bar never \
 	>"$tmp/service.log" 2>&1 &
 service_pid=$!
 echo "service: query :$qport, streaming :$sport; pages: allowed :$allowed, refused :$refused"
@@ -75,8 +78,8 @@ QUERY_URL="http://127.0.0.1:$qport" WS_URL="ws://127.0.0.1:$sport/" \
 
 # The contract explorer (the pages at / of the same service): explorer.cjs.
 # Its screenshots are kept in $artifacts (the only thing left of $tmp);
-# MARLOWE_EXPLORER_SCREENSHOT=docs/explorer-contract.png also rewrites the
-# README's picture.
+# MARLOWE_EXPLORER_SCREENSHOTS=docs also rewrites docs/explorer.md's
+# pictures (docs/explorer-*.png).
 QUERY_URL="http://127.0.0.1:$qport" CHROMIUM="$CHROMIUM" USER_DATA_DIR="$tmp/chromium-explorer" \
-	PLAYWRIGHT_CORE="$modules/playwright-core" ARTIFACTS="$artifacts" DOC_SCREENSHOT="${MARLOWE_EXPLORER_SCREENSHOT:-}" \
+	PLAYWRIGHT_CORE="$modules/playwright-core" ARTIFACTS="$artifacts" EXPLORER_LINKS="$EXPLORER_LINKS" DOC_SCREENSHOTS="${MARLOWE_EXPLORER_SCREENSHOTS:-}" \
 	node "$here/explorer.cjs"

@@ -86,6 +86,8 @@ type Query struct {
 	// ReadyProjectionLag bounds the contract projection's lag for /readyz.
 	ReadyProjectionLag uint64 `yaml:"readyProjectionLag" env:"MARLOWE_RT_READY_PROJECTION_LAG" flag:"ready-projection-lag" default:"100" doc:"readiness: the contract projection at most this many history records behind the history"`
 	UI                 bool   `yaml:"ui" env:"MARLOWE_RT_QUERY_UI" flag:"ui" default:"true" doc:"serve the contract explorer, web pages reading the API, at / on the query port (false: the port serves the API only)"`
+	// UILinks is explorer.ParseLinks's setting.
+	UILinks string `yaml:"uiLinks" env:"MARLOWE_RT_QUERY_UI_LINKS" flag:"ui-links" doc:"the Cardano explorer the contract explorer links transactions, addresses and policies to: empty (cardanoscan on mainnet, preprod and preview; none on other networks, the devnet's), none, cardanoscan, cexplorer, or templates KIND=URL comma separated (kinds tx, address, policy; {id} where the identifier goes)"`
 }
 
 // Streaming is the WebSocket streaming API.

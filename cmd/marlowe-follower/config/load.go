@@ -15,6 +15,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/marlowe-follower/follower/history/storage"
+	"github.com/marlowe-follower/follower/query/explorer"
 	"github.com/marlowe-follower/follower/query/origin"
 )
 
@@ -402,6 +403,9 @@ func (c *Config) Validate() error {
 	if c.Streaming.LeaseTTL <= 0 || c.Streaming.LeaseRetry <= 0 || c.Streaming.LeaseRetry >= c.Streaming.LeaseTTL {
 		errs = append(errs, fmt.Errorf("streaming.leaseRetry (MARLOWE_RT_STREAMING_LEASE_RETRY, %s) and streaming.leaseTTL (MARLOWE_RT_STREAMING_LEASE_TTL, %s) must be positive, the retry shorter than the lease's life",
 			c.Streaming.LeaseRetry, c.Streaming.LeaseTTL))
+	}
+	if _, err := explorer.ParseLinks(c.Query.UILinks, ""); err != nil {
+		errs = append(errs, fmt.Errorf("query.uiLinks (MARLOWE_RT_QUERY_UI_LINKS): %w", err))
 	}
 	if c.Store.WriterLeaseTTL < storage.MinLeaseTTL {
 		errs = append(errs, fmt.Errorf("store.writerLeaseTTL (MARLOWE_RT_WRITER_LEASE_TTL) is %s: want at least %s", c.Store.WriterLeaseTTL, storage.MinLeaseTTL))

@@ -115,9 +115,9 @@ func (n *node) serve(opts Options, parts queryParts) error {
 		handlers[route] = streams
 	}
 	if n.cfg.Query.UI { // the contract explorer at / and /ui/ (query.ui, --no-ui)
-		ui, err := explorer.New()
+		ui, err := explorer.New(explorer.Options{Network: network.Name(n.cfg.Node.NetworkMagic), Links: n.cfg.Query.UILinks})
 		if err != nil {
-			return fmt.Errorf("query.ui: %w", err)
+			return err // (it names query.uiLinks)
 		}
 		maps.Copy(handlers, ui.Routes())
 	}

@@ -7,11 +7,13 @@
 import { ApiError, all, contractPath, get, pageURL, url } from "./api.js";
 import { parse, stringify } from "./json.js";
 import {
-  amount, assets, assetsEmpty, blockText, count, date, learnClock, party, roleName, short, shortContractId, slotTime,
+  amount, assets, assetsEmpty, blockText, count, date, party, roleName, short, shortContractId, slotTime,
 } from "./format.js";
-import { buildTree, continuationsOf, markPath, nextDeadline } from "./tree.js";
+import { notation } from "./notation.js";
+import { participants } from "./parties.js";
+import { buildTree, continuationsOf, fold, markPath, nextDeadline, SEQUENCE } from "./tree.js";
 import { bounds, choiceId, input, inputKind, KIND_NAMES, noInputs, payout } from "./words.js";
-import { $, banner, copyable, fill, flash, follow, h, showTip, tickRelative, timeEl } from "./ui.js";
+import { $, ago, banner, boot, chrome, copyButton, copyable, extLink, fill, flash, follow, h, showTip, site, tickRelative, timeEl } from "./ui.js";
 
 const id = new URLSearchParams(location.search).get("id") || "";
 const S = {
@@ -29,15 +31,29 @@ const S = {
   again: null,
   live: null,
   nextAt: null, // ms, or null for now
+  shownSeq: null, // the seq of the state shown
+  newestSlot: -1, // the slot of the newest record of the contract shown or told
 };
 
 const blockTime = (b) => (b ? slotTime(S.network, b.slot) : null);
 
+// blockEl: "block 1,231 · 3 min ago", the slot, date and hash on hover.
 function blockEl(b) {
   if (!b) return "–";
   const t = blockTime(b);
-  return h("span", { class: "block", title: "block hash " + b.hash }, blockText(b), t !== null ? [", ", timeEl(t, { rel: false })] : null);
+  return h("span", { class: "block", title: `${blockText(b)}, block hash ${b.hash}` }, `block ${count(b.blockNo)}`, t !== null ? [" · ", ago(t, `slot ${count(b.slot)}`)] : null);
 }
+
+// The script versions as people know them (contracts/marlowe/scripts.go):
+// every version runs the same Marlowe semantics; they differ in how they
+// were built and what they cost to run.
+const VERSIONS = {
+  v1: "the audited Marlowe validator, the first on chain (the Runtime's auditV1Scripts)",
+  v2: "the audited validator with the audit's fixes (postAuditV1Scripts)",
+  v3: "the validator rebuilt for cardano-node 8.1.2 (node812V1Scripts)",
+  v4: "the validator built with Plutus 1.15 (plutus11500V1Scripts)",
+  v5: "the current validator, which keeps Case as data (caseAsDataV1Scripts)",
+};
 
 // ---- loading ----
 
@@ -66,9 +82,12 @@ async function refresh({ minSeq } = {}) {
     S.contract = contract;
     S.history = hist.results;
     S.payouts = pays.results;
-    if (!S.live) startLive(hist.seq);
+    S.shownSeq = hist.seq;
+    if (!document.documentElement.dataset.firstSeq) document.documentElement.dataset.firstSeq = String(hist.seq); // (the state first drawn)
+    for (const r of S.history) if (r.block) S.newestSlot = Math.max(S.newestSlot, Number(r.block.slot));
     render(before);
-    showTip({ ...contract.lastBlock, seq: hist.seq });
+    showTip({ ...hist.block, seq: hist.seq });
+    S.live.loaded();
   } catch (e) {
     if (e instanceof ApiError && e.code === "not_yet_applied") S.again = { minSeq: 0 };
     else banner(`The query API did not answer: ${e.message}`, "bad", { timeout: 6000 });
@@ -89,13 +108,27 @@ function showMissing(seq) {
   el.hidden = false;
   el.textContent = `There is no contract ${id} as of the API’s current state: it is not created yet, or a rollback removed it. This page shows it as soon as it is on chain.`;
   $("contract").hidden = true;
-  if (!S.live) startLive(Number.isFinite(seq) ? seq : null);
+  if (Number.isFinite(seq)) {
+    S.shownSeq = seq;
+    S.live.loaded();
+  }
 }
 
-function startLive(seq) {
-  S.live = follow({ contractId: id, from: seq === null || seq === undefined ? "tip" : String(seq) }, {
-    onRecords: (recs) => refresh({ minSeq: Math.max(...recs.map((r) => r.seq || 0)) }),
-    onRestart: () => refresh(),
+// startLive hears the browser's one event stream: the records of this
+// contract, and rollbacks that may undo its steps, read it again.
+// A rollback matters only when it goes back before the newest record of
+// the contract the page shows or was told of (it may undo it).
+function startLive() {
+  S.live = follow({
+    shownSeq: () => S.shownSeq ?? null,
+    relevant: (r) => {
+      if (r.contractId === id) {
+        if (r.block) S.newestSlot = Math.max(S.newestSlot, Number(r.block.slot));
+        return true;
+      }
+      return r.kind === "rolled_back" && r.payload && r.payload.to !== undefined && Number(r.payload.to.slot ?? 0) < S.newestSlot;
+    },
+    onChange: (minSeq) => refresh({ minSeq: minSeq || undefined }),
   });
 }
 
@@ -163,6 +196,8 @@ function render(before) {
   const chain = chainOf(S.history, c);
   renderTree(c, chain);
   renderTimeline(chain, before);
+  renderParties(c);
+  renderSource(c);
   renderPayouts();
   renderNext();
   S.loaded = true;
@@ -176,18 +211,18 @@ function renderFacts(c) {
   fill($("facts"),
     dd("Contract id", copyable(c.contractId)),
     dd("Status", h("span", { class: "badge " + c.status }, c.status), c.status === "open" ? " · waiting for its next step" : " · it has ended"),
-    dd("Script version", c.version, " ", h("span", { class: "muted small" }, "of the Marlowe validator")),
+    dd("Script version", h("strong", {}, c.version), " ", h("span", { class: "muted small" }, `· ${VERSIONS[c.version] || "a Marlowe validator this page does not know"}. Every version runs the same Marlowe semantics; the version says which validator script locks the contract, and so its address.`)),
     dd("Roles currency", c.roleTokenMintingPolicyId
-      ? [copyable(c.roleTokenMintingPolicyId, short(c.roleTokenMintingPolicyId, 10, 6)), " ", h("a", { href: pageURL("", { roleCurrency: c.roleTokenMintingPolicyId }) }, "its contracts")]
+      ? [copyable(c.roleTokenMintingPolicyId, short(c.roleTokenMintingPolicyId, 10, 6)), extLink("policy", c.roleTokenMintingPolicyId), " ", h("a", { href: pageURL("", { roleCurrency: c.roleTokenMintingPolicyId }) }, "its contracts")]
       : h("span", { class: "muted" }, "none: the parties are addresses")),
-    dd("Address", copyable(c.address, short(c.address, 16, 8))),
+    dd("Address", copyable(c.address, short(c.address, 16, 8)), extLink("address", c.address)),
     dd("Tags", tags.length ? tags.map(([t, v]) => h("span", {}, h("a", { class: "tag", href: pageURL("", { tag: t }) }, t), v !== null && v !== undefined ? h("code", {}, stringify(v)) : null)) : h("span", { class: "muted" }, "none")),
     dd("Metadata", c.metadata && Object.keys(c.metadata).length
       ? h("details", {}, h("summary", {}, `${Object.keys(c.metadata).length} label(s): ${Object.keys(c.metadata).join(", ")}`), h("pre", { class: "mono small" }, stringify(c.metadata, 2)))
       : h("span", { class: "muted" }, "none")),
-    dd("Created", blockEl(c.block), " · transaction ", copyable(c.contractId.split("#")[0], short(c.contractId.split("#")[0], 10, 6)),
+    dd("Created", blockEl(c.block), " · transaction ", copyable(c.contractId.split("#")[0], short(c.contractId.split("#")[0], 10, 6)), extLink("tx", c.contractId.split("#")[0]),
       created && created.payload.mintedRoles && created.payload.mintedRoles.length ? [" · minted roles: ", created.payload.mintedRoles.map(roleName).join(", ")] : null),
-    dd("Steps", count(c.steps), " · last activity ", blockEl(c.lastBlock), h("span", { class: "muted small" }, ` (seq ${count(c.lastSeq)})`)),
+    dd("Steps", count(c.steps), " · last activity ", blockEl(c.lastBlock)),
     dd("Assets locked", assetsEmpty(c.assets) ? h("span", { class: "muted" }, "nothing") : assets(c.assets),
       c.utxo ? [" in ", copyable(c.utxo, shortContractId(c.utxo))] : null),
   );
@@ -239,8 +274,9 @@ function renderTree(c, chain) {
     const cur = markPath(root, chain.positions);
     if (c.status === "closed" && cur) cur.current = false; // the path shows where it ended
   }
+  fold(root);
   S.tree = root;
-  fill(el, h("ul", { class: "tree", "aria-label": "The contract" }, nodeEl(root, "r", 0)));
+  fill(el, h("ul", { class: "tree", "aria-label": "The contract" }, nodeEl(root, "r")));
 }
 
 const KIND_LABELS = { close: "Close", pay: "Pay", if: "If", when: "When", let: "Let", assert: "Assert", then: "then", else: "else", case: "Case", timeout: "Timeout", hidden: "Hidden", unknown: "?" };
@@ -251,29 +287,40 @@ function lineOf(n) {
   else if (n.kind === "timeout") parts.push(h("span", { class: "branch" }, "if nothing happened by the deadline:"));
   else if (n.kind === "hidden") parts.push(h("span", { class: "muted" }, "merkleized continuation ", h("code", { title: n.hash }, short(n.hash, 10, 6)), " (not revealed: no step took this case)"));
   else parts.push(h("span", { class: "label" }, n.label));
-  if (n.kind === "when") parts.push(h("span", { class: "deadline" }, "· deadline ", timeEl(n.deadline)));
+  if (n.kind === "when") parts.push(h("span", { class: "deadline" }, "· deadline ", ago(n.deadline)));
   if (n.merkleized) parts.push(" ", h("span", { class: "badge merkle", title: "continuation hash " + n.merkleized.hash }, n.merkleized.revealed ? "merkleized, revealed" : "merkleized"));
   if (n.kind === "case" && n.parent && n.parent.current && S.applicable && S.applicable.has(n.index)) {
     parts.push(" ", h("span", { class: "badge open applicable" }, "can be done now"));
+  }
+  if (n.taken && !n.current && (n.kind === "case" || n.kind === "timeout" || n.kind === "then" || n.kind === "else")) {
+    parts.push(" ", h("span", { class: "badge taken", title: "The contract went this way" }, n.kind === "timeout" ? "taken: the deadline passed" : "taken"));
   }
   if (n.current) parts.push(" ", h("span", { class: "badge here" }, "current position"));
   return parts;
 }
 
-function nodeEl(n, key, depth) {
+// nodeEl draws a node as list items: one for the node, and for a Pay, Let
+// or Assert its continuation after it on the same level (a sequence reads
+// down the page, not off to the right). A node with branches is a
+// <details>, open as fold() decided or as the reader left it; its
+// branches are drawn when it opens.
+function nodeEl(n, key) {
   const cls = ["k-" + n.kind, n.taken ? "taken" : "", n.current ? "current" : ""].filter(Boolean).join(" ");
-  const attrs = { class: cls, dataset: { kind: n.kind }, "aria-current": n.current ? "step" : undefined };
-  if (n.children.length === 0) return h("li", attrs, h("div", { class: "line leaf" }, lineOf(n)));
-  const defaultOpen = n.taken || depth < 2 || (n.parent && n.parent.current);
-  const open = S.open.has(key) || (!S.closed.has(key) && defaultOpen);
-  const details = h("details", { open }, h("summary", {}, lineOf(n)));
+  const attrs = { class: cls, dataset: { kind: n.kind, level: String(n.level) }, "aria-current": n.current ? "step" : undefined };
+  if (SEQUENCE.has(n.kind) && n.children.length === 1) {
+    return [h("li", attrs, h("div", { class: "line leaf" }, lineOf(n))), ...nodeEl(n.children[0], key + ".0")];
+  }
+  if (n.children.length === 0) return [h("li", attrs, h("div", { class: "line leaf" }, lineOf(n)))];
+  const open = S.open.has(key) || (!S.closed.has(key) && n.open);
+  const folded = h("span", { class: "folded muted small" }, ` · ${count(n.size)} construct${n.size === 1 ? "" : "s"} inside, folded`);
+  const details = h("details", { open }, h("summary", {}, lineOf(n), folded));
   const ul = h("ul", {});
   details.append(ul);
   let rendered = false;
   const renderChildren = () => {
     if (rendered) return;
     rendered = true;
-    n.children.forEach((ch, i) => ul.append(nodeEl(ch, key + "." + i, depth + 1)));
+    n.children.forEach((ch, i) => ul.append(...nodeEl(ch, key + "." + i)));
   };
   if (open) renderChildren();
   details.addEventListener("toggle", () => {
@@ -286,7 +333,7 @@ function nodeEl(n, key, depth) {
       S.open.delete(key);
     }
   });
-  return h("li", attrs, details);
+  return [h("li", attrs, details)];
 }
 
 function stepTitle(r, n) {
@@ -302,17 +349,16 @@ function renderTimeline(chain, before) {
     if (r.kind === "inputs_applied" && r.rolledBackBy === undefined) n++;
     const rb = r.rolledBackBy !== undefined;
     const li = h("li", { id: r.txId ? "tx-" + r.txId : undefined, class: `k-${r.kind}${rb ? " rolled-back" : ""}`, dataset: { seq: String(r.seq), kind: r.kind, rolledBack: rb ? String(r.rolledBackBy) : undefined } });
-    const head = h("div", { class: "step-head" },
+    const head = h("div", { class: "step-head", title: `History seq ${count(r.seq)}: this record's number in the follower's log` },
       h("span", { class: "step-title" }, stepTitle(r, n)),
       rb ? h("span", { class: "badge rolled-back" }, "rolled back") : null,
       h("span", { class: "small" }, blockEl(r.block)),
-      r.txId ? h("span", { class: "small" }, "tx ", copyable(r.txId, short(r.txId, 10, 6))) : null,
-      h("span", { class: "small muted" }, `seq ${count(r.seq)}`));
+      r.txId ? h("span", { class: "small" }, "tx ", h("a", { href: pageURL("ui/transaction", { id: r.txId }), class: "mono", title: "The transaction " + r.txId }, short(r.txId, 10, 6)), copyButton(r.txId), extLink("tx", r.txId)) : null);
     li.append(head);
     const body = h("div", { class: "step-body" }, stepBody(r, chain));
     li.append(body);
     if (rb) {
-      const note = h("p", { class: "rollback-note small" }, `Rolled back by the rollback at seq ${count(r.rolledBackBy)}`);
+      const note = h("p", { class: "rollback-note small" }, `Rolled back by the rollback at seq ${count(r.rolledBackBy)} (the follower's record of it)`);
       li.append(note);
       rollbackMarker(r.rolledBackBy).then((m) => {
         if (m && m.block) note.textContent = `Rolled back by the rollback at seq ${count(r.rolledBackBy)}, to ${blockText(m.block)}: its block is no longer on the chain.`;
@@ -370,6 +416,67 @@ function stepBody(r, chain) {
     default:
       return null;
   }
+}
+
+// ---- participants ----
+
+function renderParties(c) {
+  const created = S.history.find((r) => r.kind === "contract_created" && r.rolledBackBy === undefined);
+  const continuations = continuationsOf(S.history.filter((r) => r.kind === "inputs_applied" && r.rolledBackBy === undefined).map((r) => r.payload.inputs));
+  const list = participants(c.initialContract, { continuations, payouts: S.payouts, minted: (created && created.payload.mintedRoles) || [] });
+  const el = $("parties");
+  if (!list.length) {
+    fill(el, h("p", { class: "muted" }, "The contract names no party."));
+    return;
+  }
+  const what = (x) => [x.deposits ? "deposits" : null, x.chooses ? "chooses" : null, x.receives ? "is paid" : null].filter(Boolean).join(", ") || "named only";
+  const paid = (x) => {
+    const parts = [];
+    if (x.payouts.available) parts.push(h("span", { class: "badge open" }, assets(x.payouts.available) + " to withdraw"));
+    if (x.payouts.withdrawn) parts.push(h("span", {}, assets(x.payouts.withdrawn) + " withdrawn"));
+    if (x.payouts.paid) parts.push(h("span", {}, assets(x.payouts.paid) + " paid to the address"));
+    return parts.length ? parts.flatMap((p, i) => (i ? [" · ", p] : [p])) : h("span", { class: "muted" }, "nothing yet");
+  };
+  const currency = c.roleTokenMintingPolicyId;
+  fill(el, h("div", { class: "table-wrap" }, h("table", { class: "cards" },
+    h("caption", { class: "visually-hidden" }, "Participants"),
+    h("thead", {}, h("tr", {}, ["Party", "Is", "In the contract it", "Paid out"].map((x) => h("th", { scope: "col" }, x)))),
+    h("tbody", {}, list.map((x) => h("tr", { dataset: { party: x.key } },
+      h("td", { dataset: { label: "Party" } }, x.role !== undefined
+        ? [h("strong", {}, roleName(x.role)), currency ? [" ", h("a", { class: "small", href: pageURL("ui/payouts", { roleToken: `${currency}.${x.role}` }), title: "The payouts of this role token" }, "its payouts")] : null]
+        : [copyable(x.address, short(x.address, 14, 8)), extLink("address", x.address), " ", h("a", { class: "small", href: pageURL("", { partyAddress: x.address }) }, "its contracts")]),
+      h("td", { dataset: { label: "Is" } }, x.role !== undefined ? ["a role", x.minted ? h("span", { class: "muted small" }, " (token minted at creation)") : null] : "an address"),
+      h("td", { dataset: { label: "In the contract it" } }, what(x)),
+      h("td", { dataset: { label: "Paid out" } }, paid(x))))))),
+    currency ? h("p", { class: "small muted" }, "A role is held by whoever holds its token (roles currency ", copyable(currency, short(currency, 8, 4)), extLink("policy", currency), "); its payouts wait in the payout validator until the holder withdraws them.") : null);
+}
+
+// ---- the contract as JSON and in Marlowe notation ----
+
+function sourceText(c) {
+  const which = document.querySelector('input[name="src-which"]:checked').value;
+  const form = document.querySelector('input[name="src-form"]:checked').value;
+  const v = which === "initial" ? c.initialContract : c.currentContract;
+  if (v === null || v === undefined) return { text: "", which, form, empty: true };
+  return { text: form === "json" ? stringify(v, 2) : notation(v), which, form };
+}
+
+function renderSource(c) {
+  const s = sourceText(c);
+  const key = [s.which, s.form, c.lastSeq].join("/");
+  if (key === S.sourceKey) return;
+  S.sourceKey = key;
+  const pre = $("source");
+  pre.textContent = s.empty ? "Nothing is left: the contract is closed." : s.text;
+  pre.dataset.which = s.which;
+  pre.dataset.form = s.form;
+  $("src-note").textContent = s.empty ? "" : `${count(s.text.split("\n").length)} lines, ${count(new TextEncoder().encode(s.text).length)} bytes`;
+}
+
+function sourceFile(c) {
+  const s = sourceText(c);
+  const base = `contract-${c.contractId.replace("#", "-")}-${s.which}`;
+  return s.form === "json" ? { name: base + ".json", type: "application/json", text: s.text + "\n" } : { name: base + ".marlowe", type: "text/plain", text: s.text + "\n" };
 }
 
 function renderPayouts() {
@@ -464,6 +571,7 @@ function setNextAt(ms) {
 // ---- start ----
 
 async function main() {
+  chrome("ui/contract");
   tickRelative();
   if (!id) {
     fill($("load-error"), "No contract id: open this page from the contracts list, or add ?id=TXID%23INDEX.");
@@ -471,13 +579,9 @@ async function main() {
     return;
   }
   fill($("title-id"), shortContractId(id));
-  try {
-    const st = await get("status");
-    S.network = st.network;
-    learnClock(st.network, st.slotClock);
-  } catch {
-    /* no block times */
-  }
+  await boot();
+  S.network = site.network;
+  startLive();
   for (const r of document.querySelectorAll('input[name="view"]')) {
     r.addEventListener("change", () => {
       S.view = r.value;
@@ -503,6 +607,25 @@ async function main() {
     S.closed.clear();
     S.treeKey = "";
     renderTree(S.contract, chainOf(S.history, S.contract));
+  });
+  for (const r of document.querySelectorAll('input[name="src-which"], input[name="src-form"]')) r.addEventListener("change", () => S.contract && renderSource(S.contract));
+  $("src-copy").addEventListener("click", async () => {
+    if (!S.contract) return;
+    try {
+      await navigator.clipboard.writeText(sourceFile(S.contract).text);
+      $("src-note").textContent = "Copied.";
+    } catch {
+      $("src-note").textContent = "The browser did not let the page copy: select the text instead.";
+    }
+  });
+  $("src-download").addEventListener("click", () => {
+    if (!S.contract) return;
+    const f = sourceFile(S.contract);
+    const a = h("a", { href: URL.createObjectURL(new Blob([f.text], { type: f.type })), download: f.name });
+    document.body.append(a);
+    a.click();
+    a.remove();
+    setTimeout(() => URL.revokeObjectURL(a.href), 10000);
   });
   $("next-at").addEventListener("change", (ev) => {
     const v = ev.target.value;

@@ -1,49 +1,73 @@
-// The contracts page: newest first, with the query API's filters, paging
-// and a search box; kept current by GET /events (new contracts appear,
-// changed rows flash, rows a rollback changed or removed flash red).
+// The contracts page: newest first, with the query API's filters, a type
+// filter, numbered pages and a search box; each row with its type, value
+// locked and last action in words (read for the rows shown, and from the
+// event stream for the rows it changes). Kept current by the browser's one
+// event stream (new contracts appear, changed rows flash, rows a rollback
+// changed or removed flash red).
 
 import { ApiError, contractPath, get, pageURL } from "./api.js";
-import { count, date, learnClock, shortContractId, short, slotTime } from "./format.js";
-import { $, banner, fill, flash, follow, h, showTip, tickRelative } from "./ui.js";
+import { assets as assetsText, assetsEmpty, count, date, shortContractId, slotTime } from "./format.js";
+import { classify } from "./search.js";
+import { ALL_TYPES, tagType } from "./types.js";
+import { $, ago, banner, boot, chrome, fill, flash, follow, h, showTip, site, tickRelative } from "./ui.js";
 
 const FILTERS = ["status", "roleCurrency", "tag", "partyAddress", "partyRole"];
-const EVENT_FILTERS = ["roleCurrency", "tag", "partyAddress", "partyRole"]; // /events has no status
 const GONE_MS = 5000;
+const SCAN_MAX = 500; // contracts a type filter reads for one page at most
+const COLUMNS = 8;
 
 const state = {
   filters: {},
+  type: "", // the type filter (read in the page)
   limit: 25,
   cursor: "",
-  cursors: [], // the cursors of the pages before this one
+  page: 1,
+  cursors: [], // the cursors of the pages before this one, when known
   rows: new Map(), // contractId -> contract header shown
   gone: new Map(), // contractId -> {row, until}: rows a rollback removed, shown struck through for a while
-  network: "",
   loaded: false,
+  shownSeq: null,
   live: null,
   busy: false,
   gen: 0, // bumped when the filters or the page change
   again: null, // {minSeq, rollback} of a refresh asked while one ran
+  total: null,
 };
+
+// ---- the URL ----
 
 function readLocation() {
   const q = new URLSearchParams(location.search);
   state.filters = {};
   for (const k of FILTERS) if (q.get(k)) state.filters[k] = q.get(k);
+  state.type = q.get("type") || "";
   state.limit = Number(q.get("limit")) || 25;
   state.cursor = q.get("cursor") || "";
-  const form = $("filters");
-  for (const k of FILTERS) form.elements[k].value = state.filters[k] || "";
-  form.elements.limit.value = String(state.limit);
+  state.page = state.cursor ? Math.max(2, Number(q.get("page")) || 2) : 1;
+  readFiltersIntoForm();
 }
 
 function writeLocation(push) {
   const params = { ...state.filters };
+  if (state.type) params.type = state.type;
   if (state.limit !== 25) params.limit = state.limit;
-  if (state.cursor) params.cursor = state.cursor;
+  if (state.cursor) {
+    params.cursor = state.cursor;
+    params.page = state.page;
+  }
   const u = pageURL("", params);
   if (push) history.pushState(null, "", u);
   else history.replaceState(null, "", u);
 }
+
+function readFiltersIntoForm() {
+  const form = $("filters");
+  for (const k of FILTERS) form.elements[k].value = state.filters[k] || "";
+  form.elements.type.value = state.type;
+  form.elements.limit.value = String(state.limit);
+}
+
+// ---- reading the list ----
 
 // rollback, when set, is the set of contracts a rollback changed: those
 // with a record in a block it undid (seen on the event stream, which tells
@@ -57,14 +81,16 @@ async function refresh({ minSeq, rollback = null } = {}) {
   state.busy = true;
   const gen = state.gen;
   try {
-    const page = await get("contracts", { ...state.filters, order: "desc", limit: state.limit, cursor: state.cursor, minSeq });
-    if (gen !== state.gen) {
+    const page = state.type ? await scanByType(minSeq, gen) : await get("contracts", { ...state.filters, order: "desc", limit: state.limit, cursor: state.cursor, minSeq });
+    if (gen !== state.gen || page === null) {
       // The filters or the page changed meanwhile: this answer is not theirs.
       state.again = state.again || { minSeq: 0, rollback: null };
       return;
     }
     render(page, rollback);
+    state.shownSeq = page.seq;
     showTip({ ...page.block, seq: page.seq });
+    if (state.live) state.live.loaded();
   } catch (e) {
     if (e instanceof ApiError && e.status === 400) {
       fill($("summary"), h("span", { class: "error" }, `The filters are not valid: ${e.message}`));
@@ -84,9 +110,36 @@ async function refresh({ minSeq, rollback = null } = {}) {
   }
 }
 
+// scanByType reads the list, newest first from the page's cursor, a
+// page's worth at a time, until it has a page of contracts of the type or
+// has read SCAN_MAX: the type comes from a contract's tags, or else from
+// its shape (its contract, read once per contract). It stops at the end of
+// what it read (the next page starts there), so a page may hold a few more
+// than the page's size. It answers as a page of the API would, with
+// scanned (how many it read).
+async function scanByType(minSeq, gen) {
+  const results = [];
+  let cursor = state.cursor;
+  let scanned = 0;
+  let first = null;
+  for (;;) {
+    const page = await get("contracts", { ...state.filters, order: "desc", limit: state.limit, cursor, minSeq: first ? undefined : minSeq });
+    if (gen !== state.gen) return null;
+    first = first || page;
+    scanned += page.results.length;
+    fill($("summary"), `Looking for ${state.type} contracts: ${count(scanned)} read…`);
+    await typesOf(page.results);
+    if (gen !== state.gen) return null;
+    results.push(...page.results.filter((c) => info.get(c.contractId)?.type?.type === state.type));
+    cursor = page.cursor || "";
+    if (!cursor || results.length >= state.limit || scanned >= SCAN_MAX) break;
+  }
+  return { ...first, results, cursor, total: null, scanned };
+}
+
 function render(page, rollback) {
   const tbody = $("contracts").tBodies[0];
-  $("contracts").dataset.query = new URLSearchParams({ ...state.filters, cursor: state.cursor }).toString();
+  $("contracts").dataset.query = new URLSearchParams({ ...state.filters, ...(state.type ? { type: state.type } : {}), cursor: state.cursor }).toString();
   const before = state.rows;
   const now = Date.now();
   const next = new Map(page.results.map((c) => [c.contractId, c]));
@@ -120,21 +173,48 @@ function render(page, rollback) {
   const table = $("contracts");
   for (const kind of ["new", "update", "rollback"]) {
     const n = rows.filter((tr) => tr.dataset.flashed === kind).length;
-    if (n) table.dataset["flashed" + kind[0].toUpperCase() + kind.slice(1)] = String(Number(table.dataset["flashed" + kind[0].toUpperCase() + kind.slice(1)] || 0) + n);
+    const key = "flashed" + kind[0].toUpperCase() + kind.slice(1);
+    if (n) table.dataset[key] = String(Number(table.dataset[key] || 0) + n);
   }
   state.rows = new Map(shown.map((c) => [c.contractId, c]));
   state.loaded = true;
   state.nextCursor = page.cursor || "";
-  $("next").disabled = !page.cursor;
-  $("prev").disabled = state.cursors.length === 0;
-  $("newest").disabled = !state.cursor;
-  $("page-no").textContent = `page ${state.cursors.length + 1}`;
-  const total = page.total !== undefined && page.total !== null ? `${count(page.total)} contracts` : "";
-  const what = Object.keys(state.filters).length ? "matching the filters" : "";
-  fill($("summary"), [total, what, page.results.length === 0 ? "none to show" : `showing ${page.results.length}`, `as of seq ${count(page.seq)}`].filter(Boolean).join(" · "));
+  if (page.total !== undefined && page.total !== null) state.total = Number(page.total);
+  else if (!state.cursor) state.total = null;
+  renderPager(page);
+  renderSummary(page);
   if (page.results.length === 0) {
-    fill(tbody, h("tr", {}, h("td", { colspan: 8, class: "muted" }, "No contracts yet" + (what ? " matching the filters" : "") + ". New ones appear here as blocks arrive.")));
+    const what = Object.keys(state.filters).length || state.type ? " matching the filters" : "";
+    fill(tbody, h("tr", {}, h("td", { colspan: COLUMNS, class: "muted" }, `No contracts${what}${state.cursor ? " on this page" : " yet"}. New ones appear here as blocks arrive.`)));
   }
+  enrich(page.results);
+}
+
+function renderSummary(page) {
+  const filtered = Object.keys(state.filters).length > 0;
+  const parts = [];
+  if (state.type) parts.push(`${count(page.results.length)} ${state.type} contract${page.results.length === 1 ? "" : "s"} among the ${count(page.scanned)} newest read${state.cursor ? " on this page" : ""}` + (filtered ? ", matching the filters" : ""));
+  else {
+    if (state.total !== null) parts.push(`${count(state.total)} contracts${filtered ? " matching the filters" : ""}`);
+    else if (filtered) parts.push("matching the filters");
+    parts.push(page.results.length === 0 ? "none to show" : `showing ${page.results.length}`);
+  }
+  const t = page.block ? slotTime(site.network, page.block.slot) : null;
+  fill($("summary"), parts.join(" · "), " · as of ", h("span", { title: `History seq ${count(page.seq)}: the follower's newest record this answer reflects` }, page.block ? `block ${count(page.block.blockNo)}` : "the start"),
+    t !== null ? [" (", ago(t), ")"] : null);
+}
+
+function renderPager(page) {
+  const pages = state.total !== null && !state.type ? Math.max(1, Math.ceil(state.total / state.limit)) : null;
+  $("next").disabled = !page.cursor;
+  $("prev").disabled = state.page <= 1;
+  $("newest").disabled = state.page <= 1;
+  $("page-no").textContent = pages !== null ? `page ${count(state.page)} of ${count(pages)}` : `page ${count(state.page)}`;
+  const jump = $("jump");
+  jump.hidden = Boolean(state.type); // a type filter reads pages in the browser: no jumping
+  const input = jump.elements.page;
+  input.max = pages !== null ? String(pages) : "";
+  input.placeholder = pages !== null ? `1–${pages}` : "";
 }
 
 function union(a, b) {
@@ -143,124 +223,206 @@ function union(a, b) {
   return new Set([...a, ...b]);
 }
 
-// The slots of the records seen lately, by contract: what a rollback undoes.
-const seen = new Map();
-const SEEN_MAX = 5000;
-
-// noteRecords notes the records of a burst and returns the contracts its
-// rollbacks changed (null when it has none).
-function noteRecords(recs) {
-  let changed = null;
-  for (const r of recs) {
-    if (r.kind === "rolled_back") {
-      const to = Number(r.payload && r.payload.to ? r.payload.to.slot ?? 0 : 0);
-      for (const [id, slots] of seen) {
-        if (slots.some((x) => x > to)) {
-          (changed = changed || new Set()).add(id);
-          seen.set(id, slots.filter((x) => x <= to));
-        }
-      }
-    } else if (r.contractId && r.block) {
-      const slots = seen.get(r.contractId) || [];
-      seen.delete(r.contractId); // re-inserted last: the map stays in order of activity
-      slots.push(Number(r.block.slot));
-      seen.set(r.contractId, slots.slice(-20));
-      if (seen.size > SEEN_MAX) seen.delete(seen.keys().next().value);
-    }
-  }
-  return changed;
-}
-
 function signature(c) {
   return [c.status, c.steps, c.lastSeq, c.gone ? 1 : 0].join("/");
 }
 
-function blockCell(b) {
-  if (!b) return h("td", { class: "num" }, "–");
-  const t = slotTime(state.network, b.slot);
-  return h("td", { class: "num", title: t !== null ? `slot ${count(b.slot)}, ${date(t)}` : `slot ${count(b.slot)}` }, count(b.blockNo));
-}
+// ---- a row ----
+
+const blockTime = (b) => (b ? slotTime(site.network, b.slot) : null);
+const blockNote = (b) => (b ? `block ${count(b.blockNo)}, slot ${count(b.slot)}` : "");
 
 function row(c) {
   const tags = Object.keys(c.tags || {});
-  const last = c.lastBlock;
-  const lastTime = last ? slotTime(state.network, last.slot) : null;
-  return h("tr", { dataset: { id: c.contractId, seq: String(c.seq), steps: String(c.steps) }, class: c.gone ? "gone" : undefined },
-    h("td", {}, h("a", { href: pageURL("ui/contract", { id: c.contractId }), title: c.contractId, class: "mono" }, shortContractId(c.contractId)),
-      c.gone ? h("span", { class: "badge rolled-back" }, " rolled back") : null),
-    h("td", {}, h("span", { class: "badge " + c.status }, c.status)),
-    h("td", {}, c.version),
-    h("td", { class: "mono" }, c.roleTokenMintingPolicyId
-      ? h("a", { href: pageURL("", { roleCurrency: c.roleTokenMintingPolicyId }), title: "Contracts of roles currency " + c.roleTokenMintingPolicyId }, short(c.roleTokenMintingPolicyId, 8, 4))
-      : h("span", { class: "muted" }, "no roles")),
-    h("td", {}, tags.map((t) => h("a", { class: "tag", href: pageURL("", { tag: t }), title: "Contracts tagged " + t }, t))),
-    blockCell(c.block),
-    h("td", { class: "num" }, count(c.steps)),
-    h("td", {}, last ? h("span", { title: `slot ${count(last.slot)}${lastTime !== null ? ", " + date(lastTime) : ""}` }, `block ${count(last.blockNo)}`) : "–",
-      " ", h("span", { class: "muted small" }, `seq ${count(c.lastSeq)}`)),
+  const tr = h("tr", { dataset: { id: c.contractId, seq: String(c.seq), lastSeq: String(c.lastSeq), steps: String(c.steps) }, class: c.gone ? "gone" : undefined },
+    h("td", { class: "c-id", dataset: { label: "Contract" } },
+      h("a", { href: pageURL("ui/contract", { id: c.contractId }), title: c.contractId, class: "mono" }, shortContractId(c.contractId)),
+      c.gone ? h("span", { class: "badge rolled-back" }, " rolled back") : null,
+      tags.length ? h("span", { class: "tags" }, tags.map((t) => h("a", { class: "tag", href: pageURL("", { tag: t }), title: "Contracts tagged " + t }, t))) : null),
+    h("td", { class: "c-type", dataset: { label: "Type", col: "type" } }),
+    h("td", { class: "c-status", dataset: { label: "Status" } }, h("span", { class: "badge " + c.status }, c.status)),
+    h("td", { class: "c-value num", dataset: { label: "Value locked", col: "value" } }),
+    h("td", { class: "c-action", dataset: { label: "Last action", col: "action" } }),
+    h("td", { class: "c-created", dataset: { label: "Created" } }, ago(blockTime(c.block), blockNote(c.block))),
+    h("td", { class: "c-activity", dataset: { label: "Last activity" } }, ago(blockTime(c.lastBlock), blockNote(c.lastBlock))),
+    h("td", { class: "c-steps num", dataset: { label: "Steps" } }, count(c.steps)),
   );
+  drawInfo(tr, c);
+  return tr;
 }
 
-function startLive() {
-  if (state.live) state.live.close();
-  const params = { from: "tip" };
-  let any = false;
-  for (const k of EVENT_FILTERS) {
-    if (state.filters[k]) {
-      params[k] = state.filters[k];
-      any = true;
-    }
+// drawInfo fills a row's type, value and last action from what is known
+// (failed: the read failed; the row says so).
+function drawInfo(tr, c, failed = false) {
+  const inf = info.get(c.contractId) || {};
+  const cell = (col) => tr.querySelector(`[data-col="${col}"]`);
+  const type = inf.type || tagType(c.tags);
+  const dots = h("span", { class: "muted", "aria-label": "reading" }, failed ? "?" : "…");
+  fill(cell("type"), type ? h("span", { title: type.from === "tag" ? `From its tag “${type.tag}”` : `From its shape: ${type.why}` }, type.type, type.from === "shape" ? h("span", { class: "muted" }, "*") : null) : dots);
+  const fresh = (k) => inf[k + "Seq"] === c.lastSeq;
+  const pending = () => (failed ? h("span", { class: "muted", title: "The API did not answer; the row is read again when the contract changes" }, "?") : h("span", { class: "muted", "aria-label": "reading" }, "…"));
+  fill(cell("value"), fresh("assets") ? (assetsEmpty(inf.assets) ? h("span", { class: "muted" }, "nothing") : assetsText(inf.assets)) : pending());
+  fill(cell("action"), fresh("action") ? inf.action : pending());
+}
+
+// ---- what the rows need beyond the list: type, value, last action ----
+
+// info: contractId -> {type, assets, assetsSeq, action, actionSeq}: the
+// value locked and the last action as of the contract's lastSeq, the type;
+// told by where the browser's stream is held (rowinfo.js), which reads
+// them once for all tabs and keeps them current from the stream.
+const info = new Map();
+const INFO_MAX = 5000;
+const waiting = new Map(); // contractId -> resolve functions (a scan waiting for types)
+
+function noteInfo(id, inf, failed) {
+  info.delete(id);
+  info.set(id, inf);
+  if (info.size > INFO_MAX) info.delete(info.keys().next().value);
+  const c = state.rows.get(id);
+  const tr = c && document.querySelector(`#contracts tr[data-id="${CSS.escape(id)}"]`);
+  if (tr && !c.gone) drawInfo(tr, c, failed);
+  if ((inf.type || failed) && waiting.has(id)) {
+    for (const resolve of waiting.get(id)) resolve();
+    waiting.delete(id);
   }
-  if (!any) params.all = "true";
-  state.live = follow(params, {
-    onRecords: (recs) => {
-      const minSeq = Math.max(...recs.map((r) => r.seq || 0));
-      const changed = noteRecords(recs);
-      const rolledBack = recs.some((r) => r.kind === "rolled_back");
-      refresh({ minSeq, rollback: rolledBack ? changed || new Set() : null });
+}
+
+const rowOf = (c) => ({ contractId: c.contractId, seq: c.seq, lastSeq: c.lastSeq, steps: c.steps, tags: c.tags });
+
+function needs(c) {
+  const inf = info.get(c.contractId) || {};
+  return !inf.type || inf.assetsSeq !== c.lastSeq || inf.actionSeq !== c.lastSeq;
+}
+
+// enrich asks for what the rows shown lack.
+function enrich(rows) {
+  const want = rows.filter((c) => !c.gone && needs(c)).map(rowOf);
+  if (want.length) state.live.ask({ type: "want", rows: want });
+}
+
+// typesOf makes sure the contracts' types are known (a scan by type).
+function typesOf(rows) {
+  const missing = rows.filter((c) => !(info.get(c.contractId) || {}).type && !tagType(c.tags));
+  for (const c of rows) if (!missing.includes(c) && !(info.get(c.contractId) || {}).type) noteInfo(c.contractId, { ...(info.get(c.contractId) || {}), type: tagType(c.tags) });
+  if (!missing.length) return Promise.resolve();
+  const done = Promise.all(missing.map((c) => new Promise((resolve) => waiting.set(c.contractId, [...(waiting.get(c.contractId) || []), resolve]))));
+  state.live.ask({ type: "want", rows: missing.map(rowOf), onlyType: true });
+  return done;
+}
+
+// ---- live ----
+
+// The slots of the records seen lately, by contract: what a rollback undoes.
+const seen = new Map();
+const SEEN_MAX = 5000;
+
+// noteRecord notes a record's block, and for a rollback returns the
+// contracts it changed (null for other records).
+function noteRecord(r) {
+  if (r.kind === "rolled_back") {
+    const changed = new Set();
+    const to = Number(r.payload && r.payload.to ? r.payload.to.slot ?? 0 : 0);
+    for (const [id, slots] of seen) {
+      if (slots.some((x) => x > to)) {
+        changed.add(id);
+        seen.set(id, slots.filter((x) => x <= to));
+      }
+    }
+    return changed;
+  }
+  if (!r.contractId || !r.block) return null;
+  const slots = seen.get(r.contractId) || [];
+  seen.delete(r.contractId); // re-inserted last: the map stays in order of activity
+  slots.push(Number(r.block.slot));
+  seen.set(r.contractId, slots.slice(-20));
+  if (seen.size > SEEN_MAX) seen.delete(seen.keys().next().value);
+  return null;
+}
+
+// startLive hears the browser's one event stream (every record): a
+// burst of records that may change the list reads it again. Without
+// filters every record may; with filters, creations, rollbacks, records
+// of the contracts shown and, with a party filter, steps (a revealed
+// continuation can name a party).
+function startLive() {
+  let rollback = null; // the contracts the rollbacks of the burst changed
+  state.live = follow({
+    shownSeq: () => (state.loaded ? state.shownSeq : null),
+    onInfo: noteInfo,
+    onRecord: (r) => {
+      const changed = noteRecord(r);
+      if (changed) rollback = union(rollback, changed);
     },
-    onRestart: () => refresh(),
+    relevant: (r) => {
+      const f = state.filters;
+      if (!FILTERS.some((k) => f[k]) && !state.type) return true;
+      if (r.kind === "contract_created" || r.kind === "rolled_back" || state.rows.has(r.contractId)) return true;
+      return r.kind === "inputs_applied" && Boolean(f.partyAddress || f.partyRole);
+    },
+    onChange: (minSeq) => {
+      const rb = rollback;
+      rollback = null;
+      refresh({ minSeq: minSeq || undefined, rollback: rb });
+    },
   });
 }
 
-// Search: a contract id opens it; a transaction id opens the contract it
-// created, stepped or withdrew from (at that step); a roles currency, an address, a party
-// role or anything else (a tag) filters the list.
+// ---- search ----
+
+// A contract id opens it; a transaction id opens the contract it created,
+// stepped or withdrew from (at that step); a roles currency, an
+// address, a party role or anything else (a tag) filters the list. Input
+// that looks like an id, an address or a policy but does not parse says
+// why.
 async function search(text) {
   const out = $("search-result");
-  const q = text.trim();
   fill(out);
-  if (!q) return;
-  const go = (id, hash = "") => (location.href = pageURL("ui/contract", { id }) + hash);
-  const filter = (k, v) => {
+  const q = classify(text, { network: site.network });
+  out.dataset.kind = q.kind;
+  const filter = (k, v, note) => {
     state.filters = { [k]: v };
-    state.cursor = "";
-    state.cursors = [];
+    state.type = "";
+    toFirstPage();
     readFiltersIntoForm();
     writeLocation(true);
     restart();
-    fill(out, `Showing the contracts with ${k} ${v}.`);
+    fill(out, note || `Showing the contracts with ${k} ${v}.`);
   };
-  try {
-    if (/^[0-9a-fA-F]{64}#\d+$/.test(q)) {
-      await get(contractPath(q.toLowerCase()));
-      return go(q.toLowerCase());
-    }
-    if (/^[0-9a-fA-F]{64}$/.test(q)) {
-      const tx = q.toLowerCase();
+  switch (q.kind) {
+    case "empty":
+      return;
+    case "invalid":
+      fill(out, h("span", { class: "error" }, q.why, " Nothing was searched."));
+      return;
+    case "contract":
+      try {
+        await get(contractPath(q.value));
+        location.href = pageURL("ui/contract", { id: q.value });
+      } catch (e) {
+        if (e instanceof ApiError && e.status === 404) fill(out, h("span", { class: "error" }, `No contract ${q.value} (as of the API’s current state): it is not created yet, or a rollback removed it.`));
+        else fill(out, h("span", { class: "error" }, `The search failed: ${e.message}`));
+      }
+      return;
+    case "tx": {
       fill(out, "Looking for the transaction…");
-      const found = await findTx(tx);
-      if (found) return go(found.contractId, found.hash);
-      fill(out, h("span", { class: "error" }, "This transaction created no contract, stepped none and withdrew no payout (as of the API’s current seq)."));
+      try {
+        const found = await findTx(q.value);
+        if (found) location.href = pageURL("ui/contract", { id: found.contractId }) + found.hash;
+        else fill(out, h("span", { class: "error" }, "This transaction created no contract, stepped none and withdrew no payout (as of the API’s current state)."));
+      } catch (e) {
+        fill(out, h("span", { class: "error" }, `The search failed: ${e.message}`));
+      }
       return;
     }
-    if (/^[0-9a-fA-F]{56}$/.test(q)) return filter("roleCurrency", q.toLowerCase());
-    if (/^[0-9a-fA-F]{56}\..*$/.test(q)) return filter("partyRole", q);
-    if (/^(addr|addr_test)1[02-9ac-hj-np-z]+$/.test(q)) return filter("partyAddress", q);
-    return filter("tag", q);
-  } catch (e) {
-    if (e instanceof ApiError && e.status === 404) fill(out, h("span", { class: "error" }, `No contract ${q} (as of the API’s current seq).`));
-    else fill(out, h("span", { class: "error" }, `The search failed: ${e.message}`));
+    case "policy":
+      return filter("roleCurrency", q.value, `Showing the contracts whose roles currency is ${q.value}.`);
+    case "role":
+      return filter("partyRole", q.value);
+    case "address":
+      return filter("partyAddress", q.value);
+    default:
+      return filter("tag", q.value, `No contract, transaction, policy or address looks like “${q.value}”: showing the contracts tagged with it.`);
   }
 }
 
@@ -287,9 +449,60 @@ async function findTx(tx) {
   return null;
 }
 
-function readFiltersIntoForm() {
-  const form = $("filters");
-  for (const k of FILTERS) form.elements[k].value = state.filters[k] || "";
+// ---- paging ----
+
+function toFirstPage() {
+  state.cursor = "";
+  state.page = 1;
+  state.cursors = [];
+}
+
+function go(page, cursor) {
+  state.page = page;
+  state.cursor = cursor;
+  state.rows = new Map();
+  state.loaded = false;
+  state.gen++;
+  writeLocation(true);
+  refresh();
+}
+
+// cursorOf finds the cursor of page n (after (n-1)*limit contracts): the
+// list is read in steps of up to 1,000, headers only.
+async function cursorOf(n) {
+  let skip = (n - 1) * state.limit;
+  let cursor = "";
+  while (skip > 0) {
+    const step = Math.min(1000, skip);
+    const page = await get("contracts", { ...state.filters, order: "desc", limit: step, cursor });
+    if (!page.cursor) return null; // fewer contracts than that
+    cursor = page.cursor;
+    skip -= step;
+  }
+  return cursor;
+}
+
+async function jumpTo(n) {
+  const out = $("jump-result");
+  fill(out);
+  if (!Number.isInteger(n) || n < 1) {
+    fill(out, h("span", { class: "error" }, "A page is a whole number from 1."));
+    return;
+  }
+  if (n === 1) return go(1, "");
+  fill(out, `Finding page ${count(n)}…`);
+  try {
+    const cursor = await cursorOf(n);
+    if (cursor === null) {
+      fill(out, h("span", { class: "error" }, `There is no page ${count(n)}: the list is shorter.`));
+      return;
+    }
+    fill(out);
+    state.cursors = [];
+    go(n, cursor);
+  } catch (e) {
+    fill(out, h("span", { class: "error" }, `The API did not answer: ${e.message}`));
+  }
 }
 
 function restart() {
@@ -298,19 +511,22 @@ function restart() {
   state.gone = new Map();
   state.loaded = false;
   refresh();
-  startLive();
+}
+
+// ---- start ----
+
+function typeOptions() {
+  const sel = $("filters").elements.type;
+  sel.append(...ALL_TYPES.map((t) => h("option", { value: t }, t)));
 }
 
 async function main() {
+  chrome("");
+  typeOptions();
   readLocation();
   tickRelative();
-  try {
-    const st = await get("status");
-    state.network = st.network;
-    learnClock(st.network, st.slotClock);
-  } catch {
-    /* times of blocks are left out */
-  }
+  startLive();
+  await boot();
   $("filters").addEventListener("submit", (ev) => {
     ev.preventDefault();
     const form = ev.target;
@@ -319,17 +535,16 @@ async function main() {
       const v = form.elements[k].value.trim();
       if (v) state.filters[k] = v;
     }
+    state.type = form.elements.type.value;
     state.limit = Number(form.elements.limit.value) || 25;
-    state.cursor = "";
-    state.cursors = [];
+    toFirstPage();
     writeLocation(true);
     restart();
   });
   $("filters").addEventListener("reset", () => {
     setTimeout(() => $("filters").requestSubmit(), 0);
   });
-  $("filters").elements.limit.addEventListener("change", () => $("filters").requestSubmit());
-  $("filters").elements.status.addEventListener("change", () => $("filters").requestSubmit());
+  for (const k of ["limit", "status", "type"]) $("filters").elements[k].addEventListener("change", () => $("filters").requestSubmit());
   $("search").addEventListener("submit", (ev) => {
     ev.preventDefault();
     search($("q").value);
@@ -337,29 +552,21 @@ async function main() {
   $("next").addEventListener("click", () => {
     if (!state.nextCursor) return;
     state.cursors.push(state.cursor);
-    state.cursor = state.nextCursor;
-    state.rows = new Map();
-    state.loaded = false;
-    state.gen++;
-    writeLocation(true);
-    refresh();
+    go(state.page + 1, state.nextCursor);
   });
   $("prev").addEventListener("click", () => {
-    state.cursor = state.cursors.pop() || "";
-    state.rows = new Map();
-    state.loaded = false;
-    state.gen++;
-    writeLocation(true);
-    refresh();
+    if (state.page <= 1) return;
+    if (state.cursors.length) go(state.page - 1, state.cursors.pop());
+    else if (state.type) go(1, ""); // (a scan's earlier pages are not kept)
+    else jumpTo(state.page - 1);
   });
   $("newest").addEventListener("click", () => {
-    state.cursor = "";
     state.cursors = [];
-    state.rows = new Map();
-    state.loaded = false;
-    state.gen++;
-    writeLocation(true);
-    refresh();
+    go(1, "");
+  });
+  $("jump").addEventListener("submit", (ev) => {
+    ev.preventDefault();
+    jumpTo(Number(ev.target.elements.page.value));
   });
   window.addEventListener("popstate", () => {
     readLocation();

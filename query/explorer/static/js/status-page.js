@@ -6,7 +6,7 @@
 import { get, getText } from "./api.js";
 import { count, date, duration, learnClock, short, slotTime } from "./format.js";
 import { eta, parseMetrics, rate } from "./metrics.js";
-import { $, banner, fill, h, showTip } from "./ui.js";
+import { $, banner, chrome, fill, h, showTip, site } from "./ui.js";
 
 const WINDOW = 120; // samples (seconds) in the chart
 const samples = []; // {at, blocks, records}
@@ -83,7 +83,15 @@ async function tick() {
     figure("Records/s", recordsRate === null ? "…" : recordsRate.toFixed(1), `${count(m("marlowe_history_records_committed_total") ?? 0)} records committed`, "records"),
     figure("Rollbacks", count(m("marlowe_rollbacks_total") ?? 0), m("marlowe_rollback_last_depth_blocks") !== undefined ? `the last one ${count(m("marlowe_rollback_last_depth_blocks"))} block(s) deep` : "", "rollbacks"),
   );
-  showTip({ blockNo: st.followerPoint ? st.followerPoint.blockNo : 0, seq: st.historySeq }, st.connected ? "live" : "failed");
+  site.network = st.network;
+  const badge = $("network");
+  if (badge.hidden) {
+    badge.hidden = false;
+    badge.textContent = st.network;
+    badge.dataset.network = st.network;
+  }
+  if (st.committedPoint && st.committedPoint.blockNo !== undefined) showTip({ ...st.committedPoint, seq: st.historySeq }, st.connected ? "live" : "failed");
+  else showTip(null, st.connected ? "live" : "failed");
   drawChart();
 }
 
@@ -142,4 +150,5 @@ async function loop() {
   setTimeout(loop, Math.max(100, 1000 - (Date.now() - started)));
 }
 
+chrome("ui/status");
 loop();

@@ -198,3 +198,32 @@ export function nextDeadline(c, now) {
   walk(c, 0);
   return best;
 }
+
+/** SEQUENCE: constructs whose continuation follows them at the same level (drawn as a list, not nested). */
+export const SEQUENCE = new Set(["pay", "let", "assert"]);
+
+/**
+ * fold decides which nodes of a tree are open when first drawn, so that a
+ * deep contract reads without running off to the right: the path taken
+ * (markPath) is open, and so are the first `near` levels below the
+ * current position (what can happen next) and the first `top` levels of
+ * the whole tree; everything else is folded, to be opened on demand. A
+ * level is a branch (a When's cases and timeout, an If's two branches):
+ * a Pay, Let or Assert is followed by its continuation on the same level.
+ * Each node gets level, size (the constructs below it) and open.
+ */
+export function fold(root, { top = 2, near = 3 } = {}) {
+  const walk = (n, level, below) => {
+    n.level = level;
+    n.size = 0;
+    const here = n.current ? 0 : below;
+    for (const ch of n.children) {
+      const flat = SEQUENCE.has(n.kind);
+      n.size += 1 + walk(ch, flat ? level : level + 1, here === null ? null : flat ? here : here + 1);
+    }
+    n.open = n.children.length > 0 && (Boolean(n.taken) || level < top || (here !== null && here < near));
+    return n.size;
+  };
+  walk(root, 0, null);
+  return root;
+}

@@ -201,3 +201,48 @@ export const KIND_NAMES = {
   apply_inputs_rejected: "Rejected step",
   rolled_back: "Rollback",
 };
+
+/**
+ * lastAction says in a few words what a record of a contract did, for the
+ * list's "Last action": "Alice deposited 100 ADA", "Bob chose 3 for
+ * “price”", "notified", "a deadline passed", "closed", "created with 2
+ * ADA", "payouts withdrawn". payload is the record's (or a step's
+ * details).
+ */
+export function lastAction(kind, payload) {
+  const p = payload || {};
+  switch (kind) {
+    case "contract_created":
+      return p.assets && assetsText(p.assets) !== "nothing" ? `created with ${assetsText(p.assets)}` : "created";
+    case "inputs_applied": {
+      const inputs = p.inputs || [];
+      let s;
+      if (inputs.length === 0) s = "a deadline passed";
+      else {
+        s = pastInput(inputs[0]);
+        if (inputs.length > 1) s += ` and ${inputs.length - 1} more input${inputs.length > 2 ? "s" : ""}`;
+      }
+      return p.closed ? s + "; closed" : s;
+    }
+    case "payout_withdrawn":
+      return "payouts withdrawn";
+    case "apply_inputs_rejected":
+      return "a step that could not be read";
+    default:
+      return UNKNOWN;
+  }
+}
+
+// pastInput: an input in the past tense, short.
+function pastInput(i) {
+  switch (inputKind(i)) {
+    case "deposit":
+      return `${party(i.input_from_party)} deposited ${amount(i.that_deposits, i.of_token)}`;
+    case "choice":
+      return `${party(i.for_choice_id.choice_owner)} chose ${i.input_that_chooses_num} for “${i.for_choice_id.choice_name}”`;
+    case "notify":
+      return "notified";
+    default:
+      return "an input this page cannot read";
+  }
+}
