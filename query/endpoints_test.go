@@ -134,12 +134,13 @@ func TestEndpointsAgainstDevnet(t *testing.T) {
 			f.checkFilters(contracts)
 			f.checkPayouts()
 			f.checkOthers()
+			f.checkStats()
 			f.checkNext(contracts)
 			f.checkSources(contracts)
 			for _, op := range []string{"GET /contracts", "GET /contracts/{contractId}", "GET /contracts/{contractId}/transactions",
 				"GET /contracts/{contractId}/transactions/{txId}", "GET /contracts/{contractId}/history",
 				"GET /contracts/{contractId}/next", "GET /payouts",
-				"GET /payouts/{payoutId}", "GET /withdrawals", "GET /withdrawals/{txId}", "GET /transactions/{txId}", "GET /sources/{sourceId}", "GET /sources/{sourceId}/closure", "GET /status", "GET /healthz",
+				"GET /payouts/{payoutId}", "GET /withdrawals", "GET /withdrawals/{txId}", "GET /transactions/{txId}", "GET /sources/{sourceId}", "GET /sources/{sourceId}/closure", "GET /stats", "GET /status", "GET /healthz",
 				"GET /readyz", "GET /openapi.json", "GET /metrics"} {
 				if !f.spec.hit[op] {
 					t.Errorf("%s was never answered 200", op)

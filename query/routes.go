@@ -31,6 +31,7 @@ func (s *Server) routes() ([]api.Route, error) {
 		{Pattern: "GET /transactions/{txId}", Handler: s.transactionOfTx()},
 		{Pattern: "GET /sources/{sourceId}", Handler: s.sourceGet()},
 		{Pattern: "GET /sources/{sourceId}/closure", Handler: s.sourceClosure()},
+		{Pattern: "GET /stats", Handler: s.stats()},
 		{Pattern: "GET /status", Handler: s.status},
 		{Pattern: "GET /healthz", Handler: s.healthz},
 		{Pattern: "GET /readyz", Handler: s.readyz},

@@ -151,6 +151,8 @@ type Server struct {
 	handler http.Handler
 	metrics *prometheus.HistogramVec
 
+	statsState stats // GET /stats: the last answer and the open contracts' values
+
 	mu       sync.Mutex
 	srv      *http.Server
 	listener net.Listener

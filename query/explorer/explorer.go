@@ -26,6 +26,7 @@ import (
 	"io/fs"
 	"net/http"
 	"path"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -137,11 +138,15 @@ func New(opts Options) (*Handler, error) {
 		return newFile(name, body, page), nil
 	}
 	for p, name := range Pages {
-		f, err := load(name, true)
+		body, err := fs.ReadFile(static, "static/"+name)
 		if err != nil {
 			return nil, err
 		}
-		h.files[p] = f
+		body, err = preload(body, p)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", name, err)
+		}
+		h.files[p] = newFile(name, body, true)
 	}
 	err = fs.WalkDir(static, "static", func(p string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
@@ -163,6 +168,64 @@ func New(opts Options) (*Handler, error) {
 	}
 	h.files[ConfigPath] = newFile("config.json", append(cfg, '\n'), false)
 	return h, nil
+}
+
+var (
+	moduleScript = regexp.MustCompile(`<script type="module" src="([^"]+)"></script>`)
+	moduleImport = regexp.MustCompile(`(?m)^\s*import\s[^;]*?from\s+"(\./[^"]+)"|^\s*import\s+"(\./[^"]+)"`)
+)
+
+// preload adds to a page's head a modulepreload link for every module its
+// script imports, directly or not, so that the browser fetches them all
+// at once instead of one level of imports after another (a page's modules
+// are six levels deep). pagePath is where the page is served (its links
+// are relative to it).
+func preload(page []byte, pagePath string) ([]byte, error) {
+	m := moduleScript.FindSubmatch(page)
+	if m == nil {
+		return page, nil
+	}
+	dir := path.Dir(pagePath + "x") // (the page's directory: "/" or "/ui")
+	if !strings.HasSuffix(dir, "/") {
+		dir += "/"
+	}
+	entry := path.Join(dir, string(m[1]))
+	if !strings.HasPrefix(entry, Prefix) {
+		return nil, fmt.Errorf("module %s is not under %s", m[1], Prefix)
+	}
+	seen := map[string]bool{}
+	var order []string
+	var walk func(file string) error
+	walk = func(file string) error { // file: a path under static/
+		if seen[file] {
+			return nil
+		}
+		seen[file] = true
+		src, err := fs.ReadFile(static, "static/"+file)
+		if err != nil {
+			return err
+		}
+		for _, im := range moduleImport.FindAllSubmatch(src, -1) {
+			if err := walk(path.Join(path.Dir(file), string(im[1])+string(im[2]))); err != nil {
+				return err
+			}
+		}
+		order = append(order, file)
+		return nil
+	}
+	if err := walk(strings.TrimPrefix(entry, Prefix)); err != nil {
+		return nil, err
+	}
+	var links bytes.Buffer
+	for _, file := range order {
+		if Prefix+file == entry {
+			continue
+		}
+		rel := strings.TrimPrefix(Prefix+file, dir)
+		fmt.Fprintf(&links, "<link rel=\"modulepreload\" href=\"%s\">\n", rel)
+	}
+	at := bytes.Index(page, m[0])
+	return slices.Concat(page[:at], links.Bytes(), page[at:]), nil
 }
 
 // newFile makes a file ready to serve: its type, ETag and, where it pays,

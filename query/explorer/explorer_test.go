@@ -128,8 +128,9 @@ var (
 	externalURL   = regexp.MustCompile(`(?i)\b(?:https?:)?//[a-z0-9.-]+\.[a-z]{2,}`)
 )
 
-// TestLinksStayOnThePort: every src and href of the pages, and every import
-// of the modules, is a file of the explorer or a path of the API; nothing
+// TestLinksStayOnThePort: every src and href of the pages (the
+// modulepreload links New adds too), and every import of the modules, is a
+// relative link to a file of the explorer or a path of the API; nothing
 // points at another host (the pages work without any external network).
 func TestLinksStayOnThePort(t *testing.T) {
 	h := newHandler(t)
@@ -160,6 +161,10 @@ func TestLinksStayOnThePort(t *testing.T) {
 				t.Errorf("%s: %q leaves the port", p, ref)
 				continue
 			}
+			if strings.HasPrefix(u.Path, "/") {
+				t.Errorf("%s: %q is not relative (a proxy may mount the port under a path)", p, ref)
+				continue
+			}
 			base := p
 			if strings.HasSuffix(p, "/") {
 				base += "x"
@@ -180,6 +185,29 @@ func TestLinksStayOnThePort(t *testing.T) {
 				t.Errorf("%s refers to another host: %s", p, m)
 			}
 		}
+	}
+}
+
+// TestModulePreload: each page preloads every module its script imports,
+// directly or not, and nothing else.
+func TestModulePreload(t *testing.T) {
+	h := newHandler(t)
+	body := get(t, h, http.MethodGet, "/ui/contract", nil).Body.String()
+	links := regexp.MustCompile(`<link rel="modulepreload" href="([^"]+)">`).FindAllStringSubmatch(body, -1)
+	got := map[string]bool{}
+	for _, l := range links {
+		got[l[1]] = true
+	}
+	for _, want := range []string{"js/api.js", "js/json.js", "js/ui.js", "js/hub.js", "js/stream.js", "js/rowinfo.js", "js/tree.js", "js/notation.js", "js/words.js", "js/format.js"} {
+		if !got[want] {
+			t.Errorf("/ui/contract does not preload %s: %v", want, links)
+		}
+	}
+	if got["js/contract-page.js"] || got["js/events-worker.js"] || got["js/api-page.js"] {
+		t.Errorf("/ui/contract preloads more than its imports: %v", links)
+	}
+	if root := get(t, h, http.MethodGet, "/", nil).Body.String(); !strings.Contains(root, `<link rel="modulepreload" href="ui/js/hub.js">`) {
+		t.Errorf("/ does not preload ui/js/hub.js")
 	}
 }
 

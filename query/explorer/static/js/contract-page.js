@@ -32,6 +32,7 @@ const S = {
   live: null,
   nextAt: null, // ms, or null for now
   shownSeq: null, // the seq of the state shown
+  flashed: new Map(), // seq -> how the timeline flashed the record ("new", "rollback")
   newestSlot: -1, // the slot of the newest record of the contract shown or told
 };
 
@@ -368,6 +369,8 @@ function renderTimeline(chain, before) {
     if (S.loaded) {
       if (!was) flash(li, "new");
       else if (rb && was.rolledBackBy === undefined) flash(li, "rollback");
+      if (li.dataset.flashed) S.flashed.set(r.seq, li.dataset.flashed);
+      else if (S.flashed.has(r.seq)) li.dataset.flashed = S.flashed.get(r.seq); // (drawn again: it keeps saying so, without flashing again)
     }
     return li;
   });

@@ -6,7 +6,7 @@
 // changed or removed flash red).
 
 import { ApiError, contractPath, get, pageURL } from "./api.js";
-import { assets as assetsText, assetsEmpty, count, date, shortContractId, slotTime } from "./format.js";
+import { assets as assetsText, assetsEmpty, count, shortContractId, slotTime } from "./format.js";
 import { classify } from "./search.js";
 import { ALL_TYPES, tagType } from "./types.js";
 import { $, ago, banner, boot, chrome, fill, flash, follow, h, showTip, site, tickRelative } from "./ui.js";
@@ -202,6 +202,36 @@ function renderSummary(page) {
   const t = page.block ? slotTime(site.network, page.block.slot) : null;
   fill($("summary"), parts.join(" · "), " · as of ", h("span", { title: `History seq ${count(page.seq)}: the follower's newest record this answer reflects` }, page.block ? `block ${count(page.block.blockNo)}` : "the start"),
     t !== null ? [" (", ago(t), ")"] : null);
+  renderTotals();
+}
+
+// The totals of GET /stats (every contract, not only the page's), read at
+// most every ten seconds: the open contracts and the value they lock, the
+// payouts waiting to be withdrawn.
+const totals = { at: 0, stats: null, busy: false };
+
+async function renderTotals() {
+  const el = $("totals");
+  const draw = () => {
+    const st = totals.stats;
+    if (!st) return;
+    fill(el, h("span", { dataset: { open: String(st.contracts.open) } }, `${count(st.contracts.open)} of ${count(st.contracts.total)} contracts open, locking `),
+      h("strong", { id: "value-locked", title: "The value of every open contract's output, added up (GET /stats)" }, assetsEmpty(st.valueLocked) ? "nothing" : assetsText(st.valueLocked)),
+      " · ", h("a", { href: pageURL("ui/payouts") }, `${count(st.payoutsAvailable.count)} payout${st.payoutsAvailable.count === 1 ? "" : "s"} to withdraw`),
+      st.payoutsAvailable.count ? ` (${assetsText(st.payoutsAvailable.assets)})` : "");
+  };
+  draw();
+  if (totals.busy || Date.now() - totals.at < 10000) return;
+  totals.busy = true;
+  try {
+    totals.stats = await get("stats");
+    totals.at = Date.now();
+    draw();
+  } catch {
+    /* the totals are left as they were */
+  } finally {
+    totals.busy = false;
+  }
 }
 
 function renderPager(page) {
@@ -524,6 +554,8 @@ async function main() {
   chrome("");
   typeOptions();
   readLocation();
+  // On a narrow screen the filters start folded, unless some are set.
+  if (matchMedia("(max-width: 700px)").matches && !Object.keys(state.filters).length && !state.type) $("filter-box").open = false;
   tickRelative();
   startLive();
   await boot();

@@ -90,8 +90,9 @@ const STATUS = { available: "available", withdrawn: "withdrawn", paid: "paid to 
 function render(page, note) {
   const tbody = $("payouts").tBodies[0];
   $("payouts").dataset.query = new URLSearchParams({ ...S.filters, cursor: S.cursor }).toString();
+  $("payouts").dataset.seq = String(page.seq ?? "");
   S.next = page.cursor || "";
-  fill(tbody, page.results.map((p) => h("tr", { dataset: { payout: p.payoutId, status: p.status, contract: p.contractId } },
+  fill(tbody, page.results.map((p) => h("tr", { dataset: { payout: p.payoutId, status: p.status, contract: p.contractId, seq: String(p.seq) } },
     h("td", { class: "mono", dataset: { label: "Payout" } }, copyable(p.payoutId, shortContractId(p.payoutId))),
     h("td", { dataset: { label: "Contract" } }, h("a", { href: pageURL("ui/contract", { id: p.contractId }), class: "mono", title: p.contractId }, shortContractId(p.contractId))),
     h("td", { dataset: { label: "To" } }, p.role !== undefined && p.role !== null

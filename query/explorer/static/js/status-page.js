@@ -4,13 +4,14 @@
 // (Prometheus text, parsed here) every second.
 
 import { get, getText } from "./api.js";
-import { count, date, duration, learnClock, short, slotTime } from "./format.js";
+import { assets, assetsEmpty, count, date, duration, learnClock, short, slotTime } from "./format.js";
 import { eta, parseMetrics, rate } from "./metrics.js";
 import { $, banner, chrome, fill, h, showTip, site } from "./ui.js";
 
 const WINDOW = 120; // samples (seconds) in the chart
 const samples = []; // {at, blocks, records}
 let prev = null;
+const readings = []; // {at, metrics} of the last twelve seconds
 let failures = 0;
 
 function figure(label, value, sub, key) {
@@ -23,7 +24,14 @@ function pointText(st, p, network) {
   return [`block ${count(p.blockNo)}`, `slot ${count(p.slot)}${t !== null ? " · " + date(t) : ""} · ${short(p.hash, 8, 6)}`];
 }
 
+// The totals of GET /stats, read every five seconds.
+const totals = { at: 0, stats: null };
+
 async function tick() {
+  if (Date.now() - totals.at > 5000) {
+    totals.at = Date.now();
+    get("stats").then((st) => (totals.stats = st), () => {});
+  }
   let st;
   let metrics;
   try {
@@ -39,8 +47,16 @@ async function tick() {
   const cur = metrics ? { at: Date.now(), metrics } : null;
   const blocksRate = rate(prev, cur, "marlowe_blocks_total");
   const recordsRate = rate(prev, cur, "marlowe_history_records_committed_total");
-  const tipRate = rate(prev, cur, "marlowe_node_tip_block_number");
-  if (cur) prev = cur;
+  // The time to go uses the rates over the last ten seconds or so: one
+  // second's are as jittery as the page's reads (and the chart shows them).
+  const since = cur && (readings.find((x) => cur.at - x.at <= 12000 && cur.at - x.at >= 1000) || prev);
+  const syncRate = rate(since, cur, "marlowe_blocks_total");
+  const tipRate = rate(since, cur, "marlowe_node_tip_block_number");
+  if (cur) {
+    prev = cur;
+    readings.push(cur);
+    while (readings.length && cur.at - readings[0].at > 12000) readings.shift();
+  }
   if (blocksRate !== null) {
     samples.push({ at: Date.now(), blocks: blocksRate, records: recordsRate ?? 0 });
     while (samples.length > WINDOW) samples.shift();
@@ -50,7 +66,7 @@ async function tick() {
   const progress = Math.max(0, Math.min(1, Number(st.syncProgress || 0)));
   $("progress").value = progress;
   $("progress").textContent = (progress * 100).toFixed(1) + " %";
-  const secs = eta(behind, blocksRate ?? 0, tipRate ?? 0);
+  const secs = eta(behind, syncRate ?? 0, tipRate ?? 0);
   fill($("sync-text"),
     h("strong", {}, (progress * 100).toFixed(progress < 1 ? 2 : 0) + " %"), " synced · ",
     behind > 0 ? `${count(behind)} blocks behind the node` : "at the node’s tip",
@@ -81,6 +97,8 @@ async function tick() {
     figure("Subscribers", count(m("marlowe_history_live_subscribers") ?? 0), subs || "live history subscriptions", "subscribers"),
     figure("Blocks/s", blocksRate === null ? "…" : blocksRate.toFixed(1), `${count(m("marlowe_blocks_total") ?? 0)} blocks read`, "blocks"),
     figure("Records/s", recordsRate === null ? "…" : recordsRate.toFixed(1), `${count(m("marlowe_history_records_committed_total") ?? 0)} records committed`, "records"),
+    figure("Value locked", totals.stats ? (assetsEmpty(totals.stats.valueLocked) ? "nothing" : assets(totals.stats.valueLocked)) : "…",
+      totals.stats ? `in ${count(totals.stats.contracts.open)} open contracts · ${count(totals.stats.payoutsAvailable.count)} payouts to withdraw` : "", "locked"),
     figure("Rollbacks", count(m("marlowe_rollbacks_total") ?? 0), m("marlowe_rollback_last_depth_blocks") !== undefined ? `the last one ${count(m("marlowe_rollback_last_depth_blocks"))} block(s) deep` : "", "rollbacks"),
   );
   site.network = st.network;

@@ -8,7 +8,7 @@ import { ApiError, contractPath, get, pageURL } from "./api.js";
 import { stringify } from "./json.js";
 import { assets, blockText, count, party, roleName, short, shortContractId, slotTime } from "./format.js";
 import { input, inputKind, noInputs } from "./words.js";
-import { $, ago, banner, boot, chrome, copyable, extLink, fill, follow, h, showTip, site, tickRelative, timeEl } from "./ui.js";
+import { $, ago, banner, boot, chrome, copyButton, copyable, extLink, fill, follow, h, showTip, site, tickRelative, timeEl } from "./ui.js";
 
 const id = (new URLSearchParams(location.search).get("id") || "").trim().toLowerCase();
 const S = { shownSeq: null, live: null, busy: false, again: false, txs: new Set() };
@@ -19,7 +19,7 @@ const blockEl = (b) => {
   return h("span", { class: "block", title: `${blockText(b)}, block hash ${b.hash}` }, `block ${count(b.blockNo)}`, t !== null ? [" · ", ago(t, `slot ${count(b.slot)}`)] : null);
 };
 const dd = (label, ...v) => [h("dt", {}, label), h("dd", {}, ...v)];
-const contractLink = (cid, hash = "") => [h("a", { href: pageURL("ui/contract", { id: cid }) + hash, class: "mono", title: cid }, shortContractId(cid)), " ", copyable(cid, "")];
+const contractLink = (cid, hash = "") => [h("a", { href: pageURL("ui/contract", { id: cid }) + hash, class: "mono", title: cid, dataset: { contract: cid } }, shortContractId(cid)), copyButton(cid)];
 const json = (label, v, open = false) => h("details", { class: "json", open: open || undefined }, h("summary", {}, label), h("pre", { class: "source mono small", tabindex: 0 }, stringify(v, 2)));
 
 async function maybe(path, params) {
