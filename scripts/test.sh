@@ -61,7 +61,7 @@ npm_cache="${npm_config_cache:-${HOME:-/tmp}/.npm}"
 
 cat <<EOF
 marlowe-follower test suite: every step runs and is reported in a table at the end
-(about 15-20 minutes on a 2-core machine, most of it go test -race).
+(20 minutes or more on a 2-core machine, most of it go test -race).
 On this machine it may install or create, where missing (each said again at the end,
 with how to remove it):
   - PostgreSQL (apt-get), started where it is down; in it a role and a database of the
