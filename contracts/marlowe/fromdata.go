@@ -8,9 +8,9 @@ import (
 
 // The functions in this file and fromdata_state.go read the Plutus Data
 // form of every Marlowe type (shared/design/MARLOWE.md section 2): here the
-// language, there the datum, the state and the inputs. They are strict: a wrong constructor
-// index, a wrong number of fields or a wrong kind of value is an error that
-// names the path where it was found.
+// language, there the datum, the state and the inputs. They are strict: a
+// wrong constructor index, a wrong number of fields or a wrong kind of
+// value is an error that names the path where it was found.
 
 func kindName(d pd.Data) string {
 	switch d.(type) {
