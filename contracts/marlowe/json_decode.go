@@ -14,10 +14,10 @@ import (
 
 // The functions in this file and json_decode_state.go read the Marlowe core
 // JSON format: here the language, there the state, the inputs, the datums
-// and the Parse functions. They are
-// stricter than the Haskell parser in one way that matters: an object must
-// have exactly the keys of one constructor, so a typo is an error that names
-// its path instead of a silently different contract.
+// and the Parse functions. They are stricter than the Haskell parser in one
+// way that matters: an object must have exactly the keys of one
+// constructor, so a typo is an error that names its path instead of a
+// silently different contract.
 
 // decodeJSON parses text into generic values, keeping numbers exact.
 func decodeJSON(text []byte) (any, error) {
