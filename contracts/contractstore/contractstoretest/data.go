@@ -138,19 +138,36 @@ type gen struct {
 
 // next makes one batch: a few creations, steps and withdrawals.
 func (g *gen) next(creates, steps, withdraws int) *contractstore.CommitParams {
-	p := &contractstore.CommitParams{PrevSeq: g.m.head.Seq}
-	rows := map[chain.TxOutRef]*contractstore.Contract{}
-	row := func(id chain.TxOutRef) *contractstore.Contract {
-		if c, ok := rows[id]; ok {
-			return c
-		}
-		c := *g.m.contracts[id]
-		body := *c.Body
-		body.Payouts = slices.Clone(body.Payouts)
-		c.Body = &body
-		rows[id] = &c
-		return &c
+	b := &batch{g: g, p: &contractstore.CommitParams{PrevSeq: g.m.head.Seq}, rows: map[chain.TxOutRef]*contractstore.Contract{}}
+	b.create(creates)
+	b.step(steps)
+	b.withdraw(withdraws)
+	return b.finish()
+}
+
+// batch is one generated commit: its params and the contracts it changes.
+type batch struct {
+	g    *gen
+	p    *contractstore.CommitParams
+	rows map[chain.TxOutRef]*contractstore.Contract
+}
+
+// row returns the batch's copy of a contract of the model.
+func (b *batch) row(id chain.TxOutRef) *contractstore.Contract {
+	if c, ok := b.rows[id]; ok {
+		return c
 	}
+	c := *b.g.m.contracts[id]
+	body := *c.Body
+	body.Payouts = slices.Clone(body.Payouts)
+	c.Body = &body
+	b.rows[id] = &c
+	return &c
+}
+
+// create adds n contracts.
+func (b *batch) create(creates int) {
+	g, p, rows := b.g, b.p, b.rows
 	for range creates {
 		g.seq++
 		g.n++
@@ -182,6 +199,12 @@ func (g *gen) next(creates, steps, withdraws int) *contractstore.CommitParams {
 			contractstore.ContractParty{ContractID: id, Seq: g.seq, Party: record.Party{RoleCurrency: rc, Role: []byte(roleNames[n%3])}})
 		g.open = append(g.open, id)
 	}
+}
+
+// step applies (or rejects) inputs to n open contracts in turn, with a
+// role payout and an address payout per applied step.
+func (b *batch) step(steps int) {
+	g, p, row := b.g, b.p, b.row
 	for i := 0; i < steps && len(g.open) > 0; i++ {
 		g.seq++
 		g.rounds++
@@ -225,8 +248,13 @@ func (g *gen) next(creates, steps, withdraws int) *contractstore.CommitParams {
 		c.LastSeq, c.LastBlock = g.seq, block(g.seq)
 		p.Transactions = append(p.Transactions, t)
 	}
-	// Withdrawals: one transaction takes the two oldest available payouts
-	// (of one or two contracts; payouts of the same batch are not taken).
+}
+
+// withdraw makes n withdrawals: one transaction takes the two oldest
+// available payouts (of one or two contracts; payouts of the same batch
+// are not taken).
+func (b *batch) withdraw(withdraws int) {
+	g, p, row := b.g, b.p, b.row
 	for i := 0; i < withdraws && len(g.avail) >= 2; i++ {
 		tx := hashOf('w', uint64(g.seq+1))
 		taken := g.avail[:2]
@@ -251,6 +279,11 @@ func (g *gen) next(creates, steps, withdraws int) *contractstore.CommitParams {
 		}
 		g.avail = slices.DeleteFunc(g.avail, func(r chain.TxOutRef) bool { return slices.Contains(done, r) })
 	}
+}
+
+// finish adds the changed contracts and the head to the params.
+func (b *batch) finish() *contractstore.CommitParams {
+	g, p, rows := b.g, b.p, b.rows
 	open := g.m.head.OpenContracts
 	total := g.m.head.Contracts
 	for id, c := range rows {

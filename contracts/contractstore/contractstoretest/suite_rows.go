@@ -16,27 +16,33 @@ import (
 	"github.com/marlowe-follower/follower/history/record"
 )
 
+// listTransactions reads every page of a contract's steps from p (After
+// moves on to the last seq of each page), each at the model's head.
+func listTransactions(t *testing.T, b contractstore.Backend, m *model, p contractstore.TransactionListParams) []contractstore.Transaction {
+	t.Helper()
+	var got []contractstore.Transaction
+	for {
+		page, err := b.TransactionList(ctxOf(t), &p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if page.At != m.head.Position {
+			t.Fatalf("position %+v, want %+v", page.At, m.head.Position)
+		}
+		got = append(got, page.Transactions...)
+		if !page.More {
+			return got
+		}
+		p.After = page.Transactions[len(page.Transactions)-1].Seq
+	}
+}
+
 func testTransactions(t *testing.T, b contractstore.Backend) {
 	ctx := ctxOf(t)
 	m, _ := fillStore(t, b, 6)
 	for id, want := range m.txs {
 		for _, limit := range []int{1, 3, 1000} {
-			var got []contractstore.Transaction
-			var after int64
-			for {
-				page, err := b.TransactionList(ctx, &contractstore.TransactionListParams{Contract: id, After: after, Limit: limit})
-				if err != nil {
-					t.Fatal(err)
-				}
-				if page.At != m.head.Position {
-					t.Fatalf("position %+v", page.At)
-				}
-				got = append(got, page.Transactions...)
-				if !page.More {
-					break
-				}
-				after = page.Transactions[len(page.Transactions)-1].Seq
-			}
+			got := listTransactions(t, b, m, contractstore.TransactionListParams{Contract: id, Limit: limit})
 			if len(got) != len(want) {
 				t.Fatalf("%s: %d transactions, want %d", id, len(got), len(want))
 			}
@@ -53,20 +59,7 @@ func testTransactions(t *testing.T, b contractstore.Backend) {
 		}
 		// Newest first, pages resuming before the last seq.
 		for _, limit := range []int{1, 2, 1000} {
-			var got []contractstore.Transaction
-			var before int64
-			for {
-				page, err := b.TransactionList(ctx, &contractstore.TransactionListParams{Contract: id, After: before,
-					Descending: true, Limit: limit})
-				if err != nil {
-					t.Fatal(err)
-				}
-				got = append(got, page.Transactions...)
-				if !page.More {
-					break
-				}
-				before = page.Transactions[len(page.Transactions)-1].Seq
-			}
+			got := listTransactions(t, b, m, contractstore.TransactionListParams{Contract: id, Descending: true, Limit: limit})
 			if len(got) != len(want) {
 				t.Fatalf("%s descending: %d transactions, want %d", id, len(got), len(want))
 			}
@@ -84,20 +77,8 @@ func testTransactions(t *testing.T, b contractstore.Backend) {
 			}
 		}
 		for _, desc := range []bool{false, true} {
-			var got []contractstore.Transaction
-			var after int64
-			for {
-				page, err := b.TransactionList(ctx, &contractstore.TransactionListParams{Contract: id, After: after,
-					Descending: desc, AppliedOnly: true, WithPayload: true, Limit: 2})
-				if err != nil {
-					t.Fatal(err)
-				}
-				got = append(got, page.Transactions...)
-				if !page.More {
-					break
-				}
-				after = page.Transactions[len(page.Transactions)-1].Seq
-			}
+			got := listTransactions(t, b, m, contractstore.TransactionListParams{Contract: id, Descending: desc,
+				AppliedOnly: true, WithPayload: true, Limit: 2})
 			if desc {
 				slices.Reverse(got)
 			}
