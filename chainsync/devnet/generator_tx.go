@@ -78,22 +78,7 @@ func (bb *blockBuild) step(i int, valid bool) error {
 	st := bb.st
 	gc := st.contracts[i]
 	s := &gc.lc.Steps[gc.step]
-	inputs := slices.Clone(s.Input.Inputs)
-	var witness [][]byte
-	if w, ok := gc.datum.(*marlowe.When); ok && len(inputs) > 0 && len(gc.conts) > 0 &&
-		s.Input.Interval.From.Cmp(w.Timeout) < 0 {
-		var match []int
-		for ci := range w.Cases {
-			if shapeMatch(w.Cases[ci].Action, inputs[0].Content) {
-				match = append(match, ci)
-			}
-		}
-		if len(match) == 1 && w.Cases[match[0]].Merkleized() {
-			h := w.Cases[match[0]].MerkleizedThen
-			inputs[0] = marlowe.Input{Content: inputs[0].Content, ContinuationHash: h}
-			witness = append(witness, pd.Encode(marlowe.ContractToData(gc.conts[[32]byte(h)])))
-		}
-	}
+	inputs, witness := stepInputs(gc, s)
 	redeemer := pd.Encode(marlowe.Redeemer(inputs).ToData())
 
 	tx := block.Tx{
@@ -140,10 +125,54 @@ func (bb *blockBuild) step(i int, valid bool) error {
 		return err
 	}
 	id := bb.add(tx)
+	return bb.stepped(i, next, stepOutputs{id: id, valid: valid, closed: closed, inputs: inputs, contIx: contIx,
+		payoutIxs: payoutIxs, payoutValues: payoutValues, addressIxs: addressIxs})
+}
 
+// stepInputs returns a step's inputs as the redeemer carries them and the
+// continuations to witness: an input that takes a merkleized case carries
+// its continuation's hash, the contract it stands for in the witnesses.
+func stepInputs(gc *genContract, s *LifecycleStep) (inputs []marlowe.Input, witness [][]byte) {
+	inputs = slices.Clone(s.Input.Inputs)
+	w, ok := gc.datum.(*marlowe.When)
+	if !ok || len(inputs) == 0 || len(gc.conts) == 0 || s.Input.Interval.From.Cmp(w.Timeout) >= 0 {
+		return inputs, nil
+	}
+	var match []int
+	for ci := range w.Cases {
+		if shapeMatch(w.Cases[ci].Action, inputs[0].Content) {
+			match = append(match, ci)
+		}
+	}
+	if len(match) == 1 && w.Cases[match[0]].Merkleized() {
+		h := w.Cases[match[0]].MerkleizedThen
+		inputs[0] = marlowe.Input{Content: inputs[0].Content, ContinuationHash: h}
+		witness = append(witness, pd.Encode(marlowe.ContractToData(gc.conts[[32]byte(h)])))
+	}
+	return inputs, witness
+}
+
+// stepOutputs is what a step's transaction holds: where its continuation
+// and payouts are.
+type stepOutputs struct {
+	id            chain.Hash32
+	valid, closed bool
+	inputs        []marlowe.Input
+	contIx        int // the continuation's output, -1 when the contract closed
+	payoutIxs     []int
+	payoutValues  []block.Value
+	addressIxs    []int
+}
+
+// stepped records the activity of the step of the i-th contract, which
+// goes on as next (or ends).
+func (bb *blockBuild) stepped(i int, next *genContract, o stepOutputs) error {
+	st, gc := bb.st, bb.st.contracts[i]
+	id, inputs, closed, contIx := o.id, o.inputs, o.closed, o.contIx
+	payoutIxs, payoutValues, addressIxs := o.payoutIxs, o.payoutValues, o.addressIxs
 	id0 := gc.id
 	act := Activity{TxID: id, Contract: &id0}
-	if !valid {
+	if !o.valid {
 		act.Kind = ActivityInvalid
 		bb.acts = append(bb.acts, act)
 		return nil
@@ -190,47 +219,9 @@ func (bb *blockBuild) step(i int, valid bool) error {
 // role payout outputs with their values and the address payment outputs,
 // in output order; the change output comes last unless it was shuffled in.
 func (bb *blockBuild) payParties(tx *block.Tx, gc *genContract, payments []Payment) (roleIxs []int, roleValues []block.Value, addressIxs []int, err error) {
-	type payee struct {
-		role  []byte // or
-		addr  []byte
-		parts [][]Payment // the payments of each output
-	}
-	var payees []*payee
-	byKey := map[string]*payee{}
-	for _, p := range payments {
-		if p.To.Kind != marlowe.PayeeParty {
-			continue
-		}
-		pe := &payee{}
-		key := "r" + string(p.To.Party.Role)
-		if p.To.Party.Address != nil {
-			addr, err := p.To.Party.Address.Bytes()
-			if err != nil {
-				return nil, nil, nil, fmt.Errorf("devnet: lifecycle %s: address payout: %w", gc.lc.Name, err)
-			}
-			pe.addr, key = addr, "a"+string(addr)
-		} else {
-			pe.role = p.To.Party.Role
-		}
-		if byKey[key] == nil {
-			byKey[key] = pe
-			payees = append(payees, pe)
-		}
-		pe = byKey[key]
-		// A role's payments, and most often an address's, share one output;
-		// else a payment starts an output or joins a random one.
-		switch k := len(pe.parts); {
-		case k == 0:
-			pe.parts = [][]Payment{{p}}
-		case pe.role != nil || bb.rng().IntN(2) == 0:
-			pe.parts[0] = append(pe.parts[0], p)
-		default:
-			if j := bb.rng().IntN(k + 1); j < k {
-				pe.parts[j] = append(pe.parts[j], p)
-			} else {
-				pe.parts = append(pe.parts, []Payment{p})
-			}
-		}
+	payees, err := bb.payeesOf(gc, payments)
+	if err != nil {
+		return nil, nil, nil, err
 	}
 	type paid struct {
 		out  block.TxOut
@@ -299,6 +290,57 @@ func (bb *blockBuild) payParties(tx *block.Tx, gc *genContract, payments []Payme
 		tx.Outputs = append(tx.Outputs, change)
 	}
 	return roleIxs, roleValues, addressIxs, nil
+}
+
+// payee is a party a step pays: a role or an address, and the payments of
+// each output to it.
+type payee struct {
+	role  []byte // or
+	addr  []byte
+	parts [][]Payment
+}
+
+// payeesOf groups a step's payments to parties by payee, in the order of
+// each payee's first payment, and shares them out among its outputs.
+func (bb *blockBuild) payeesOf(gc *genContract, payments []Payment) ([]*payee, error) {
+	var payees []*payee
+	byKey := map[string]*payee{}
+	for _, p := range payments {
+		if p.To.Kind != marlowe.PayeeParty {
+			continue
+		}
+		pe := &payee{}
+		key := "r" + string(p.To.Party.Role)
+		if p.To.Party.Address != nil {
+			addr, err := p.To.Party.Address.Bytes()
+			if err != nil {
+				return nil, fmt.Errorf("devnet: lifecycle %s: address payout: %w", gc.lc.Name, err)
+			}
+			pe.addr, key = addr, "a"+string(addr)
+		} else {
+			pe.role = p.To.Party.Role
+		}
+		if byKey[key] == nil {
+			byKey[key] = pe
+			payees = append(payees, pe)
+		}
+		pe = byKey[key]
+		// A role's payments, and most often an address's, share one output;
+		// else a payment starts an output or joins a random one.
+		switch k := len(pe.parts); {
+		case k == 0:
+			pe.parts = [][]Payment{{p}}
+		case pe.role != nil || bb.rng().IntN(2) == 0:
+			pe.parts[0] = append(pe.parts[0], p)
+		default:
+			if j := bb.rng().IntN(k + 1); j < k {
+				pe.parts[j] = append(pe.parts[j], p)
+			} else {
+				pe.parts = append(pe.parts, []Payment{p})
+			}
+		}
+	}
+	return payees, nil
 }
 
 // partValue is the value of an output paying payments to one payee: their
