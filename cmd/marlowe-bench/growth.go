@@ -136,6 +136,43 @@ func (s *followerSubject) stop() error { return s.pipe.Stop(config.DefaultShutdo
 
 // runChainGrowthJob follows the chain with the follower alone or the whole
 // service, observing it at checkpoints and sampling it.
+// watchGrowth follows sub until it is synced, adding a point to res at
+// each of the parameters' checkpoints.
+func watchGrowth(ctx context.Context, sub growthSubject, prm *chainGrowthParams, res *ChainGrowth, start time.Time, cpu0 float64,
+	storeBytes *atomic.Int64) error {
+	next := 0
+	var last GrowthPoint
+	for {
+		blocks, records := sub.counts()
+		for next < len(prm.Checkpoints) && blocks >= prm.Checkpoints[next] {
+			m := readMem()
+			pt := GrowthPoint{Blocks: blocks, Records: records, Seconds: time.Since(start).Seconds(),
+				CPU: cpuSeconds() - cpu0, RSS: m.RSS, RSSPeak: m.Peak, StoreBytes: storeBytes.Load()}
+			if db := float64(pt.Blocks - last.Blocks); db > 0 {
+				pt.BlocksPerSec = db / (pt.Seconds - last.Seconds)
+				pt.CPUPer1k = (pt.CPU - last.CPU) / db * 1000
+			}
+			res.Points = append(res.Points, pt)
+			progress("  %s: %d blocks in %.1fs, %.0f blocks/s since the last checkpoint, RSS %.0f MB", res.Backend, pt.Blocks,
+				pt.Seconds, pt.BlocksPerSec, float64(pt.RSS)/1e6)
+			last = pt
+			next++
+			writeHeapProfile(fmt.Sprintf(".%d", pt.Blocks))
+		}
+		if sub.synced() {
+			return nil
+		}
+		if time.Since(start) > 2*time.Hour {
+			return errors.New("chain growth: not synced after 2 hours")
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+}
+
 func runChainGrowthJob(ctx context.Context, raw json.RawMessage) (any, error) {
 	prm, err := decodeParams[chainGrowthParams](raw)
 	if err != nil {
@@ -185,42 +222,7 @@ func runChainGrowthJob(ctx context.Context, raw json.RawMessage) (any, error) {
 		return nil, err
 	}
 	cur.Store(&sub)
-	next := 0
-	var last GrowthPoint
-	var werr error
-	for {
-		blocks, records := sub.counts()
-		for next < len(prm.Checkpoints) && blocks >= prm.Checkpoints[next] {
-			m := readMem()
-			pt := GrowthPoint{Blocks: blocks, Records: records, Seconds: time.Since(start).Seconds(),
-				CPU: cpuSeconds() - cpu0, RSS: m.RSS, RSSPeak: m.Peak, StoreBytes: storeBytes.Load()}
-			if db := float64(pt.Blocks - last.Blocks); db > 0 {
-				pt.BlocksPerSec = db / (pt.Seconds - last.Seconds)
-				pt.CPUPer1k = (pt.CPU - last.CPU) / db * 1000
-			}
-			res.Points = append(res.Points, pt)
-			progress("  %s: %d blocks in %.1fs, %.0f blocks/s since the last checkpoint, RSS %.0f MB", res.Backend, pt.Blocks,
-				pt.Seconds, pt.BlocksPerSec, float64(pt.RSS)/1e6)
-			last = pt
-			next++
-			writeHeapProfile(fmt.Sprintf(".%d", pt.Blocks))
-		}
-		if sub.synced() {
-			break
-		}
-		if time.Since(start) > 2*time.Hour {
-			werr = errors.New("chain growth: not synced after 2 hours")
-			break
-		}
-		select {
-		case <-ctx.Done():
-			werr = ctx.Err()
-		case <-time.After(5 * time.Millisecond):
-		}
-		if werr != nil {
-			break
-		}
-	}
+	werr := watchGrowth(ctx, sub, &prm, res, start, cpu0, &storeBytes)
 	close(sizeStop)
 	<-sizeDone
 	if prm.Subject != subjectFollower {
