@@ -160,6 +160,7 @@ ensure_postgres() {
 			made "the PostgreSQL database test" "$as_postgres 'dropdb test'"
 		fi
 		echo "PostgreSQL: the postgres user's password is postgres ($ours)"
+		made "the password postgres for the PostgreSQL user postgres ($ours)" "$as_postgres \"psql -c 'ALTER USER postgres PASSWORD NULL'\""
 		echo "MARLOWE_TEST_DATABASE_URL=postgres://postgres:postgres@127.0.0.1:5432/test?sslmode=disable" >"$work/pg.env"
 	else
 		# Someone's server: a role and a database of the suite's own.
