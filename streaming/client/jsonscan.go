@@ -15,6 +15,9 @@ import (
 type scanner struct {
 	b []byte
 	i int
+	// stack holds the containers open in a value being skipped (true
+	// for an object), reused from value to value.
+	stack []bool
 }
 
 // maxDepth bounds the nesting of arrays and objects, as encoding/json does.
@@ -366,37 +369,103 @@ func (s *scanner) uint() (uint64, error) {
 func (s *scanner) skip() ([]byte, error) {
 	s.ws()
 	start := s.i
-	if err := s.skipValue(0); err != nil {
+	if err := s.skipValue(); err != nil {
 		return nil, err
 	}
 	return s.b[start:s.i], nil
 }
 
-func (s *scanner) skipValue(depth int) error {
+// skipValue steps over a value in one loop, with the containers it is in
+// on a stack (no call per value: payloads are most of a frame).
+func (s *scanner) skipValue() error {
+	s.stack = s.stack[:0]
+	for {
+		opened, err := s.skipScalarOrOpen()
+		if err != nil {
+			return err
+		}
+		if opened {
+			continue // to the container's first value
+		}
+		// After a value: close the containers that end here, or go on to
+		// the next element of the innermost.
+	next:
+		for {
+			if len(s.stack) == 0 {
+				return nil
+			}
+			obj := s.stack[len(s.stack)-1]
+			switch c := s.peek(); {
+			case c == ',':
+				s.i++
+				if obj {
+					if err := s.key(); err != nil {
+						return err
+					}
+				}
+				break next
+			case obj && c == '}' || !obj && c == ']':
+				s.i++
+				s.stack = s.stack[:len(s.stack)-1]
+			case obj:
+				return s.errorf("want ',' or '}' in an object, got %s", s.describe())
+			default:
+				return s.errorf("want ',' or ']' in an array, got %s", s.describe())
+			}
+		}
+	}
+}
+
+// skipScalarOrOpen steps over a scalar, or an empty array or object, or
+// opens a container, pushing it on s.stack, and reads up to its first
+// value; it reports whether it opened one.
+func (s *scanner) skipScalarOrOpen() (bool, error) {
 	switch c := s.peek(); {
 	case c == '"':
 		_, _, err := s.stringBytes()
-		return err
+		return false, err
 	case c == '{' || c == '[':
-		if depth >= maxDepth {
-			return s.errorf("nested deeper than %d", maxDepth)
+		if len(s.stack) >= maxDepth {
+			return false, s.errorf("nested deeper than %d", maxDepth)
 		}
-		if c == '{' {
-			return s.object(func([]byte) error { return s.skipValue(depth + 1) })
+		s.i++
+		obj := c == '{'
+		if e := s.peek(); obj && e == '}' || !obj && e == ']' {
+			s.i++
+			return false, nil
 		}
-		return s.array(func(int) error { return s.skipValue(depth + 1) })
+		s.stack = append(s.stack, obj)
+		if obj {
+			return true, s.key()
+		}
+		return true, nil
 	case c == 't':
-		return s.literal("true")
+		return false, s.literal("true")
 	case c == 'f':
-		return s.literal("false")
+		return false, s.literal("false")
 	case c == 'n':
-		return s.literal("null")
+		return false, s.literal("null")
 	case c == '-' || c >= '0' && c <= '9':
 		_, err := s.number()
-		return err
+		return false, err
 	case c == 0:
-		return s.errorf("unexpected end of the frame")
+		return false, s.errorf("unexpected end of the frame")
 	default:
-		return s.errorf("invalid character %q looking for a value", c)
+		return false, s.errorf("invalid character %q looking for a value", c)
 	}
+}
+
+// key reads an object's key and its colon, in a value being skipped.
+func (s *scanner) key() error {
+	if s.peek() != '"' {
+		return s.errorf("want a key, got %s", s.describe())
+	}
+	if _, _, err := s.stringBytes(); err != nil {
+		return err
+	}
+	if s.peek() != ':' {
+		return s.errorf("want ':' after a key")
+	}
+	s.i++
+	return nil
 }
