@@ -77,7 +77,8 @@ func inputsNow(t *testing.T, base string) (offering, open int) {
 // offers deposits, choices and notifies, and a restart on the kept chain
 // refuses another clock. At --devnet-block-rate 0 the chain of
 // --devnet-blocks is made at once and ends before now, within the hour;
-// with --devnet-clock traces it is at the reference traces' 1969 times.
+// with --devnet-clock traces it is at the reference traces' 1969 times,
+// and a chain kept so goes on so when started again without the flag.
 func TestRunDevnetOnTheWallClock(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the binary")
@@ -127,11 +128,17 @@ func TestRunDevnetOnTheWallClock(t *testing.T) {
 	t.Logf("chain at rest: tip %s ago; %d of %d open contracts take inputs at now", time.Since(at).Round(time.Second), offering, open)
 	stopRun(t, cmd, out)
 
-	// The reference traces' times.
-	cmd, out = startRunDevnetArgs(t, bin, work, qport, "--devnet-clock", "traces")
-	waitSeq(t, base, 5)
-	if at, _ = tipTime(t, base); at.Year() != 1969 && at.Year() != 1970 {
-		t.Fatalf("--devnet-clock traces: tip at %s", at.UTC())
+	// The reference traces' times; a chain kept so (as an earlier version
+	// kept every chain) goes on so, with a warning, when no clock is asked.
+	for _, args := range [][]string{{"--devnet-clock", "traces"}, nil} {
+		cmd, out = startRunDevnetArgs(t, bin, work, qport, append([]string{"--data-dir", "traces"}, args...)...)
+		waitSeq(t, base, 5)
+		if at, _ = tipTime(t, base); at.Year() != 1969 && at.Year() != 1970 {
+			t.Fatalf("--devnet-clock traces %v: tip at %s", args, at.UTC())
+		}
+		stopRun(t, cmd, out)
+		if warned := strings.Contains(out.String(), "is on the reference traces' clock"); warned != (args == nil) {
+			t.Fatalf("run --devnet %v on a chain kept on the traces' clock: warned %v\n%s", args, warned, out)
+		}
 	}
-	stopRun(t, cmd, out)
 }
