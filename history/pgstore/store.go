@@ -19,6 +19,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/marlowe-follower/follower/history"
+	"github.com/marlowe-follower/follower/history/internal/sqlcommon"
 	"github.com/marlowe-follower/follower/history/record"
 	"github.com/marlowe-follower/follower/history/storage"
 )
@@ -49,12 +50,13 @@ type Options struct {
 // process's pool (storage.Postgres), commits and migrations on a
 // connection of it the store reserves.
 type Store struct {
-	pg    *storage.Postgres
-	read  *pgxpool.Pool
-	write *storage.Reserved
-	own   bool // Close closes pg
-	line  storage.Line
-	errs  storage.Errors
+	sqlcommon.Reads // Head, RecordRecent, RecordGet, ContractGet, CheckpointGet
+	pg              *storage.Postgres
+	read            *pgxpool.Pool
+	write           *storage.Reserved
+	own             bool // Close closes pg
+	line            storage.Line
+	errs            storage.Errors
 	// channelName is the commit notices' channel, resolved at first use.
 	channelName atomic.Pointer[string]
 }
@@ -93,6 +95,7 @@ func New(pg *storage.Postgres) (*Store, error) {
 		}
 		return nil
 	}}
+	s.Reads = sqlcommon.Reads{Dialect: sqlcommon.Postgres, Pool: querier{s.read}, Snapshot: s.snapshot, Errs: &s.errs}
 	return s, nil
 }
 

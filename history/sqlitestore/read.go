@@ -5,8 +5,6 @@ import (
 	"database/sql"
 	"errors"
 
-	"github.com/marlowe-follower/follower/chainsync/chain"
-	"github.com/marlowe-follower/follower/history"
 	"github.com/marlowe-follower/follower/history/internal/sqlcommon"
 	"github.com/marlowe-follower/follower/history/record"
 )
@@ -59,15 +57,6 @@ func scanAll(rows *sql.Rows, err error, dest []any, fn func() error) error {
 	return rows.Err()
 }
 
-// Head returns the seq of the newest committed record (0 when empty).
-func (s *Store) Head(ctx context.Context) (int64, error) {
-	if err := s.check(); err != nil {
-		return 0, err
-	}
-	head, err := sqlcommon.Head(ctx, querier{s.read}, sqlcommon.SQLite)
-	return head, s.translate("head", err)
-}
-
 // RecordList reads a page of records (see history.RecordListParams): one
 // statement, keyset-paginated on seq. For a filter on contracts it first
 // counts the matching contracts: few are read contract by contract, many
@@ -87,53 +76,6 @@ func (s *Store) RecordList(ctx context.Context, p *record.RecordListParams) ([]r
 		}
 		scan = n > sqlcommon.ManyContracts
 	}
-	out, err := sqlcommon.RecordList(ctx, querier{s.read}, sqlcommon.SQLite, p, scan)
+	out, err := sqlcommon.RecordList(ctx, s.Pool, sqlcommon.SQLite, p, scan)
 	return out, s.translate("record list", err)
-}
-
-// RecordRecent returns the short form of every record of a block after
-// afterSlot (markers and rolled-back records too), in seq order.
-func (s *Store) RecordRecent(ctx context.Context, afterSlot uint64) ([]record.RecordRef, error) {
-	if err := s.check(); err != nil {
-		return nil, err
-	}
-	out, err := sqlcommon.RecordRecent(ctx, querier{s.read}, sqlcommon.SQLite, afterSlot)
-	return out, s.translate("record recent", err)
-}
-
-// RecordGet reads one record; history.ErrNotFound when there is none.
-func (s *Store) RecordGet(ctx context.Context, seq int64) (*record.Record, error) {
-	if err := s.check(); err != nil {
-		return nil, err
-	}
-	r, err := sqlcommon.RecordGet(ctx, querier{s.read}, sqlcommon.SQLite, seq)
-	return r, s.translate("record get", err)
-}
-
-// ContractGet reads a contract's index entry; history.ErrNotFound when the
-// contract was never created. Tags come sorted, parties in the order they
-// were added.
-func (s *Store) ContractGet(ctx context.Context, id chain.TxOutRef) (*record.ContractIndex, error) {
-	if err := s.check(); err != nil {
-		return nil, err
-	}
-	var out *record.ContractIndex
-	err := s.snapshot(ctx, func(q sqlcommon.Querier) (err error) {
-		out, err = sqlcommon.ContractGet(ctx, q, sqlcommon.SQLite, id)
-		return err
-	})
-	return out, s.translate("contract get", err)
-}
-
-// CheckpointGet reads what the follower resumes from, as one snapshot.
-func (s *Store) CheckpointGet(ctx context.Context) (*history.Checkpoint, error) {
-	if err := s.check(); err != nil {
-		return nil, err
-	}
-	var cp *history.Checkpoint
-	err := s.snapshot(ctx, func(q sqlcommon.Querier) (err error) {
-		cp, err = sqlcommon.CheckpointGet(ctx, q, sqlcommon.SQLite)
-		return err
-	})
-	return cp, s.translate("checkpoint get", err)
 }

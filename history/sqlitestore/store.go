@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/marlowe-follower/follower/history"
+	"github.com/marlowe-follower/follower/history/internal/sqlcommon"
 	"github.com/marlowe-follower/follower/history/record"
 	"github.com/marlowe-follower/follower/history/storage"
 )
@@ -63,13 +64,14 @@ type Options struct {
 // Store is the SQLite history backend. It is safe for concurrent use: one
 // writer (Commit) and any number of readers.
 type Store struct {
-	lite  *storage.SQLite
-	own   bool // Close closes lite
-	path  string
-	write *sql.DB // one connection
-	read  *sql.DB // read-only connections
-	line  storage.Line
-	errs  storage.Errors
+	sqlcommon.Reads // Head, RecordRecent, RecordGet, ContractGet, CheckpointGet
+	lite            *storage.SQLite
+	own             bool // Close closes lite
+	path            string
+	write           *sql.DB // one connection
+	read            *sql.DB // read-only connections
+	line            storage.Line
+	errs            storage.Errors
 
 	stmtsMu sync.Mutex
 	stmts   map[string]*sql.Stmt // the commit's statements, prepared on the writer
@@ -125,6 +127,7 @@ func newStore(ctx context.Context, lite *storage.SQLite, spec storage.FileSpec) 
 		}
 		return nil
 	}}
+	s.Reads = sqlcommon.Reads{Dialect: sqlcommon.SQLite, Pool: querier{s.read}, Snapshot: s.snapshot, Errs: &s.errs}
 	return s, nil
 }
 

@@ -176,3 +176,70 @@ func CheckpointGet(ctx context.Context, q Querier, d Dialect) (*history.Checkpoi
 	}
 	return cp, nil
 }
+
+// Reads are the history.Backend reads both backends share, made on a
+// database: the Querier of its read pool, a way to run several statements
+// on one snapshot, and the store's error translation. A backend embeds it
+// and adds RecordList, whose plan differs.
+type Reads struct {
+	Dialect  Dialect
+	Pool     Querier
+	Snapshot func(ctx context.Context, fn func(Querier) error) error
+	Errs     *storage.Errors
+}
+
+// Head returns the seq of the newest committed record (0 when empty).
+func (r *Reads) Head(ctx context.Context) (int64, error) {
+	if err := r.Errs.Check(); err != nil {
+		return 0, err
+	}
+	head, err := Head(ctx, r.Pool, r.Dialect)
+	return head, r.Errs.Translate("head", err)
+}
+
+// RecordRecent returns the short form of every record of a block after
+// afterSlot (markers and rolled-back records too), in seq order.
+func (r *Reads) RecordRecent(ctx context.Context, afterSlot uint64) ([]record.RecordRef, error) {
+	if err := r.Errs.Check(); err != nil {
+		return nil, err
+	}
+	out, err := RecordRecent(ctx, r.Pool, r.Dialect, afterSlot)
+	return out, r.Errs.Translate("record recent", err)
+}
+
+// RecordGet reads one record; record.ErrNotFound when there is none.
+func (r *Reads) RecordGet(ctx context.Context, seq int64) (*record.Record, error) {
+	if err := r.Errs.Check(); err != nil {
+		return nil, err
+	}
+	rec, err := RecordGet(ctx, r.Pool, r.Dialect, seq)
+	return rec, r.Errs.Translate("record get", err)
+}
+
+// ContractGet reads a contract's index entry, on one snapshot;
+// record.ErrNotFound when the contract was never created. Tags come
+// sorted, parties in the order they were added.
+func (r *Reads) ContractGet(ctx context.Context, id chain.TxOutRef) (*record.ContractIndex, error) {
+	if err := r.Errs.Check(); err != nil {
+		return nil, err
+	}
+	var out *record.ContractIndex
+	err := r.Snapshot(ctx, func(q Querier) (err error) {
+		out, err = ContractGet(ctx, q, r.Dialect, id)
+		return err
+	})
+	return out, r.Errs.Translate("contract get", err)
+}
+
+// CheckpointGet reads what the follower resumes from, on one snapshot.
+func (r *Reads) CheckpointGet(ctx context.Context) (*history.Checkpoint, error) {
+	if err := r.Errs.Check(); err != nil {
+		return nil, err
+	}
+	var cp *history.Checkpoint
+	err := r.Snapshot(ctx, func(q Querier) (err error) {
+		cp, err = CheckpointGet(ctx, q, r.Dialect)
+		return err
+	})
+	return cp, r.Errs.Translate("checkpoint get", err)
+}
