@@ -2,7 +2,6 @@ package history_test
 
 import (
 	"context"
-	"math/rand/v2"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -23,8 +22,7 @@ func TestReceivedRecordIsQueryable(t *testing.T) {
 	f := newStoreFixture(t, cfg, "")
 	defer f.stop()
 
-	model := &chainModel{rng: rand.New(rand.NewPCG(11, 12)), created: map[int]bool{}}
-	var fork byte
+	model := newChainModel(11, 12)
 	const steps = 600
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
@@ -83,14 +81,14 @@ func TestReceivedRecordIsQueryable(t *testing.T) {
 	}
 
 	for range steps {
-		st := model.next(&fork)
+		st := model.Next()
 		model.pending.Add(1)
 		st.Release = func() { model.pending.Add(-1) }
 		f.system.Root.Send(f.pid, st)
 		// Bursts and pauses: subscribers go live in the pauses, until
 		// everything sent is committed (a store that commits without
 		// pause keeps refusing to take them live).
-		if model.rng.IntN(4) == 0 {
+		if model.Rand().IntN(4) == 0 {
 			waitUntil(t, "the burst committed", func() bool { return model.pending.Load() == 0 || ctx.Err() != nil })
 		}
 	}

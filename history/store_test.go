@@ -2,9 +2,7 @@ package history_test
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
-	"fmt"
 	"log/slog"
 	"math/rand/v2"
 	"slices"
@@ -18,6 +16,7 @@ import (
 
 	"github.com/marlowe-follower/follower/chainsync/chain"
 	"github.com/marlowe-follower/follower/history"
+	"github.com/marlowe-follower/follower/history/historytest"
 	"github.com/marlowe-follower/follower/history/record"
 	"github.com/marlowe-follower/follower/history/sqlitestore"
 )
@@ -62,57 +61,21 @@ func (f *storeFixture) stop() {
 	_ = f.backend.Close()
 }
 
-// chainModel writes synthetic blocks with records of a few contracts, and
-// rollbacks, into a store.
+// chainModel is the synthetic chain of the store's tests, and how many of
+// its steps were sent and are not yet committed.
 type chainModel struct {
-	rng       *rand.Rand
-	created   map[int]bool // contracts created once (their index entries stay)
-	headers   []chain.BlockHeader
-	contracts []chain.TxOutRef
-	pending   atomic.Int64 // steps sent and not yet committed
+	*historytest.StepChain
+	pending atomic.Int64
+}
+
+func newChainModel(seed1, seed2 uint64) *chainModel {
+	return &chainModel{StepChain: historytest.NewStepChain(rand.New(rand.NewPCG(seed1, seed2)), 15)}
 }
 
 func header(n uint64, fork byte) chain.BlockHeader {
 	var h chain.Hash32
 	h[0], h[1], h[2] = byte(n), byte(n>>8), fork
 	return chain.BlockHeader{Slot: n * 10, BlockNo: n, Hash: h}
-}
-
-func (m *chainModel) contract(i int) chain.TxOutRef {
-	var h chain.Hash32
-	h[0], h[31] = 0xc0, byte(i)
-	return chain.TxOutRef{TxID: h, Index: uint32(i)}
-}
-
-// next returns the next step: mostly a block, sometimes a rollback.
-func (m *chainModel) next(fork *byte) *history.Step {
-	if len(m.headers) > 3 && m.rng.IntN(15) == 0 {
-		depth := 1 + m.rng.IntN(3)
-		to := m.headers[len(m.headers)-1-depth]
-		m.headers = m.headers[:len(m.headers)-depth]
-		*fork++
-		return &history.Step{Rollback: &history.RollbackStep{To: to.Point(), Tip: chain.Tip{Point: to.Point(), BlockNo: to.BlockNo}}}
-	}
-	n := uint64(len(m.headers) + 1)
-	h := header(n, *fork)
-	m.headers = append(m.headers, h)
-	fs := &history.ForwardStep{Header: h, Tip: chain.Tip{Point: h.Point(), BlockNo: h.BlockNo + 100}}
-	for i := range m.rng.IntN(4) {
-		c := m.rng.IntN(8)
-		kind := record.KindInputsApplied
-		if !m.created[c] || m.rng.IntN(5) == 0 {
-			m.created[c] = true
-			kind = record.KindContractCreated
-			fs.Creations = append(fs.Creations, history.Creation{Record: len(fs.Records), Contract: record.ContractIndex{
-				ID: m.contract(c), Version: "v5", RolesCurrency: []byte{byte(c % 3)},
-				Tags: []string{fmt.Sprintf("tag%d", c%2)}, Block: h,
-			}})
-		}
-		id := m.contract(c)
-		payload, _ := json.Marshal(map[string]any{"n": n, "i": i})
-		fs.Records = append(fs.Records, record.Record{Kind: kind, Block: h, TxIndex: i, Contract: &id, Payload: payload})
-	}
-	return &history.Step{Forward: fs}
 }
 
 // TestSnapshotThenLive hammers the hand-over: subscribers join at random
@@ -126,8 +89,7 @@ func TestSnapshotThenLive(t *testing.T) {
 	defer f.stop()
 	f.handle.PageSize = 13
 
-	model := &chainModel{rng: rand.New(rand.NewPCG(3, 4)), created: map[int]bool{}}
-	var fork byte
+	model := newChainModel(3, 4)
 	const steps = 1500
 	var wg sync.WaitGroup
 	done := make(chan struct{})
@@ -147,12 +109,12 @@ func TestSnapshotThenLive(t *testing.T) {
 		defer wg.Done()
 		defer close(done)
 		for range steps {
-			st := model.next(&fork)
+			st := model.Next()
 			model.pending.Add(1)
 			st.Release = func() { model.pending.Add(-1) }
 			f.system.Root.Send(f.pid, st)
 			sent.Add(1)
-			if model.rng.IntN(10) == 0 && !poll(time.Minute, func() bool { return model.pending.Load() == 0 }) {
+			if model.Rand().IntN(10) == 0 && !poll(time.Minute, func() bool { return model.pending.Load() == 0 }) {
 				t.Error("a burst was not committed")
 				return
 			}
@@ -169,7 +131,7 @@ func TestSnapshotThenLive(t *testing.T) {
 	var mu sync.Mutex
 	filters := []record.Filter{
 		{},
-		{Contracts: []chain.TxOutRef{model.contract(1), model.contract(2)}},
+		{Contracts: []chain.TxOutRef{historytest.StepContract(1), historytest.StepContract(2)}},
 		{RolesCurrency: [][]byte{{1}}},
 		{Tags: []string{"tag0"}},
 		{Kinds: []record.Kind{record.KindContractCreated, record.KindRolledBack}},

@@ -2,7 +2,6 @@ package pgstore_test
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -20,6 +19,7 @@ import (
 
 	"github.com/marlowe-follower/follower/chainsync/chain"
 	"github.com/marlowe-follower/follower/history"
+	"github.com/marlowe-follower/follower/history/historytest"
 	"github.com/marlowe-follower/follower/history/pgstore"
 	"github.com/marlowe-follower/follower/history/record"
 )
@@ -35,7 +35,7 @@ type writerFixture struct {
 	system  *actor.ActorSystem
 	pid     *actor.PID
 	store   *history.Store
-	model   *mirrorChain
+	model   *historytest.StepChain
 	pending atomic.Int64 // steps sent, not yet committed
 }
 
@@ -52,7 +52,7 @@ func newWriter(t *testing.T, db *testStore) *writerFixture {
 		t.Fatal(err)
 	}
 	w := &writerFixture{db: db, system: newSystem(), store: st,
-		model: &mirrorChain{rng: rand.New(rand.NewPCG(7, 8)), created: map[int]bool{}}}
+		model: historytest.NewStepChain(rand.New(rand.NewPCG(7, 8)), 12)}
 	w.pid = w.system.Root.Spawn(st.Props())
 	t.Cleanup(func() {
 		_ = w.system.Root.PoisonFuture(w.pid).Wait()
@@ -65,7 +65,7 @@ func newWriter(t *testing.T, db *testStore) *writerFixture {
 // send hands n steps of the model to the store.
 func (w *writerFixture) send(n int) {
 	for range n {
-		st := w.model.next()
+		st := w.model.Next()
 		w.pending.Add(1)
 		st.Release = func() { w.pending.Add(-1) }
 		w.system.Root.Send(w.pid, st)
@@ -107,53 +107,6 @@ func newReader(t *testing.T, read history.Backend, source history.CommitSource, 
 		r.system.Shutdown()
 	})
 	return r
-}
-
-// mirrorChain is a synthetic chain: blocks with records of a few
-// contracts, and rollbacks of one to three blocks.
-type mirrorChain struct {
-	rng     *rand.Rand
-	created map[int]bool
-	headers []chain.BlockHeader
-	fork    byte
-}
-
-func mirrorContract(i int) chain.TxOutRef {
-	var h chain.Hash32
-	h[0], h[31] = 0xc0, byte(i)
-	return chain.TxOutRef{TxID: h, Index: uint32(i)}
-}
-
-func (m *mirrorChain) next() *history.Step {
-	if len(m.headers) > 4 && m.rng.IntN(12) == 0 {
-		depth := 1 + m.rng.IntN(3)
-		to := m.headers[len(m.headers)-1-depth]
-		m.headers = m.headers[:len(m.headers)-depth]
-		m.fork++
-		return &history.Step{Rollback: &history.RollbackStep{To: to.Point(), Tip: chain.Tip{Point: to.Point(), BlockNo: to.BlockNo}}}
-	}
-	n := uint64(len(m.headers) + 1)
-	var hash chain.Hash32
-	hash[0], hash[1], hash[2] = byte(n), byte(n>>8), m.fork
-	h := chain.BlockHeader{Slot: n * 10, BlockNo: n, Hash: hash}
-	m.headers = append(m.headers, h)
-	fs := &history.ForwardStep{Header: h, Tip: chain.Tip{Point: h.Point(), BlockNo: h.BlockNo + 100}}
-	for i := range m.rng.IntN(4) {
-		c := m.rng.IntN(8)
-		kind := record.KindInputsApplied
-		if !m.created[c] || m.rng.IntN(5) == 0 {
-			m.created[c] = true
-			kind = record.KindContractCreated
-			fs.Creations = append(fs.Creations, history.Creation{Record: len(fs.Records), Contract: record.ContractIndex{
-				ID: mirrorContract(c), Version: "v5", RolesCurrency: []byte{byte(c % 3)},
-				Tags: []string{fmt.Sprintf("tag%d", c%2)}, Block: h,
-			}})
-		}
-		id := mirrorContract(c)
-		payload, _ := json.Marshal(map[string]any{"n": n, "i": i})
-		fs.Records = append(fs.Records, record.Record{Kind: kind, Block: h, TxIndex: i, Contract: &id, Payload: payload})
-	}
-	return &history.Step{Forward: fs}
 }
 
 // checkFor polls cond every 10 ms until it holds or the wait ends.
@@ -284,7 +237,7 @@ func fullLog(t *testing.T, b history.Backend) ([]record.Record, map[chain.TxOutR
 
 var mirrorFilters = []record.Filter{
 	{},
-	{Contracts: []chain.TxOutRef{mirrorContract(1), mirrorContract(2)}},
+	{Contracts: []chain.TxOutRef{historytest.StepContract(1), historytest.StepContract(2)}},
 	{RolesCurrency: [][]byte{{1}}},
 	{Tags: []string{"tag0"}},
 	{Kinds: []record.Kind{record.KindContractCreated, record.KindRolledBack}},
