@@ -64,11 +64,17 @@ func startRun(t *testing.T, bin, socket, dir string) *exec.Cmd {
 // reading the SQLite file the child writes).
 func storeState(t *testing.T, dir string) ([]record.Record, *history.Checkpoint) {
 	t.Helper()
-	ctx := context.Background()
-	b, err := sqlitestore.Open(ctx, dir, sqlitestore.Options{})
+	b, err := sqlitestore.Open(context.Background(), dir, sqlitestore.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
+	return backendState(t, b)
+}
+
+// backendState reads a backend's whole log and checkpoint, and closes it.
+func backendState(t *testing.T, b history.Backend) ([]record.Record, *history.Checkpoint) {
+	t.Helper()
+	ctx := context.Background()
 	defer b.Close()
 	cp, err := b.CheckpointGet(ctx)
 	if err != nil {
@@ -76,7 +82,7 @@ func storeState(t *testing.T, dir string) ([]record.Record, *history.Checkpoint)
 	}
 	var log []record.Record
 	for {
-		page, err := b.RecordList(ctx, &record.RecordListParams{After: int64(len(log)), Limit: 10000})
+		page, err := b.RecordList(ctx, &record.RecordListParams{After: int64(len(log)), Limit: record.MaxListLimit})
 		if err != nil {
 			t.Fatal(err)
 		}

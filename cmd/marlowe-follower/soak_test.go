@@ -547,22 +547,7 @@ func soakLog(t *testing.T, backend, dir, dbURL string) ([]record.Record, *histor
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer b.Close()
-	cp, err := b.CheckpointGet(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var log []record.Record
-	for {
-		page, err := b.RecordList(ctx, &record.RecordListParams{After: int64(len(log)), Limit: record.MaxListLimit})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(page) == 0 {
-			return log, cp
-		}
-		log = append(log, page...)
-	}
+	return backendState(t, b)
 }
 
 // soakSubscriber is a WebSocket subscriber that drops its connection at

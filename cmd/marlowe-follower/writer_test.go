@@ -237,22 +237,7 @@ func pgState(t *testing.T, dbURL string) ([]record.Record, *history.Checkpoint, 
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer b.Close()
-	cp, err := b.CheckpointGet(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var log []record.Record
-	for {
-		page, err := b.RecordList(ctx, &record.RecordListParams{After: int64(len(log)), Limit: 10000})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(page) == 0 {
-			break
-		}
-		log = append(log, page...)
-	}
+	log, cp := backendState(t, b)
 	conn, err := pgx.Connect(ctx, dbURL)
 	if err != nil {
 		t.Fatal(err)
