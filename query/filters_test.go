@@ -141,7 +141,7 @@ func (noHistory) ContractGet(context.Context, chain.TxOutRef) (*record.ContractI
 }
 
 // serveStore serves both APIs over a contract store.
-func serveStore(t *testing.T, b contractstore.Backend, head contractstore.Head) *fixture {
+func serveStore(t testing.TB, b contractstore.Backend, head contractstore.Head) *fixture {
 	return serveConfig(t, query.Config{Addr: "127.0.0.1:0", Contracts: b, History: noHistory{},
 		Projection: fixedProjection{head.Position}, Slots: &devnetSlots,
 		Status: func() query.Status { return query.Status{Network: "devnet", NetworkMagic: 42, Version: "test"} }})

@@ -12,34 +12,44 @@ import (
 )
 
 // statusWriter records the status code; it keeps Flush and Unwrap so that
-// streaming handlers work through it.
+// streaming handlers work through it. An answer whose handler wrote no
+// position headers gets the projection's (position) when its header goes
+// out: every answer says where it stands, and those that read the store
+// say it of their read without paying for a default first.
 type statusWriter struct {
 	http.ResponseWriter
-	code int
+	code     int
+	position func(http.ResponseWriter)
+}
+
+// started records the status code of the answer starting and sets the
+// default position headers when none are set.
+func (w *statusWriter) started(code int) {
+	if w.code != 0 {
+		return
+	}
+	w.code = code
+	if w.Header().Get(HeaderSeq) == "" {
+		w.position(w.ResponseWriter)
+	}
 }
 
 // WriteHeader records the status code.
 func (w *statusWriter) WriteHeader(code int) {
-	if w.code == 0 {
-		w.code = code
-	}
+	w.started(code)
 	w.ResponseWriter.WriteHeader(code)
 }
 
 // Write records an implicit 200.
 func (w *statusWriter) Write(b []byte) (int, error) {
-	if w.code == 0 {
-		w.code = http.StatusOK
-	}
+	w.started(http.StatusOK)
 	return w.ResponseWriter.Write(b)
 }
 
 // Flush implements http.Flusher.
 func (w *statusWriter) Flush() {
 	if f, ok := w.ResponseWriter.(http.Flusher); ok {
-		if w.code == 0 {
-			w.code = http.StatusOK
-		}
+		w.started(http.StatusOK)
 		f.Flush()
 	}
 }
@@ -52,7 +62,7 @@ func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 func (s *Server) middleware(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
-		sw := &statusWriter{ResponseWriter: w}
+		sw := &statusWriter{ResponseWriter: w, position: s.defaultPosition}
 		defer func() {
 			if rec := recover(); rec != nil {
 				if rec == http.ErrAbortHandler {
@@ -73,9 +83,6 @@ func (s *Server) middleware(next http.Handler) http.Handler {
 			}
 			s.metrics.WithLabelValues(route, statusText(code)).Observe(time.Since(start).Seconds())
 		}()
-		// Every answer says where it stands; handlers that read the store
-		// replace these with the position of their read.
-		api.SetPosition(sw, s.cfg.Projection.Applied(), s.cfg.Status().NodeTip)
 		if r.ContentLength > s.cfg.MaxBodyBytes {
 			writeError(sw, http.StatusRequestEntityTooLarge, "body_too_large",
 				fmt.Sprintf("request bodies are limited to %d bytes", s.cfg.MaxBodyBytes))
@@ -84,6 +91,11 @@ func (s *Server) middleware(next http.Handler) http.Handler {
 		r.Body = http.MaxBytesReader(sw, r.Body, s.cfg.MaxBodyBytes)
 		next.ServeHTTP(sw, r)
 	})
+}
+
+// defaultPosition writes the projection's position headers.
+func (s *Server) defaultPosition(w http.ResponseWriter) {
+	api.SetPosition(w, s.cfg.Projection.Applied(), s.cfg.Status().NodeTip)
 }
 
 func statusText(code int) string {

@@ -355,7 +355,12 @@ type ContractListParams struct {
 	Filter ContractFilter
 	// After is the creation seq the page starts after (before, when
 	// Descending); 0 starts at the beginning.
-	After      int64
+	After int64
+	// From, when set, starts the page at this contract, included (in place
+	// of After): its place is looked up in the page's statement. A contract
+	// that does not exist starts no page (an empty one); one the filter
+	// leaves out starts the page where it would be.
+	From       *chain.TxOutRef
 	Descending bool
 	Limit      int
 	// Count asks for the page's Total whatever the filter (counted in the

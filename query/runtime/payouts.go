@@ -104,14 +104,12 @@ func (v *View) readPayouts(ctx context.Context, req *payoutListRequest) (api.Ans
 		at = v.env.Projection.Applied()
 	}
 	items := window(append(first, rest...), pr)
-	keys := make([]string, len(items))
 	out := make([]item, len(items))
 	for i := range items {
 		po := &items[i]
-		keys[i] = po.ID.String()
 		out[i] = item{Resource: payoutHeaderOf(po), Links: payoutLink{Payout: linkPayout(po.ID)}}
 	}
-	return page(pr, at, keys, out, total)
+	return page(pr, at, spanOf(items, func(po *contractstore.Payout) string { return po.ID.String() }), out, total)
 }
 
 // payoutMatches reports whether a payout is in the list p selects.

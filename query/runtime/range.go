@@ -137,39 +137,49 @@ func (pr *pageRange) order() string {
 // encodeRangeValue percent-encodes a value as servant-pagination does
 // (everything but unreserved characters).
 func encodeRangeValue(v string) string {
-	var b strings.Builder
+	const upperHex = "0123456789ABCDEF"
+	b := make([]byte, 0, len(v)+4)
 	for i := 0; i < len(v); i++ {
 		c := v[i]
 		if 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '_' || c == '.' || c == '~' {
-			b.WriteByte(c)
+			b = append(b, c)
 			continue
 		}
-		fmt.Fprintf(&b, "%%%02X", c)
+		b = append(b, '%', upperHex[c>>4], upperHex[c&15])
 	}
-	return b.String()
+	return string(b)
 }
 
-// setPageHeaders writes the paging headers of a page whose resources have
-// the range values keys (in page order).
-func setPageHeaders(h http.Header, pr *pageRange, keys []string) {
+// span is a page's place in its list: the range values of its first and
+// last resources, and how many it holds (the values are unique: ids).
+type span struct {
+	first, last string
+	n           int
+}
+
+// spanOf is the span of a page's items.
+func spanOf[T any](items []T, key func(*T) string) span {
+	if len(items) == 0 {
+		return span{}
+	}
+	return span{first: key(&items[0]), last: key(&items[len(items)-1]), n: len(items)}
+}
+
+// setPageHeaders writes the paging headers of a page.
+func setPageHeaders(h http.Header, pr *pageRange, sp span) {
 	h.Set("Accept-Ranges", pr.field)
-	if len(keys) == 0 {
+	if sp.n == 0 {
 		return
 	}
-	first, last := keys[0], keys[len(keys)-1]
-	h.Set("Content-Range", pr.field+" "+encodeRangeValue(first)+".."+encodeRangeValue(last))
-	if len(keys) < pr.limit {
+	h.Set("Content-Range", pr.field+" "+encodeRangeValue(sp.first)+".."+encodeRangeValue(sp.last))
+	if sp.n < pr.limit {
 		return
 	}
-	// The next page starts at the last resource and skips it (and any
-	// before it with the same value, of which unique ids have none).
-	offset := 0
-	if pr.hasVal && pr.value == last {
-		offset = pr.offset + len(keys)
-	} else {
-		for i := len(keys) - 1; i >= 0 && keys[i] == last; i-- {
-			offset++
-		}
+	// The next page starts at the last resource and skips it.
+	offset := 1
+	if pr.hasVal && pr.value == sp.last {
+		offset = pr.offset + sp.n
 	}
-	h.Set("Next-Range", fmt.Sprintf("%s %s;limit %d;offset %d;order %s", pr.field, encodeRangeValue(last), pr.limit, offset, pr.order()))
+	h.Set("Next-Range", pr.field+" "+encodeRangeValue(sp.last)+";limit "+strconv.Itoa(pr.limit)+";offset "+strconv.Itoa(offset)+
+		";order "+pr.order())
 }

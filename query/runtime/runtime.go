@@ -15,7 +15,6 @@
 package runtime
 
 import (
-	"encoding/json"
 	"errors"
 	"net/http"
 	"strconv"
@@ -97,8 +96,7 @@ func New(cfg Config) (*View, error) {
 }
 
 // Routes are the view's routes. Every answer carries the status headers:
-// set first from the projection's position, replaced with the position of
-// the read by the handlers that read.
+// those of the position of its read, or the projection's.
 func (v *View) Routes() []api.Route {
 	p := Prefix
 	routes := []api.Route{
@@ -117,7 +115,6 @@ func (v *View) Routes() []api.Route {
 	for i := range routes {
 		h := routes[i].Handler
 		routes[i].Handler = func(w http.ResponseWriter, r *http.Request) {
-			v.setHeaders(w, v.env.Projection.Applied())
 			if r.PathValue("contractId") == "sources" {
 				v.notFound(w, r) // the contract sources are not a contract
 				return
@@ -136,6 +133,7 @@ func (v *View) notFound(w http.ResponseWriter, r *http.Request) {
 	if src, ok := strings.CutPrefix(rest, "/contracts/sources"); ok && v.sources(w, r, src) {
 		return
 	}
+	v.setHeaders(w, v.env.Projection.Applied())
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		probe := r.Clone(r.Context())
 		probe.Method = http.MethodGet
@@ -163,6 +161,7 @@ const sourcesMessage = " (a follower has the contract sources the chain revealed
 	"and its /adjacency and /closure; it takes no uploads)"
 
 func (v *View) healthcheck(w http.ResponseWriter, r *http.Request) {
+	v.setHeaders(w, v.env.Projection.Applied())
 	w.Header().Set("Content-Type", jsonContentType)
 	w.Header().Set("Content-Length", "0")
 	w.WriteHeader(http.StatusOK)
@@ -199,17 +198,21 @@ func genesisMillis(c chain.SlotConfig) int64 {
 	return c.ZeroTimeMillis - int64(c.ZeroSlot)*byronSlotLengthMillis
 }
 
-// tip encodes a tip header's value.
+// tip encodes a tip header's value (by hand: every answer has three;
+// TestTipJSON compares it with encoding/json's).
 func (v *View) tip(b chain.BlockHeader) string {
-	var t tipJSON
+	var buf [256]byte
+	out := buf[:0]
 	if b.Hash == (chain.Hash32{}) && b.Slot == 0 {
-		t.GenesisTime = utcTime(genesisMillis(v.cfg.Slots))
-	} else {
-		bh := blockOf(b)
-		t.BlockHeader, t.SlotTimeUTC = &bh, utcTime(v.cfg.Slots.SlotStart(b.Slot))
+		out = append(out, `{"genesisTimeUTC":"`...)
+		out = append(out, utcTime(genesisMillis(v.cfg.Slots))...)
+		return string(append(out, `"}`...))
 	}
-	out, _ := json.Marshal(t)
-	return string(out)
+	out = append(out, `{"blockHeader":`...)
+	out = appendBlock(out, b)
+	out = append(out, `,"slotTimeUTC":"`...)
+	out = append(out, utcTime(v.cfg.Slots.SlotStart(b.Slot))...)
+	return string(append(out, `"}`...))
 }
 
 // networkID is the Runtime's X-Network-Id: mainnet or the network magic.

@@ -120,6 +120,7 @@ func (v *View) sources(w http.ResponseWriter, r *http.Request, rest string) bool
 	}
 	r.Pattern = sourcePatterns[sub]
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		v.setHeaders(w, v.env.Projection.Applied())
 		v.methodNotAllowed(w, r)
 		return true
 	}

@@ -64,9 +64,12 @@ func (v *View) readTransactions(ctx context.Context, req *transactionListRequest
 	var at contractstore.Position
 	var total *int64
 	p.Count = true
-	items, err := collect(reads(pr), func(limit int) ([]contractstore.Transaction, bool, error) {
+	items, err := readRange(pr, func(limit int) ([]contractstore.Transaction, bool, error) {
 		p.Limit = limit
 		page, err := v.env.Contracts.TransactionList(ctx, p)
+		if errors.Is(err, contractstore.ErrNotFound) {
+			err = notFound("Contract not found")
+		}
 		if err != nil {
 			return nil, false, err
 		}
@@ -77,18 +80,10 @@ func (v *View) readTransactions(ctx context.Context, req *transactionListRequest
 			p.After = page.Transactions[n-1].Seq
 		}
 		return page.Transactions, page.More, nil
-	})
-	if errors.Is(err, contractstore.ErrNotFound) {
-		err = notFound("Contract not found")
-	}
-	if err == nil && pr.hasVal && (len(items) == 0 || items[0].TxID != req.start) {
-		err = &rangeError{"Initial transaction ID not found"}
-	}
+	}, func(t *contractstore.Transaction) bool { return t.TxID == req.start }, "Initial transaction ID not found")
 	if err != nil {
 		return api.Answer{}, err
 	}
-	items = window(items, pr)
-	keys := make([]string, len(items))
 	out := make([]item, len(items))
 	for i := range items {
 		t := &items[i]
@@ -96,10 +91,9 @@ func (v *View) readTransactions(ctx context.Context, req *transactionListRequest
 		if err != nil {
 			return api.Answer{}, err
 		}
-		keys[i] = t.TxID.String()
 		out[i] = item{Resource: txHeaderOf(t, sp), Links: transactionLink{Transaction: linkTransaction(t.ContractID, t.TxID)}}
 	}
-	return page(pr, at, keys, out, total)
+	return page(pr, at, spanOf(items, func(t *contractstore.Transaction) string { return t.TxID.String() }), out, total)
 }
 
 // stepRef names a step: its contract and transaction.

@@ -54,7 +54,7 @@ func (v *View) readWithdrawals(ctx context.Context, req *withdrawalListRequest) 
 	var at contractstore.Position
 	var total *int64
 	p.Count = true
-	items, err := collect(reads(pr), func(limit int) ([]contractstore.Withdrawal, bool, error) {
+	items, err := readRange(pr, func(limit int) ([]contractstore.Withdrawal, bool, error) {
 		p.Limit = limit
 		page, err := v.env.Contracts.WithdrawalList(ctx, p)
 		if err != nil {
@@ -70,26 +70,20 @@ func (v *View) readWithdrawals(ctx context.Context, req *withdrawalListRequest) 
 			}
 		}
 		return page.Withdrawals, page.More, nil
-	})
-	if err == nil && pr.hasVal && (len(items) == 0 || items[0].TxID != req.start) {
-		err = &rangeError{"Initial withdrawal ID not found"}
-	}
+	}, func(wd *contractstore.Withdrawal) bool { return wd.TxID == req.start }, "Initial withdrawal ID not found")
 	if err != nil {
 		return api.Answer{}, err
 	}
-	items = window(items, pr)
-	keys := make([]string, len(items))
 	out := make([]item, len(items))
 	for i := range items {
 		wd := &items[i]
-		keys[i] = wd.TxID.String()
 		links := withdrawalLinks{Withdrawal: linkWithdrawal(wd.TxID)}
 		if len(wd.Payouts) > 0 {
 			links.Contract, links.Transactions = linkContract(wd.Payouts[0].ContractID), linkTransactions(wd.Payouts[0].ContractID)
 		}
 		out[i] = item{Resource: withdrawalHeaderOf(wd), Links: links}
 	}
-	return page(pr, at, keys, out, total)
+	return page(pr, at, spanOf(items, func(wd *contractstore.Withdrawal) string { return wd.TxID.String() }), out, total)
 }
 
 func (v *View) withdrawalGet() http.HandlerFunc {

@@ -351,4 +351,42 @@ func testPaging(t *testing.T, b contractstore.Backend) {
 	if err != nil || len(page.Contracts) != min(len(want), contractstore.MaxLimit) {
 		t.Fatalf("limit 0: %d contracts, %v", len(page.Contracts), err)
 	}
+	// From a contract: it is the first of the page, in both orders, with or
+	// without a filter that keeps it; one that does not exist starts none.
+	tagged := contractstore.ContractFilter{Tags: []string{"alpha", "beta"}}
+	inTagged := m.list(&tagged)
+	for _, k := range []int{0, len(inTagged) / 2, len(inTagged) - 1} {
+		from := inTagged[k].ID
+		for _, f := range []contractstore.ContractFilter{{}, tagged} {
+			list := m.list(&f)
+			i := slices.IndexFunc(list, func(c *contractstore.Contract) bool { return c.ID == from })
+			for _, desc := range []bool{false, true} {
+				page, err := b.ContractList(ctxOf(t), &contractstore.ContractListParams{Filter: f, From: &from, Limit: 3, Descending: desc})
+				if err != nil {
+					t.Fatal(err)
+				}
+				var wantIDs []chain.TxOutRef
+				if desc {
+					for j := i; j >= 0 && len(wantIDs) < 3; j-- {
+						wantIDs = append(wantIDs, list[j].ID)
+					}
+				} else {
+					for j := i; j < len(list) && len(wantIDs) < 3; j++ {
+						wantIDs = append(wantIDs, list[j].ID)
+					}
+				}
+				var got []chain.TxOutRef
+				for _, c := range page.Contracts {
+					got = append(got, c.ID)
+				}
+				if !slices.Equal(got, wantIDs) {
+					t.Fatalf("from %s (filter %+v, descending %v): %v, want %v", from, f, desc, got, wantIDs)
+				}
+			}
+		}
+	}
+	missing := chain.TxOutRef{TxID: hashOf('x', 7)}
+	if page, err := b.ContractList(ctxOf(t), &contractstore.ContractListParams{From: &missing, Limit: 3}); err != nil || len(page.Contracts) != 0 {
+		t.Fatalf("from a contract that does not exist: %d contracts, %v", len(page.Contracts), err)
+	}
 }

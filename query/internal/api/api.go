@@ -103,8 +103,8 @@ type Route struct {
 // Handle answers a route's reads: parse reads the request (its path values
 // and query string); then minSeq is awaited, read reads the stores within
 // the request timeout, and the answer is written with the position
-// headers of the read. The position is written with errors too when the
-// read returns one (a not-found says as of which seq).
+// headers of the read. Errors carry a position too: the read's when it
+// has one (a not-found says as of which seq), else the projection's.
 func Handle[P any](e *Env, d Dialect, parse func(r *http.Request, q *Query) (P, error),
 	read func(ctx context.Context, p P) (Answer, error)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
@@ -118,6 +118,7 @@ func Handle[P any](e *Env, d Dialect, parse func(r *http.Request, q *Query) (P, 
 			minSeq, err = q.MinSeq()
 		}
 		if err != nil {
+			d.Position(w, e.Projection.Applied())
 			d.Fail(w, r, err)
 			return
 		}
@@ -132,9 +133,10 @@ func Handle[P any](e *Env, d Dialect, parse func(r *http.Request, q *Query) (P, 
 		if a.Release != nil {
 			defer a.Release()
 		}
-		if err == nil || a.At != (contractstore.Position{}) {
-			d.Position(w, a.At)
+		if a.At == (contractstore.Position{}) {
+			a.At = e.Projection.Applied() // an error before the read: where the projection stands
 		}
+		d.Position(w, a.At)
 		if err != nil {
 			d.Fail(w, r, err)
 			return

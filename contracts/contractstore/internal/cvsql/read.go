@@ -139,22 +139,28 @@ func (w *where) String() string {
 func contractListQuery(p *contractstore.ContractListParams) (sql string, args []any, limit int) {
 	limit = clampLimit(p.Limit)
 	drives, w := contractFilterSQL(&p.Filter)
-	seqCond := func(col string) (string, bool) {
+	// The page's start: after p.After, or at p.From (its creation seq
+	// looked up in the same statement).
+	seqCond := func(col string) (string, []any, bool) {
 		switch {
+		case p.From != nil && p.Descending:
+			return col + " <= (SELECT f.created_seq FROM cv_contracts f WHERE f.contract_id = ?)", []any{RefBytes(*p.From)}, true
+		case p.From != nil:
+			return col + " >= (SELECT f.created_seq FROM cv_contracts f WHERE f.contract_id = ?)", []any{RefBytes(*p.From)}, true
 		case p.After <= 0:
-			return "", false
+			return "", nil, false
 		case p.Descending:
-			return col + " < ?", true
+			return col + " < ?", []any{p.After}, true
 		}
-		return col + " > ?", true
+		return col + " > ?", []any{p.After}, true
 	}
 	order := " ORDER BY %s"
 	if p.Descending {
 		order += " DESC"
 	}
 	if len(drives) == 0 {
-		if cond, ok := seqCond("c.created_seq"); ok {
-			w.add(cond, p.After)
+		if cond, args, ok := seqCond("c.created_seq"); ok {
+			w.add(cond, args...)
 		}
 		return `SELECT ` + contractCols + ` FROM cv_contracts c` + w.String() + fmt.Sprintf(order, "c.created_seq") + ` LIMIT ?`,
 			append(w.args, limit+1), limit
@@ -162,8 +168,8 @@ func contractListQuery(p *contractstore.ContractListParams) (sql string, args []
 	var parts []string
 	for _, d := range drives {
 		dw := where{conds: []string{d.cond}, args: slices.Clone(d.args)}
-		if cond, ok := seqCond("d.created_seq"); ok {
-			dw.add(cond, p.After)
+		if cond, args, ok := seqCond("d.created_seq"); ok {
+			dw.add(cond, args...)
 		}
 		dw.conds = append(dw.conds, w.conds...)
 		dw.args = append(dw.args, w.args...)
