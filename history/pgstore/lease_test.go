@@ -103,8 +103,8 @@ func TestWriterLeaseHandover(t *testing.T) {
 		t.FailNow()
 	}
 	defer lb.Release()
-	if lb.Epoch() != 2 {
-		t.Fatalf("the standby's epoch %d", lb.Epoch())
+	if lb.Epoch() != 2 || lb.Takeover() != storage.TakeoverReleased {
+		t.Fatalf("the standby's epoch %d, taken as %q", lb.Epoch(), lb.Takeover())
 	}
 	if err := a.commitTip(2); err == nil {
 		t.Fatal("a process that let its lease go committed")
@@ -121,10 +121,13 @@ func TestWriterLeaseHandover(t *testing.T) {
 // stops forwarding it, the TCP sessions open, as in a partition or a
 // pause). Its renewals fail; by its own clock the lease lapses before the
 // database's expiry, and from then on its writes are refused at once
-// (storage.ErrLeaseLapsed, nothing sent). A standby takes the lease once
-// it has expired, with the next epoch. When the traffic flows again the
-// old holder's next renewal finds the lease taken: it is lost (Lost, its
-// error naming the new holder) and its writes fail with record.ErrFenced.
+// (storage.ErrLeaseLapsed, nothing sent). Its session lives on in the
+// server, so the standby that waits for it is not woken: it takes the
+// lease once it has expired, with the next epoch, and then the session
+// lock (ending the hung holder's session that held it). When the traffic
+// flows again the old holder's next renewal finds the lease taken: it is
+// lost (Lost, its error naming the new holder) and its writes fail with
+// record.ErrFenced.
 func TestWriterLeaseHungHolder(t *testing.T) {
 	ts := openTest(t)
 	t.Cleanup(func() { _ = ts.Close() })
@@ -142,7 +145,7 @@ func TestWriterLeaseHungHolder(t *testing.T) {
 		t.Fatal(err)
 	}
 	a := openProcess(t, &testStore{url: viaProxy, schema: ts.schema})
-	b := openProcess(t, ts)
+	b, reader := openProcess(t, ts), openProcess(t, ts)
 	ctx := context.Background()
 	const ttl = 1200 * time.Millisecond
 	la := a.acquire(t, ctx, storage.LeaseOptions{TTL: ttl, Holder: "a"})
@@ -158,6 +161,7 @@ func TestWriterLeaseHungHolder(t *testing.T) {
 		standby <- l
 	}()
 
+	waitFor(t, 30*time.Second, "the standby waiting for the holder's session", waitingForSessionLock(t, reader, ts))
 	proxy.Pause()
 	waitFor(t, 30*time.Second, "the holder's lease lapsing", func() bool { return !la.Valid() })
 	if err := a.commitTip(2); !errors.Is(err, storage.ErrLeaseLapsed) {
@@ -173,9 +177,11 @@ func TestWriterLeaseHungHolder(t *testing.T) {
 		t.FailNow()
 	}
 	defer lb.Release()
-	if lb.Epoch() != la.Epoch()+1 {
-		t.Fatalf("the standby's epoch %d after %d", lb.Epoch(), la.Epoch())
+	if lb.Epoch() != la.Epoch()+1 || lb.Takeover() != storage.TakeoverExpired {
+		t.Fatalf("the standby's epoch %d after %d, taken as %q", lb.Epoch(), la.Epoch(), lb.Takeover())
 	}
+	waitFor(t, 30*time.Second, "the new holder's session lock", lb.SessionLocked)
+	namesItsSession(t, reader, lb)
 	select {
 	case <-la.Lost():
 		t.Fatal("the holder learnt of its loss while cut off")

@@ -2,13 +2,8 @@ package storage
 
 import (
 	"context"
-	"crypto/rand"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"os"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -24,10 +19,11 @@ import (
 // writer epoch it took and when its lease expires, by the database's
 // clock. One process at a time holds it:
 //
-//   - Acquire takes it once it has expired (at once on a new schema),
-//     incrementing the writer epoch (writer_epoch, the fence every write
-//     transaction checks: CheckEpoch) in the same transaction. While
-//     another process holds it, it waits: a standby.
+//   - Acquire takes it once it has expired (at once on a new schema), or
+//     as soon as the holder's database session has ended (its session
+//     lock, leasesession.go), incrementing the writer epoch (writer_epoch,
+//     the fence every write transaction checks: CheckEpoch) in the same
+//     transaction. While another process holds it, it waits: a standby.
 //   - The holder renews it every TTL/3, each renewal one UPDATE on a
 //     connection of the lease's own, and keeps it only while the row still
 //     carries its epoch: a renewal that finds another epoch loses the lease
@@ -37,14 +33,16 @@ import (
 //     from the start of the last renewal that succeeded: before the
 //     database's expiry, so before any standby can take over. It commits
 //     again if a later renewal succeeds (nobody took the lease meanwhile).
-//   - A holder that stops lets the lease go (Release: expired at once, and
-//     a notice that wakes a standby).
+//   - A holder that stops lets the lease go (Release: expired at once, a
+//     notice, and its session's end, which wake a standby).
 //
-// A paused holder (SIGSTOP, a long pause, a partition that keeps its TCP
-// sessions) therefore loses the lease after the TTL, and when it wakes its
-// commits are refused: locally (the lease lapsed), then by the epoch. One
-// of its transactions left open in the database holds the epoch row: the
-// takeover ends that session after EpochGrace (takeEpoch).
+// A holder that dies (its process killed, its connection lost) is
+// replaced at once: its session ends, and with it its session lock. A
+// paused holder (SIGSTOP, a long pause, a partition that keeps its TCP
+// sessions) keeps its session, loses the lease after the TTL, and when it
+// wakes its commits are refused: locally (the lease lapsed), then by the
+// epoch. One of its transactions left open in the database holds the epoch
+// row: the takeover ends that session after EpochGrace (takeEpoch).
 
 // DefaultLeaseTTL is the writer lease's default time to live.
 const DefaultLeaseTTL = 10 * time.Second
@@ -87,114 +85,6 @@ type LeaseOptions struct {
 	Renewed func(took time.Duration, err error)
 }
 
-// LeaseRow is the writer lease as stored, with the database's clock when
-// it was read.
-type LeaseRow struct {
-	Holder string
-	Epoch  int64
-	TTL    time.Duration
-	// AcquiredAt, RenewedAt and ExpiresAt are database times (zero: never
-	// held).
-	AcquiredAt, RenewedAt, ExpiresAt time.Time
-	// Now is the database's clock at the read.
-	Now time.Time
-}
-
-// Expired reports whether the lease had expired (or was never held) when
-// it was read.
-func (r LeaseRow) Expired() bool { return r.ExpiresAt.IsZero() || !r.ExpiresAt.After(r.Now) }
-
-// Remaining is how long the lease still ran when it was read (negative:
-// expired since).
-func (r LeaseRow) Remaining() time.Duration {
-	if r.ExpiresAt.IsZero() {
-		return 0
-	}
-	return r.ExpiresAt.Sub(r.Now)
-}
-
-// RenewalAge is how old the last renewal was when the row was read.
-func (r LeaseRow) RenewalAge() time.Duration {
-	if r.RenewedAt.IsZero() {
-		return 0
-	}
-	return r.Now.Sub(r.RenewedAt)
-}
-
-const leaseColumns = `holder, epoch, ttl_ms, acquired_at, renewed_at, expires_at, clock_timestamp()`
-
-func scanLease(row pgx.Row) (LeaseRow, error) {
-	var out LeaseRow
-	var ttl int64
-	var acquired, renewed, expires *time.Time
-	if err := row.Scan(&out.Holder, &out.Epoch, &ttl, &acquired, &renewed, &expires, &out.Now); err != nil {
-		return LeaseRow{}, err
-	}
-	out.TTL = time.Duration(ttl) * time.Millisecond
-	for _, p := range []struct {
-		from *time.Time
-		to   *time.Time
-	}{{acquired, &out.AcquiredAt}, {renewed, &out.RenewedAt}, {expires, &out.ExpiresAt}} {
-		if p.from != nil {
-			*p.to = *p.from
-		}
-	}
-	return out, nil
-}
-
-// Querier runs one query (a pool, a connection or a transaction).
-type Querier interface {
-	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
-}
-
-// ReadLease reads the writer lease as stored, with the database's clock
-// (readers judge by it whether anybody writes).
-func ReadLease(ctx context.Context, q Querier) (LeaseRow, error) {
-	row, err := scanLease(q.QueryRow(ctx, `SELECT `+leaseColumns+` FROM writer_lease WHERE id = 1`))
-	if err != nil {
-		return LeaseRow{}, fmt.Errorf("reading the writer lease: %w", err)
-	}
-	return row, nil
-}
-
-// leaseChannelPrefix begins the name of the channel a holder that lets
-// the lease go notifies, named after the schema (ChannelName).
-const leaseChannelPrefix = "marlowe_lease_"
-
-// ChannelName returns a notification channel of the stores in schema: the
-// prefix and the schema's name, or, when that passes PostgreSQL's 63-byte
-// identifiers, the prefix and a hash of the name.
-func ChannelName(prefix, schema string) string {
-	name := prefix + schema
-	if len(name) > 63 {
-		sum := sha256.Sum256([]byte(schema))
-		name = prefix + hex.EncodeToString(sum[:12])
-	}
-	return name
-}
-
-// ProcessName names this process in the lease row and in its sessions'
-// application_name: its host name, its process id and a random part (a
-// restarted container keeps its host name and often its pid). It is the
-// same for the process's whole life.
-func ProcessName() string {
-	processNameOnce.Do(func() {
-		host, err := os.Hostname()
-		if err != nil || host == "" {
-			host = "unknown-host"
-		}
-		var b [4]byte
-		_, _ = rand.Read(b[:])
-		processName = host + "/" + strconv.Itoa(os.Getpid()) + "/" + hex.EncodeToString(b[:])
-	})
-	return processName
-}
-
-var (
-	processNameOnce sync.Once
-	processName     string
-)
-
 // Lease is this process's writer lease (NewLease, Acquire).
 type Lease struct {
 	p      *Postgres
@@ -203,10 +93,17 @@ type Lease struct {
 	ttl    time.Duration
 	cfg    *pgx.ConnConfig
 	schema string // resolved at the first connection
+	key    int64  // LeaseLockKey(schema)
 
 	mu   sync.Mutex // conn, state
 	conn *pgx.Conn
 	row  LeaseRow // as acquired, then as last renewed
+	how  string   // how it was taken (Takeover)
+
+	// direct: conn is the server's own session (no pooling proxy between),
+	// so its session lock means something; locked: conn holds it.
+	direct, locked atomic.Bool
+	proxied        sync.Once // logs that the session lock is off
 
 	// base is the monotonic origin of validUntil (nanoseconds after it):
 	// writes are refused from then on.
@@ -251,11 +148,12 @@ func (p *Postgres) NewLease(opts LeaseOptions) (*Lease, error) {
 }
 
 // Acquire takes the lease, waiting for as long as another process holds it
-// (a standby: woken by the lease's expiry, or at once by a holder that
-// lets it go) or until ctx ends. Once held, the process's writer epoch is
-// the lease's (Epoch), every write transaction on the pool checks it
-// (CheckEpoch), and the lease is renewed every TTL/3 until Release or
-// until it is lost (Lost). Call it once.
+// (a standby: woken by the lease's expiry, or at once by the end of the
+// holder's session or by a holder that lets it go) or until ctx ends.
+// Once held, the process's writer epoch is the lease's (Epoch), every
+// write transaction on the pool checks it (CheckEpoch), and the lease is
+// renewed every TTL/3 until Release or until it is lost (Lost). Call it
+// once.
 func (l *Lease) Acquire(ctx context.Context) error {
 	waiting := false
 	for {
@@ -271,28 +169,57 @@ func (l *Lease) Acquire(ctx context.Context) error {
 			l.closeConn()
 			return fmt.Errorf("writer lease: %w", ctx.Err())
 		}
-		wait := min(l.ttl/3, time.Second)
 		if err != nil {
 			l.closeConn()
+			wait := min(l.ttl/3, time.Second)
 			l.log.Warn("taking the writer lease failed; retrying", zap.Error(err), zap.Duration("after", wait))
+			err = l.sleep(ctx, wait, false)
 		} else {
 			if !waiting && l.opts.Waiting != nil {
 				l.opts.Waiting(row)
 			}
 			waiting = true
-			// Until the stored expiry (a little after), never longer than
-			// the TTL; a holder that lets the lease go wakes this sooner.
-			wait = min(max(row.Remaining()+10*time.Millisecond, 10*time.Millisecond), l.ttl)
+			err = l.awaitHolder(ctx, row)
 		}
-		if err := l.sleep(ctx, wait, err == nil); err != nil {
+		if err != nil {
 			l.closeConn()
 			return fmt.Errorf("writer lease: %w", err)
 		}
 	}
 }
 
+// awaitHolder waits, as a standby, for a reason to try to take the lease
+// row (as just read) shows held: until its expiry (a little after, never
+// longer than the TTL), or sooner when the holder's session ends (the
+// session lock granted, when the row names that session and this
+// connection can see it) or when the holder lets the lease go (its notice;
+// its session lock). A holder whose session is not named is read again
+// every quarter of the TTL: it names it at its next renewal.
+func (l *Lease) awaitHolder(ctx context.Context, row LeaseRow) error {
+	wait := min(max(row.Remaining()+10*time.Millisecond, 10*time.Millisecond), l.ttl)
+	if !row.Watched() || !l.direct.Load() {
+		return l.sleep(ctx, min(wait, l.ttl/4), true)
+	}
+	conn, err := l.connect(ctx)
+	if err == nil {
+		if err = l.awaitSession(ctx, conn, wait); err == nil {
+			return nil
+		}
+	}
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	l.closeConn()
+	retry := min(l.ttl/3, time.Second)
+	l.log.Warn("waiting for the writer lease's holder failed; retrying", zap.Error(err), zap.Duration("after", retry))
+	return l.sleep(ctx, retry, false)
+}
+
 // connect returns the lease's connection, opening it when there is none
-// (or it broke).
+// (or it broke). A new one holds no session lock yet; it is direct when
+// the server process the connection's startup named (its backend key) is
+// the one that runs its statements: a pooling proxy gives its clients keys
+// of its own, and hands their transactions to server sessions it shares.
 func (l *Lease) connect(ctx context.Context) (*pgx.Conn, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -303,11 +230,24 @@ func (l *Lease) connect(ctx context.Context) (*pgx.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
+	var schema string
+	var pid uint32
+	if err := conn.QueryRow(ctx, `SELECT current_schema(), pg_backend_pid()`).Scan(&schema, &pid); err != nil {
+		_ = conn.Close(context.Background())
+		return nil, err
+	}
 	if l.schema == "" {
-		if err := conn.QueryRow(ctx, `SELECT current_schema()`).Scan(&l.schema); err != nil {
-			_ = conn.Close(context.Background())
-			return nil, err
-		}
+		l.schema, l.key = schema, LeaseLockKey(schema)
+	}
+	l.direct.Store(pid == conn.PgConn().PID())
+	l.locked.Store(false)
+	if !l.direct.Load() {
+		l.proxied.Do(func() {
+			l.log.Warn("the writer lease's connection goes through a proxy that pools sessions (its backend key is not the server "+
+				"process's): its session cannot be watched, so a standby takes over from a holder that died only once the lease "+
+				"has expired; connect writers to the server directly for takeovers within a second", zap.Uint32("serverPid", pid),
+				zap.Uint32("backendKeyPid", conn.PgConn().PID()))
+		})
 	}
 	l.conn = conn
 	return conn, nil
@@ -319,6 +259,7 @@ func (l *Lease) closeConn() {
 	l.mu.Lock()
 	conn := l.conn
 	l.conn = nil
+	l.locked.Store(false) // the session's end lets it go
 	l.mu.Unlock()
 	if conn != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
@@ -350,11 +291,14 @@ func (l *Lease) sleep(ctx context.Context, d time.Duration, listen bool) error {
 	return ctx.Err()
 }
 
-// tryAcquire takes the lease if it has expired: in one transaction it
-// locks the lease row, increments the writer epoch (takeEpoch: waiting for
-// the previous holder's write transactions in flight) and writes itself
-// into the row. took is false, with the stored lease, while another holds
-// it.
+// tryAcquire takes the lease if it has expired, or if the row names the
+// holder's session and this connection holds the session lock (so that
+// session has ended): in one transaction it locks the lease row,
+// increments the writer epoch (takeEpoch: waiting for the previous
+// holder's write transactions in flight) and writes itself into the row,
+// naming its own session when it holds the lock. took is false, with the
+// stored lease, while another holds it; a session lock it took then is let
+// go, for the holder to take (a holder that names no session yet).
 func (l *Lease) tryAcquire(ctx context.Context) (LeaseRow, bool, error) {
 	conn, err := l.connect(ctx)
 	if err != nil {
@@ -362,13 +306,31 @@ func (l *Lease) tryAcquire(ctx context.Context) (LeaseRow, bool, error) {
 	}
 	var row LeaseRow
 	var start time.Time
-	took := false
+	how := ""
 	err = pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
 		var err error
 		if row, err = scanLease(tx.QueryRow(ctx, `SELECT `+leaseColumns+` FROM writer_lease WHERE id = 1 FOR UPDATE`)); err != nil {
 			return err
 		}
-		if !row.Expired() {
+		direct := l.direct.Load()
+		if direct && !l.locked.Load() && (row.Watched() || row.Expired()) {
+			if err := l.lockSession(ctx, tx); err != nil {
+				return err
+			}
+		}
+		switch {
+		case row.ExpiresAt.IsZero():
+			how = TakeoverNew
+		case row.Expired() && row.ExpiresAt.Before(row.RenewedAt.Add(row.TTL)):
+			how = TakeoverReleased // Release expires it before its time
+		case row.Expired():
+			how = TakeoverExpired
+		case row.Watched() && l.locked.Load():
+			how = TakeoverSessionEnded
+		default:
+			if l.locked.Load() {
+				return l.unlockSession(ctx, tx)
+			}
 			return nil
 		}
 		epoch, err := l.p.takeEpoch(ctx, tx, conn.PgConn().PID(), l.opts.Ended)
@@ -378,108 +340,23 @@ func (l *Lease) tryAcquire(ctx context.Context) (LeaseRow, bool, error) {
 		start = time.Now()
 		row, err = scanLease(tx.QueryRow(ctx, `UPDATE writer_lease SET holder = $1, epoch = $2, ttl_ms = $3::bigint,
 			acquired_at = clock_timestamp(), renewed_at = clock_timestamp(),
-			expires_at = clock_timestamp() + $3::bigint * interval '1 millisecond'
-			WHERE id = 1 RETURNING `+leaseColumns, l.opts.Holder, epoch, l.ttl.Milliseconds()))
-		took = err == nil
+			expires_at = clock_timestamp() + $3::bigint * interval '1 millisecond',
+			session_pid = CASE WHEN $4 THEN pg_backend_pid() END, session_epoch = CASE WHEN $4 THEN $2::bigint END
+			WHERE id = 1 RETURNING `+leaseColumns, l.opts.Holder, epoch, l.ttl.Milliseconds(), l.locked.Load()))
 		return err
 	})
 	if err != nil {
 		return LeaseRow{}, false, fmt.Errorf("taking the writer lease: %w", err)
 	}
+	took := how != ""
 	if took {
-		l.row = row
+		l.mu.Lock()
+		l.row, l.how = row, how
+		l.mu.Unlock()
 		l.renewedAt.Store(int64(start.Sub(l.base)))
 		l.validUntil.Store(int64(start.Sub(l.base) + l.ttl - leaseMargin(l.ttl)))
 	}
 	return row, took, nil
-}
-
-// keep renews the lease every TTL/3 (after a failure every TTL/10) until
-// Release, or until a renewal finds that another process took it.
-func (l *Lease) keep() {
-	defer close(l.done)
-	failing := false
-	t := time.NewTimer(l.ttl / 3)
-	defer t.Stop()
-	for {
-		select {
-		case <-l.stop:
-			return
-		case <-t.C:
-		}
-		err := l.renew()
-		switch {
-		case err == nil:
-			if failing || l.lapsed.Load() {
-				l.log.Info("the writer lease is renewed again", zap.Bool("hadLapsed", l.lapsed.Load()))
-			}
-			failing = false
-			l.lapsed.Store(false)
-			t.Reset(l.ttl / 3)
-			continue
-		case errors.Is(err, ErrLeaseLost):
-			l.validUntil.Store(0)
-			l.lostErr = err
-			close(l.lost)
-			return
-		}
-		if !failing {
-			l.log.Warn("renewing the writer lease failed; retrying", zap.Error(err), zap.Duration("every", l.ttl/10))
-		}
-		failing = true
-		if !l.Valid() && !l.lapsed.Swap(true) {
-			l.log.Error("the writer lease lapsed: this process commits nothing until it renews the lease, "+
-				"and leaves if another process took it meanwhile", zap.Duration("sinceRenewal", l.RenewalAge()), zap.Duration("ttl", l.ttl))
-		}
-		t.Reset(l.ttl / 10)
-	}
-}
-
-// renew extends the lease by the TTL from the database's clock, if the row
-// still carries this process's epoch; else the lease is lost (ErrLeaseLost,
-// saying who holds it).
-func (l *Lease) renew() error {
-	ctx, cancel := context.WithTimeout(context.Background(), l.ttl/3)
-	defer cancel()
-	start := time.Now()
-	err := l.renewOnce(ctx)
-	took := time.Since(start)
-	if err == nil {
-		l.renewals.Add(1)
-		l.renewedAt.Store(int64(start.Sub(l.base)))
-		l.validUntil.Store(int64(start.Sub(l.base) + l.ttl - leaseMargin(l.ttl)))
-	} else {
-		l.failures.Add(1)
-	}
-	if l.opts.Renewed != nil {
-		l.opts.Renewed(took, err)
-	}
-	return err
-}
-
-func (l *Lease) renewOnce(ctx context.Context) error {
-	conn, err := l.connect(ctx)
-	if err != nil {
-		return err
-	}
-	row, err := scanLease(conn.QueryRow(ctx, `UPDATE writer_lease SET renewed_at = clock_timestamp(),
-		expires_at = clock_timestamp() + ttl_ms * interval '1 millisecond'
-		WHERE id = 1 AND holder = $1 AND epoch = $2 RETURNING `+leaseColumns, l.opts.Holder, l.Epoch()))
-	if errors.Is(err, pgx.ErrNoRows) {
-		now, rerr := ReadLease(ctx, conn)
-		if rerr != nil {
-			return fmt.Errorf("%w: another process took the writer lease (reading it: %v)", ErrLeaseLost, rerr)
-		}
-		return fmt.Errorf("%w: %s took the writer lease (epoch %d; this process's was %d)", ErrLeaseLost, now.Holder, now.Epoch, l.Epoch())
-	}
-	if err != nil {
-		l.closeConn() // a renewal cut short leaves the session in doubt
-		return err
-	}
-	l.mu.Lock()
-	l.row = row
-	l.mu.Unlock()
-	return nil
 }
 
 // Epoch is the writer epoch taken with the lease (0 before).

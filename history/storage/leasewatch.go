@@ -29,6 +29,11 @@ func (v LeaseView) ExpiresIn(now time.Time) time.Duration {
 // Expired reports whether the lease has expired at now: nobody writes.
 func (v LeaseView) Expired(now time.Time) bool { return v.ExpiresIn(now) <= 0 }
 
+// NoWriter reports whether nobody writes at now: the lease has expired, or
+// the holder's named session had ended when it was read (the holder died;
+// a standby takes over at once).
+func (v LeaseView) NoWriter(now time.Time) bool { return v.Row.SessionEnded || v.Expired(now) }
+
 // RenewalAge is how old the holder's last renewal is at now (0: never).
 func (v LeaseView) RenewalAge(now time.Time) time.Duration {
 	if v.Row.RenewedAt.IsZero() {
@@ -77,7 +82,7 @@ func every(ttl time.Duration) time.Duration {
 func (w *LeaseWatch) run() {
 	defer close(w.done)
 	failing := false
-	wasExpired, lastEpoch := -1, int64(-1) // unknown
+	wasGone, lastEpoch := -1, int64(-1) // unknown
 	for {
 		wait := time.Second
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
@@ -96,12 +101,16 @@ func (w *LeaseWatch) run() {
 			failing = false
 			w.view.Store(&LeaseView{Row: row, ReadAt: time.Now()})
 			wait = every(row.TTL)
-			if expired := b2i(row.Expired()); expired != wasExpired || (expired == 0 && row.Epoch != lastEpoch) {
-				wasExpired, lastEpoch = expired, row.Epoch
-				if expired == 1 {
+			if gone := b2i(row.Expired() || row.SessionEnded); gone != wasGone || (gone == 0 && row.Epoch != lastEpoch) {
+				wasGone, lastEpoch = gone, row.Epoch
+				switch {
+				case gone == 1 && !row.Expired():
+					w.log.Warn("the writer lease's holder is gone (its database session ended): nobody writes the log this process serves",
+						zap.String("lastHolder", row.Holder), zap.Int64("epoch", row.Epoch), zap.Int32("sessionPid", row.SessionPID))
+				case gone == 1:
 					w.log.Warn("the writer lease has expired: nobody writes the log this process serves",
 						zap.String("lastHolder", row.Holder), zap.Int64("epoch", row.Epoch), zap.Time("expiredAt", row.ExpiresAt))
-				} else {
+				default:
 					w.log.Info("a writer holds the writer lease", zap.String("holder", row.Holder), zap.Int64("epoch", row.Epoch))
 				}
 			}
