@@ -164,7 +164,7 @@ func (f *folder) created(e *entry, r *record.Record) error {
 		return nil
 	}
 	f.addParties(e, record.PartiesOf(rc, md.Contract, &md.State))
-	f.reveal(e, r, md.Contract, nil)
+	e.row.Body.SourceID = f.reveal(e, r, md.Contract, nil)
 	return nil
 }
 

@@ -19,22 +19,23 @@ import (
 // is linked to the contract whose record revealed it, so that it goes with
 // that contract's records in a rollback.
 
-// reveal adds a source revealed by a record of e's contract. want, when
-// set, is the hash the record says the contract has (a merkleized
-// input's continuation hash); a contract whose hash differs is left out
-// (the validator would have refused it) and logged.
-func (f *folder) reveal(e *entry, r *record.Record, ct marlowe.Contract, want []byte) {
+// reveal adds a source revealed by a record of e's contract and returns
+// its hash. want, when set, is the hash the record says the contract has
+// (a merkleized input's continuation hash); a contract whose hash differs
+// is left out (the validator would have refused it) and logged, as is one
+// core JSON cannot show: reveal returns nil for them.
+func (f *folder) reveal(e *entry, r *record.Record, ct marlowe.Contract, want []byte) *chain.Hash32 {
 	h := marlowe.ContinuationHash(ct)
 	if want != nil && !bytes.Equal(want, h[:]) {
 		f.log.Warn("a merkleized input's continuation does not have its hash; not kept as a source",
 			zap.Int64("seq", r.Seq), zap.Stringer("contract", e.row.ID))
-		return
+		return nil
 	}
 	body, err := marlowe.ContractJSON(ct)
 	if err != nil {
 		f.log.Warn("a revealed contract cannot be shown in core JSON; not kept as a source",
 			zap.Int64("seq", r.Seq), zap.Stringer("contract", e.row.ID), zap.Error(err))
-		return
+		return nil
 	}
 	hash := chain.Hash32(h)
 	if f.sources == nil {
@@ -49,4 +50,5 @@ func (f *folder) reveal(e *entry, r *record.Record, ct marlowe.Contract, want []
 		f.p.Sources = append(f.p.Sources, src)
 	}
 	f.p.SourceLinks = append(f.p.SourceLinks, contractstore.SourceLink{ContractID: e.row.ID, Hash: hash, TxID: r.TxID, Seq: r.Seq})
+	return &hash
 }

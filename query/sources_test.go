@@ -58,14 +58,18 @@ func (f *fixture) revealedSources(contracts []contractJSON) (revealed, int) {
 	continuations := 0
 	for _, c := range contracts {
 		var body struct {
-			Initial json.RawMessage `json:"initialContract"`
+			Initial  json.RawMessage `json:"initialContract"`
+			SourceID string          `json:"sourceId"`
 		}
 		id := pathEscape(c.ContractID)
 		f.get("/contracts/"+id, http.StatusOK).decode(t, &body)
 		ct, err := marlowe.ParseContractJSON(body.Initial)
 		must(t, err)
 		h := marlowe.ContinuationHash(ct)
-		out[hex.EncodeToString(h[:])] = body.Initial
+		if body.SourceID != hex.EncodeToString(h[:]) {
+			t.Fatalf("contract %s: sourceId %q, the initial contract's hash %x", c.ContractID, body.SourceID, h)
+		}
+		out[body.SourceID] = body.Initial
 		txs, _ := pages[txJSON](f, "/contracts/"+id+"/transactions?limit=1000")
 		for _, tx := range txs {
 			if tx.Kind != "applied" {

@@ -36,6 +36,9 @@ type contractJSON struct {
 	UTxO            *chain.TxOutRef     `json:"utxo"`
 	Assets          record.Assets       `json:"assets"`
 	Payouts         []payoutSummaryJSON `json:"payouts"`
+	// SourceID is the contract source of its initial contract
+	// (/sources/{sourceId}); null when its datum does not parse.
+	SourceID *chain.Hash32 `json:"sourceId"`
 }
 
 type payoutSummaryJSON struct {
@@ -63,7 +66,7 @@ func contractOf(c *contractstore.Contract) contractJSON {
 	}
 	out.InitialContract, out.InitialState = api.RawOr(b.InitialContract, "null"), api.RawOr(b.InitialState, "null")
 	out.CurrentContract, out.State, out.UTxO = api.RawOr(b.Contract, "null"), api.RawOr(b.State, "null"), b.UTxO
-	out.Assets = api.Assets(b.Assets)
+	out.Assets, out.SourceID = api.Assets(b.Assets), b.SourceID
 	for _, p := range b.Payouts {
 		out.Payouts = append(out.Payouts, payoutSummaryJSON{PayoutID: p.ID, Role: p.Role, Address: p.Address,
 			Assets: api.Assets(p.Assets), Status: string(p.Status), WithdrawalID: p.Withdrawal})

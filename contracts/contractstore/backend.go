@@ -176,6 +176,9 @@ type ContractBody struct {
 	// Assets are the assets locked in the contract's output.
 	Assets  record.Assets   `json:"assets"`
 	Payouts []PayoutSummary `json:"payouts"`
+	// SourceID is the contract source of its initial contract (Source.Hash;
+	// nil when its datum does not parse).
+	SourceID *chain.Hash32 `json:"sourceId,omitempty"`
 }
 
 // PayoutSummary is a payout as its contract lists it.

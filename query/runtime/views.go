@@ -77,6 +77,8 @@ type contractStateJSON struct {
 	UTxO             *chain.TxOutRef `json:"utxo,omitempty"`
 	Assets           record.Assets   `json:"assets"`
 	UnclaimedPayouts []payoutJSON    `json:"unclaimedPayouts"`
+	// The follower's: the contract source of its initial contract.
+	SourceID *chain.Hash32 `json:"sourceId,omitempty"`
 }
 
 type transactionsLink struct {
@@ -91,7 +93,7 @@ func contractStateOf(c *contractstore.Contract) contractStateJSON {
 	}
 	out.InitialContract, out.InitialState = api.RawOr(b.InitialContract, "null"), api.RawOr(b.InitialState, "null")
 	out.CurrentContract, out.State, out.UTxO = nonNull(b.Contract), nonNull(b.State), b.UTxO
-	out.Assets = api.Assets(b.Assets)
+	out.Assets, out.SourceID = api.Assets(b.Assets), b.SourceID
 	for _, p := range b.Payouts {
 		if p.Role != nil && p.Status == contractstore.PayoutAvailable {
 			out.UnclaimedPayouts = append(out.UnclaimedPayouts, payoutJSON{PayoutID: p.ID, Role: *p.Role, Assets: api.Assets(p.Assets)})

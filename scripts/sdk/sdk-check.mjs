@@ -14,8 +14,14 @@
 // ids and role tokens) and getPayoutById for every payout; getWithdrawals
 // (plain and paged) and getWithdrawalById for every withdrawal. The answers
 // are cross-checked (pages against one big page, filters against the data,
-// details against headers). getContractSourceById must reject with 404 (a
-// follower has no contract sources). Builds and submissions are not called.
+// details against headers). Every list call's page.total (Total-Count) must
+// be there and be the length of the whole list. The contract sources: for
+// a created contract (its sourceId, from the native API's contract) and for
+// a merkleized continuation a step revealed (a member of that closure other
+// than the contract itself), getContractSourceById (plain and expanded),
+// getContractSourceAdjacency and getContractSourceClosure, every id of the
+// closure answering; a hash no step revealed rejects with 404. Builds and
+// submissions are not called.
 //
 // It exits non-zero, naming the method, its request, the HTTP requests it
 // made and the error, on any decode error, rejected call, unhandled
@@ -51,8 +57,9 @@
 //     every withdrawal, which a Runtime 1.0.0 does not send (its withdrawal
 //     links are {withdrawal}); the view sends them as well.
 //   - The list calls read Total-Count into page.total with Number(): where a
-//     Runtime sends none (payouts, transactions, withdrawals), page.total is
-//     NaN. Only the contract list's total is checked.
+//     Runtime sends none, page.total is NaN (the view sends it on every page
+//     of every list, as servant-pagination does, and the check fails
+//     without it).
 //   - getPayoutById drops the payout's fields beyond its own type; the
 //     check compares what it keeps.
 
@@ -170,7 +177,12 @@ async function call(method, request, client = rest) {
   httpLog = [];
   const t0 = Date.now();
   try {
-    return request === undefined ? await client[method]() : await client[method](request);
+    const res = request === undefined ? await client[method]() : await client[method](request);
+    // Every page of every list carries Total-Count (page.total).
+    if (res && typeof res === "object" && res.page !== undefined) {
+      check(Number.isInteger(res.page.total) && res.page.total >= 0, `${label}: no Total-Count (page.total ${res.page.total})`);
+    }
+    return res;
   } catch (err) {
     die(`${label} rejected`, err);
   } finally {
@@ -202,18 +214,23 @@ async function callRejecting(method, request, status) {
 // pages follows page.next from a first request to the end of a list.
 async function pages(method, request, key) {
   const items = [];
+  const totals = new Set();
   let req = request;
   let n = 0;
   for (;;) {
     const res = await call(method, req);
     n++;
     items.push(...res[key]);
+    totals.add(res.page.total);
     if (!res.page.next) break;
     check(n < 100000, `${method}: page.next never ends`, request);
     req = { ...request, range: res.page.next };
   }
   stat(method).items += items.length;
-  return { items, pages: n };
+  const total = [...totals][0];
+  check(totals.size === 1 && total >= items.length, `${method}(${show(request)}): page.total (Total-Count) differs between pages or is short`,
+    { totals: [...totals], items: items.length });
+  return { items, pages: n, total };
 }
 
 function sameList(what, got, want) {
@@ -247,6 +264,17 @@ function partiesOf(v, out = { addresses: new Set(), roles: new Set() }) {
 }
 
 const partyEqual = (a, b) => show(a) === show(b);
+
+// canon is a value's JSON with every object's keys sorted (BigInts as
+// numbers' text): equal values, whatever the order of their keys.
+function canon(v) {
+  if (typeof v === "bigint") return v.toString();
+  if (Array.isArray(v)) return "[" + v.map(canon).join(",") + "]";
+  if (v && typeof v === "object") {
+    return "{" + Object.keys(v).sort().map((k) => JSON.stringify(k) + ":" + canon(v[k])).join(",") + "}";
+  }
+  return JSON.stringify(v);
+}
 
 async function main() {
   const base = process.argv[2];
@@ -286,6 +314,7 @@ async function main() {
   }
   const desc = await pages("getContracts", { range: "contractId;limit 7" }, "contracts");
   sameList(`getContracts paged by 7 (${desc.pages} pages)`, desc.items.map((c) => c.contractId), ids);
+  check(desc.total === ids.length, "getContracts paged by 7: page.total is not the number of contracts", desc.total);
   // A full last page: its page.next gives an empty page, and the end.
   const whole = await pages("getContracts", { range: `contractId;limit ${ids.length}` }, "contracts");
   check(whole.pages === 2, `getContracts with limit ${ids.length}: ${whole.pages} pages, want the list and an empty one`);
@@ -301,6 +330,7 @@ async function main() {
     const got = await pages("getContracts", { tags: [tag], range: "contractId;limit 25" }, "contracts");
     sameList(`getContracts tag ${tag}`, got.items.map((c) => c.contractId),
       contracts.filter((c) => tag in c.tags).map((c) => c.contractId));
+    check(got.total === got.items.length, `getContracts tag ${tag}: page.total is not the number of contracts listed`, got.total);
   }
   if (tags.length >= 2) {
     const two = tags.slice(-2);
@@ -373,6 +403,8 @@ async function main() {
     check(list.page.next === undefined, `getTransactionsForContract ${c.contractId}: a next page after a short one`, list.page);
     const paged = await pages("getTransactionsForContract", { contractId: c.contractId, range: "transactionId;limit 2" }, "transactions");
     sameList(`getTransactionsForContract ${c.contractId} paged by 2`, paged.items.map((t) => t.transactionId), txIds);
+    check(paged.total === txIds.length && list.page.total === txIds.length,
+      `getTransactionsForContract ${c.contractId}: page.total is not the number of steps`, [list.page.total, paged.total]);
     for (const t of list.transactions) {
       check(t.contractId === c.contractId, "getTransactionsForContract: a step of another contract", t);
       const d = await call("getContractTransactionById", { contractId: c.contractId, txId: t.transactionId });
@@ -471,12 +503,14 @@ async function main() {
   sameList("getPayouts: the first page", firstPayouts.payouts.map((p) => p.payoutId), payoutIds.slice(0, 100));
   const pagedPayouts = await pages("getPayouts", { ...none, range: "payoutId;limit 5" }, "payouts");
   sameList(`getPayouts paged by 5 (${pagedPayouts.pages} pages)`, pagedPayouts.items.map((p) => p.payoutId), payoutIds);
+  check(pagedPayouts.total === payoutIds.length, "getPayouts: page.total is not the number of payouts", pagedPayouts.total);
   const byStatus = {};
   for (const status of ["available", "withdrawn"]) {
     const got = await pages("getPayouts", { ...none, status, range: "payoutId;limit 20" }, "payouts");
     const want = payouts.filter((p) => p.status === status).map((p) => p.payoutId);
     check(want.length > 0, `getPayouts: no ${status} payout`);
     sameList(`getPayouts status ${status}`, got.items.map((p) => p.payoutId), want);
+    check(got.total === want.length, `getPayouts status ${status}: page.total is not the number of payouts`, got.total);
     byStatus[status] = want.length;
   }
   const payoutContracts = [...new Set(payouts.map((p) => p.contractId))];
@@ -521,6 +555,7 @@ async function main() {
   sameList("getWithdrawals() (non-strict client)", firstWLoose.withdrawals.map((w) => w.withdrawalId), wIds.slice(0, 100));
   const pagedW = await pages("getWithdrawals", { range: "withdrawalId;limit 3" }, "withdrawals");
   sameList(`getWithdrawals paged by 3 (${pagedW.pages} pages)`, pagedW.items.map((w) => w.withdrawalId), wIds);
+  check(pagedW.total === wIds.length, "getWithdrawals: page.total is not the number of withdrawals", pagedW.total);
   const withdrawn = new Map(payouts.filter((p) => p.status === "withdrawn").map((p) => [p.payoutId, unOption(p.withdrawalId)]));
   let withdrawnPayouts = 0;
   for (const id of wIds) {
@@ -537,9 +572,7 @@ async function main() {
     { inWithdrawals: withdrawnPayouts, withdrawn: withdrawn.size });
   log(`ok   getWithdrawals and getWithdrawalById: ${wIds.length} withdrawals of ${withdrawnPayouts} payouts`);
 
-  // A follower has no contract sources: a 404, and the process goes on.
-  const err = await callRejecting("getContractSourceById", { contractSourceId: "00".repeat(32) }, 404);
-  log(`ok   getContractSourceById rejects with 404 (${show(err.response.data?.errorCode)})`);
+  await checkSources(base, contracts, details);
 
   // The chain must not have moved: the comparisons assumed it still.
   const after = await call("healthcheck");
@@ -556,6 +589,46 @@ async function main() {
     console.log(`  ${m.padEnd(28)} ${String(s.calls).padStart(6)} calls ${String(s.items).padStart(6)} items ${String(s.ms).padStart(7)} ms`);
   }
   log(`SDK check passed: ${calls} calls`);
+}
+
+// checkSources calls the source methods on created contracts' sources
+// and on a continuation a step revealed.
+async function checkSources(base, contracts, details) {
+  const native = base.replace(/\/runtime\/?$/, "");
+  let created = 0;
+  let continuation;
+  for (const c of contracts) {
+    inFlight = `the native API's contract ${c.contractId}`;
+    const r = await fetch(`${native}/contracts/${encodeURIComponent(c.contractId)}`);
+    check(r.ok, `GET ${native}/contracts/${c.contractId}: ${r.status}`);
+    const { sourceId } = await r.json();
+    check(typeof sourceId === "string" && /^[0-9a-f]{64}$/.test(sourceId), `contract ${c.contractId}: sourceId`, sourceId);
+    const src = await call("getContractSourceById", { contractSourceId: sourceId });
+    stat("getContractSourceById").items++;
+    check(canon(src) === canon(details.get(c.contractId).initialContract),
+      `getContractSourceById ${sourceId}: not the initial contract of ${c.contractId}`);
+    const adjacency = await call("getContractSourceAdjacency", { contractSourceId: sourceId });
+    const closure = await call("getContractSourceClosure", { contractSourceId: sourceId });
+    check(closure.results.includes(sourceId), `getContractSourceClosure ${sourceId}: without the source itself`, closure);
+    created++;
+    const revealed = closure.results.find((h) => h !== sourceId && adjacency.results.includes(h));
+    if (revealed && !continuation) continuation = { of: sourceId, id: revealed, closure: closure.results };
+    if (created >= FILTER_SAMPLE && continuation) break;
+  }
+  check(continuation !== undefined, `no created contract's source references a continuation a step revealed (of ${created})`);
+  const c = continuation;
+  const cont = await call("getContractSourceById", { contractSourceId: c.id });
+  const expanded = await call("getContractSourceById", { contractSourceId: c.of, expand: true });
+  check(!show(expanded, Infinity).includes(c.id), `getContractSourceById ${c.of} expanded still holds the revealed ${c.id}`);
+  await call("getContractSourceAdjacency", { contractSourceId: c.id });
+  const sub = await call("getContractSourceClosure", { contractSourceId: c.id });
+  check(sub.results.includes(c.id) && sub.results.every((h) => c.closure.includes(h)),
+    `getContractSourceClosure ${c.id}: not within the closure of ${c.of}`, sub);
+  for (const h of c.closure) await call("getContractSourceById", { contractSourceId: h });
+  check(cont !== undefined, "the continuation's source");
+  const err = await callRejecting("getContractSourceById", { contractSourceId: "00".repeat(32) }, 404);
+  log(`ok   contract sources: ${created} created contracts' sources with adjacency and closure; the continuation ${c.id} ` +
+    `revealed in ${c.of}'s closure (${c.closure.length} sources), expanded; a hash never revealed is ${err.response.status}`);
 }
 
 main().then(
