@@ -108,13 +108,17 @@ func (s *Server) readiness(ctx context.Context, st Status, at contractstore.Posi
 					r.Head, lag, s.cfg.ReadyMaxSeqLag),
 				Value: u64(uint64(lag)), Limit: u64(uint64(s.cfg.ReadyMaxSeqLag))})
 		}
-		if l := st.WriterLease; l != nil && l.Expired() {
-			msg := "no process has taken the writer lease yet: nobody writes the log this reader serves"
-			if l.Holder != "" {
+		if l := st.WriterLease; l != nil && l.NoWriter() {
+			msg, at := "no process has taken the writer lease yet: nobody writes the log this reader serves", since(l.Since)
+			switch {
+			case !l.Expired():
+				msg, at = fmt.Sprintf("the writer lease's holder %s (epoch %d) is gone, its database session ended: nobody writes the log this reader serves",
+					l.Holder, l.Epoch), nil
+			case l.Holder != "":
 				msg = fmt.Sprintf("the writer lease expired %s ago (its last holder %s, epoch %d): nobody writes the log this reader serves",
 					(-l.ExpiresIn).Round(time.Millisecond), l.Holder, l.Epoch)
 			}
-			add(NotReadyNoWriter, notReadyJSON{Message: msg, Since: since(l.Since)})
+			add(NotReadyNoWriter, notReadyJSON{Message: msg, Since: at})
 		}
 	case st.Diverged != nil:
 		add(NotReadyDiverged, notReadyJSON{Message: "following stopped: " + st.Diverged.Reason, Action: st.Diverged.Action, Since: since(st.Diverged.Since)})

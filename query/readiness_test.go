@@ -146,7 +146,8 @@ func TestReadiness(t *testing.T) {
 // TestReadinessWriterLease: a reader is ready while the writer lease it
 // last read runs (or before it read it) and answers 503 no_writer once the
 // lease has expired (with since: the expiry; the marlowe_not_ready series;
-// /status's writerLease), and is ready again once a writer holds it. A
+// /status's writerLease) or its holder's session has ended, and is ready
+// again once a writer holds it. A
 // writer that does not hold the lease is 503 writer_standby, one whose
 // lease lapsed 503 writer_lease_lapsed.
 func TestReadinessWriterLease(t *testing.T) {
@@ -215,6 +216,18 @@ func TestReadinessWriterLease(t *testing.T) {
 	}
 	if body := string(f.get("/status", http.StatusOK).body); !strings.Contains(body, `"expiresInSeconds":-2,"expired":true`) {
 		t.Fatalf("/status %s lacks the expiry", body)
+	}
+	// The holder's session ended before its lease expired: nobody writes.
+	gone := held
+	gone.SessionWatched, gone.SessionEnded = true, true
+	set(true, &gone)
+	r = ready(http.StatusServiceUnavailable)
+	if d, ok := r.NotReady[query.NotReadyNoWriter]; !ok || len(r.NotReady) != 1 || d.Since != nil ||
+		!strings.Contains(d.Message, "the writer lease's holder host-a/1/0a0b0c0d (epoch 3) is gone, its database session ended") {
+		t.Fatalf("no writer, its session ended: %+v", r)
+	}
+	if body := string(f.get("/status", http.StatusOK).body); !strings.Contains(body, `"expired":false,"sessionWatched":true,"sessionEnded":true`) {
+		t.Fatalf("/status %s lacks the ended session", body)
 	}
 	// A writer holds it again.
 	set(true, &held)

@@ -103,6 +103,12 @@ type WriterLease struct {
 	RenewedAt  time.Time
 	RenewalAge time.Duration
 	ExpiresIn  time.Duration
+	// SessionWatched is set while the holder names the database session
+	// on which it holds the lease's session lock (a standby takes over the
+	// moment that session ends); SessionEnded (a reader's read) once that
+	// session has ended: the holder is gone, although the lease has not
+	// expired.
+	SessionWatched, SessionEnded bool
 	// Since is when the lease came to stand as it does: a writer's taking
 	// it (held) or beginning to wait (standing by); for a reader the
 	// holder's taking it, or its expiry.
@@ -111,6 +117,10 @@ type WriterLease struct {
 
 // Expired reports whether the lease has expired: no process writes.
 func (l *WriterLease) Expired() bool { return l.Known && l.ExpiresIn <= 0 }
+
+// NoWriter reports whether no process writes: the lease has expired, or
+// its holder's session has ended.
+func (l *WriterLease) NoWriter() bool { return l.Expired() || (l.Known && l.SessionEnded) }
 
 // HandshakeFailure is a handshake the node refused or cut short.
 type HandshakeFailure struct {

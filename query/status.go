@@ -68,6 +68,8 @@ type writerLeaseJSON struct {
 	RenewalAgeSeconds *float64   `json:"renewalAgeSeconds,omitempty"`
 	ExpiresInSeconds  *float64   `json:"expiresInSeconds,omitempty"`
 	Expired           *bool      `json:"expired,omitempty"`
+	SessionWatched    bool       `json:"sessionWatched,omitempty"`
+	SessionEnded      bool       `json:"sessionEnded,omitempty"`
 	Since             *time.Time `json:"since,omitempty"`
 }
 
@@ -90,6 +92,7 @@ func writerLeaseOf(l *WriterLease) *writerLeaseJSON {
 	expired := l.Expired()
 	out.Holder, out.Epoch, out.TTLSeconds, out.RenewedAt = l.Holder, l.Epoch, l.TTL.Seconds(), since(l.RenewedAt)
 	out.RenewalAgeSeconds, out.ExpiresInSeconds, out.Expired = secs(l.RenewalAge), secs(l.ExpiresIn), &expired
+	out.SessionWatched, out.SessionEnded = l.SessionWatched, l.SessionEnded
 	return out
 }
 

@@ -148,6 +148,10 @@ type leaseAnswer struct {
 	Epoch     int64   `json:"epoch"`
 	ExpiresIn float64 `json:"expiresInSeconds"`
 	Expired   *bool   `json:"expired"`
+	// SessionWatched: the holder names its session (a standby takes over
+	// when it ends); SessionEnded: that session has ended.
+	SessionWatched bool `json:"sessionWatched"`
+	SessionEnded   bool `json:"sessionEnded"`
 }
 
 // writer returns the process's /status (ok false when it does not answer).
@@ -352,6 +356,9 @@ func TestWriterFailover(t *testing.T) {
 	ref := startWriter(t, bin, socket, refURL, "all")
 	active, standby := startWriterPair(t, bin, socket, haURL)
 	holdsTheStoredLease(t, admin, haURL, active)
+	if st, _ := active.writer(); !st.WriterLease.SessionWatched {
+		t.Fatalf("the holder does not name its session: %+v", *st.WriterLease)
+	}
 	if a, s := active.metric("marlowe_writer_lease_held"), standby.metric("marlowe_writer_lease_held"); a != 1 || s != 0 {
 		t.Fatalf("marlowe_writer_lease_held: active %v, standby %v", a, s)
 	}
@@ -452,12 +459,12 @@ func dnDone(dn *devnet.Devnet) bool {
 }
 
 // TestReaderWithoutWriter: a reader beside a writer is ready and sees the
-// writer's lease (holder, epoch, running); once the only writer is killed
-// (SIGKILL, no standby: nobody lets the lease go) the reader answers
-// /readyz 503 no_writer as soon as the lease has expired (/status
-// writerLease.expired, the marlowe_not_ready series 1,
-// marlowe_reader_writer_present 0), and is ready again once a new writer
-// holds the lease.
+// writer's lease (holder, epoch, running, its session named); once the
+// only writer is killed (SIGKILL, no standby: nobody takes or lets go the
+// lease) the reader answers /readyz 503 no_writer at its next read of the
+// lease, the holder's session having ended (/status writerLease.sessionEnded,
+// the marlowe_not_ready series 1, marlowe_reader_writer_present 0), and
+// is ready again once a new writer holds the lease.
 func TestReaderWithoutWriter(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the binary")
@@ -485,7 +492,7 @@ func TestReaderWithoutWriter(t *testing.T) {
 			ws, ok := w.writer()
 			l := lease()
 			return ok && l != nil && !*l.Expired && l.Held == nil && l.Holder == ws.WriterLease.Holder && l.Epoch == ws.WriterLease.Epoch &&
-				reader.isReady()
+				l.SessionWatched && !l.SessionEnded && reader.isReady()
 		}
 	}
 	waitUntil(t, time.Minute, "the reader ready beside the writer", readyWith(writer))
@@ -497,10 +504,13 @@ func TestReaderWithoutWriter(t *testing.T) {
 		t.Fatal(err)
 	}
 	<-writer.done
+	killed := time.Now()
 	waitUntil(t, 30*time.Second, "the reader's /readyz 503 no_writer", func() bool { return reader.reasonHolds("no_writer") })
-	if l := lease(); l == nil || !*l.Expired || l.ExpiresIn > 0 {
+	t.Logf("the reader answered no_writer %s after the kill (TTL %s)", time.Since(killed).Round(time.Millisecond), testLeaseTTL)
+	if l := lease(); l == nil || !l.SessionEnded {
 		t.Fatalf("/status writerLease without a writer: %+v", l)
 	}
+	waitUntil(t, 30*time.Second, "the lease expired", func() bool { l := lease(); return l != nil && *l.Expired && l.ExpiresIn <= 0 })
 	if v := reader.metricsOf(`marlowe_not_ready{reason="no_writer"}`, "marlowe_reader_writer_present"); v[0] != 1 || v[1] != 0 {
 		t.Fatalf("marlowe_not_ready{no_writer}, marlowe_reader_writer_present without a writer: %v", v)
 	}

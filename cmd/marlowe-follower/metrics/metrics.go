@@ -88,6 +88,14 @@ func (m *Metrics) RegisterRole(role string, w Writer) {
 	m.Registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "marlowe_writer_epoch",
 		Help: "The writer epoch this process took with the writer lease (0 before it holds it)."},
 		func() float64 { return float64(w.Epoch()) }))
+	m.Registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "marlowe_writer_lease_session_locked",
+		Help: "1 while this process's lease connection holds the writer lease's session lock: holding the lease, a standby takes over the moment this process or its session dies (0: only the expiry decides, as behind a pooling proxy)."},
+		func() float64 {
+			if w.Held() && w.SessionLocked() {
+				return 1
+			}
+			return 0
+		}))
 }
 
 // Writer is what the writer metrics read of a process that writes
@@ -98,6 +106,9 @@ type Writer interface {
 	Held() bool
 	// Epoch is the writer epoch taken with the lease (0 before).
 	Epoch() int64
+	// SessionLocked reports whether the lease's connection holds its
+	// session lock.
+	SessionLocked() bool
 }
 
 // Handler serves the metrics.
@@ -236,9 +247,9 @@ func (m *Metrics) RegisterStore(st *history.StoreStats) {
 func (m *Metrics) RegisterLeaseWatch(w *storage.LeaseWatch) {
 	m.Registry.MustRegister(
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "marlowe_reader_writer_present",
-			Help: "1 while the writer lease runs, as this reader last read it (0 once it has expired: nobody writes; 0 also before the first read)."},
+			Help: "1 while the writer lease runs, as this reader last read it (0 once it has expired or its holder's session has ended: nobody writes; 0 also before the first read)."},
 			func() float64 {
-				if v := w.View(); v != nil && !v.Expired(time.Now()) {
+				if v := w.View(); v != nil && !v.NoWriter(time.Now()) {
 					return 1
 				}
 				return 0

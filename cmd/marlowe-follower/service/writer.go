@@ -125,9 +125,9 @@ func (w *Writer) takeLease(ctx context.Context, pg *storage.Postgres, opts Optio
 				"(a writer paused mid-commit: its transaction rolls back)", zap.Int("pid", pid))
 		},
 		Waiting: func(row storage.LeaseRow) {
-			w.log.Info("standing by: another process holds the writer lease; this one takes over when it expires or is let go",
-				zap.String("role", w.cfg.Role), zap.String("holder", row.Holder), zap.Int64("epoch", row.Epoch),
-				zap.Duration("expiresIn", row.Remaining()))
+			w.log.Info("standing by: another process holds the writer lease; this one takes over when the holder's session ends, "+
+				"or the lease expires or is let go", zap.String("role", w.cfg.Role), zap.String("holder", row.Holder),
+				zap.Int64("epoch", row.Epoch), zap.Duration("expiresIn", row.Remaining()), zap.Bool("sessionWatched", row.Watched()))
 			if standby, standbyErr = w.startStandby(waitCtx, opts, st); standbyErr != nil {
 				cancel()
 				return
@@ -169,7 +169,7 @@ func (w *Writer) takeLease(ctx context.Context, pg *storage.Postgres, opts Optio
 		return err
 	}
 	w.log.Info("holding the writer lease", zap.Int64("epoch", lease.Epoch()), zap.String("holder", lease.Holder()),
-		zap.Duration("ttl", lease.TTL()), zap.Duration("waited", time.Since(lease.Since())))
+		zap.String("taken", lease.Takeover()), zap.Duration("ttl", lease.TTL()), zap.Duration("waited", time.Since(lease.Since())))
 	return nil
 }
 

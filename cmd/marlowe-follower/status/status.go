@@ -122,6 +122,7 @@ func ownLease(l *storage.Lease) *query.WriterLease {
 	out.Held, out.Lapsed, out.Known = l.Held(), l.Lapsed(), true
 	out.Holder, out.Epoch, out.TTL, out.RenewedAt, out.Since = r.Holder, r.Epoch, r.TTL, r.RenewedAt, r.AcquiredAt
 	out.RenewalAge, out.ExpiresIn = age, r.TTL-age
+	out.SessionWatched = l.SessionLocked()
 	return out
 }
 
@@ -133,7 +134,8 @@ func leaseRead(v *storage.LeaseView, now time.Time) *query.WriterLease {
 	}
 	r := v.Row
 	out := &query.WriterLease{Known: true, Holder: r.Holder, Epoch: r.Epoch, TTL: r.TTL, RenewedAt: r.RenewedAt,
-		RenewalAge: v.RenewalAge(now), ExpiresIn: v.ExpiresIn(now), Since: r.AcquiredAt}
+		RenewalAge: v.RenewalAge(now), ExpiresIn: v.ExpiresIn(now), Since: r.AcquiredAt,
+		SessionWatched: r.Watched(), SessionEnded: r.SessionEnded}
 	if out.Expired() {
 		out.Since = r.ExpiresAt
 	}
