@@ -1080,14 +1080,15 @@ async function main() {
     await openPage1.close();
 
     // Merkleized cases are marked (every branch expanded).
+    // (One whose steps revealed a continuation, where the devnet has one.)
     let merkle = null;
     for (const c of (await api("/contracts?order=desc&limit=100")).results.slice(10)) {
       const full = await api(`/contracts/${enc(c.contractId)}`);
       const n = (JSON.stringify(full.initialContract).match(/"merkleized_then"/g) || []).length;
-      if (n > 0) {
-        merkle = { id: c.contractId, n };
-        break;
-      }
+      if (n === 0) continue;
+      const revealed = c.steps > 0 && (await api(`/contracts/${enc(c.contractId)}/history?limit=100`)).results.some((r) => r.kind === "inputs_applied" && JSON.stringify(r.payload.inputs).includes("continuation_hash"));
+      if (!merkle || revealed) merkle = { id: c.contractId, n, revealed };
+      if (revealed) break;
     }
     check(merkle, "the devnet has a contract with merkleized cases");
     const mPage = await openPage(context, `${BASE}/ui/contract?id=${enc(merkle.id)}`, errors);
@@ -1098,6 +1099,15 @@ async function main() {
     const hidden = await mPage.$$eval("#tree li[data-kind=hidden]", (l) => l.map((x) => x.textContent));
     check(marks.length >= merkle.n && hidden.every((t) => /not revealed/.test(t)) && marks.filter((m) => m === "merkleized").length === hidden.length,
       `contract ${merkle.id}: its ${merkle.n} merkleized case(s) are marked (${marks.filter((m) => /revealed/.test(m)).length} revealed, ${hidden.length} not)`, { marks, hidden });
+    // Each revealed continuation links to its contract source (its hash is its source id).
+    const sources = await mPage.$$eval("#tree a.source-link", (l) => l.map((a) => a.href));
+    const badSources = [];
+    for (const href of sources) {
+      const res = await fetch(href.replace(BASE, QUERY_URL));
+      const body = res.ok ? await res.json() : null;
+      if (!body || !href.endsWith("/sources/" + body.sourceId)) badSources.push([href, res.status]);
+    }
+    check(sources.length === marks.filter((m) => /revealed/.test(m)).length && (sources.length > 0 || !merkle.revealed) && badSources.length === 0, `each of the ${sources.length} revealed continuation(s) links to its source (GET /sources/{hash})`, badSources);
     await mPage.close();
     await checkTransactionPages(context, errors, BASE, stepTx, wd);
     await checkPayoutsPage(context, errors, BASE);

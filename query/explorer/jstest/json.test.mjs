@@ -15,6 +15,9 @@ test("integers beyond 2^53 stay exact; everything else as JSON.parse", () => {
   assert.equal(v.e, 'x"yé');
   assert.deepEqual(v.f, [true, false, null, {}]);
   assert.equal(stringify(v), '{"a":10000000000000009999999999998975999999999998976,"b":-9007199254740993,"c":9007199254740991,"d":1500,"e":"x\\"yé","f":[true,false,null,{}],"g":[]}');
+  // Indented too (the contract page's JSON view): the same numbers, exact.
+  assert.equal(stringify({ a: [2n ** 70n], b: -(2n ** 64n) }, 2), '{\n  "a": [\n    1180591620717411303424\n  ],\n  "b": -18446744073709551616\n}');
+  assert.deepEqual(parse(stringify(v, 2)), v);
   for (const t of ['{"k": [1, 2 ,3 ] }', "0", '"\\\\"', '"a\\\\"', "-0.5", '{"__proto__":1}']) assert.deepEqual(parse(t), JSON.parse(t), t);
   for (const bad of ["{", "[1,]", "01x", "tru", '"abc', "1 2", ""]) assert.throws(() => parse(bad), SyntaxError, bad);
   assert.equal(canonical({ b: 1, a: [2n ** 70n, { d: 1, c: 2 }] }), '{"a":[1180591620717411303424,{"c":2,"d":1}],"b":1}');

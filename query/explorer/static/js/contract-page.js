@@ -289,7 +289,11 @@ function lineOf(n) {
   else if (n.kind === "hidden") parts.push(h("span", { class: "muted" }, "merkleized continuation ", h("code", { title: n.hash }, short(n.hash, 10, 6)), " (not revealed: no step took this case)"));
   else parts.push(h("span", { class: "label" }, n.label));
   if (n.kind === "when") parts.push(h("span", { class: "deadline" }, "· deadline ", ago(n.deadline)));
-  if (n.merkleized) parts.push(" ", h("span", { class: "badge merkle", title: "continuation hash " + n.merkleized.hash }, n.merkleized.revealed ? "merkleized, revealed" : "merkleized"));
+  if (n.merkleized) {
+    parts.push(" ", h("span", { class: "badge merkle", title: "continuation hash " + n.merkleized.hash }, n.merkleized.revealed ? "merkleized, revealed" : "merkleized"));
+    // A revealed continuation is a contract source (GET /sources/{hash}: its hash is its source id).
+    if (n.merkleized.revealed) parts.push(" ", h("a", { class: "small source-link", href: pageURL("sources/" + n.merkleized.hash), title: "The contract source the chain revealed for this case (GET /sources/" + n.merkleized.hash + ")" }, "its source"));
+  }
   if (n.kind === "case" && n.parent && n.parent.current && S.applicable && S.applicable.has(n.index)) {
     parts.push(" ", h("span", { class: "badge open applicable" }, "can be done now"));
   }

@@ -289,7 +289,8 @@ function drawInfo(tr, c, failed = false) {
   const type = inf.type || tagType(c.tags);
   const dots = h("span", { class: "muted", "aria-label": "reading" }, failed ? "?" : "…");
   fill(cell("type"), type ? h("span", { title: type.from === "tag" ? `From its tag “${type.tag}”` : `From its shape: ${type.why}` }, type.type, type.from === "shape" ? h("span", { class: "muted" }, "*") : null) : dots);
-  const fresh = (k) => inf[k + "Seq"] === c.lastSeq;
+  // (The stream may have told a newer state than the row's read: it shows.)
+  const fresh = (k) => (inf[k + "Seq"] ?? -1) >= c.lastSeq;
   const pending = () => (failed ? h("span", { class: "muted", title: "The API did not answer; the row is read again when the contract changes" }, "?") : h("span", { class: "muted", "aria-label": "reading" }, "…"));
   fill(cell("value"), fresh("assets") ? (assetsEmpty(inf.assets) ? h("span", { class: "muted" }, "nothing") : assetsText(inf.assets)) : pending());
   fill(cell("action"), fresh("action") ? inf.action : pending());
@@ -298,7 +299,8 @@ function drawInfo(tr, c, failed = false) {
 // ---- what the rows need beyond the list: type, value, last action ----
 
 // info: contractId -> {type, assets, assetsSeq, action, actionSeq}: the
-// value locked and the last action as of the contract's lastSeq, the type;
+// value locked and the last action as of a seq (the row's lastSeq or a
+// newer one the stream told), the type;
 // told by where the browser's stream is held (rowinfo.js), which reads
 // them once for all tabs and keeps them current from the stream.
 const info = new Map();
@@ -322,7 +324,7 @@ const rowOf = (c) => ({ contractId: c.contractId, seq: c.seq, lastSeq: c.lastSeq
 
 function needs(c) {
   const inf = info.get(c.contractId) || {};
-  return !inf.type || inf.assetsSeq !== c.lastSeq || inf.actionSeq !== c.lastSeq;
+  return !inf.type || !((inf.assetsSeq ?? -1) >= c.lastSeq) || !((inf.actionSeq ?? -1) >= c.lastSeq);
 }
 
 // enrich asks for what the rows shown lack.

@@ -159,7 +159,7 @@ function parseExact(text) {
 }
 
 const replacer = (_k, v) => (typeof v === "bigint" ? { __bigint__: v.toString() } : v);
-const BIG = /\{"__bigint__":"(-?\d+)"\}/g;
+const BIG = /\{\s*"__bigint__":\s*"(-?\d+)"\s*\}/g; // (written with or without indentation)
 
 /** stringify writes JSON; BigInts are written as integers. */
 export function stringify(v, space) {

@@ -44,7 +44,7 @@ export class RowInfo {
       this.asked.add(c.contractId);
       if (this.asked.size > MAX) this.asked.delete(this.asked.values().next().value);
       const inf = this.info.get(c.contractId);
-      const fresh = inf && inf.type && (onlyType || (inf.assetsSeq === c.lastSeq && inf.actionSeq === c.lastSeq));
+      const fresh = inf && inf.type && (onlyType || ((inf.assetsSeq ?? -1) >= c.lastSeq && (inf.actionSeq ?? -1) >= c.lastSeq));
       if (fresh) {
         this.send({ type: "info", id: c.contractId, info: inf });
         continue;
@@ -92,7 +92,7 @@ export class RowInfo {
     const inf = this.info.get(c.contractId) || {};
     const patch = {};
     const needType = !inf.type;
-    const needState = !onlyType && (inf.assetsSeq !== c.lastSeq || inf.actionSeq !== c.lastSeq);
+    const needState = !onlyType && !((inf.assetsSeq ?? -1) >= c.lastSeq && (inf.actionSeq ?? -1) >= c.lastSeq);
     let step = null;
     if (needState && c.steps > 0) {
       step = await this.lastStep(c);
@@ -130,20 +130,38 @@ export class RowInfo {
     return this.get(contractPath(c.contractId, "/transactions/" + last.transactionId));
   }
 
-  /** note takes what a record of the event stream tells of its contract. */
+  /**
+   * note takes what a record of the event stream tells of its contract; a
+   * rollback forgets the values and actions told by the records it undid
+   * (their slots are after the point it goes back to), so that they are
+   * read again.
+   */
   note(r) {
-    if (!r.contractId || r.kind === "rolled_back") return;
+    if (r.kind === "rolled_back") {
+      const to = Number(r.payload && r.payload.to ? r.payload.to.slot ?? 0 : 0);
+      for (const [id, inf] of this.info) {
+        if (inf.slot !== undefined && inf.slot > to) {
+          const { type } = inf;
+          this.info.delete(id);
+          if (type) this.set(id, { type });
+          else if (this.asked.has(id)) this.send({ type: "info", id, info: {} });
+        }
+      }
+      return;
+    }
+    if (!r.contractId) return;
     const p = r.payload || {};
+    const slot = r.block ? Number(r.block.slot) : undefined;
     if (r.kind === "contract_created") {
       const contract = p.datum && p.datum.marloweContract;
       const type = tagType(p.tags) || (contract !== undefined ? shapeType(contract) : undefined);
-      this.set(r.contractId, { ...(type ? { type } : {}), assets: p.assets, assetsSeq: r.seq, action: lastAction(r.kind, p), actionSeq: r.seq });
+      this.set(r.contractId, { ...(type ? { type } : {}), assets: p.assets, assetsSeq: r.seq, action: lastAction(r.kind, p), actionSeq: r.seq, slot });
     } else if (r.kind === "inputs_applied") {
-      this.set(r.contractId, { assets: p.closed || !p.output ? { lovelace: 0, tokens: {} } : p.output.assets, assetsSeq: r.seq, action: lastAction(r.kind, p), actionSeq: r.seq });
+      this.set(r.contractId, { assets: p.closed || !p.output ? { lovelace: 0, tokens: {} } : p.output.assets, assetsSeq: r.seq, action: lastAction(r.kind, p), actionSeq: r.seq, slot });
     } else if (this.info.has(r.contractId)) {
       // A withdrawal leaves the contract's output as it was; a rejected step too.
       const inf = this.info.get(r.contractId);
-      this.set(r.contractId, { action: lastAction(r.kind, p), actionSeq: r.seq, ...(inf.assets !== undefined ? { assetsSeq: r.seq } : {}) });
+      this.set(r.contractId, { action: lastAction(r.kind, p), actionSeq: r.seq, slot, ...(inf.assets !== undefined ? { assetsSeq: r.seq } : {}) });
     }
   }
 }
