@@ -121,7 +121,7 @@ func TestMigrateFreshSQLite(t *testing.T) {
 		return out
 	}
 	migrateFlow(t, "sqlite "+dir, []string{"--data-dir", dir}, tables)
-	if got := tables(); !slices.Equal(got, resetFiles) {
-		t.Fatalf("files after migrate: %v, want %v", got, resetFiles)
+	if got := tables(); !slices.Equal(got, storeFiles) {
+		t.Fatalf("files after migrate: %v, want %v", got, storeFiles)
 	}
 }

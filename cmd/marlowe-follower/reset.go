@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/spf13/cobra"
@@ -22,7 +23,7 @@ var resetTables = []string{
 	"utxos", "utxo_changes", "meta", "writer_epoch", "writer_lease", "schema_migrations",
 	// contract projection
 	"cv_head", "cv_contracts", "cv_contract_tags", "cv_contract_parties", "cv_transactions", "cv_payouts",
-	"cv_withdrawals", "cv_schema_migrations",
+	"cv_withdrawals", "cv_sources", "cv_source_links", "cv_source_refs", "cv_schema_migrations",
 	// durable streams
 	"ws_streams", "ws_history", "ws_schema_migrations",
 }
@@ -30,9 +31,12 @@ var resetTables = []string{
 // Tables of the durable streams, dropped by reset --streams.
 var resetStreamTables = []string{"ws_streams", "ws_history", "ws_schema_migrations"}
 
+// Files of the embedded store, one per store, as migrate creates them.
+var storeFiles = []string{"history.sqlite", "contracts.sqlite", "streams.sqlite"}
+
 // Files of the embedded store and the chain run --devnet keeps beside it,
 // removed by reset.
-var resetFiles = []string{"history.sqlite", "contracts.sqlite", "streams.sqlite", DevnetChainFile}
+var resetFiles = append(slices.Clone(storeFiles), DevnetChainFile)
 
 // Files of the durable streams, removed by reset --streams.
 var resetStreamFiles = []string{"streams.sqlite"}

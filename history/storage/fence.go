@@ -24,6 +24,8 @@ import (
 const (
 	takeEpochSQL  = `UPDATE writer_epoch SET epoch = epoch + 1 WHERE id = 1 RETURNING epoch`
 	checkEpochSQL = `SELECT epoch FROM writer_epoch WHERE id = 1 FOR SHARE`
+	// Read only on a refusal, to name the process that took over.
+	takenBySQL = `SELECT holder, epoch FROM writer_lease WHERE id = 1`
 )
 
 // takeEpoch increments the stored writer epoch in tx (the lease's
@@ -100,7 +102,13 @@ func (p *Postgres) CheckEpoch(ctx context.Context, tx pgx.Tx) error {
 	if err := tx.QueryRow(ctx, checkEpochSQL).Scan(&stored); err != nil {
 		return fmt.Errorf("checking the writer epoch: %w", err)
 	}
-	return fenced(mine, stored)
+	if stored == mine {
+		return nil
+	}
+	var by string
+	var epoch int64
+	takenErr := tx.QueryRow(ctx, takenBySQL).Scan(&by, &epoch)
+	return fenced(mine, stored, by, epoch, takenErr)
 }
 
 // CheckEpochSQL is CheckEpoch in a database/sql transaction on the pool.
@@ -116,7 +124,13 @@ func (p *Postgres) CheckEpochSQL(ctx context.Context, tx *sql.Tx) error {
 	if err := tx.QueryRowContext(ctx, checkEpochSQL).Scan(&stored); err != nil {
 		return fmt.Errorf("checking the writer epoch: %w", err)
 	}
-	return fenced(mine, stored)
+	if stored == mine {
+		return nil
+	}
+	var by string
+	var epoch int64
+	takenErr := tx.QueryRowContext(ctx, takenBySQL).Scan(&by, &epoch)
+	return fenced(mine, stored, by, epoch, takenErr)
 }
 
 // LeaseHeld is nil while this process may write: it holds a valid writer
@@ -131,9 +145,14 @@ func (p *Postgres) LeaseHeld() error {
 	return l.check()
 }
 
-func fenced(mine, stored int64) error {
-	if stored == mine {
-		return nil
+// fenced is the refusal of a write whose epoch, mine, is no longer the
+// stored one: it names the process the lease row says took over (by, at
+// epoch), in the words of a renewal that finds the lease taken
+// (Lease.renew), so that whichever of the two a holder meets first, its
+// last line says the same. takenErr is the error reading the row, if any.
+func fenced(mine, stored int64, by string, epoch int64, takenErr error) error {
+	if takenErr != nil || by == "" {
+		return fmt.Errorf("%w (writer epoch %d, the stored one is %d)", record.ErrFenced, mine, stored)
 	}
-	return fmt.Errorf("%w (writer epoch %d, the stored one is %d)", record.ErrFenced, mine, stored)
+	return fmt.Errorf("%w: %s took the writer lease (epoch %d; this process's was %d)", record.ErrFenced, by, epoch, mine)
 }
