@@ -321,6 +321,7 @@ func runTipJob(ctx context.Context, raw json.RawMessage) (any, error) {
 	}
 	t2 := time.Now()
 	serverCPU, clientCPU := procCPUSeconds(prm.Pid)-cpuServer, cpuSeconds()-cpuClient
+	writeHeapProfile("") // the allocations of the window (with --cpuprofile-dir)
 	closeAll(subs)
 	row.ClientRSSMiB = mib(readMem().Peak)
 	var lat latencies
@@ -392,8 +393,13 @@ func allHave(tallies []tally, seq int64) bool {
 
 // fanout runs the section: the storm, then the phases at the tip.
 func (s *suite) fanout(ctx context.Context) error {
-	if err := s.fanoutStorm(ctx); err != nil {
-		return err
+	if s.opts.wantsFanout(fanoutStorm) {
+		if err := s.fanoutStorm(ctx); err != nil {
+			return err
+		}
+	}
+	if len(s.tipPhases()) == 0 {
+		return nil
 	}
 	return s.fanoutTip(ctx)
 }
@@ -442,10 +448,18 @@ func (s *suite) fanoutStorm(ctx context.Context) error {
 // tipPhases are the phases at the tip, in order: the raw and the Go clients
 // in turn (raw, Go, Go, raw: a drift of the machine's load over the run
 // weighs on both alike), then the large number of raw ones.
+// Only the cases asked for (--fanout) are given.
 func (s *suite) tipPhases() []tipParams {
 	n, big := s.sz.TipSubscribers, s.sz.TipManySubscribers
-	return []tipParams{{Client: clientRaw, Subscribers: n}, {Client: clientGo, Subscribers: n},
-		{Client: clientGo, Subscribers: n}, {Client: clientRaw, Subscribers: n}, {Client: clientRaw, Subscribers: big}}
+	var phases []tipParams
+	if s.opts.wantsFanout(fanoutClients) {
+		phases = append(phases, tipParams{Client: clientRaw, Subscribers: n}, tipParams{Client: clientGo, Subscribers: n},
+			tipParams{Client: clientGo, Subscribers: n}, tipParams{Client: clientRaw, Subscribers: n})
+	}
+	if s.opts.wantsFanout(fanoutMany) {
+		phases = append(phases, tipParams{Client: clientRaw, Subscribers: big})
+	}
+	return phases
 }
 
 func (s *suite) fanoutTip(ctx context.Context) error {

@@ -106,6 +106,7 @@ func parseOptions(args []string, stderr io.Writer) (*Options, error) {
 	fs.StringVar(&o.FromJSON, "from-json", "", "measure nothing: write the Markdown section and plots of this earlier JSON result")
 	fs.StringVar(&o.ProfileDir, "cpuprofile-dir", "", "write a CPU profile of every worker process into this directory (and a heap profile at the end of each pipeline run)")
 	fs.StringSliceVar(&o.Sections, "only", nil, "run only these sections: follow, streaming, fanout, contracts, growth")
+	fs.StringSliceVar(&o.FanoutCases, "fanout", nil, "run only these cases of the fanout section: storm, clients (raw and Go clients at the tip), many (the many raw ones at the tip)")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "Usage: marlowe-bench [flags]\n\nmarlowe-follower's benchmark suite (see docs/benchmarks.md).\n\nFlags:")
 		fs.PrintDefaults()
@@ -119,6 +120,11 @@ func parseOptions(args []string, stderr io.Writer) (*Options, error) {
 	for _, s := range o.Sections {
 		if !slices.Contains(allSections, s) {
 			return nil, fmt.Errorf("--only %s: want one of %s", s, strings.Join(allSections, ", "))
+		}
+	}
+	for _, c := range o.FanoutCases {
+		if !slices.Contains(allFanoutCases, c) {
+			return nil, fmt.Errorf("--fanout %s: want one of %s", c, strings.Join(allFanoutCases, ", "))
 		}
 	}
 	if o.Quick && o.Long {

@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -222,5 +224,40 @@ func TestHistogramQuantile(t *testing.T) {
 	}
 	if v := after.value("h_count"); v != 110 {
 		t.Errorf("h_count %v", v)
+	}
+}
+
+func TestFanoutCases(t *testing.T) {
+	if _, err := parseOptions([]string{"--fanout", "tip"}, io.Discard); err == nil {
+		t.Fatal("--fanout tip: want an error (no such case)")
+	}
+	for _, c := range []struct {
+		flag   string
+		phases []string
+	}{
+		{"", []string{"raw", "go", "go", "raw", "raw"}},
+		{"clients", []string{"raw", "go", "go", "raw"}},
+		{"many", []string{"raw"}},
+		{"storm", nil},
+	} {
+		args := []string{"--quick"}
+		if c.flag != "" {
+			args = append(args, "--fanout", c.flag)
+		}
+		o, err := parseOptions(args, io.Discard)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := &suite{opts: o, sz: sizesFor(o)}
+		var got []string
+		for _, ph := range s.tipPhases() {
+			got = append(got, ph.Client)
+		}
+		if !slices.Equal(got, c.phases) {
+			t.Errorf("--fanout %q: phases %v, want %v", c.flag, got, c.phases)
+		}
+		if o.wantsFanout(fanoutStorm) != (c.flag == "" || c.flag == "storm") {
+			t.Errorf("--fanout %q: storm %v", c.flag, o.wantsFanout(fanoutStorm))
+		}
 	}
 }

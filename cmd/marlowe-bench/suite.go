@@ -20,6 +20,8 @@ type Options struct {
 	FollowerBin string
 	PostgresURL string
 	Sections    []string
+	// FanoutCases are the fanout section's cases to run (empty: all).
+	FanoutCases []string
 	// ProfileDir, when set, receives a CPU profile of every worker.
 	ProfileDir string
 	// FromJSON, when set, is an earlier result to write out again.
@@ -38,6 +40,24 @@ const (
 )
 
 var allSections = []string{sectionFollow, sectionStreaming, sectionFanout, sectionContracts, sectionGrowth}
+
+// The fanout section's cases.
+const (
+	// fanoutStorm: subscribers from 0 of a log at once.
+	fanoutStorm = "storm"
+	// fanoutClients: raw and Go clients at the tip in turn (raw, Go, Go,
+	// raw).
+	fanoutClients = "clients"
+	// fanoutMany: the large number of raw subscribers at the tip.
+	fanoutMany = "many"
+)
+
+var allFanoutCases = []string{fanoutStorm, fanoutClients, fanoutMany}
+
+// wantsFanout reports whether a case of the fanout section runs.
+func (o *Options) wantsFanout(c string) bool {
+	return len(o.FanoutCases) == 0 || slices.Contains(o.FanoutCases, c)
+}
 
 // wants reports whether a section runs.
 func (o *Options) wants(section string) bool {
