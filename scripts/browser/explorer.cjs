@@ -22,6 +22,7 @@ const fs = require("node:fs");
 const net = require("node:net");
 const path = require("node:path");
 const { chromium } = require(process.env.PLAYWRIGHT_CORE || "playwright-core");
+const makeItems = require("./explorer-items.cjs");
 
 const env = (name) => {
   const v = process.env[name];
@@ -416,7 +417,12 @@ async function docShot(page, name, { width = 1280, height = 1400, scheme = "ligh
   const size = page.viewportSize();
   await page.emulateMedia({ colorScheme: scheme });
   await page.setViewportSize({ width, height });
-  await page.evaluate(() => window.scrollTo(0, 0));
+  // (The picture shows the page at rest: rows and steps just flashed by
+  // the devnet's blocks, many a second, are shown without the flash.)
+  await page.evaluate(() => {
+    window.scrollTo(0, 0);
+    for (const el of document.querySelectorAll(".flash-new, .flash-update, .flash-rollback")) el.classList.remove("flash-new", "flash-update", "flash-rollback");
+  });
   const file = path.join(DOC_SCREENSHOTS, name);
   await page.screenshot({ path: file, fullPage: false });
   log(`     documentation picture ${file}`);
@@ -543,6 +549,7 @@ async function checkContractViews(context, errors, base) {
   const roles = [...rolesIn(full.initialContract)].map((r) => "role:" + r);
   const addrs = [...addressesIn(full.initialContract)].map((a) => "address:" + a);
   check([...roles, ...addrs].every((k) => parties.includes(k)), `the participants: ${parties.length} (${parties.slice(0, 3).join(", ")}…), every role and address of its contract`, { parties, roles, addrs });
+  await items.partiesPaid(page, withRoles.contractId);
   const json = JSON.parse(await page.textContent("#source"));
   check(JSON.stringify(json) === JSON.stringify(full.initialContract), "the contract's JSON as created, as the API has it");
   await page.check('input[name="src-form"][value="marlowe"]');
@@ -564,17 +571,15 @@ async function checkContractViews(context, errors, base) {
   check(now.currentContract === null ? /closed/.test(cur) : JSON.stringify(JSON.parse(cur)) === JSON.stringify(now.currentContract) || now.lastSeq !== full.lastSeq, "and what is left of it now");
   await page.close();
   // A deep contract folds: the tree fits the page's width.
+  // (The guessing game that went deepest: its path runs several levels down.)
   let deep = null;
-  for (const c of (await api("/contracts?tag=guessing-game&limit=20")).results) {
-    deep = c;
-    if (c.status === "open") break;
-  }
+  for (const c of (await api("/contracts?tag=guessing-game&order=desc&limit=60")).results.slice(5)) if (!deep || c.steps > deep.steps) deep = c;
   if (!deep) deep = list[0];
   const dp = await openPage(context, `${base}/ui/contract?id=${enc(deep.contractId)}`, errors);
   await dp.waitForSelector("#tree li[data-kind]", { timeout: 15000 });
   const t = await dp.evaluate(() => ({ folded: [...document.querySelectorAll("#tree details:not([open]) > summary .folded")].length, levels: Math.max(...[...document.querySelectorAll("#tree li[data-level]")].map((l) => Number(l.dataset.level))),
     fits: document.getElementById("tree").scrollWidth <= document.getElementById("tree").clientWidth + 1, taken: document.querySelectorAll("#tree li.taken").length }));
-  check(t.fits && (t.folded > 0 || t.levels < 3), `a deep contract (${deep.contractId.slice(0, 10)}…, tags ${Object.keys(deep.tags).join(", ") || "none"}): ${t.folded} branch(es) folded, ${t.taken} node(s) on the path taken, it fits the width`, t);
+  check(t.fits && (t.folded > 0 || t.levels < 3) && (deep.steps === 0 || t.taken > deep.steps), `a deep contract (${deep.steps} steps, ${deep.contractId.slice(0, 10)}…, tags ${Object.keys(deep.tags).join(", ") || "none"}): ${t.folded} branch(es) folded, ${t.taken} node(s) on the path taken, it fits the width`, t);
   await shot(dp, "contract-deep.png");
   await dp.close();
 }
@@ -774,6 +779,8 @@ function contrast(a, b) {
   return (x + 0.05) / (y + 0.05);
 }
 
+const items = makeItems({ api, check, openPage, enc, LINKS, QUERY_URL, waitForRecord, docShot, sleep });
+
 async function main() {
   fs.mkdirSync(ARTIFACTS, { recursive: true });
   const proxy = await startProxy();
@@ -786,6 +793,14 @@ async function main() {
     args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--disable-background-networking",
       "--disable-component-update", "--disable-sync", "--no-first-run"],
   });
+  // Every request of every page and tab off the pages' own hosts (the
+  // test's proxies, on 127.0.0.x): only the explorer links clicked may be.
+  const offPort = [];
+  context.on("request", (r) => {
+    const u = r.url();
+    if (!/^(data|blob|about|chrome-error):/.test(u) && !/^127\.0\.0\.\d+$/.test(new URL(u).hostname)) offPort.push(u);
+  });
+  const clicked = new Set();
   try {
     // The contracts page lists contracts within seconds, and a new one appears without reload.
     const t0 = Date.now();
@@ -821,10 +836,18 @@ async function main() {
     await list.selectOption('select[name="status"]', "open");
     await list.waitForFunction(() => location.search.includes("status=open") && (document.getElementById("contracts").dataset.query || "").includes("status=open") &&
       document.querySelectorAll("#contracts tbody tr[data-id]").length > 0, null, { timeout: 10000 });
-    const statuses = await list.$$eval("#contracts tbody tr[data-id] .badge.open, #contracts tbody tr[data-id] .badge.closed", (b) => b.map((x) => x.textContent));
-    check(statuses.length > 0 && statuses.every((s) => s === "open"), `the status filter shows only open contracts (${statuses.length})`);
+    // (A row the stream told closed since the list's read says so at once,
+    // until the next read drops it: it must be closed.)
+    const statuses = await list.$$eval("#contracts tbody tr[data-id] .badge.open, #contracts tbody tr[data-id] .badge.closed", (b) => b.map((x) => [x.textContent, x.dataset.ahead ? x.closest("tr").dataset.id : null]));
+    const ahead = statuses.filter(([, id]) => id);
+    const notClosed = [];
+    for (const [, id] of ahead) if ((await api(`/contracts/${enc(id)}`)).status !== "closed") notClosed.push(id);
+    check(statuses.length > 0 && statuses.every(([s, id]) => s === "open" || id) && notClosed.length === 0,
+      `the status filter shows only open contracts (${statuses.length}; ${ahead.length} closed a moment ago, as the live updates told)`, { statuses, notClosed });
     await list.selectOption('select[name="status"]', "");
     await list.waitForFunction(() => !(document.getElementById("contracts").dataset.query || "").includes("status="), null, { timeout: 10000 });
+    await items.typeFilter(list);
+    await items.listPictures(list);
     await shot(list, "contracts.png");
 
     // The search box: a contract id opens its page.
@@ -1114,6 +1137,8 @@ async function main() {
     await checkApiPage(context, errors, BASE);
     await checkContractViews(context, errors, BASE);
     await checkPhone(context, errors, BASE);
+    await items.everyPage(context, errors, BASE);
+    clicked.add(await items.clickExplorerLink(context, errors, BASE, openId));
 
     let shotTaken = false;
     if ((await live.page.textContent("#facts")).includes("waiting for its next step")) {
@@ -1253,6 +1278,8 @@ async function main() {
     };
     const gone = (e) => /status of 404/.test(e.text) && [...gonePages].some((id) => (e.resource || "").endsWith("/contracts/" + enc(id)));
     const real = errors.filter((e) => !cutErrors(e) && !closedRace.includes(e) && !lookups(e) && !txPage(e) && !gone(e));
+    const strays = offPort.filter((u) => !clicked.has(u));
+    check(clicked.size > 0 && strays.length === 0, `no request of any page left the port but the ${clicked.size} explorer link(s) clicked (${offPort.length} off the port in all)`, strays);
     check(real.length === 0, `no console errors and no request off the query port on the explorer's pages (${errors.filter(cutErrors).length} from the cut connections, ${closedRace.length} /next of a contract closing meanwhile, ${errors.filter(lookups).length} 404s of the search's transaction lookups, ${errors.filter(txPage).length} of the transaction pages' lookups, ${errors.filter(gone).length} of contracts a rollback took away)`, real);
   } finally {
     await context.close();

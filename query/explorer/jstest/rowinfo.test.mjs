@@ -50,7 +50,7 @@ test("a tagged contract that stepped: its newest step alone gives value and acti
   for (let i = 0; i < 5; i++) await settle();
   assert.deepEqual(reads, ["contracts/c%230/transactions", "contracts/c%230/transactions/t2"]);
   const last = sent[sent.length - 1].info;
-  assert.deepEqual([last.type.type, last.assets.lovelace, last.action], ["Escrow", 7000000, "a deposited 5 ADA"]);
+  assert.deepEqual([last.type.type, last.assets.lovelace, last.action, last.closedSeq], ["Escrow", 7000000, "a deposited 5 ADA", undefined]);
 });
 
 test("the stream's records tell value and action without a read; a rollback forgets what it undid", async () => {
@@ -62,7 +62,7 @@ test("the stream's records tell value and action without a read; a rollback forg
   assert.equal(reads.length, 0);
   assert.equal(sent.at(-1).info.action, "created with 3 ADA");
   ri.note({ seq: 12, kind: "inputs_applied", contractId: "c#0", block: { slot: 120 }, payload: { inputs: [dep], closed: true } });
-  assert.deepEqual([sent.at(-1).info.actionSeq, sent.at(-1).info.assets.lovelace, sent.at(-1).info.action], [12, 0, "a deposited 5 ADA; closed"]);
+  assert.deepEqual([sent.at(-1).info.actionSeq, sent.at(-1).info.assets.lovelace, sent.at(-1).info.action, sent.at(-1).info.closedSeq], [12, 0, "a deposited 5 ADA; closed", 12]);
   // A row a moment behind the stream is answered with the newer state.
   ri.want([{ contractId: "c#0", seq: 10, lastSeq: 10, steps: 0, tags: {} }]);
   assert.equal(reads.length, 0);

@@ -7,13 +7,12 @@
 import { ApiError, all, contractPath, get, pageURL, url } from "./api.js";
 import { parse, stringify } from "./json.js";
 import {
-  amount, assets, assetsEmpty, blockText, count, date, party, roleName, short, shortContractId, slotTime,
+  amount, assets, assetsEmpty, blockText, count, party, roleName, short, shortContractId,
 } from "./format.js";
-import { notation } from "./notation.js";
-import { participants } from "./parties.js";
 import { buildTree, continuationsOf, fold, markPath, nextDeadline, SEQUENCE } from "./tree.js";
 import { bounds, choiceId, input, inputKind, KIND_NAMES, noInputs, payout } from "./words.js";
 import { $, ago, banner, boot, chrome, copyButton, copyable, extLink, fill, flash, follow, h, showTip, site, tickRelative, timeEl } from "./ui.js";
+import { blockEl, renderParties, renderPayouts, renderSource, wireSource } from "./contract-views.js";
 
 const id = new URLSearchParams(location.search).get("id") || "";
 const S = {
@@ -35,15 +34,6 @@ const S = {
   flashed: new Map(), // seq -> how the timeline flashed the record ("new", "rollback")
   newestSlot: -1, // the slot of the newest record of the contract shown or told
 };
-
-const blockTime = (b) => (b ? slotTime(S.network, b.slot) : null);
-
-// blockEl: "block 1,231 · 3 min ago", the slot, date and hash on hover.
-function blockEl(b) {
-  if (!b) return "–";
-  const t = blockTime(b);
-  return h("span", { class: "block", title: `${blockText(b)}, block hash ${b.hash}` }, `block ${count(b.blockNo)}`, t !== null ? [" · ", ago(t, `slot ${count(b.slot)}`)] : null);
-}
 
 // The script versions as people know them (contracts/marlowe/scripts.go):
 // every version runs the same Marlowe semantics; they differ in how they
@@ -197,9 +187,9 @@ function render(before) {
   const chain = chainOf(S.history, c);
   renderTree(c, chain);
   renderTimeline(chain, before);
-  renderParties(c);
+  renderParties(c, S.history, S.payouts);
   renderSource(c);
-  renderPayouts();
+  renderPayouts(S.payouts);
   renderNext();
   S.loaded = true;
   document.documentElement.dataset.steps = String(S.history.filter((r) => r.kind === "inputs_applied" && r.rolledBackBy === undefined).length);
@@ -223,6 +213,10 @@ function renderFacts(c) {
       : h("span", { class: "muted" }, "none")),
     dd("Created", blockEl(c.block), " · transaction ", copyable(c.contractId.split("#")[0], short(c.contractId.split("#")[0], 10, 6)), extLink("tx", c.contractId.split("#")[0]),
       created && created.payload.mintedRoles && created.payload.mintedRoles.length ? [" · minted roles: ", created.payload.mintedRoles.map(roleName).join(", ")] : null),
+    dd("Source", c.sourceId
+      ? [copyable(c.sourceId, short(c.sourceId, 10, 6)), " ", h("a", { class: "small source-link", dataset: { source: c.sourceId }, href: pageURL("sources/" + c.sourceId), title: `The contract as created, as a contract source (GET /sources/${c.sourceId}): the hash of its initial contract` }, "as a source"),
+        " ", h("a", { class: "small", href: pageURL("sources/" + c.sourceId + "/closure"), title: "Every continuation it reaches, as far as the chain revealed them" }, "with its continuations")]
+      : h("span", { class: "muted" }, "not known")),
     dd("Steps", count(c.steps), " · last activity ", blockEl(c.lastBlock)),
     dd("Assets locked", assetsEmpty(c.assets) ? h("span", { class: "muted" }, "nothing") : assets(c.assets),
       c.utxo ? [" in ", copyable(c.utxo, shortContractId(c.utxo))] : null),
@@ -425,87 +419,6 @@ function stepBody(r, chain) {
   }
 }
 
-// ---- participants ----
-
-function renderParties(c) {
-  const created = S.history.find((r) => r.kind === "contract_created" && r.rolledBackBy === undefined);
-  const continuations = continuationsOf(S.history.filter((r) => r.kind === "inputs_applied" && r.rolledBackBy === undefined).map((r) => r.payload.inputs));
-  const list = participants(c.initialContract, { continuations, payouts: S.payouts, minted: (created && created.payload.mintedRoles) || [] });
-  const el = $("parties");
-  if (!list.length) {
-    fill(el, h("p", { class: "muted" }, "The contract names no party."));
-    return;
-  }
-  const what = (x) => [x.deposits ? "deposits" : null, x.chooses ? "chooses" : null, x.receives ? "is paid" : null].filter(Boolean).join(", ") || "named only";
-  const paid = (x) => {
-    const parts = [];
-    if (x.payouts.available) parts.push(h("span", { class: "badge open" }, assets(x.payouts.available) + " to withdraw"));
-    if (x.payouts.withdrawn) parts.push(h("span", {}, assets(x.payouts.withdrawn) + " withdrawn"));
-    if (x.payouts.paid) parts.push(h("span", {}, assets(x.payouts.paid) + " paid to the address"));
-    return parts.length ? parts.flatMap((p, i) => (i ? [" · ", p] : [p])) : h("span", { class: "muted" }, "nothing yet");
-  };
-  const currency = c.roleTokenMintingPolicyId;
-  fill(el, h("div", { class: "table-wrap" }, h("table", { class: "cards" },
-    h("caption", { class: "visually-hidden" }, "Participants"),
-    h("thead", {}, h("tr", {}, ["Party", "Is", "In the contract it", "Paid out"].map((x) => h("th", { scope: "col" }, x)))),
-    h("tbody", {}, list.map((x) => h("tr", { dataset: { party: x.key } },
-      h("td", { dataset: { label: "Party" } }, x.role !== undefined
-        ? [h("strong", {}, roleName(x.role)), currency ? [" ", h("a", { class: "small", href: pageURL("ui/payouts", { roleToken: `${currency}.${x.role}` }), title: "The payouts of this role token" }, "its payouts")] : null]
-        : [copyable(x.address, short(x.address, 14, 8)), extLink("address", x.address), " ", h("a", { class: "small", href: pageURL("", { partyAddress: x.address }) }, "its contracts")]),
-      h("td", { dataset: { label: "Is" } }, x.role !== undefined ? ["a role", x.minted ? h("span", { class: "muted small" }, " (token minted at creation)") : null] : "an address"),
-      h("td", { dataset: { label: "In the contract it" } }, what(x)),
-      h("td", { dataset: { label: "Paid out" } }, paid(x))))))),
-    currency ? h("p", { class: "small muted" }, "A role is held by whoever holds its token (roles currency ", copyable(currency, short(currency, 8, 4)), extLink("policy", currency), "); its payouts wait in the payout validator until the holder withdraws them.") : null);
-}
-
-// ---- the contract as JSON and in Marlowe notation ----
-
-function sourceText(c) {
-  const which = document.querySelector('input[name="src-which"]:checked').value;
-  const form = document.querySelector('input[name="src-form"]:checked').value;
-  const v = which === "initial" ? c.initialContract : c.currentContract;
-  if (v === null || v === undefined) return { text: "", which, form, empty: true };
-  return { text: form === "json" ? stringify(v, 2) : notation(v), which, form };
-}
-
-function renderSource(c) {
-  const s = sourceText(c);
-  const key = [s.which, s.form, c.lastSeq].join("/");
-  if (key === S.sourceKey) return;
-  S.sourceKey = key;
-  const pre = $("source");
-  pre.textContent = s.empty ? "Nothing is left: the contract is closed." : s.text;
-  pre.dataset.which = s.which;
-  pre.dataset.form = s.form;
-  $("src-note").textContent = s.empty ? "" : `${count(s.text.split("\n").length)} lines, ${count(new TextEncoder().encode(s.text).length)} bytes`;
-}
-
-function sourceFile(c) {
-  const s = sourceText(c);
-  const base = `contract-${c.contractId.replace("#", "-")}-${s.which}`;
-  return s.form === "json" ? { name: base + ".json", type: "application/json", text: s.text + "\n" } : { name: base + ".marlowe", type: "text/plain", text: s.text + "\n" };
-}
-
-function renderPayouts() {
-  const el = $("payouts");
-  if (!S.payouts.length) {
-    fill(el, h("p", { class: "muted" }, "No payouts yet."));
-    return;
-  }
-  const statusText = { available: "waiting to be withdrawn", withdrawn: "withdrawn", paid: "paid to the address" };
-  fill(el, h("div", { class: "table-wrap" }, h("table", {},
-    h("caption", { class: "visually-hidden" }, "Payouts"),
-    h("thead", {}, h("tr", {}, ["Payout", "To", "Assets", "Paid in", "Status", "Withdrawal"].map((x) => h("th", { scope: "col" }, x)))),
-    h("tbody", {}, S.payouts.map((p) => h("tr", { dataset: { payout: p.payoutId || "", status: p.status } },
-      h("td", { class: "mono" }, p.payoutId ? copyable(p.payoutId, shortContractId(p.payoutId)) : "–"),
-      h("td", {}, p.role !== undefined && p.role !== null ? party({ role_token: p.role }) : p.address ? party({ address: p.address }) : "?"),
-      h("td", {}, assets(p.assets)),
-      h("td", { class: "small" }, blockEl(p.block)),
-      h("td", {}, h("span", { class: "badge " + (p.status === "available" ? "open" : "closed") }, statusText[p.status] || p.status)),
-      h("td", { class: "small" }, p.withdrawal ? [copyable(p.withdrawal.withdrawalId, short(p.withdrawal.withdrawalId, 10, 6)), " in ", blockEl(p.withdrawal.block)] : "–"),
-    ))))));
-}
-
 // ---- next ----
 
 let nextRun = 0;
@@ -518,7 +431,10 @@ async function renderNext() {
       S.payouts.some((p) => p.status === "available") ? " Its role payouts wait to be withdrawn by the holders of the role tokens." : ""));
     return;
   }
-  const start = S.nextAt ?? Date.now();
+  // "Now" is never before the state's minTime (a step's validity may start
+  // a moment ahead of this clock): an interval ending before it is refused.
+  const minTime = c.state && c.state.minTime !== undefined ? Number(c.state.minTime) : 0;
+  const start = S.nextAt ?? Math.max(Date.now(), minTime);
   const deadline = nextDeadline(c.currentContract, start);
   const end = Math.min(start + 10 * 60 * 1000, deadline !== null ? deadline - 1 : Infinity);
   const run = ++nextRun;
@@ -531,6 +447,10 @@ async function renderNext() {
       // It closed after the contract was read: read it again.
       fill(el, h("p", { class: "muted" }, "The contract has just closed."));
       refresh();
+      return;
+    }
+    if (e instanceof ApiError && e.code === "bad_interval") {
+      fill(el, h("p", { class: "muted" }, "Nothing can be done in that interval: it ends before the contract’s last step (minTime ", timeEl(minTime, { rel: false }), ")."));
       return;
     }
     fill(el, h("p", { class: "error" }, e instanceof ApiError ? `The API cannot say: ${e.message}` : `The API did not answer: ${e.message}`));
@@ -615,25 +535,7 @@ async function main() {
     S.treeKey = "";
     renderTree(S.contract, chainOf(S.history, S.contract));
   });
-  for (const r of document.querySelectorAll('input[name="src-which"], input[name="src-form"]')) r.addEventListener("change", () => S.contract && renderSource(S.contract));
-  $("src-copy").addEventListener("click", async () => {
-    if (!S.contract) return;
-    try {
-      await navigator.clipboard.writeText(sourceFile(S.contract).text);
-      $("src-note").textContent = "Copied.";
-    } catch {
-      $("src-note").textContent = "The browser did not let the page copy: select the text instead.";
-    }
-  });
-  $("src-download").addEventListener("click", () => {
-    if (!S.contract) return;
-    const f = sourceFile(S.contract);
-    const a = h("a", { href: URL.createObjectURL(new Blob([f.text], { type: f.type })), download: f.name });
-    document.body.append(a);
-    a.click();
-    a.remove();
-    setTimeout(() => URL.revokeObjectURL(a.href), 10000);
-  });
+  wireSource(() => S.contract);
   $("next-at").addEventListener("change", (ev) => {
     const v = ev.target.value;
     setNextAt(v ? new Date(v).getTime() : null);

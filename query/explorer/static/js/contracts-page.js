@@ -270,7 +270,7 @@ function row(c) {
       c.gone ? h("span", { class: "badge rolled-back" }, " rolled back") : null,
       tags.length ? h("span", { class: "tags" }, tags.map((t) => h("a", { class: "tag", href: pageURL("", { tag: t }), title: "Contracts tagged " + t }, t))) : null),
     h("td", { class: "c-type", dataset: { label: "Type", col: "type" } }),
-    h("td", { class: "c-status", dataset: { label: "Status" } }, h("span", { class: "badge " + c.status }, c.status)),
+    h("td", { class: "c-status", dataset: { label: "Status" } }),
     h("td", { class: "c-value num", dataset: { label: "Value locked", col: "value" } }),
     h("td", { class: "c-action", dataset: { label: "Last action", col: "action" } }),
     h("td", { class: "c-created", dataset: { label: "Created" } }, ago(blockTime(c.block), blockNote(c.block))),
@@ -294,6 +294,12 @@ function drawInfo(tr, c, failed = false) {
   const pending = () => (failed ? h("span", { class: "muted", title: "The API did not answer; the row is read again when the contract changes" }, "?") : h("span", { class: "muted", "aria-label": "reading" }, "…"));
   fill(cell("value"), fresh("assets") ? (assetsEmpty(inf.assets) ? h("span", { class: "muted" }, "nothing") : assetsText(inf.assets)) : pending());
   fill(cell("action"), fresh("action") ? inf.action : pending());
+  // A step the stream told closed the contract after the row was read: the
+  // row says closed at once, as its last action does (the row's next read
+  // follows within a second).
+  const closedAhead = c.status === "open" && (inf.closedSeq ?? -1) > c.lastSeq;
+  const status = tr.querySelector(".c-status");
+  if (status) fill(status, h("span", { class: "badge " + (closedAhead ? "closed" : c.status), title: closedAhead ? "Closed by a step just told by the live updates" : undefined, dataset: closedAhead ? { ahead: String(inf.closedSeq) } : {} }, closedAhead ? "closed" : c.status));
 }
 
 // ---- what the rows need beyond the list: type, value, last action ----

@@ -100,7 +100,7 @@ export class RowInfo {
         const d = step.details || {};
         patch.action = lastAction(step.kind === "rejected" ? "apply_inputs_rejected" : "inputs_applied", d);
         patch.actionSeq = c.lastSeq;
-        if (step.kind !== "rejected") Object.assign(patch, { assets: d.closed || !d.output ? { lovelace: 0, tokens: {} } : d.output.assets, assetsSeq: c.lastSeq });
+        if (step.kind !== "rejected") Object.assign(patch, { assets: d.closed || !d.output ? { lovelace: 0, tokens: {} } : d.output.assets, assetsSeq: c.lastSeq, ...(d.closed ? { closedSeq: c.lastSeq } : {}) });
       } else if (step && step.seq < c.lastSeq) {
         Object.assign(patch, { action: lastAction("payout_withdrawn"), actionSeq: c.lastSeq });
       }
@@ -157,7 +157,8 @@ export class RowInfo {
       const type = tagType(p.tags) || (contract !== undefined ? shapeType(contract) : undefined);
       this.set(r.contractId, { ...(type ? { type } : {}), assets: p.assets, assetsSeq: r.seq, action: lastAction(r.kind, p), actionSeq: r.seq, slot });
     } else if (r.kind === "inputs_applied") {
-      this.set(r.contractId, { assets: p.closed || !p.output ? { lovelace: 0, tokens: {} } : p.output.assets, assetsSeq: r.seq, action: lastAction(r.kind, p), actionSeq: r.seq, slot });
+      // (closedSeq: the step that closed it, for a row read before it.)
+      this.set(r.contractId, { assets: p.closed || !p.output ? { lovelace: 0, tokens: {} } : p.output.assets, assetsSeq: r.seq, action: lastAction(r.kind, p), actionSeq: r.seq, slot, ...(p.closed ? { closedSeq: r.seq } : {}) });
     } else if (this.info.has(r.contractId)) {
       // A withdrawal leaves the contract's output as it was; a rejected step too.
       const inf = this.info.get(r.contractId);
