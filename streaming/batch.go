@@ -16,7 +16,10 @@ import (
 // the snapshot the subscription was in when it read them (0: the log), and
 // the cursor after them.
 type chunk struct {
-	records  []record.Record
+	records []record.Record
+	// json holds the records' shared encodings when they came from the
+	// catch-up cache (nil, or a nil entry: encoded when the frame is made).
+	json     [][]byte
 	snapshot int64
 	end      record.Cursor
 	err      error
@@ -106,6 +109,7 @@ func (p *pump) stop() {
 // go out again (with a new number) until one delivery is acknowledged.
 type pendingBatch struct {
 	records []record.Record
+	json    [][]byte // the records' shared encodings, or nil (chunk.json)
 	cursor  record.Cursor
 	// snapshot is the snapshot its first records were read from (0: the
 	// log), for the cursors inside the batch.
@@ -143,6 +147,9 @@ func (p *pendingBatch) split(upTo int64) (done, rest *pendingBatch) {
 	}
 	done = &pendingBatch{records: p.records[:k:k], cursor: p.cursorAfter(k - 1), snapshot: p.snapshot, sent: p.sent}
 	rest = &pendingBatch{records: p.records[k:], cursor: p.cursor, snapshot: p.snapshot, sent: p.sent}
+	if p.json != nil {
+		done.json, rest.json = p.json[:k:k], p.json[k:]
+	}
 	return done, rest
 }
 
@@ -218,15 +225,16 @@ func putFrameBuf(b []byte) {
 // batchFrame encodes a batch frame (the JSON of a protocol.Frame of type
 // batch) into a pooled buffer, encoding every record.
 func batchFrame(stream string, number int64, cursor record.Cursor, tip []byte, redelivered bool, recs []record.Record) []byte {
-	return (*recordCache)(nil).batchFrame(stream, number, cursor, tip, redelivered, recs, 0)
+	return (*recordCache)(nil).batchFrame(stream, number, cursor, tip, redelivered, recs, nil, 0)
 }
 
 // batchFrame encodes a batch frame into a pooled buffer, taking the JSON
 // of the records near head from the cache: the frames of one commit to
 // many subscriptions share the records' encoding and differ only in their
-// stream, batch number, cursor and tip.
+// stream, batch number, cursor and tip. json, when not nil, holds the
+// records' encodings from the catch-up cache (a nil entry is encoded here).
 func (c *recordCache) batchFrame(stream string, number int64, cursor record.Cursor, tip []byte, redelivered bool,
-	recs []record.Record, head int64) []byte {
+	recs []record.Record, json [][]byte, head int64) []byte {
 	n := 160 + len(stream) + len(tip)
 	for i := range recs {
 		n += len(recs[i].Payload) + 512 // the fields besides the payload take at most about 480 bytes
@@ -240,6 +248,10 @@ func (c *recordCache) batchFrame(stream string, number int64, cursor record.Curs
 	for i := range recs {
 		if i > 0 {
 			buf = append(buf, ',')
+		}
+		if json != nil && json[i] != nil {
+			buf = append(buf, json[i]...)
+			continue
 		}
 		buf = c.appendRecord(buf, &recs[i], head)
 	}

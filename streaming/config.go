@@ -131,6 +131,12 @@ type Config struct {
 	// fits ("memory budget", status 1008). A frame counts until it is
 	// written to its socket (MARLOWE_RT_STREAMING_QUEUE_BUDGET_MB).
 	QueueBudget int64
+	// CatchUpCacheBytes bounds the shared catch-up cache (streaming/catchup:
+	// pages of the log read once for every stream catching up through
+	// them), and CatchUpReads the catch-up reads of the database running at
+	// once; 0 takes catchup.DefaultMaxBytes and catchup.DefaultMaxReads.
+	CatchUpCacheBytes int64
+	CatchUpReads      int
 	// LeaseHolder, when not empty, names this process among several that
 	// serve the durable streams of one database (writers and readers on
 	// PostgreSQL; streamstore.NewHolder): a durable stream in ack mode then

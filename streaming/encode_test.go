@@ -36,7 +36,7 @@ func TestRecordCacheEncodesOnce(t *testing.T) {
 	tip := []byte(`{"seq":5003}`)
 	want := batchFrame("s", 7, record.Cursor{Seq: head}, tip, true, recs)
 	for range 2 {
-		if got := c.batchFrame("s", 7, record.Cursor{Seq: head}, tip, true, recs, head); string(got) != string(want) {
+		if got := c.batchFrame("s", 7, record.Cursor{Seq: head}, tip, true, recs, nil, head); string(got) != string(want) {
 			t.Fatalf("cached frame %s\nwant %s", got, want)
 		}
 	}
@@ -81,7 +81,7 @@ func BenchmarkCommitFrames(b *testing.B) {
 					c = new(recordCache) // a fresh cache: the commit is encoded once here
 				}
 				for i := range 1000 {
-					f := c.batchFrame("s", int64(i), record.Cursor{Seq: head}, tip, false, recs, head)
+					f := c.batchFrame("s", int64(i), record.Cursor{Seq: head}, tip, false, recs, nil, head)
 					putFrameBuf(f)
 				}
 			}

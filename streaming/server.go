@@ -38,6 +38,7 @@ import (
 	"github.com/marlowe-follower/follower/history/record"
 	"github.com/marlowe-follower/follower/query/origin"
 	"github.com/marlowe-follower/follower/streaming/auth"
+	"github.com/marlowe-follower/follower/streaming/catchup"
 	"github.com/marlowe-follower/follower/streaming/protocol"
 	"github.com/marlowe-follower/follower/streaming/streamstore"
 )
@@ -72,8 +73,9 @@ type Server struct {
 
 	nextID   atomic.Uint64
 	tipCache atomic.Pointer[encodedTip]
-	enc      recordCache // the JSON of the records near the head
-	budget   queueBudget // the frames queued on all connections
+	enc      recordCache    // the JSON of the records near the head
+	budget   queueBudget    // the frames queued on all connections
+	cu       *catchup.Cache // the pages of the log streams catch up through
 	// origins are the browser origins allowed on the WebSocket: Config.Origins
 	// and, once it listens, the listening address's own.
 	origins atomic.Pointer[origin.List]
@@ -123,6 +125,8 @@ func New(cfg Config, deps Deps) (*Server, error) {
 	s := &Server{cfg: cfg, auth: authn, deps: deps, h: deps.History, store: deps.Streams, log: log.Named("streaming"),
 		sys: deps.System, stopped: make(chan struct{}), done: make(chan struct{})}
 	s.budget = queueBudget{limit: cfg.QueueBudget}
+	s.cu = catchup.New(deps.History, catchup.Config{MaxBytes: cfg.CatchUpCacheBytes, MaxReads: cfg.CatchUpReads,
+		Encode: func(r *record.Record) []byte { return appendRecord(make([]byte, 0, len(r.Payload)+320), r) }})
 	allowed, _ := origin.Parse(cfg.Origins) // Validate checked them
 	s.origins.Store(&allowed)
 	s.view.Store(&streamsView{})

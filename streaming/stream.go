@@ -92,6 +92,7 @@ type streamActor struct {
 	feed       *history.Feed
 	feedGen    int
 	pullQueued bool
+	reading    bool // a catch-up read through the cache is under way
 	idle       bool // the history store stopped for good
 	waitRetry  bool // a read failed: the feed opens again after RetryDelay
 	buf        []chunk
@@ -258,8 +259,10 @@ func (st *streamActor) Receive(c actor.Context) {
 			st.received(chunk{records: b.Records, end: b.Cursor})
 		}
 		if again {
-			st.requestPull()
+			st.fellBehind()
 		}
+	case *pageMsg:
+		st.caughtUp(msg)
 	case *dueMsg:
 		if msg.gen == st.timerGen {
 			st.due = time.Time{}
@@ -284,37 +287,47 @@ func (st *streamActor) Receive(c actor.Context) {
 	case *drainStream:
 		st.draining = true
 	case *closeStream:
-		st.closed = true
-		for _, a := range st.atts {
-			c.Unwatch(a.conn)
-			tell(st.sys, a.conn, &dropSub{stream: st.self, name: a.name, code: protocol.CodeStreamDeleted, msg: msg.msg})
-		}
-		st.atts = nil
-		c.Stop(st.self)
+		st.closeStream(c, msg.msg)
 		return
 	case *actor.Stopping:
-		for _, a := range st.atts {
-			c.Unwatch(a.conn) // their Terminated would find no one
-		}
-		st.stopFeed()
-		if st.timer != nil {
-			st.timer.Stop()
-		}
-		if st.inFlight != nil && st.inFlight.timer != nil {
-			st.inFlight.timer.Stop()
-		}
-		if st.unstored != nil {
-			st.log().Error("the acknowledged cursor of the durable stream could not be stored before it stopped; "+
-				"a restart delivers the records after the stored one again", zap.String("cursor", st.unstored.Cursor))
-		}
-		st.stopStoreRetry()
-		st.releaseLease()
-		st.stats.Store(&streamStats{acked: st.acked})
+		st.stopping(c)
 		return
 	default:
 		return
 	}
 	st.step(c)
+}
+
+// closeStream ends a deleted durable stream: its connections are told.
+func (st *streamActor) closeStream(c actor.Context, msg string) {
+	st.closed = true
+	for _, a := range st.atts {
+		c.Unwatch(a.conn)
+		tell(st.sys, a.conn, &dropSub{stream: st.self, name: a.name, code: protocol.CodeStreamDeleted, msg: msg})
+	}
+	st.atts = nil
+	c.Stop(st.self)
+}
+
+// stopping lets go of what the stream holds as it stops.
+func (st *streamActor) stopping(c actor.Context) {
+	for _, a := range st.atts {
+		c.Unwatch(a.conn) // their Terminated would find no one
+	}
+	st.stopFeed()
+	if st.timer != nil {
+		st.timer.Stop()
+	}
+	if st.inFlight != nil && st.inFlight.timer != nil {
+		st.inFlight.timer.Stop()
+	}
+	if st.unstored != nil {
+		st.log().Error("the acknowledged cursor of the durable stream could not be stored before it stopped; "+
+			"a restart delivers the records after the stored one again", zap.String("cursor", st.unstored.Cursor))
+	}
+	st.stopStoreRetry()
+	st.releaseLease()
+	st.stats.Store(&streamStats{acked: st.acked})
 }
 
 // attach adds a connection and tells it the subscription is set up.
@@ -450,93 +463,6 @@ func (st *streamActor) arm() {
 	st.timer = time.AfterFunc(time.Until(due), func() { tell(sys, self, &dueMsg{gen: gen}) })
 }
 
-// openFeed starts reading the history after from.
-func (st *streamActor) openFeed(from record.Cursor) {
-	st.stopFeed()
-	st.feedGen++
-	st.feed = st.srv.h.Feed(st.sys, st.self, st.filter, record.From{Kind: record.FromCursor, Cursor: from})
-	// Catch-up pages of about one batch keep a stream's memory small when
-	// many streams catch up at once.
-	st.feed.SetPageSize(st.batchSize)
-	st.bufEnd = from
-	st.requestPull()
-}
-
-func (st *streamActor) stopFeed() {
-	if st.feed != nil {
-		st.feed.Close()
-		st.feed = nil
-	}
-	st.feedGen++
-}
-
-// requestPull asks for the next catch-up page with a message, so that
-// replies and stops come in between, while the buffer has room.
-func (st *streamActor) requestPull() {
-	if st.feed == nil && !st.idle && !st.waitRetry && len(st.atts) > 0 && st.bufLen < st.batchSize && !st.closed {
-		// Paused with a full buffer: go on from where it ends.
-		st.openFeed(st.bufEnd)
-		return
-	}
-	if st.pullQueued || st.feed == nil || st.feed.Live() || st.bufLen >= st.batchSize {
-		return
-	}
-	st.pullQueued = true
-	tell(st.sys, st.self, &pullMsg{gen: st.feedGen})
-}
-
-// pull reads the next catch-up page (at the head the feed goes live and
-// its batches come as Deliveries).
-func (st *streamActor) pull() {
-	if st.bufLen >= st.batchSize {
-		return
-	}
-	before := st.feed.Cursor()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	b, ok, err := st.feed.Next(ctx)
-	cancel()
-	if err != nil {
-		st.readFailed(err)
-		return
-	}
-	if ok {
-		st.received(chunk{records: b.Records, snapshot: before.Snapshot, end: b.Cursor})
-	}
-}
-
-// readFailed stops reading after an error and reads again after
-// RetryDelay (not at all once the history store stopped for good).
-func (st *streamActor) readFailed(err error) {
-	st.stopFeed()
-	if errors.Is(err, history.ErrStoreStopped) {
-		st.idle = true
-		return
-	}
-	st.waitRetry = true
-	st.log().Error("reading the history failed; reading again", zap.Error(err), zap.Duration("after", st.srv.cfg.RetryDelay))
-	sys, self := st.sys, st.self
-	time.AfterFunc(st.srv.cfg.RetryDelay, func() { tell(sys, self, &reopenMsg{}) })
-}
-
-// received buffers a chunk of records. A live chunk that finds the
-// buffer full is not kept: the feed closes and opens again from the end
-// of the buffer when there is room, reading those records again.
-func (st *streamActor) received(ch chunk) {
-	if len(ch.records) == 0 {
-		return
-	}
-	if st.bufLen >= st.batchSize {
-		st.stopFeed()
-		return
-	}
-	if st.bufLen == 0 {
-		st.bufSince = time.Now()
-	}
-	st.buf = append(st.buf, ch)
-	st.bufLen += len(ch.records)
-	st.bufEnd = ch.end
-}
-
 // form turns buffered records into the pending batch when the batch is
 // full, its timeout passed, or there is no timeout.
 func (st *streamActor) form() {
@@ -547,11 +473,22 @@ func (st *streamActor) form() {
 		return
 	}
 	var recs []record.Record
+	var json [][]byte // nil unless a chunk brought shared encodings
 	var cur record.Cursor
 	var snapshot int64
 	for len(recs) < st.batchSize && len(st.buf) > 0 {
 		c := &st.buf[0]
 		k := min(st.batchSize-len(recs), len(c.records))
+		if c.json != nil && json == nil {
+			json = make([][]byte, len(recs), st.batchSize)
+		}
+		if json != nil {
+			if c.json != nil {
+				json = append(json, c.json[:k]...)
+			} else {
+				json = append(json, make([][]byte, k)...)
+			}
+		}
 		recs = append(recs, c.records[:k]...)
 		cur = c.cursorAfter(k - 1)
 		snapshot = max(snapshot, c.snapshot)
@@ -560,11 +497,14 @@ func (st *streamActor) form() {
 			st.buf = st.buf[1:]
 		} else {
 			c.records = c.records[k:]
+			if c.json != nil {
+				c.json = c.json[k:]
+			}
 		}
 	}
 	st.bufLen -= len(recs)
 	st.bufSince = time.Now()
-	st.pending = &pendingBatch{records: recs, cursor: cur, snapshot: snapshot}
+	st.pending = &pendingBatch{records: recs, json: json, cursor: cur, snapshot: snapshot}
 	st.nacks = 0
 }
 
@@ -598,7 +538,7 @@ func (st *streamActor) deliver(c actor.Context) bool {
 	st.batchNo++
 	number := st.batchNo
 	redelivered := p.sent > 0 || p.records[0].Seq <= st.sentHigh
-	frame := st.srv.enc.batchFrame(a.name, number, p.cursor, tip, redelivered, p.records, head)
+	frame := st.srv.enc.batchFrame(a.name, number, p.cursor, tip, redelivered, p.records, p.json, head)
 	tell(st.sys, a.conn, &deliverMsg{stream: st.self, name: a.name, number: number, frame: frame})
 	if redelivered {
 		st.srv.m.redeliveries.Inc()
@@ -664,7 +604,7 @@ func (st *streamActor) broadcast(c actor.Context, p *pendingBatch, tip []byte, h
 		st.bcast[a.conn.Id] = true
 		a.last = max(a.last, p.records[len(p.records)-1].Seq)
 		tell(st.sys, a.conn, &deliverMsg{stream: st.self, name: a.name, number: number, notify: true,
-			frame: st.srv.enc.batchFrame(a.name, number, p.cursor, tip, false, p.records, head)})
+			frame: st.srv.enc.batchFrame(a.name, number, p.cursor, tip, false, p.records, p.json, head)})
 	}
 	st.srv.m.batchesSent.WithLabelValues(string(protocol.ModeBroadcast)).Add(float64(len(to)))
 	st.srv.m.recordsSent.Add(float64(len(p.records) * len(to)))

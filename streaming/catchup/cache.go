@@ -1,0 +1,303 @@
+// Package catchup serves the catch-up reads of many subscriptions from one
+// copy of the log: a bounded cache of pages, each a fixed, aligned range of
+// seqs read once from the history, decoded once and encoded to JSON once,
+// shared by every subscription passing through that stretch (as a broker
+// serves many consumers from one copy). An admission limit bounds the
+// database reads running at once, so a storm of subscriptions from the
+// origin costs about one read of the log, not one per subscriber, and what
+// a subscription holds is its batch (records and shared JSON), not a page.
+//
+// Filters that need the contract index (roles currency, tags, parties) or
+// name contracts (sparse: the index finds their few records) read through
+// the history as before, under the same admission limit; every other filter
+// is applied to the shared pages in memory, with record.Filter.Matches, the
+// in-memory twin of the backends' SQL.
+//
+// Correctness across rollbacks. The log is append-only: a record at a seq
+// never changes except for rolledBackBy, set by the RolledBack marker that
+// undid it, in the marker's transaction. A page remembers the head it was
+// read under (readHead, loaded before the read): it reflects every marker at
+// or below that head, perhaps more. A snapshot read (records current as of
+// seq S: not undone by a marker at or below S) is served only from pages
+// read under a head at or above S, so it never returns a record undone by
+// a marker it must honour, and never misses one (the log has no gaps: a
+// page holds every seq of its range). A log read returns rolled-back
+// records and markers as appended; a page read before a later marker shows
+// its records as a read at that moment would, and the marker itself comes
+// after them in the log. A page that brings in a marker drops the pages
+// read under an older head, so fresher pages replace them.
+package catchup
+
+import (
+	"container/list"
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/marlowe-follower/follower/history/record"
+)
+
+// Source is where pages come from: the history handle.
+type Source interface {
+	RecordList(ctx context.Context, p *record.RecordListParams) ([]record.Record, error)
+	Head() int64
+}
+
+// Config sizes a Cache. Zero fields take the defaults.
+type Config struct {
+	// PageRecords is the number of seqs in a page (DefaultPageRecords).
+	PageRecords int
+	// MaxBytes bounds the pages held (DefaultMaxBytes): the least
+	// recently used go first. A batch a subscription holds keeps its own
+	// records' memory alive, not its page's.
+	MaxBytes int64
+	// MaxReads bounds the database reads running at once, for pages and
+	// for filtered reads through the index (DefaultMaxReads).
+	MaxReads int
+	// Encode returns a record's JSON (each record is encoded once per
+	// page); nil: records are served without JSON.
+	Encode func(*record.Record) []byte
+}
+
+// Defaults of Config.
+const (
+	DefaultPageRecords = 1000
+	DefaultMaxBytes    = 64 << 20
+	DefaultMaxReads    = 4
+)
+
+// ErrAhead is Read's error for a snapshot beyond the history's head (a
+// reader process behind the writer whose cursor it was given): ask again
+// shortly.
+var ErrAhead = errors.New("catchup: snapshot beyond the history's head")
+
+// Cache is a shared page cache. Its methods are safe for concurrent use.
+type Cache struct {
+	src   Source
+	cfg   Config
+	reads chan struct{} // admission: one token per read running
+
+	mu    sync.Mutex
+	pages map[int64]*page // by page number
+	lru   *list.List      // of *page, most recently used first
+	bytes int64
+	stats Stats
+}
+
+// Stats count what a cache did.
+type Stats struct {
+	Hits, Loads, Direct, Evictions, Invalidations int64
+	Bytes                                         int64
+	Pages                                         int
+}
+
+// page is one range of seqs, [lo, hi]: lo is aligned, hi is the range's
+// end or, for the page holding the head when it was read, the head.
+type page struct {
+	n        int64 // page number: lo = n*size+1
+	lo, hi   int64
+	readHead int64
+	recs     []record.Record
+	json     [][]byte
+	size     int64
+	loaded   chan struct{} // closed once recs (or err) is set
+	err      error
+	elem     *list.Element // in lru once loaded without error
+}
+
+// New returns a cache reading from src.
+func New(src Source, cfg Config) *Cache {
+	if cfg.PageRecords <= 0 {
+		cfg.PageRecords = DefaultPageRecords
+	}
+	cfg.PageRecords = min(cfg.PageRecords, record.MaxListLimit)
+	if cfg.MaxBytes <= 0 {
+		cfg.MaxBytes = DefaultMaxBytes
+	}
+	if cfg.MaxReads <= 0 {
+		cfg.MaxReads = DefaultMaxReads
+	}
+	return &Cache{src: src, cfg: cfg, reads: make(chan struct{}, cfg.MaxReads), pages: map[int64]*page{}, lru: list.New()}
+}
+
+// Stats returns the cache's counters.
+func (c *Cache) Stats() Stats {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	s := c.stats
+	s.Bytes, s.Pages = c.bytes, c.lru.Len()
+	return s
+}
+
+// admit waits for a read token.
+func (c *Cache) admit(ctx context.Context) error {
+	select {
+	case c.reads <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (c *Cache) release() { <-c.reads }
+
+// Shared reports whether reads of the filter are served from shared
+// pages (else they read through the history's index).
+func Shared(f *record.Filter) bool {
+	return len(f.Contracts) == 0 && len(f.RolesCurrency) == 0 && len(f.Tags) == 0 &&
+		len(f.PartyAddress) == 0 && len(f.PartyRole) == 0
+}
+
+// pageFor returns a loaded page holding seq, read under a head of at least
+// minHead, loading it (once, whoever asks meanwhile) when the cache has
+// none. bound is the highest seq the caller reads: a page cut at an older
+// head that does not reach seq is read again.
+func (c *Cache) pageFor(ctx context.Context, seq, minHead int64) (*page, error) {
+	n := (seq - 1) / int64(c.cfg.PageRecords)
+	for {
+		c.mu.Lock()
+		p := c.pages[n]
+		if p != nil {
+			select {
+			case <-p.loaded:
+				if p.err == nil && p.hi >= seq && p.readHead >= minHead {
+					c.lru.MoveToFront(p.elem)
+					c.stats.Hits++
+					c.mu.Unlock()
+					return p, nil
+				}
+				p = nil // stale or failed: read it again
+			default:
+				c.mu.Unlock()
+				select { // another caller reads it: wait, then look again
+				case <-p.loaded:
+				case <-ctx.Done():
+					return nil, ctx.Err()
+				}
+				continue
+			}
+		}
+		p = &page{n: n, lo: n*int64(c.cfg.PageRecords) + 1, loaded: make(chan struct{})}
+		c.replace(n, p)
+		c.stats.Loads++
+		c.mu.Unlock()
+		// The read is everyone's who waits for the page: one caller's
+		// context does not end it.
+		lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), loadTimeout)
+		c.load(lctx, p)
+		cancel()
+		if p.err != nil {
+			return nil, p.err
+		}
+		if p.hi >= seq && p.readHead >= minHead {
+			return p, nil
+		}
+		// The head moved back under us (a reader whose writer changed):
+		// the caller sees it at its next read.
+		return nil, ErrAhead
+	}
+}
+
+// replace puts p in the map in place of page n (c.mu held).
+func (c *Cache) replace(n int64, p *page) {
+	if old := c.pages[n]; old != nil {
+		c.drop(old)
+	}
+	c.pages[n] = p
+}
+
+// drop removes a page from the map and the LRU (c.mu held). Batches that
+// hold its records keep them; the cache forgets them.
+func (c *Cache) drop(p *page) {
+	if c.pages[p.n] == p {
+		delete(c.pages, p.n)
+	}
+	if p.elem != nil {
+		c.lru.Remove(p.elem)
+		p.elem = nil
+		c.bytes -= p.size
+	}
+}
+
+// load reads, decodes and encodes page p, then publishes it.
+func (c *Cache) load(ctx context.Context, p *page) {
+	defer close(p.loaded)
+	if err := c.admit(ctx); err != nil {
+		p.err = err
+		c.forget(p)
+		return
+	}
+	head := c.src.Head()
+	end := min(p.lo+int64(c.cfg.PageRecords)-1, head)
+	var recs []record.Record
+	var err error
+	if end >= p.lo {
+		recs, err = c.src.RecordList(ctx, &record.RecordListParams{After: p.lo - 1, UpTo: end, Limit: int(end - p.lo + 1)})
+	}
+	c.release()
+	if err == nil && int64(len(recs)) != end-p.lo+1 {
+		err = errors.New("catchup: the history returned a page with a gap")
+	}
+	if err != nil {
+		p.err = err
+		c.forget(p)
+		return
+	}
+	p.hi, p.readHead, p.recs = end, head, recs
+	p.json = make([][]byte, len(recs))
+	var marker int64
+	for i := range recs {
+		r := &recs[i]
+		if c.cfg.Encode != nil {
+			p.json[i] = c.cfg.Encode(r)
+		}
+		p.size += int64(len(r.Payload)+len(p.json[i])) + recordOverhead
+		if r.Kind == record.KindRolledBack {
+			marker = r.Seq
+		}
+	}
+	c.publish(p, marker)
+}
+
+// loadTimeout bounds one page's read.
+const loadTimeout = time.Minute
+
+// recordOverhead approximates a decoded record's memory besides its
+// payload and JSON (the struct, the contract reference, slice headers).
+const recordOverhead = 256
+
+// forget removes a page that failed to load.
+func (c *Cache) forget(p *page) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.pages[p.n] == p {
+		delete(c.pages, p.n)
+	}
+}
+
+// publish adds a loaded page to the LRU, drops the pages a marker it holds
+// may have changed (read under an older head), and evicts down to the bound.
+func (c *Cache) publish(p *page, marker int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.pages[p.n] != p {
+		return // replaced meanwhile: serve it to its readers only
+	}
+	if marker > 0 {
+		for e := c.lru.Front(); e != nil; {
+			q := e.Value.(*page)
+			e = e.Next()
+			if q.readHead < marker {
+				c.drop(q)
+				c.stats.Invalidations++
+			}
+		}
+	}
+	p.elem = c.lru.PushFront(p)
+	c.bytes += p.size
+	for c.bytes > c.cfg.MaxBytes && c.lru.Len() > 1 {
+		c.drop(c.lru.Back().Value.(*page))
+		c.stats.Evictions++
+	}
+}

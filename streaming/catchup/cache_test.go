@@ -1,0 +1,312 @@
+package catchup
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/marlowe-follower/follower/chainsync/chain"
+	"github.com/marlowe-follower/follower/history/record"
+)
+
+// memLog is an append-only log with rollbacks, read as the backends read
+// (record.RecordListParams): the reference the cache must agree with.
+type memLog struct {
+	mu      sync.Mutex
+	recs    []record.Record // recs[i].Seq == i+1
+	reads   atomic.Int64
+	running atomic.Int64
+	peak    atomic.Int64
+	gate    chan struct{} // when set, each read waits for a token
+}
+
+func (l *memLog) Head() int64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return int64(len(l.recs))
+}
+
+var contracts = []chain.TxOutRef{{Index: 0}, {Index: 1}, {Index: 2}}
+
+// append adds n records of random kinds and contracts.
+func (l *memLog) append(rng *rand.Rand, n int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	kinds := []record.Kind{record.KindContractCreated, record.KindInputsApplied, record.KindPayoutWithdrawn}
+	for range n {
+		seq := int64(len(l.recs) + 1)
+		c := contracts[rng.IntN(len(contracts))]
+		l.recs = append(l.recs, record.Record{Seq: seq, Kind: kinds[rng.IntN(len(kinds))], Contract: &c,
+			Block: chain.BlockHeader{Slot: uint64(seq)}, Payload: []byte(`{"n":` + strconv.FormatInt(seq, 10) + `}`)})
+	}
+}
+
+// rollback undoes the newest k current records and appends the marker, in
+// one step (as the backends' one transaction).
+func (l *memLog) rollback(k int) int64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	marker := int64(len(l.recs) + 1)
+	for i := len(l.recs) - 1; i >= 0 && k > 0; i-- {
+		r := &l.recs[i]
+		if r.Kind == record.KindRolledBack {
+			break
+		}
+		if r.RolledBackBy == nil {
+			r.RolledBackBy = &marker
+			k--
+		}
+	}
+	l.recs = append(l.recs, record.Record{Seq: marker, Kind: record.KindRolledBack, Block: chain.BlockHeader{Slot: uint64(marker)}})
+	return marker
+}
+
+func (l *memLog) RecordList(ctx context.Context, p *record.RecordListParams) ([]record.Record, error) {
+	if l.gate != nil {
+		select {
+		case <-l.gate:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	n := l.running.Add(1)
+	defer l.running.Add(-1)
+	for {
+		if old := l.peak.Load(); n <= old || l.peak.CompareAndSwap(old, n) {
+			break
+		}
+	}
+	l.reads.Add(1)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []record.Record
+	for i := p.After; i < int64(len(l.recs)) && len(out) < p.Limit; i++ {
+		r := l.recs[i]
+		if p.UpTo > 0 && r.Seq > p.UpTo {
+			break
+		}
+		if p.Mode == record.ModeSnapshot {
+			if r.Seq > p.Snapshot {
+				break
+			}
+			if r.Kind == record.KindRolledBack || r.RolledBackBy != nil && *r.RolledBackBy <= p.Snapshot {
+				continue
+			}
+		}
+		if !p.Filter.Matches(&r, nil) {
+			continue
+		}
+		if r.RolledBackBy != nil {
+			v := *r.RolledBackBy
+			r.RolledBackBy = &v
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+// reference reads what a feed reading the log directly would deliver from
+// cursor to the head, in pages of size.
+func reference(t *testing.T, l *memLog, f record.Filter, from record.Cursor) []string {
+	var out []string
+	cur := from
+	head := l.Head()
+	for {
+		p := &record.RecordListParams{Filter: f, After: cur.Seq, Limit: 7}
+		bound := head
+		if cur.Snapshot > 0 {
+			p.Mode, p.Snapshot, bound = record.ModeSnapshot, cur.Snapshot, cur.Snapshot
+		} else {
+			p.UpTo = head
+		}
+		if cur.Seq >= bound {
+			if cur.Snapshot == 0 {
+				return out
+			}
+			cur = record.Cursor{Seq: cur.Snapshot}
+			continue
+		}
+		recs, err := l.RecordList(context.Background(), p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range recs {
+			out = append(out, show(&r))
+		}
+		if len(recs) == p.Limit {
+			cur.Seq = recs[len(recs)-1].Seq
+		} else {
+			cur.Seq = bound
+		}
+	}
+}
+
+func show(r *record.Record) string {
+	s := strconv.FormatInt(r.Seq, 10)
+	if r.RolledBackBy != nil {
+		s += "/" + strconv.FormatInt(*r.RolledBackBy, 10)
+	}
+	return s
+}
+
+// readAll reads through the cache from cursor until it is at the head.
+func readAll(t testing.TB, c *Cache, f record.Filter, from record.Cursor, batch int) []string {
+	var out []string
+	cur := from
+	for {
+		res, err := c.Read(context.Background(), Query{Filter: f, From: cur, Max: batch})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(res.Records) > batch {
+			t.Fatalf("read %d records, asked for at most %d", len(res.Records), batch)
+		}
+		for i := range res.Records {
+			r := &res.Records[i]
+			out = append(out, show(r))
+			if res.JSON[i] != nil && string(res.JSON[i]) != string(c.cfg.Encode(r)) {
+				t.Fatalf("seq %d: JSON %s", r.Seq, res.JSON[i])
+			}
+		}
+		cur = res.Cursor
+		if res.AtHead {
+			return out
+		}
+	}
+}
+
+func encode(r *record.Record) []byte { return fmt.Appendf(nil, `{"seq":%d}`, r.Seq) }
+
+var filters = map[string]record.Filter{
+	"all":      {},
+	"kinds":    {Kinds: []record.Kind{record.KindPayoutWithdrawn, record.KindRolledBack}},
+	"nomarker": {Kinds: []record.Kind{record.KindInputsApplied}},
+	"contract": {Contracts: contracts[1:2]}, // through the index
+}
+
+// TestReadsAgreeWithTheLog: from the origin (a snapshot), from cursors in
+// the log and in a snapshot, with every kind of filter, batches of several
+// sizes, and a log with rollbacks: the cache gives what the log gives.
+func TestReadsAgreeWithTheLog(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	l := &memLog{}
+	for range 20 {
+		l.append(rng, 1+rng.IntN(40))
+		if rng.IntN(3) == 0 {
+			l.rollback(1 + rng.IntN(15))
+		}
+	}
+	head := l.Head()
+	c := New(l, Config{PageRecords: 50, Encode: encode})
+	for name, f := range filters {
+		for _, from := range []record.Cursor{{Snapshot: head}, {Snapshot: head, Seq: 123}, {Snapshot: head / 2}, {}, {Seq: 77}, {Seq: head}} {
+			for _, batch := range []int{1, 13, 200} {
+				got, want := readAll(t, c, f, from, batch), reference(t, l, f, from)
+				if !slices.Equal(got, want) {
+					t.Fatalf("%s from %v batch %d:\n got %v\nwant %v", name, from, batch, got, want)
+				}
+			}
+		}
+	}
+	if s := c.Stats(); s.Direct == 0 || s.Hits == 0 {
+		t.Fatalf("stats %+v: want reads through the index and page hits", s)
+	}
+}
+
+// TestOneReadPerPageUnderAStorm: many readers from the origin at once read
+// each page from the history once, and no more reads run at once than the
+// admission limit allows.
+func TestOneReadPerPageUnderAStorm(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	l := &memLog{}
+	l.append(rng, 2000)
+	head := l.Head()
+	want := reference(t, l, record.Filter{}, record.Cursor{Snapshot: head})
+	l.reads.Store(0)
+	c := New(l, Config{PageRecords: 100, MaxReads: 2, MaxBytes: 1 << 30})
+	var wg sync.WaitGroup
+	errs := make(chan string, 200)
+	for i := range 200 {
+		wg.Go(func() {
+			got := readAll(t, c, record.Filter{}, record.Cursor{Snapshot: head}, 10+i%50)
+			if !slices.Equal(got, want) {
+				errs <- fmt.Sprintf("reader %d: %d records, want %d", i, len(got), len(want))
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for e := range errs {
+		t.Error(e)
+	}
+	if n := l.reads.Load(); n != 20 {
+		t.Errorf("%d reads of the history for 20 pages", n)
+	}
+	if p := l.peak.Load(); p > 2 {
+		t.Errorf("%d reads at once, the limit is 2", p)
+	}
+}
+
+// TestEvictionKeepsTheBound: a cache smaller than the log holds no more
+// than its bound, evicts, and still reads right.
+func TestEvictionKeepsTheBound(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	l := &memLog{}
+	l.append(rng, 3000)
+	c := New(l, Config{PageRecords: 100, MaxBytes: 5 * 100 * (recordOverhead + 40), Encode: encode})
+	var wg sync.WaitGroup
+	for i := range 20 {
+		wg.Go(func() {
+			from := record.Cursor{Seq: int64(i * 150)}
+			if got, want := readAll(t, c, record.Filter{}, from, 64), reference(t, l, record.Filter{}, from); !slices.Equal(got, want) {
+				t.Errorf("reader %d: %d records, want %d", i, len(got), len(want))
+			}
+		})
+	}
+	wg.Wait()
+	s := c.Stats()
+	if s.Evictions == 0 || s.Bytes > c.cfg.MaxBytes || s.Pages > 5 {
+		t.Fatalf("stats %+v with a bound of %d bytes", s, c.cfg.MaxBytes)
+	}
+}
+
+// TestRollbackNeverServesAnUndoneRecord: pages read before a rollback are
+// not served to a snapshot that includes the marker (they would hand out
+// records it undid, or miss the records after it), and a page holding the
+// marker drops the pages read before it.
+func TestRollbackNeverServesAnUndoneRecord(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	l := &memLog{}
+	l.append(rng, 250)
+	c := New(l, Config{PageRecords: 100, Encode: encode})
+	before := l.Head()
+	readAll(t, c, record.Filter{}, record.Cursor{Snapshot: before}, 200) // every page cached
+	marker := l.rollback(80)                                             // undoes 171-250
+	l.append(rng, 30)
+	head := l.Head()
+	// The page holding the marker is read again (it was cut at the old
+	// head); it drops the pages read before the marker.
+	if got, want := readAll(t, c, record.Filter{}, record.Cursor{Seq: 250}, 200), reference(t, l, record.Filter{}, record.Cursor{Seq: 250}); !slices.Equal(got, want) {
+		t.Fatalf("from 250:\n got %v\nwant %v", got, want)
+	}
+	if s := c.Stats(); s.Invalidations != 2 || s.Pages != 1 {
+		t.Fatalf("stats %+v: the marker's page should have dropped the 2 pages read before it", s)
+	}
+	for _, from := range []record.Cursor{{Seq: 150}, {Snapshot: head}, {Snapshot: marker}} {
+		got, want := readAll(t, c, record.Filter{}, from, 200), reference(t, l, record.Filter{}, from)
+		if !slices.Equal(got, want) {
+			t.Fatalf("from %v:\n got %v\nwant %v", from, got, want)
+		}
+	}
+	// A snapshot from before the marker still gets the records it undid
+	// (they were current then), and the marker after them.
+	from := record.Cursor{Snapshot: before}
+	if got, want := readAll(t, c, record.Filter{}, from, 200), reference(t, l, record.Filter{}, from); !slices.Equal(got, want) {
+		t.Fatalf("from %v:\n got %v\nwant %v", from, got, want)
+	}
+}
