@@ -55,6 +55,11 @@ module.exports = function items(t) {
         await tipOneMoment(page, "a contract page");
         const facts = await page.textContent("#facts");
         check(/Script version\s*v\d .*Every version runs the same Marlowe semantics/s.test(facts), "the script version is explained (which validator, the same semantics)");
+        // Its source: the header's link answers the contract's sourceId.
+        const href = await page.$eval("#facts a.source-link", (a) => a.href);
+        const src = await fetch(href.replace(base, t.QUERY_URL)).then((r) => (r.ok ? r.json() : null));
+        const full = await api(`/contracts/${enc(c.contractId)}`);
+        check(src && full.sourceId && src.sourceId === full.sourceId, `the header links the contract's source (GET /sources/${full.sourceId && full.sourceId.slice(0, 10)}…)`, { href, src: src && src.sourceId, want: full.sourceId });
       }
     }
     check(badges.every(([, b]) => b === "devnet"), `the network's badge on every page (${badges.map(([p, b]) => `${p} ${b}`).join(", ")})`, badges);
