@@ -223,10 +223,13 @@ func (k *connection) send(ctx context.Context, cmd *protocol.Command) error {
 	return k.ws.Write(ctx, websocket.MessageText, b)
 }
 
-// sendAck sends an ack written by hand (the bulk of what a client sends).
+// sendAck sends an ack written by hand (the bulk of what a client sends),
+// in a buffer of a pool: the WebSocket keeps no reference to it once
+// Write returns.
 func (k *connection) sendAck(ctx context.Context, stream []byte, batch, upToSeq int64) error {
-	b := make([]byte, 0, 64+len(stream))
-	b = append(b, `{"type":"ack","stream":`...)
+	bp := ackBuffers.Get().(*[]byte)
+	defer ackBuffers.Put(bp)
+	b := append((*bp)[:0], `{"type":"ack","stream":`...)
 	b = append(b, stream...)
 	b = append(b, `,"batch":`...)
 	b = strconv.AppendInt(b, batch, 10)
@@ -235,8 +238,15 @@ func (k *connection) sendAck(ctx context.Context, stream []byte, batch, upToSeq 
 		b = strconv.AppendInt(b, upToSeq, 10)
 	}
 	b = append(b, '}')
+	*bp = b
 	return k.ws.Write(ctx, websocket.MessageText, b)
 }
+
+// ackBuffers are the buffers acks are written in.
+var ackBuffers = sync.Pool{New: func() any {
+	b := make([]byte, 0, 128)
+	return &b
+}}
 
 // run connects, serves the connection, and reconnects with backoff.
 func (c *Client) run() {
@@ -359,7 +369,8 @@ func (c *Client) subscribeOn(k *connection, s *Stream) {
 func (c *Client) readLoop(k *connection) bool {
 	subscribed := false
 	var buf bytes.Buffer // reused: each frame is copied out of it
-	hint := 0            // records in the last batch
+	var dec decoder
+	var f frame
 	for {
 		// No context: Close ends a read by closing the connection (a read
 		// context costs a registration per read).
@@ -382,16 +393,12 @@ func (c *Client) readLoop(k *connection) bool {
 			// for every later small frame.
 			buf = bytes.Buffer{}
 		}
-		f, err := decodeFrame(data, hint)
-		if err != nil {
+		if err := dec.decode(data, &f); err != nil {
 			c.badFrames.Add(1)
 			var fe *FrameError
 			errors.As(err, &fe)
 			c.log.Warn("undecodable frame from the server; reconnecting", zap.Error(err), zap.ByteString("frame", fe.Frame))
 			return false
-		}
-		if len(f.records) > 0 {
-			hint = len(f.records)
 		}
 		if f.hasTip {
 			t := f.tip
@@ -406,7 +413,7 @@ func (c *Client) readLoop(k *connection) bool {
 		if s == nil {
 			continue
 		}
-		if !s.frame(k, f) {
+		if !s.frame(k, &f) {
 			return subscribed
 		}
 	}

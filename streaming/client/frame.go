@@ -49,11 +49,31 @@ func (e *FrameError) Error() string { return "undecodable frame from the server:
 // Unwrap returns the decoding error.
 func (e *FrameError) Unwrap() error { return e.Err }
 
-// decodeFrame reads a server frame. recordsHint is the capacity to give the
-// records (the size of the previous batch). The records' bytes alias data.
+// decoder reads the frames of one connection, one at a time: its scanner
+// (and the stack it steps over payloads with) and the size of the last
+// batch are kept from frame to frame.
+type decoder struct {
+	s    scanner
+	hint int // records in the last batch
+}
+
+// decodeFrame reads a server frame with a decoder of its own. recordsHint
+// is the capacity to give the records. The records' bytes alias data.
 func decodeFrame(data []byte, recordsHint int) (*frame, error) {
-	s := &scanner{b: data}
+	d := decoder{hint: recordsHint}
 	f := &frame{}
+	if err := d.decode(data, f); err != nil {
+		return nil, err
+	}
+	return f, nil
+}
+
+// decode reads a server frame into f (which it resets). The records' bytes
+// alias data.
+func (d *decoder) decode(data []byte, f *frame) error {
+	*f = frame{}
+	d.s.b, d.s.i = data, 0
+	s := &d.s
 	err := s.object(func(key []byte) error {
 		if null, err := s.null(); null || err != nil {
 			// A field set to null is left as it is, as encoding/json does,
@@ -85,7 +105,7 @@ func decodeFrame(data []byte, recordsHint int) (*frame, error) {
 		case "message":
 			f.message, err = s.str()
 		case "records":
-			err = f.decodeRecords(s, recordsHint)
+			err = f.decodeRecords(s, d.hint)
 		default:
 			_, err = s.skip()
 		}
@@ -96,10 +116,14 @@ func decodeFrame(data []byte, recordsHint int) (*frame, error) {
 			err = s.errorf("data after the frame")
 		}
 	}
+	d.s.b = nil // the frame is not kept past its decoding
 	if err != nil {
-		return nil, &FrameError{Err: err, Frame: data[:min(len(data), 200)]}
+		return &FrameError{Err: err, Frame: data[:min(len(data), 200)]}
 	}
-	return f, nil
+	if len(f.records) > 0 {
+		d.hint = len(f.records)
+	}
+	return nil
 }
 
 // decodeTip reads a tip into t (a tip given twice: the fields of the
@@ -135,8 +159,10 @@ func field(key []byte, err error) error {
 }
 
 // decodeRecords reads the records of a batch. Contract references are
-// kept in one array for the batch, not one allocation each.
+// kept in one array for the batch, not one allocation each. The arrays
+// start with room for the last batch's records, and at least minRecords.
 func (f *frame) decodeRecords(s *scanner, hint int) error {
+	hint = max(hint, minRecords)
 	f.records = make([]record.Record, 0, hint)
 	f.raw = make([]json.RawMessage, 0, hint)
 	var refs []chain.TxOutRef
@@ -195,7 +221,7 @@ func (f *frame) decodeRecords(s *scanner, hint int) error {
 		}
 		if hasRef {
 			if refs == nil {
-				refs = make([]chain.TxOutRef, 0, max(hint, 1))
+				refs = make([]chain.TxOutRef, 0, hint)
 			}
 			if len(refs) == cap(refs) {
 				// A new array: the records before point into the old one,
@@ -210,6 +236,10 @@ func (f *frame) decodeRecords(s *scanner, hint int) error {
 		return nil
 	})
 }
+
+// minRecords is the least room the decoder gives a batch's records: at
+// the tip a batch holds a block's records, one to a few.
+const minRecords = 4
 
 // strconvIntSize is the size of int, as strconv names it.
 const strconvIntSize = 32 << (^uint(0) >> 63)

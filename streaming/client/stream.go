@@ -267,7 +267,7 @@ func (s *Stream) skipSeen(b *Batch) bool {
 // Ack acknowledges a batch (ack mode). An ack for a batch whose
 // connection has dropped is not sent and returns nil: the batch comes again.
 func (s *Stream) Ack(ctx context.Context, b *Batch) error {
-	return s.reply(ctx, b, &protocol.Command{Type: protocol.TypeAck, Stream: s.req.Stream, Batch: b.Number})
+	return s.reply(ctx, b, protocol.TypeAck, 0, "")
 }
 
 // AckUpTo acknowledges the records of a batch up to seq (ack mode): the
@@ -282,15 +282,16 @@ func (s *Stream) AckUpTo(ctx context.Context, b *Batch, seq int64) error {
 	if seq <= 0 {
 		return nil
 	}
-	return s.reply(ctx, b, &protocol.Command{Type: protocol.TypeAck, Stream: s.req.Stream, Batch: b.Number, UpToSeq: seq})
+	return s.reply(ctx, b, protocol.TypeAck, seq, "")
 }
 
 // Nack refuses a batch: the server sends its records again after a delay.
 func (s *Stream) Nack(ctx context.Context, b *Batch, reason string) error {
-	return s.reply(ctx, b, &protocol.Command{Type: protocol.TypeNack, Stream: s.req.Stream, Batch: b.Number, Reason: reason})
+	return s.reply(ctx, b, protocol.TypeNack, 0, reason)
 }
 
-func (s *Stream) reply(ctx context.Context, b *Batch, cmd *protocol.Command) error {
+// reply sends an ack (of the batch up to upToSeq, if above 0) or a nack.
+func (s *Stream) reply(ctx context.Context, b *Batch, typ string, upToSeq int64, reason string) error {
 	if s.req.Mode != protocol.ModeAck {
 		return nil
 	}
@@ -302,10 +303,10 @@ func (s *Stream) reply(ctx context.Context, b *Batch, cmd *protocol.Command) err
 		return nil
 	}
 	var err error
-	if cmd.Type == protocol.TypeAck {
-		err = k.sendAck(ctx, s.name, cmd.Batch, cmd.UpToSeq)
+	if typ == protocol.TypeAck {
+		err = k.sendAck(ctx, s.name, b.Number, upToSeq)
 	} else {
-		err = k.send(ctx, cmd)
+		err = k.send(ctx, &protocol.Command{Type: typ, Stream: s.req.Stream, Batch: b.Number, Reason: reason})
 	}
 	if err != nil {
 		if ctx.Err() != nil {
@@ -313,10 +314,10 @@ func (s *Stream) reply(ctx context.Context, b *Batch, cmd *protocol.Command) err
 		}
 		return nil // the connection is dropping: the batch comes again
 	}
-	if cmd.Type == protocol.TypeAck {
+	if typ == protocol.TypeAck {
 		s.mu.Lock()
-		if cmd.UpToSeq > 0 {
-			s.cursor = cursorUpTo(s.cursor, b.Cursor, cmd.UpToSeq)
+		if upToSeq > 0 {
+			s.cursor = cursorUpTo(s.cursor, b.Cursor, upToSeq)
 		} else {
 			s.cursor = b.Cursor
 		}
