@@ -593,14 +593,20 @@ async function checkPhone(context, errors, base) {
   widths.push(["/", await page.evaluate(() => document.documentElement.scrollWidth)]);
   await shot(page, "contracts-phone.png");
   await docShot(page, "explorer-phone.png", { width: 390, height: 844 });
-  const id = await page.$eval("#contracts tbody tr[data-id]", (tr) => tr.dataset.id);
-  for (const target of [`ui/contract?id=${enc(id)}`, "ui/payouts", "ui/status", "ui/api"]) {
+  // (Each page's network badge is read on the way.)
+  const badges = [["/", await page.textContent("#network")]];
+  const c = (await api("/contracts?order=desc&limit=40")).results.slice(10).find((x) => x.steps > 0);
+  const tx = (await api(`/contracts/${enc(c.contractId)}/history?limit=100`)).results.find((r) => r.kind === "inputs_applied");
+  for (const target of [`ui/contract?id=${enc(c.contractId)}`, `ui/transaction?id=${tx.txId}`, "ui/payouts", "ui/status", "ui/api"]) {
     await page.goto(`${base}/${target}`);
     await page.waitForSelector("#main h1", { timeout: 15000 });
     await page.waitForLoadState("load");
+    await page.waitForFunction(() => document.getElementById("network")?.dataset.network, null, { timeout: 15000 });
     widths.push([target.split("?")[0], await page.evaluate(() => document.documentElement.scrollWidth)]);
+    badges.push([target.split("?")[0], await page.textContent("#network")]);
   }
   check(widths.every(([, w]) => w <= 390), `390 px wide, no page scrolls sideways (${widths.map(([p, w]) => `${p} ${w}`).join(", ")})`, widths);
+  check(badges.every(([, b]) => b === "devnet"), `the network's badge on every page (${badges.map(([p, b]) => `${p} ${b}`).join(", ")})`, badges);
   await page.close();
 }
 
