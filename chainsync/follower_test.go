@@ -18,6 +18,8 @@ import (
 	"github.com/marlowe-follower/follower/chainsync/classify"
 	"github.com/marlowe-follower/follower/chainsync/devnet"
 	"github.com/marlowe-follower/follower/chainsync/handoff"
+
+	"github.com/marlowe-follower/follower/chainsync/waitfor"
 )
 
 // chainView applies delivered events to a list of blocks, as a downstream
@@ -86,38 +88,11 @@ func (v *chainView) activity() []devnet.Activity {
 	return out
 }
 
-// waitFor polls cond until it holds or the deadline passes.
-func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	if !poll(d, cond) {
-		t.Fatalf("timed out waiting for %s", what)
-	}
-}
-
-// holdsFor checks that cond holds all along d; the test fails as soon as
-// it does not.
-func holdsFor(t *testing.T, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	if poll(d, func() bool { return !cond() }) {
-		t.Fatalf("%s stopped holding", what)
-	}
-}
-
-// poll reports whether cond held within d, asking every 10 ms.
-func poll(d time.Duration, cond func() bool) bool {
-	deadline := time.NewTimer(d)
-	defer deadline.Stop()
-	tick := time.NewTicker(10 * time.Millisecond)
-	defer tick.Stop()
-	for !cond() {
-		select {
-		case <-tick.C:
-		case <-deadline.C:
-			return cond()
-		}
-	}
-	return true
-}
+// The waits of the kit (chainsync/waitfor) under this package's names.
+var (
+	waitFor  = waitfor.Until // (t, d, what, cond)
+	holdsFor = waitfor.Holds // (t, d, what, cond)
+)
 
 // TestFollowDevnetEndToEnd follows a devnet node over a real Unix socket
 // while it generates Marlowe activity with rollbacks, drops every client

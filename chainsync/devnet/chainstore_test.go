@@ -14,6 +14,8 @@ import (
 
 	"github.com/marlowe-follower/follower/chainsync/block"
 	"github.com/marlowe-follower/follower/chainsync/chain"
+
+	"github.com/marlowe-follower/follower/chainsync/waitfor"
 )
 
 // cborUint appends a CBOR head of major type major with argument v.
@@ -84,23 +86,10 @@ func fakeHeader(_ block.Type, raw []byte) (chain.BlockHeader, error) {
 	return chain.BlockHeader{Slot: slot, BlockNo: no, Hash: sha256.Sum256(raw)}, nil
 }
 
-// waitFor polls cond every 2 ms until it holds or a deadline passes.
+// waitFor waits until cond holds; the test fails after 20 s.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.NewTimer(20 * time.Second)
-	defer deadline.Stop()
-	tick := time.NewTicker(2 * time.Millisecond)
-	defer tick.Stop()
-	for !cond() {
-		select {
-		case <-tick.C:
-		case <-deadline.C:
-			if !cond() {
-				t.Fatalf("timed out waiting for %s", what)
-			}
-			return
-		}
-	}
+	waitfor.Until(t, 20*time.Second, what, cond)
 }
 
 // socketPath returns a short socket path (Unix socket paths are limited to

@@ -14,19 +14,12 @@ import (
 	"github.com/marlowe-follower/follower/history/record"
 	"github.com/marlowe-follower/follower/history/storage"
 	"github.com/marlowe-follower/follower/history/storage/storagetest"
+
+	"github.com/marlowe-follower/follower/chainsync/waitfor"
 )
 
-// waitFor polls cond every 10 ms until it holds, failing the test after d.
-func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", d, what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
+// waitFor waits until cond holds; the test fails after d.
+var waitFor = waitfor.Until // (t, d, what, cond)
 
 // commitTip commits a checkpoint-only batch of the history at block n.
 func (p *fencedProcess) commitTip(n int64) error {

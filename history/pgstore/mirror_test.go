@@ -22,6 +22,8 @@ import (
 	"github.com/marlowe-follower/follower/history/historytest"
 	"github.com/marlowe-follower/follower/history/pgstore"
 	"github.com/marlowe-follower/follower/history/record"
+
+	"github.com/marlowe-follower/follower/chainsync/waitfor"
 )
 
 // A writer's Store and a reader's Mirror on one database, each in an actor
@@ -109,28 +111,8 @@ func newReader(t *testing.T, read history.Backend, source history.CommitSource, 
 	return r
 }
 
-// checkFor polls cond every 10 ms until it holds or the wait ends.
-func checkFor(t testing.TB, wait time.Duration, cond func() error) {
-	t.Helper()
-	deadline := time.NewTimer(wait)
-	defer deadline.Stop()
-	tick := time.NewTicker(10 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		err := cond()
-		if err == nil {
-			return
-		}
-		select {
-		case <-tick.C:
-		case <-deadline.C:
-			if err = cond(); err != nil {
-				t.Fatalf("after %s: %v", wait, err)
-			}
-			return
-		}
-	}
-}
+// checkFor waits until cond returns nil; the test fails after wait with its last error.
+var checkFor = waitfor.NoError // (t, wait, cond)
 
 // subscriber reads a subscription on the reader, checking at every batch
 // that a read issued then already holds its last record (the query

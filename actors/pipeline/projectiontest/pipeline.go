@@ -20,6 +20,7 @@ import (
 	"github.com/marlowe-follower/follower/chainsync/chain"
 	"github.com/marlowe-follower/follower/chainsync/classify"
 	"github.com/marlowe-follower/follower/chainsync/devnet"
+	"github.com/marlowe-follower/follower/chainsync/waitfor"
 	"github.com/marlowe-follower/follower/contracts"
 	"github.com/marlowe-follower/follower/contracts/contractstore"
 	"github.com/marlowe-follower/follower/contracts/contractstore/contractstoretest"
@@ -212,12 +213,8 @@ func (p *Pipeline) Activity() []devnet.Activity { return p.gen.Activity() }
 // SyncHistory waits until the history store has committed every change.
 func (p *Pipeline) SyncHistory() {
 	p.tb.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for p.Store.Stats().BlocksCommitted.Load() < p.steps {
-		if time.Now().After(deadline) {
-			p.tb.Fatalf("the history store committed %d of %d blocks", p.Store.Stats().BlocksCommitted.Load(), p.steps)
-		}
-		time.Sleep(2 * time.Millisecond)
+	if !waitfor.Poll(time.Minute, func() bool { return p.Store.Stats().BlocksCommitted.Load() >= p.steps }) {
+		p.tb.Fatalf("the history store committed %d of %d blocks", p.Store.Stats().BlocksCommitted.Load(), p.steps)
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -19,6 +20,8 @@ import (
 	"github.com/marlowe-follower/follower/cmd/marlowe-follower/config"
 	"github.com/marlowe-follower/follower/cmd/marlowe-follower/service"
 	"github.com/marlowe-follower/follower/history"
+
+	"github.com/marlowe-follower/follower/chainsync/waitfor"
 )
 
 // failingBackend fails every commit while on is set, as a full disk does.
@@ -78,17 +81,8 @@ func freePort(t *testing.T) int {
 	return ln.Addr().(*net.TCPAddr).Port
 }
 
-func eventually(t *testing.T, d time.Duration, what string, cond func() bool) time.Duration {
-	t.Helper()
-	start := time.Now()
-	for !cond() {
-		if time.Since(start) > d {
-			t.Fatalf("timed out after %s waiting for %s", d, what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	return time.Since(start)
-}
+// eventually waits until cond holds and returns how long it took; the test fails after d.
+var eventually = waitfor.Until // (t, d, what, cond)
 
 // TestReadyWhileCommitsFail runs the whole service on a growing devnet
 // with a history backend that refuses commits on demand (a full disk):
@@ -122,7 +116,12 @@ func TestReadyWhileCommitsFail(t *testing.T) {
 	}
 	defer func() { _ = svc.Stop(10 * time.Second) }()
 	base := "http://" + svc.QueryAddr()
-	eventually(t, 30*time.Second, "ready", func() bool { code, _ := getReady(t, base); return code == http.StatusOK })
+	waitfor.NoError(t, 30*time.Second, func() error {
+		if code, r := getReady(t, base); code != http.StatusOK {
+			return fmt.Errorf("not ready: /readyz %d %s", code, r.Reasons)
+		}
+		return nil
+	})
 
 	fb.on.Store(true)
 	took := eventually(t, 10*time.Second, "503 commit_failing", func() bool {
@@ -150,12 +149,12 @@ func TestReadyWhileCommitsFail(t *testing.T) {
 	}
 	// Two seconds of failures: every probe says so, the committed point
 	// stays while blocks are still received.
-	for range 10 {
+	waitfor.Holds(t, 2*time.Second, "503 commit_failing", func() bool {
 		if code, r := getReady(t, base); code != http.StatusServiceUnavailable || r.NotReady["commit_failing"] == nil {
 			t.Fatalf("ready while commits fail: %d %v", code, r)
 		}
-		time.Sleep(200 * time.Millisecond)
-	}
+		return true
+	})
 	if err := json.Unmarshal([]byte(getBody(t, base+"/status")), &st); err != nil {
 		t.Fatal(err)
 	}
