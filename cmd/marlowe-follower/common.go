@@ -1,6 +1,8 @@
 package main
 
 import (
+	"context"
+
 	"github.com/spf13/cobra"
 	"go.uber.org/zap"
 
@@ -21,4 +23,17 @@ func loadConfig(cmd *cobra.Command) (*config.Loaded, error) {
 // newLogger builds the logger of the loaded configuration.
 func newLogger(l *config.Loaded) (*zap.Logger, error) {
 	return config.NewLogger(l.Config.Log)
+}
+
+// startCommand sets up a command that runs until it is stopped: the
+// logger of the loaded configuration and a context that ends at SIGINT or
+// SIGTERM (signalContext). done, deferred, stops listening for the
+// signals and flushes the log.
+func startCommand(cmd *cobra.Command, l *config.Loaded) (ctx context.Context, log *zap.Logger, done func(), err error) {
+	log, err = newLogger(l)
+	if err != nil {
+		return nil, nil, nil, usageError{err}
+	}
+	ctx, stop := signalContext(cmd.Context(), cmd.ErrOrStderr())
+	return ctx, log, func() { stop(); _ = log.Sync() }, nil
 }

@@ -36,13 +36,11 @@ func newFollowCommand() *cobra.Command {
 			if err != nil {
 				return usageError{fmt.Errorf("--from: %w", err)}
 			}
-			log, err := newLogger(l)
+			ctx, log, done, err := startCommand(cmd, l)
 			if err != nil {
-				return usageError{err}
+				return err
 			}
-			defer func() { _ = log.Sync() }()
-			ctx, stop := signalContext(cmd.Context(), cmd.ErrOrStderr())
-			defer stop()
+			defer done()
 
 			out := bufio.NewWriter(cmd.OutOrStdout())
 			sink := chainsync.SinkFunc(func(_ context.Context, ev classify.Event) error {

@@ -41,13 +41,11 @@ func newRunCommand() *cobra.Command {
 				return err
 			}
 			cfg := l.Config
-			log, err := newLogger(l)
+			ctx, log, done, err := startCommand(cmd, l)
 			if err != nil {
-				return usageError{err}
+				return err
 			}
-			defer func() { _ = log.Sync() }()
-			ctx, stop := signalContext(cmd.Context(), cmd.ErrOrStderr())
-			defer stop()
+			defer done()
 
 			devnetChain := ""
 			if useDevnet && cfg.Role == config.RoleReader {
@@ -87,27 +85,7 @@ func newRunCommand() *cobra.Command {
 			default:
 			}
 			printEndpoints(cmd, &cfg, svc, useDevnet, devnetChain)
-			switch {
-			case cfg.Role == config.RoleReader:
-				// A reader follows no node: nothing to report progress of
-				// (its /status shows the writer's and its own).
-			case progress.WantBar(cfg.Progress.Bar):
-				go progress.ShowBar(ctx, cmd.ErrOrStderr(), svc.Progress())
-			default:
-				go progress.Report(ctx, log, svc.Progress(), cfg.Progress.Period)
-			}
-			select {
-			case <-ctx.Done():
-			case err := <-svc.Fatal():
-				return stopOnFatal(svc, log, err)
-			}
-			log.Info("shutting down")
-			if err := svc.Stop(config.DefaultShutdownGrace); err != nil {
-				log.Error("shutdown", zap.Error(err))
-				return err
-			}
-			log.Info("stopped")
-			return nil
+			return serveUntilStopped(ctx, cmd, &cfg, svc, log)
 		},
 	}
 	config.RegisterFlags(cmd.Flags())
@@ -121,6 +99,32 @@ func newRunCommand() *cobra.Command {
 	f.StringVar(&devnetClock, "devnet-clock", "", "with --devnet: wall (the default: blocks at the time they are made, contract deadlines minutes ahead; "+
 		"at --devnet-block-rate 0 a chain ending before now) or traces (the reference traces' exact times, from 1969); a kept chain keeps its clock")
 	return cmd
+}
+
+// serveUntilStopped reports the service's progress until it is asked to
+// stop (then it stops it, within the shutdown grace) or fails for good.
+func serveUntilStopped(ctx context.Context, cmd *cobra.Command, cfg *config.Config, svc *service.Service, log *zap.Logger) error {
+	switch {
+	case cfg.Role == config.RoleReader:
+		// A reader follows no node: nothing to report progress of
+		// (its /status shows the writer's and its own).
+	case progress.WantBar(cfg.Progress.Bar):
+		go progress.ShowBar(ctx, cmd.ErrOrStderr(), svc.Progress())
+	default:
+		go progress.Report(ctx, log, svc.Progress(), cfg.Progress.Period)
+	}
+	select {
+	case <-ctx.Done():
+	case err := <-svc.Fatal():
+		return stopOnFatal(svc, log, err)
+	}
+	log.Info("shutting down")
+	if err := svc.Stop(config.DefaultShutdownGrace); err != nil {
+		log.Error("shutdown", zap.Error(err))
+		return err
+	}
+	log.Info("stopped")
+	return nil
 }
 
 // stopOnFatal stops a service that cannot go on and returns why, said so

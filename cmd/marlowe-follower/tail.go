@@ -62,13 +62,11 @@ func newTailCommand() *cobra.Command {
 			if url == "" {
 				url = streamingURL(&l.Config.Streaming)
 			}
-			log, err := newLogger(l)
+			ctx, log, done, err := startCommand(cmd, l)
 			if err != nil {
-				return usageError{err}
+				return err
 			}
-			defer func() { _ = log.Sync() }()
-			ctx, stop := signalContext(cmd.Context(), cmd.ErrOrStderr())
-			defer stop()
+			defer done()
 			c, err := client.New(client.Options{URL: url, Token: l.Config.Streaming.Token, Logger: log})
 			if err != nil {
 				return usageError{err}

@@ -81,13 +81,13 @@ func ContractsAfterSlot(ctx context.Context, q Querier, slot uint64) ([]contract
 	return out, err
 }
 
-// ContractGet reads one contract and the cursor in one statement.
-func ContractGet(ctx context.Context, q Querier, id chain.TxOutRef) (*contractstore.Contract, contractstore.Position, error) {
+// withHead reads one row of a store's table and the cursor in one
+// statement: SELECT the cursor's columns, then sql (the row's columns,
+// FROM cv_head k LEFT JOIN the table ... WHERE k.id = 1), scanning the
+// row into dest and decoding it with row (nil for no row: not found).
+func withHead[T any](ctx context.Context, q Querier, sql string, args []any, dest []any, row func() (*T, error)) (*T, contractstore.Position, error) {
 	var h headScan
-	var c contractScan
-	found, err := queryOne(ctx, q, `SELECT `+HeadCols+`, `+contractCols+`, c.body FROM cv_head k
-		LEFT JOIN cv_contracts c ON c.contract_id = ? WHERE k.id = 1`, []any{RefBytes(id)},
-		append(h.dest(), c.dest(true)...)...)
+	found, err := queryOne(ctx, q, `SELECT `+HeadCols+`, `+sql, args, append(h.dest(), dest...)...)
 	if err != nil {
 		return nil, contractstore.Position{}, err
 	}
@@ -98,11 +98,18 @@ func ContractGet(ctx context.Context, q Querier, id chain.TxOutRef) (*contractst
 	if err != nil {
 		return nil, head.Position, err
 	}
-	out, err := c.contract()
+	out, err := row()
 	if err == nil && out == nil {
 		err = contractstore.ErrNotFound
 	}
 	return out, head.Position, err
+}
+
+// ContractGet reads one contract and the cursor in one statement.
+func ContractGet(ctx context.Context, q Querier, id chain.TxOutRef) (*contractstore.Contract, contractstore.Position, error) {
+	var c contractScan
+	return withHead(ctx, q, contractCols+`, c.body FROM cv_head k
+		LEFT JOIN cv_contracts c ON c.contract_id = ? WHERE k.id = 1`, []any{RefBytes(id)}, c.dest(true), c.contract)
 }
 
 // where collects the conditions and arguments of a statement.
@@ -454,50 +461,18 @@ func TransactionSpending(ctx context.Context, q Querier, contract, in chain.TxOu
 // Marlowe validator refuses a second Marlowe input); were there several, the
 // first in chain order is the one read.
 func TransactionOfTx(ctx context.Context, q Querier, tx chain.Hash32) (*contractstore.Transaction, contractstore.Position, error) {
-	var h headScan
 	var t txScan
-	found, err := queryOne(ctx, q, `SELECT `+HeadCols+`, `+txCols+`, t.payload FROM cv_head k
+	return withHead(ctx, q, txCols+`, t.payload FROM cv_head k
 		LEFT JOIN cv_transactions t ON t.seq = (SELECT min(x.seq) FROM cv_transactions x WHERE x.tx_id = ?) WHERE k.id = 1`,
-		[]any{append([]byte(nil), tx[:]...)}, append(h.dest(), t.dest(true)...)...)
-	if err != nil {
-		return nil, contractstore.Position{}, err
-	}
-	if !found {
-		return nil, contractstore.Position{}, errNoHead
-	}
-	head, err := h.head()
-	if err != nil {
-		return nil, head.Position, err
-	}
-	out, err := t.transaction()
-	if err == nil && out == nil {
-		err = contractstore.ErrNotFound
-	}
-	return out, head.Position, err
+		[]any{append([]byte(nil), tx[:]...)}, t.dest(true), t.transaction)
 }
 
 // transactionWhere reads the step of a contract that matches cond (on one
 // more argument) with the cursor; the contract's steps are found by the
 // (contract_id, seq) index and are few.
 func transactionWhere(ctx context.Context, q Querier, cond string, contract []byte, arg []byte) (*contractstore.Transaction, contractstore.Position, error) {
-	var h headScan
 	var t txScan
-	found, err := queryOne(ctx, q, `SELECT `+HeadCols+`, `+txCols+`, t.payload FROM cv_head k
+	return withHead(ctx, q, txCols+`, t.payload FROM cv_head k
 		LEFT JOIN cv_transactions t ON t.contract_id = ? AND `+cond+` WHERE k.id = 1`,
-		[]any{contract, arg}, append(h.dest(), t.dest(true)...)...)
-	if err != nil {
-		return nil, contractstore.Position{}, err
-	}
-	if !found {
-		return nil, contractstore.Position{}, errNoHead
-	}
-	head, err := h.head()
-	if err != nil {
-		return nil, head.Position, err
-	}
-	out, err := t.transaction()
-	if err == nil && out == nil {
-		err = contractstore.ErrNotFound
-	}
-	return out, head.Position, err
+		[]any{contract, arg}, t.dest(true), t.transaction)
 }

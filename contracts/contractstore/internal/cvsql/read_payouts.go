@@ -81,25 +81,9 @@ func payoutFilterSQL(p *contractstore.PayoutListParams) where {
 
 // PayoutGet reads one payout and the cursor in one statement.
 func PayoutGet(ctx context.Context, q Querier, id chain.TxOutRef) (*contractstore.Payout, contractstore.Position, error) {
-	var h headScan
 	var s payoutScan
-	found, err := queryOne(ctx, q, `SELECT `+HeadCols+`, `+payoutCols+` FROM cv_head k
-		LEFT JOIN cv_payouts p ON p.payout_id = ? WHERE k.id = 1`, []any{RefBytes(id)}, append(h.dest(), s.dest()...)...)
-	if err != nil {
-		return nil, contractstore.Position{}, err
-	}
-	if !found {
-		return nil, contractstore.Position{}, errNoHead
-	}
-	head, err := h.head()
-	if err != nil {
-		return nil, head.Position, err
-	}
-	out, err := s.payout()
-	if err == nil && out == nil {
-		err = contractstore.ErrNotFound
-	}
-	return out, head.Position, err
+	return withHead(ctx, q, payoutCols+` FROM cv_head k
+		LEFT JOIN cv_payouts p ON p.payout_id = ? WHERE k.id = 1`, []any{RefBytes(id)}, s.dest(), s.payout)
 }
 
 // withdrawalRow is a cv_withdrawals row as lists read it.
@@ -118,28 +102,7 @@ func WithdrawalList(ctx context.Context, q Querier, c *Counts, p *contractstore.
 		return nil, err
 	}
 	page := &contractstore.WithdrawalPage{At: at}
-	limit := clampLimit(p.Limit)
-	// The first condition is the page's start: the fix-up below replaces it.
-	var w where
-	switch {
-	case !p.Descending:
-		w.add("w.seq > ?", p.After)
-	case p.After > 0:
-		w.add("w.seq < ?", p.After)
-	default:
-		w.add("w.seq < ?", int64(math.MaxInt64))
-	}
-	if len(p.Contracts) > 0 {
-		w.add("w.contract_id IN ("+marks(len(p.Contracts), 1)+")", refArgs(p.Contracts)...)
-	}
-	if len(p.RolesCurrency) > 0 {
-		rcs := make([]any, len(p.RolesCurrency))
-		for i, rc := range p.RolesCurrency {
-			rcs[i] = NonNil(rc)
-		}
-		w.add("EXISTS (SELECT 1 FROM cv_payouts rp WHERE rp.withdrawal_tx = w.tx_id AND rp.contract_id = w.contract_id"+
-			" AND rp.roles_currency IN ("+marks(len(rcs), 1)+"))", rcs...)
-	}
+	w := withdrawalFilterSQL(p)
 	if p.Count {
 		cw := where{conds: w.conds[1:], args: w.args[1:]}
 		n, err := c.count(ctx, q, at.Seq, `SELECT count(DISTINCT w.tx_id) FROM cv_withdrawals w`+cw.String(), cw.args)
@@ -148,42 +111,11 @@ func WithdrawalList(ctx context.Context, q Querier, c *Counts, p *contractstore.
 		}
 		page.Total = &n
 	}
-	rows, err := withdrawalRows(ctx, q, w, limit+1, p.Descending)
+	groups, more, err := withdrawalGroups(ctx, q, w, clampLimit(p.Limit), p.Descending)
 	if err != nil {
 		return nil, err
 	}
-	// Group the rows (one per contract) by transaction; a transaction's
-	// rows have consecutive seqs.
-	var groups [][]withdrawalRow
-	for _, r := range rows {
-		if n := len(groups); n > 0 && groups[n-1][0].tx == r.tx {
-			groups[n-1] = append(groups[n-1], r)
-		} else {
-			groups = append(groups, []withdrawalRow{r})
-		}
-	}
-	if len(rows) > limit {
-		page.More = true
-		if len(groups) > 1 {
-			// The last group may be cut short: the next page starts with it.
-			groups = groups[:len(groups)-1]
-		} else {
-			last := groups[0][len(groups[0])-1]
-			more := where{conds: slicesClone(w.conds[1:]), args: slicesClone(w.args[1:])}
-			more.add("w.tx_id = ?", append([]byte(nil), last.tx[:]...))
-			if p.Descending {
-				more.add("w.seq < ?", last.seq)
-			} else {
-				more.add("w.seq > ?", last.seq)
-			}
-			rest, err := withdrawalRows(ctx, q, more, 0, p.Descending)
-			if err != nil {
-				return nil, err
-			}
-			groups[0] = append(groups[0], rest...)
-		}
-	}
-	if len(groups) == 0 {
+	if page.More = more; len(groups) == 0 {
 		return page, nil
 	}
 	txArgs := make([]any, len(groups))
@@ -217,6 +149,72 @@ func WithdrawalList(ctx context.Context, q Querier, c *Counts, p *contractstore.
 		return nil, err
 	}
 	return page, nil
+}
+
+// withdrawalFilterSQL returns the conditions of the withdrawals p selects;
+// the first is the page's start (withdrawalGroups replaces it).
+func withdrawalFilterSQL(p *contractstore.WithdrawalListParams) where {
+	var w where
+	switch {
+	case !p.Descending:
+		w.add("w.seq > ?", p.After)
+	case p.After > 0:
+		w.add("w.seq < ?", p.After)
+	default:
+		w.add("w.seq < ?", int64(math.MaxInt64))
+	}
+	if len(p.Contracts) > 0 {
+		w.add("w.contract_id IN ("+marks(len(p.Contracts), 1)+")", refArgs(p.Contracts)...)
+	}
+	if len(p.RolesCurrency) > 0 {
+		rcs := make([]any, len(p.RolesCurrency))
+		for i, rc := range p.RolesCurrency {
+			rcs[i] = NonNil(rc)
+		}
+		w.add("EXISTS (SELECT 1 FROM cv_payouts rp WHERE rp.withdrawal_tx = w.tx_id AND rp.contract_id = w.contract_id"+
+			" AND rp.roles_currency IN ("+marks(len(rcs), 1)+"))", rcs...)
+	}
+	return w
+}
+
+// withdrawalGroups reads the rows of a page of at most limit withdrawals
+// (one row per contract) grouped by transaction, and whether more follow.
+// A transaction's rows have consecutive seqs; a page never ends inside
+// one: the last group, maybe cut short, starts the next page, unless it is
+// the only one, which is then read to its end.
+func withdrawalGroups(ctx context.Context, q Querier, w where, limit int, desc bool) ([][]withdrawalRow, bool, error) {
+	rows, err := withdrawalRows(ctx, q, w, limit+1, desc)
+	if err != nil {
+		return nil, false, err
+	}
+	var groups [][]withdrawalRow
+	for _, r := range rows {
+		if n := len(groups); n > 0 && groups[n-1][0].tx == r.tx {
+			groups[n-1] = append(groups[n-1], r)
+		} else {
+			groups = append(groups, []withdrawalRow{r})
+		}
+	}
+	if len(rows) <= limit {
+		return groups, false, nil
+	}
+	if len(groups) > 1 {
+		return groups[:len(groups)-1], true, nil
+	}
+	last := groups[0][len(groups[0])-1]
+	more := where{conds: slicesClone(w.conds[1:]), args: slicesClone(w.args[1:])}
+	more.add("w.tx_id = ?", append([]byte(nil), last.tx[:]...))
+	if desc {
+		more.add("w.seq < ?", last.seq)
+	} else {
+		more.add("w.seq > ?", last.seq)
+	}
+	rest, err := withdrawalRows(ctx, q, more, 0, desc)
+	if err != nil {
+		return nil, false, err
+	}
+	groups[0] = append(groups[0], rest...)
+	return groups, true, nil
 }
 
 func slicesClone[T any](s []T) []T { return append([]T(nil), s...) }
