@@ -5,9 +5,9 @@
 // event stream (new contracts appear, changed rows flash, rows a rollback
 // changed or removed flash red).
 
-import { ApiError, contractPath, get, pageURL } from "./api.js";
+import { ApiError, get, pageURL } from "./api.js";
 import { assets as assetsText, assetsEmpty, count, shortContractId, slotTime } from "./format.js";
-import { classify } from "./search.js";
+import { runSearch } from "./search-run.js";
 import { ALL_TYPES, tagType } from "./types.js";
 import { $, ago, banner, boot, chrome, fill, flash, follow, h, showTip, site, tickRelative } from "./ui.js";
 
@@ -408,83 +408,17 @@ function startLive() {
 
 // ---- search ----
 
-// A contract id opens it; a transaction id opens the contract it created,
-// stepped or withdrew from (at that step); a roles currency, an
-// address, a party role or anything else (a tag) filters the list. Input
-// that looks like an id, an address or a policy but does not parse says
-// why.
-async function search(text) {
-  const out = $("search-result");
-  fill(out);
-  const q = classify(text, { network: site.network });
-  out.dataset.kind = q.kind;
-  const filter = (k, v, note) => {
+// search runs the search box (search.js's runSearch); what it finds to
+// filter by filters the list.
+function search(text) {
+  return runSearch(text, $("search-result"), (k, v) => {
     state.filters = { [k]: v };
     state.type = "";
     toFirstPage();
     readFiltersIntoForm();
     writeLocation(true);
     restart();
-    fill(out, note || `Showing the contracts with ${k} ${v}.`);
-  };
-  switch (q.kind) {
-    case "empty":
-      return;
-    case "invalid":
-      fill(out, h("span", { class: "error" }, q.why, " Nothing was searched."));
-      return;
-    case "contract":
-      try {
-        await get(contractPath(q.value));
-        location.href = pageURL("ui/contract", { id: q.value });
-      } catch (e) {
-        if (e instanceof ApiError && e.status === 404) fill(out, h("span", { class: "error" }, `No contract ${q.value} (as of the API’s current state): it is not created yet, or a rollback removed it.`));
-        else fill(out, h("span", { class: "error" }, `The search failed: ${e.message}`));
-      }
-      return;
-    case "tx": {
-      fill(out, "Looking for the transaction…");
-      try {
-        const found = await findTx(q.value);
-        if (found) location.href = pageURL("ui/contract", { id: found.contractId }) + found.hash;
-        else fill(out, h("span", { class: "error" }, "This transaction created no contract, stepped none and withdrew no payout (as of the API’s current state)."));
-      } catch (e) {
-        fill(out, h("span", { class: "error" }, `The search failed: ${e.message}`));
-      }
-      return;
-    }
-    case "policy":
-      return filter("roleCurrency", q.value, `Showing the contracts whose roles currency is ${q.value}.`);
-    case "role":
-      return filter("partyRole", q.value);
-    case "address":
-      return filter("partyAddress", q.value);
-    default:
-      return filter("tag", q.value, `No contract, transaction, policy or address looks like “${q.value}”: showing the contracts tagged with it.`);
-  }
-}
-
-// findTx tries, one at a time: the step the transaction made (of
-// whichever contract: GET /transactions/{txId}), the contract it created
-// (its first outputs), the withdrawal it made.
-async function findTx(tx) {
-  const tryGet = async (path) => {
-    try {
-      return await get(path);
-    } catch (e) {
-      if (e instanceof ApiError && e.status === 404) return null;
-      throw e;
-    }
-  };
-  const step = await tryGet("transactions/" + tx);
-  if (step) return { contractId: step.contractId, hash: "#tx-" + tx };
-  for (let ix = 0; ix < 3; ix++) {
-    const c = await tryGet(contractPath(`${tx}#${ix}`));
-    if (c) return { contractId: c.contractId, hash: "" };
-  }
-  const w = await tryGet("withdrawals/" + tx);
-  if (w && w.payouts && w.payouts.length) return { contractId: w.payouts[0].contractId, hash: "#tx-" + tx };
-  return null;
+  });
 }
 
 // ---- paging ----
