@@ -110,6 +110,7 @@ func (p *pump) stop() {
 type pendingBatch struct {
 	records []record.Record
 	json    [][]byte // the records' shared encodings, or nil (chunk.json)
+	wire    [][]byte // every record's JSON for its frames, once made (streamActor.recordsJSON)
 	cursor  record.Cursor
 	// snapshot is the snapshot its first records were read from (0: the
 	// log), for the cursors inside the batch.
@@ -149,6 +150,9 @@ func (p *pendingBatch) split(upTo int64) (done, rest *pendingBatch) {
 	rest = &pendingBatch{records: p.records[k:], cursor: p.cursor, snapshot: p.snapshot, sent: p.sent}
 	if p.json != nil {
 		done.json, rest.json = p.json[:k:k], p.json[k:]
+	}
+	if p.wire != nil {
+		done.wire, rest.wire = p.wire[:k:k], p.wire[k:]
 	}
 	return done, rest
 }
@@ -239,12 +243,7 @@ func (c *recordCache) batchFrame(stream string, number int64, cursor record.Curs
 	for i := range recs {
 		n += len(recs[i].Payload) + 512 // the fields besides the payload take at most about 480 bytes
 	}
-	buf := getFrameBuf(n)
-	buf = append(buf, `{"type":"batch","stream":`...)
-	buf = appendJSONString(buf, stream)
-	buf = append(buf, `,"batch":`...)
-	buf = strconv.AppendInt(buf, number, 10)
-	buf = append(buf, `,"records":[`...)
+	buf := appendBatchHead(getFrameBuf(n), stream, number)
 	for i := range recs {
 		if i > 0 {
 			buf = append(buf, ',')
@@ -255,6 +254,73 @@ func (c *recordCache) batchFrame(stream string, number int64, cursor record.Curs
 		}
 		buf = c.appendRecord(buf, &recs[i], head)
 	}
+	return appendBatchTail(buf, cursor, tip, redelivered)
+}
+
+// sharedRecords returns the JSON of a batch's records for a frame written
+// in parts (frameParts): the catch-up cache's encodings where it has them,
+// the record cache's near the head, else encoded here. The bytes are
+// shared: nobody modifies them.
+func (c *recordCache) sharedRecords(recs []record.Record, json [][]byte, head int64) [][]byte {
+	out := make([][]byte, len(recs))
+	for i := range recs {
+		switch r := &recs[i]; {
+		case json != nil && json[i] != nil:
+			out[i] = json[i]
+		case r.Seq > head-cacheWindow:
+			out[i] = c.encoded(r)
+		default:
+			out[i] = appendRecord(make([]byte, 0, len(r.Payload)+320), r)
+		}
+	}
+	return out
+}
+
+// frameParts is a batch frame in parts: its own head and tail around the
+// records' shared JSON, written as one WebSocket message without copying
+// the records into a frame of their own.
+type frameParts struct {
+	head, tail []byte
+	recs       [][]byte
+}
+
+// batchFrameParts encodes a batch frame's own parts around recs (from
+// sharedRecords); the bytes written equal batchFrame's.
+func batchFrameParts(stream string, number int64, cursor record.Cursor, tip []byte, redelivered bool, recs [][]byte) *frameParts {
+	return &frameParts{head: appendBatchHead(make([]byte, 0, 64+len(stream)), stream, number),
+		tail: appendBatchTail(make([]byte, 0, 64+len(tip)), cursor, tip, redelivered), recs: recs}
+}
+
+// size is the message's length.
+func (f *frameParts) size() int {
+	n := len(f.head) + len(f.tail) + max(len(f.recs)-1, 0)
+	for _, r := range f.recs {
+		n += len(r)
+	}
+	return n
+}
+
+// appendTo appends the whole message (for tests and small writes).
+func (f *frameParts) appendTo(buf []byte) []byte {
+	buf = append(buf, f.head...)
+	for i, r := range f.recs {
+		if i > 0 {
+			buf = append(buf, ',')
+		}
+		buf = append(buf, r...)
+	}
+	return append(buf, f.tail...)
+}
+
+func appendBatchHead(buf []byte, stream string, number int64) []byte {
+	buf = append(buf, `{"type":"batch","stream":`...)
+	buf = appendJSONString(buf, stream)
+	buf = append(buf, `,"batch":`...)
+	buf = strconv.AppendInt(buf, number, 10)
+	return append(buf, `,"records":[`...)
+}
+
+func appendBatchTail(buf []byte, cursor record.Cursor, tip []byte, redelivered bool) []byte {
 	buf = append(buf, `],"cursor":"`...)
 	if cursor.Snapshot > 0 {
 		buf = strconv.AppendInt(buf, cursor.Snapshot, 10)

@@ -134,7 +134,9 @@ type Config struct {
 	// CatchUpCacheBytes bounds the shared catch-up cache (streaming/catchup:
 	// pages of the log read once for every stream catching up through
 	// them), and CatchUpReads the catch-up reads of the database running at
-	// once; 0 takes catchup.DefaultMaxBytes and catchup.DefaultMaxReads.
+	// once; 0 takes catchup.DefaultMaxBytes and catchup.DefaultMaxReads,
+	// negative shares no page (every stream reads its own, to compare
+	// with) and bounds no read.
 	CatchUpCacheBytes int64
 	CatchUpReads      int
 	// LeaseHolder, when not empty, names this process among several that

@@ -87,6 +87,7 @@ type connSub struct {
 // waiting is a frame waiting for room in the send queue.
 type waiting struct {
 	frame  []byte
+	parts  *frameParts // the frame in parts instead (frame nil)
 	pooled bool
 	final  bool
 	since  time.Time
@@ -143,7 +144,8 @@ type (
 		stream *actor.PID
 		name   string
 		number int64
-		frame  []byte
+		frame  []byte      // pooled
+		parts  *frameParts // or the frame in parts around shared records
 		notify bool
 	}
 	// dropSub: the stream ended the subscription (deleted).
@@ -447,11 +449,13 @@ func (c *connActor) sendFrame(b []byte) {
 func (c *connActor) deliver(ac actor.Context, m *deliverMsg) {
 	s := c.subs[m.name]
 	if c.closing || c.finishing || s == nil || s.stream == nil || !s.stream.Equal(m.stream) {
-		putFrameBuf(m.frame)
+		if m.parts == nil {
+			putFrameBuf(m.frame)
+		}
 		tell(c.sys, m.stream, &undelivered{conn: c.self, number: m.number})
 		return
 	}
-	c.enqueue(waiting{frame: m.frame, pooled: true, stream: m.stream, number: m.number, notify: m.notify})
+	c.enqueue(waiting{frame: m.frame, parts: m.parts, pooled: m.parts == nil, stream: m.stream, number: m.number, notify: m.notify})
 }
 
 // enqueue puts a frame in the send queue, or behind the frames waiting
@@ -469,7 +473,7 @@ func (c *connActor) enqueue(w waiting) {
 	}
 	w.since = time.Now()
 	c.overflow = append(c.overflow, w)
-	c.overflowBytes += int64(len(w.frame))
+	c.overflowBytes += int64(w.size())
 	if len(c.overflow) > c.srv.cfg.SendQueueFrames || c.overflowBytes > c.srv.cfg.SendQueueBytes {
 		// As much again waits as the queue holds: the client does not read.
 		c.slowConsumer()
@@ -495,7 +499,7 @@ func (c *connActor) flush() {
 		}
 		c.overflow[0] = waiting{}
 		c.overflow = c.overflow[1:]
-		c.overflowBytes -= int64(len(w.frame))
+		c.overflowBytes -= int64(w.size())
 		if err != nil {
 			c.refused(w)
 		} else {
@@ -533,7 +537,20 @@ func (c *connActor) refused(w waiting) {
 	}
 }
 
-func (w *waiting) queued() queued { return queued{b: w.frame, pooled: w.pooled, final: w.final} }
+func (w *waiting) queued() queued {
+	q := queued{b: w.frame, pooled: w.pooled, final: w.final, parts: w.parts}
+	if w.parts != nil {
+		q.n = w.parts.size()
+	}
+	return q
+}
+
+func (w *waiting) size() int {
+	if w.parts != nil {
+		return w.parts.size()
+	}
+	return len(w.frame)
+}
 
 // leaseLost ends the connection after an error frame naming the durable
 // stream whose lease another process took: nothing more is queued, the
@@ -650,7 +667,12 @@ func (c *connActor) writeLoop() {
 			tell(sys, self, &room{})
 		}
 		watchdog.Reset(c.srv.cfg.WriteTimeout)
-		err := c.ws.Write(c.writeCtx, websocket.MessageText, f.b)
+		var err error
+		if f.parts != nil {
+			err = writeParts(c.writeCtx, c.ws, f.parts)
+		} else {
+			err = c.ws.Write(c.writeCtx, websocket.MessageText, f.b)
+		}
 		c.q.done(f)
 		if !watchdog.Stop() {
 			return // tripped: the connection is being cut off

@@ -68,6 +68,18 @@ type queued struct {
 	b      []byte
 	pooled bool
 	final  bool
+	// parts, when set, is the frame instead of b: written in parts around
+	// the records' shared JSON; n is its length.
+	parts *frameParts
+	n     int
+}
+
+// size is the frame's length, as the queue and the budget count it.
+func (f *queued) size() int {
+	if f.parts != nil {
+		return f.n
+	}
+	return len(f.b)
 }
 
 func newSendQueue(maxFrames int, maxBytes int64) *sendQueue {
@@ -105,16 +117,16 @@ func (q *sendQueue) tryPush(frame []byte, pooled bool) error {
 
 // tryPushFrame adds a frame if there is room.
 func (q *sendQueue) tryPushFrame(f queued) error {
-	frame := f.b
-	q.reserve(len(frame))
+	n := f.size()
+	q.reserve(n)
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if q.closed {
-		q.unreserve(len(frame))
+		q.unreserve(n)
 		return errQueueClosed
 	}
-	if !q.fits(len(frame)) {
-		q.unreserve(len(frame))
+	if !q.fits(n) {
+		q.unreserve(n)
 		return errQueueFull
 	}
 	q.add(f)
@@ -136,7 +148,7 @@ func (q *sendQueue) unreserve(n int) {
 
 func (q *sendQueue) add(f queued) {
 	q.frames = append(q.frames, f)
-	q.bytes += int64(len(f.b))
+	q.bytes += int64(f.size())
 	select {
 	case q.ready <- struct{}{}:
 	default:
@@ -195,8 +207,8 @@ func (q *sendQueue) pop(done <-chan struct{}) (queued, bool) {
 			if len(q.frames) == 0 {
 				q.frames = nil
 			}
-			q.bytes -= int64(len(f.b))
-			q.inWrite.Store(int64(len(f.b)))
+			q.bytes -= int64(f.size())
+			q.inWrite.Store(int64(f.size()))
 			q.writing.Store(time.Now().UnixNano())
 			close(q.space)
 			q.space = make(chan struct{})

@@ -538,8 +538,8 @@ func (st *streamActor) deliver(c actor.Context) bool {
 	st.batchNo++
 	number := st.batchNo
 	redelivered := p.sent > 0 || p.records[0].Seq <= st.sentHigh
-	frame := st.srv.enc.batchFrame(a.name, number, p.cursor, tip, redelivered, p.records, p.json, head)
-	tell(st.sys, a.conn, &deliverMsg{stream: st.self, name: a.name, number: number, frame: frame})
+	parts := batchFrameParts(a.name, number, p.cursor, tip, redelivered, st.recordsJSON(p, head))
+	tell(st.sys, a.conn, &deliverMsg{stream: st.self, name: a.name, number: number, parts: parts})
 	if redelivered {
 		st.srv.m.redeliveries.Inc()
 	}
@@ -555,6 +555,15 @@ func (st *streamActor) deliver(c actor.Context) bool {
 	st.inFlight = rt
 	st.delivered = p.cursor
 	return true
+}
+
+// recordsJSON returns the JSON of the pending batch's records, shared by the
+// frames that carry it (made once per batch, kept while it is pending).
+func (st *streamActor) recordsJSON(p *pendingBatch, head int64) [][]byte {
+	if p.wire == nil {
+		p.wire = st.srv.enc.sharedRecords(p.records, p.json, head)
+	}
+	return p.wire
 }
 
 // next returns the attachment whose turn it is: the first in turn with
@@ -600,11 +609,12 @@ func (st *streamActor) broadcast(c actor.Context, p *pendingBatch, tip []byte, h
 	st.batchNo++
 	number := st.batchNo
 	st.bcast = make(map[string]bool, len(to))
+	wire := st.recordsJSON(p, head) // one encoding for every connection's frame
 	for _, a := range to {
 		st.bcast[a.conn.Id] = true
 		a.last = max(a.last, p.records[len(p.records)-1].Seq)
 		tell(st.sys, a.conn, &deliverMsg{stream: st.self, name: a.name, number: number, notify: true,
-			frame: st.srv.enc.batchFrame(a.name, number, p.cursor, tip, false, p.records, p.json, head)})
+			parts: batchFrameParts(a.name, number, p.cursor, tip, false, wire)})
 	}
 	st.srv.m.batchesSent.WithLabelValues(string(protocol.ModeBroadcast)).Add(float64(len(to)))
 	st.srv.m.recordsSent.Add(float64(len(p.records) * len(to)))

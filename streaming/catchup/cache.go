@@ -50,10 +50,12 @@ type Config struct {
 	PageRecords int
 	// MaxBytes bounds the pages held (DefaultMaxBytes): the least
 	// recently used go first. A batch a subscription holds keeps its own
-	// records' memory alive, not its page's.
+	// records' memory alive, not its page's. Negative: no page is shared,
+	// every read goes to the history on its own (to compare with).
 	MaxBytes int64
 	// MaxReads bounds the database reads running at once, for pages and
-	// for filtered reads through the index (DefaultMaxReads).
+	// for filtered reads through the index (DefaultMaxReads); negative: no
+	// bound.
 	MaxReads int
 	// Encode returns a record's JSON (each record is encoded once per
 	// page); nil: records are served without JSON.
@@ -112,13 +114,17 @@ func New(src Source, cfg Config) *Cache {
 		cfg.PageRecords = DefaultPageRecords
 	}
 	cfg.PageRecords = min(cfg.PageRecords, record.MaxListLimit)
-	if cfg.MaxBytes <= 0 {
+	if cfg.MaxBytes == 0 {
 		cfg.MaxBytes = DefaultMaxBytes
 	}
-	if cfg.MaxReads <= 0 {
+	if cfg.MaxReads == 0 {
 		cfg.MaxReads = DefaultMaxReads
 	}
-	return &Cache{src: src, cfg: cfg, reads: make(chan struct{}, cfg.MaxReads), pages: map[int64]*page{}, lru: list.New()}
+	c := &Cache{src: src, cfg: cfg, pages: map[int64]*page{}, lru: list.New()}
+	if cfg.MaxReads > 0 {
+		c.reads = make(chan struct{}, cfg.MaxReads)
+	}
+	return c
 }
 
 // Stats returns the cache's counters.
@@ -132,6 +138,9 @@ func (c *Cache) Stats() Stats {
 
 // admit waits for a read token.
 func (c *Cache) admit(ctx context.Context) error {
+	if c.reads == nil {
+		return nil
+	}
 	select {
 	case c.reads <- struct{}{}:
 		return nil
@@ -140,7 +149,11 @@ func (c *Cache) admit(ctx context.Context) error {
 	}
 }
 
-func (c *Cache) release() { <-c.reads }
+func (c *Cache) release() {
+	if c.reads != nil {
+		<-c.reads
+	}
+}
 
 // Shared reports whether reads of the filter are served from shared
 // pages (else they read through the history's index).

@@ -290,7 +290,9 @@ func TestRollbackNeverServesAnUndoneRecord(t *testing.T) {
 	l.append(rng, 30)
 	head := l.Head()
 	// The page holding the marker is read again (it was cut at the old
-	// head); it drops the pages read before the marker.
+	// head); it drops the pages read before the marker. (A log read served
+	// from a page read before the marker would show its records as a read
+	// at that moment did, then the marker: what a log read may always see.)
 	if got, want := readAll(t, c, record.Filter{}, record.Cursor{Seq: 250}, 200), reference(t, l, record.Filter{}, record.Cursor{Seq: 250}); !slices.Equal(got, want) {
 		t.Fatalf("from 250:\n got %v\nwant %v", got, want)
 	}

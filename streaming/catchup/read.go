@@ -66,7 +66,7 @@ func (c *Cache) Read(ctx context.Context, q Query) (Result, error) {
 			continue
 		}
 		var err error
-		if Shared(&q.Filter) {
+		if c.cfg.MaxBytes > 0 && Shared(&q.Filter) {
 			err = c.scan(ctx, &q.Filter, &res, bound, limit)
 		} else {
 			err = c.direct(ctx, &q.Filter, &res, bound, limit)

@@ -100,6 +100,10 @@ type Streaming struct {
 	// QueueBudgetMB bounds the frames queued on all WebSocket connections
 	// together (streaming.Config.QueueBudget).
 	QueueBudgetMB uint64 `yaml:"queueBudgetMB" env:"MARLOWE_RT_STREAMING_QUEUE_BUDGET_MB" flag:"streaming-queue-budget-mb" default:"2048" doc:"MiB of frames queued for sending on all WebSocket connections together; at the budget the clients that do not read (their writes stuck longest), then those with the most queued, are closed first ('memory budget'). The default suits a 24 GiB machine"`
+	// CatchUpCacheMB and CatchUpReads size the shared catch-up cache
+	// (streaming.Config.CatchUpCacheBytes, CatchUpReads).
+	CatchUpCacheMB uint64 `yaml:"catchUpCacheMB" env:"MARLOWE_RT_STREAMING_CATCHUP_CACHE_MB" flag:"streaming-catchup-cache-mb" default:"64" doc:"MiB of log pages kept for the streams catching up (read once, shared by every stream passing through them; the least recently used go first)"`
+	CatchUpReads   int    `yaml:"catchUpReads" env:"MARLOWE_RT_STREAMING_CATCHUP_READS" flag:"streaming-catchup-reads" default:"4" doc:"catch-up reads of the database running at once, over all streams (the others wait their turn)"`
 	// LeaseTTL and LeaseRetry time the round-trip leases of durable streams
 	// served by several processes (streaming.Config.LeaseTTL, LeaseRetry).
 	LeaseTTL   time.Duration `yaml:"leaseTTL" env:"MARLOWE_RT_STREAMING_LEASE_TTL" flag:"streaming-lease-ttl" default:"10s" doc:"on PostgreSQL: a durable stream's round-trip lease lapses after this long without renewal, so a process that died with a batch in flight holds the stream at most this long before another process serves it"`

@@ -417,6 +417,12 @@ func (c *Config) Validate() error {
 	}
 	port("query.port (MARLOWE_RT_QUERY_PORT)", c.Query.Port)
 	port("streaming.port (MARLOWE_RT_STREAMING_PORT)", c.Streaming.Port)
+	if c.Streaming.CatchUpCacheMB == 0 || c.Streaming.CatchUpCacheMB > 1<<30 {
+		errs = append(errs, fmt.Errorf("streaming.catchUpCacheMB (MARLOWE_RT_STREAMING_CATCHUP_CACHE_MB) is %d: want 1 to 2^30 MiB", c.Streaming.CatchUpCacheMB))
+	}
+	if c.Streaming.CatchUpReads < 1 || c.Streaming.CatchUpReads > 1024 {
+		errs = append(errs, fmt.Errorf("streaming.catchUpReads (MARLOWE_RT_STREAMING_CATCHUP_READS) is %d: want 1 to 1024", c.Streaming.CatchUpReads))
+	}
 	if c.Streaming.QueueBudgetMB == 0 || c.Streaming.QueueBudgetMB > 1<<30 {
 		errs = append(errs, fmt.Errorf("streaming.queueBudgetMB (MARLOWE_RT_STREAMING_QUEUE_BUDGET_MB) is %d: want 1 to 2^30 MiB", c.Streaming.QueueBudgetMB))
 	}

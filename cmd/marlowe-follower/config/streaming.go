@@ -25,6 +25,7 @@ func (c *Config) StreamingServer() streaming.Config {
 	scfg.Tokens = c.StreamingTokens()
 	scfg.Origins = c.StreamingOrigins()
 	scfg.QueueBudget = int64(c.Streaming.QueueBudgetMB) << 20
+	scfg.CatchUpCacheBytes, scfg.CatchUpReads = int64(c.Streaming.CatchUpCacheMB)<<20, c.Streaming.CatchUpReads
 	if c.Store.DatabaseURL != "" {
 		scfg.LeaseHolder = streamstore.NewHolder()
 		scfg.LeaseTTL, scfg.LeaseRetry = c.Streaming.LeaseTTL, c.Streaming.LeaseRetry

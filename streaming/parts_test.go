@@ -1,0 +1,75 @@
+package streaming
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/coder/websocket"
+
+	"github.com/marlowe-follower/follower/history/record"
+)
+
+// TestFramePartsAreTheFrame: a batch frame written in parts around the
+// records' shared JSON (the catch-up cache's, the record cache's near the
+// head, or encoded for it) is byte for byte the frame written whole, over
+// a WebSocket too, small (one write) and large (continuation frames).
+func TestFramePartsAreTheFrame(t *testing.T) {
+	var c recordCache
+	head := int64(100_000)
+	big := json.RawMessage(`{"s":"` + strings.Repeat("x", 2000) + `"}`)
+	var recs []record.Record
+	for i := range 60 {
+		recs = append(recs, record.Record{Seq: head - 9000 + int64(i*150), Kind: record.KindInputsApplied, Payload: big})
+	}
+	shared := make([][]byte, len(recs))
+	for i := range recs {
+		if i%3 == 0 {
+			shared[i] = appendRecord(nil, &recs[i])
+		}
+	}
+	tip := []byte(`{"seq":100000}`)
+	cur := record.Cursor{Snapshot: head, Seq: recs[len(recs)-1].Seq}
+	for _, n := range []int{1, len(recs)} {
+		want := batchFrame("s\"1", 9, cur, tip, true, recs[:n])
+		f := batchFrameParts("s\"1", 9, cur, tip, true, c.sharedRecords(recs[:n], shared[:n], head))
+		if got := f.appendTo(nil); string(got) != string(want) || f.size() != len(want) {
+			t.Fatalf("%d records: parts make %d bytes (size %d), the frame %d", n, len(got), f.size(), len(want))
+		}
+		if got := viaWebSocket(t, f); got != string(want) {
+			t.Fatalf("%d records: the message read differs from the frame (%d bytes, want %d)", n, len(got), len(want))
+		}
+	}
+}
+
+// viaWebSocket writes f with writeParts and returns the message a client
+// read.
+func viaWebSocket(t *testing.T, f *frameParts) string {
+	ctx := context.Background()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ws, err := websocket.Accept(w, r, nil)
+		if err != nil {
+			return
+		}
+		defer ws.CloseNow()
+		if err := writeParts(ctx, ws, f); err != nil {
+			t.Error(err)
+		}
+		_, _, _ = ws.Read(ctx) // until the client is done
+	}))
+	defer srv.Close()
+	ws, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(srv.URL, "http"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ws.CloseNow()
+	ws.SetReadLimit(-1)
+	_, b, err := ws.Read(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}

@@ -1,0 +1,53 @@
+package streaming
+
+import (
+	"bufio"
+	"context"
+	"sync"
+
+	"github.com/coder/websocket"
+)
+
+// partsWriters are the buffers frames in parts are written through: one
+// per write under way, not per connection. Each Write to a message writer
+// is a WebSocket frame of its own; the buffer makes them few and large.
+var partsWriters = sync.Pool{New: func() any { return bufio.NewWriterSize(nil, partsBuffer) }}
+
+const partsBuffer = 32 << 10
+
+// writeParts writes a frame in parts as one WebSocket text message: its
+// head, the records' shared JSON separated by commas, its tail. A frame
+// that fits the buffer goes out as one WebSocket frame; a larger one as a
+// few continuation frames, which every client reassembles into the one
+// message.
+func writeParts(ctx context.Context, ws *websocket.Conn, f *frameParts) error {
+	if f.size() <= partsBuffer {
+		buf := getFrameBuf(f.size())
+		err := ws.Write(ctx, websocket.MessageText, f.appendTo(buf))
+		putFrameBuf(buf)
+		return err
+	}
+	w, err := ws.Writer(ctx, websocket.MessageText)
+	if err != nil {
+		return err
+	}
+	bw := partsWriters.Get().(*bufio.Writer)
+	bw.Reset(w)
+	defer func() {
+		bw.Reset(nil)
+		partsWriters.Put(bw)
+	}()
+	_, _ = bw.Write(f.head)
+	for i, r := range f.recs {
+		if i > 0 {
+			_ = bw.WriteByte(',')
+		}
+		_, _ = bw.Write(r)
+	}
+	_, _ = bw.Write(f.tail)
+	if err := bw.Flush(); err != nil {
+		_ = w.Close()
+		return err
+	}
+	return w.Close()
+}
