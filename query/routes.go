@@ -14,6 +14,9 @@ const (
 	RuntimeVersion = runtime.Version
 )
 
+// RuntimeOpenAPI returns the view's OpenAPI document (/runtime/openapi.json).
+func RuntimeOpenAPI() []byte { return runtime.OpenAPI() }
+
 // routes is the route table of the port's APIs: the native API's, then,
 // when the slot clock is known, the Runtime view's (it shows times).
 func (s *Server) routes() ([]api.Route, error) {

@@ -1,26 +1,13 @@
 package query_test
 
 import (
-	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
 	"io"
-	"maps"
 	"net/http"
-	"os"
 	"regexp"
-	"slices"
 	"strconv"
 	"strings"
-	"sync"
-	"testing"
-
-	"github.com/getkin/kin-openapi/openapi3"
-	"github.com/getkin/kin-openapi/openapi3filter"
-	"github.com/getkin/kin-openapi/routers"
-	"github.com/getkin/kin-openapi/routers/gorillamux"
-	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/marlowe-follower/follower/chainsync/chain"
 	"github.com/marlowe-follower/follower/chainsync/devnet"
@@ -35,154 +22,6 @@ var devnetSlots = chain.SlotConfig{ZeroTimeMillis: devnet.ZeroTimeMillis, SlotLe
 
 // withRuntime serves the runtime view.
 func withRuntime(c *query.Config) { c.Slots = &devnetSlots }
-
-// rtSpec is the golden document. Bodies are validated as JSON Schema
-// (draft 4, the dialect the document's schemas are written in) with
-// santhosh-tekuri/jsonschema; status codes and headers with kin-openapi,
-// which also finds the route. Corrections let the validators read the
-// document as the Runtime means it; none loosens what it says:
-//   - a tag without a payload is null (the Runtime's DTO writes
-//     `maybe (Metadata Null) toDTO` for each tag), which the document's
-//     tags (an object of Metadata) do not allow: tag values may be null;
-//   - an Input is oneOf alternatives that overlap: a merkleized notify
-//     requires only continuation_hash and merkleized_continuation, which
-//     every merkleized input has, so a merkleized deposit or choice matches
-//     two of them; Input is read as anyOf;
-//   - the Runtime sends its tip headers (X-Node-Tip, X-Runtime-Chain-Tip,
-//     X-Runtime-Tip) as JSON, which the document describes as objects in
-//     the default "simple" header style (comma-separated keys and values):
-//     kin-openapi reads them as application/json with the same schema;
-//   - for kin-openapi only (it does not see the bodies): the document says
-//     "openapi": "3.1.0" but is written in 3.0 (boolean exclusiveMinimum),
-//     so it is read as 3.0.3, and its tuples (items: [A, B], which OpenAPI
-//     3.0 lacks) as items: {anyOf: [A, B]}.
-type rtSpec struct {
-	doc      *openapi3.T
-	router   routers.Router
-	compiler *jsonschema.Compiler
-	mu       sync.Mutex
-	hit      map[string]bool
-	schemas  map[string]*jsonschema.Schema
-}
-
-var (
-	rtSpecOnce sync.Once
-	theRTSpec  *rtSpec
-	rtSpecErr  error
-)
-
-const rtSchemaURL = "file:///marlowe-runtime-1.0.0.json"
-
-func loadRuntimeSpec(t testing.TB) *rtSpec {
-	rtSpecOnce.Do(func() { theRTSpec, rtSpecErr = readRuntimeSpec() })
-	if rtSpecErr != nil {
-		t.Fatalf("the Runtime's OpenAPI document: %v", rtSpecErr)
-	}
-	return theRTSpec
-}
-
-func readRuntimeSpec() (*rtSpec, error) {
-	raw, err := os.ReadFile("../testdata/marlowe-runtime/openapi-1.0.0.json")
-	if err != nil {
-		return nil, err
-	}
-	var schemaDoc any
-	if err := json.Unmarshal(raw, &schemaDoc); err != nil {
-		return nil, err
-	}
-	input := schemaDoc.(map[string]any)["components"].(map[string]any)["schemas"].(map[string]any)["Input"].(map[string]any)
-	input["anyOf"] = input["oneOf"]
-	delete(input, "oneOf")
-	walkJSON(schemaDoc, func(x map[string]any) {
-		if tags, ok := x["tags"].(map[string]any); ok {
-			if ap, ok := tags["additionalProperties"]; ok {
-				tags["additionalProperties"] = map[string]any{"anyOf": []any{ap, map[string]any{"type": "null"}}}
-			}
-		}
-	})
-	c := jsonschema.NewCompiler()
-	c.DefaultDraft(jsonschema.Draft4)
-	if err := c.AddResource(rtSchemaURL, schemaDoc); err != nil {
-		return nil, err
-	}
-	// kin-openapi's copy.
-	var kinDoc any
-	if err := json.Unmarshal(raw, &kinDoc); err != nil {
-		return nil, err
-	}
-	walkJSON(kinDoc, func(x map[string]any) {
-		if items, ok := x["items"].([]any); ok {
-			x["items"] = map[string]any{"anyOf": items}
-		}
-	})
-	kinDoc.(map[string]any)["openapi"] = "3.0.3"
-	kinRaw, err := json.Marshal(kinDoc)
-	if err != nil {
-		return nil, err
-	}
-	doc, err := openapi3.NewLoader().LoadFromData(kinRaw)
-	if err != nil {
-		return nil, err
-	}
-	for _, item := range doc.Paths.Map() {
-		for _, op := range item.Operations() {
-			for _, resp := range op.Responses.Map() {
-				for name, h := range resp.Value.Headers {
-					if strings.HasSuffix(name, "-Tip") && h.Value.Schema != nil {
-						h.Value.Content = openapi3.NewContentWithJSONSchemaRef(h.Value.Schema)
-						h.Value.Schema = nil
-					}
-				}
-			}
-		}
-	}
-	// Its servers are the Runtime's hosts; any host is ours.
-	doc.Servers = nil
-	if err := doc.Validate(context.Background(), openapi3.DisableExamplesValidation()); err != nil {
-		return nil, err
-	}
-	router, err := gorillamux.NewRouter(doc)
-	if err != nil {
-		return nil, err
-	}
-	return &rtSpec{doc: doc, router: router, compiler: c, hit: map[string]bool{}, schemas: map[string]*jsonschema.Schema{}}, nil
-}
-
-// walkJSON calls fn on every object of a JSON document.
-func walkJSON(v any, fn func(map[string]any)) {
-	switch x := v.(type) {
-	case map[string]any:
-		fn(x)
-		for _, e := range x {
-			walkJSON(e, fn)
-		}
-	case []any:
-		for _, e := range x {
-			walkJSON(e, fn)
-		}
-	}
-}
-
-// bodySchema compiles the schema of an operation's answer.
-func (s *rtSpec) bodySchema(path, method string, code int, contentType string) (*jsonschema.Schema, error) {
-	ptr := "#/paths/" + jsonPointerToken(path) + "/" + strings.ToLower(method) + "/responses/" + strconv.Itoa(code) +
-		"/content/" + jsonPointerToken(contentType) + "/schema"
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if sch, ok := s.schemas[ptr]; ok {
-		return sch, nil
-	}
-	sch, err := s.compiler.Compile(rtSchemaURL + ptr)
-	if err != nil {
-		return nil, err
-	}
-	s.schemas[ptr] = sch
-	return sch, nil
-}
-
-func jsonPointerToken(s string) string {
-	return strings.ReplaceAll(strings.ReplaceAll(s, "~", "~0"), "/", "~1")
-}
 
 // rtGet asks the view for path (below /runtime) with the given request
 // headers and checks the answer against the Runtime's document; want is
@@ -241,56 +80,9 @@ func (f *fixture) rtGet(path string, header http.Header, want int) *answer {
 			f.t.Fatalf("GET /runtime%s: Total-Count %q for a page of %d", path, a.header.Get("Total-Count"), len(page.Results))
 		}
 	}
-	loadRuntimeSpec(f.t).check(f.t, req, a)
+	loadGoldenSpec(f.t).check(f.t, req, a)
+	loadViewSpec(f.t).check(f.t, req, a)
 	return a
-}
-
-// check validates an answer of the view against the Runtime's document.
-func (s *rtSpec) check(t testing.TB, req *http.Request, a *answer) {
-	t.Helper()
-	// The document's paths are the Runtime's, without our prefix.
-	r := req.Clone(context.Background())
-	r.URL.Path = strings.TrimPrefix(r.URL.Path, query.RuntimePrefix)
-	r.URL.RawPath = strings.TrimPrefix(r.URL.RawPath, query.RuntimePrefix)
-	route, params, err := s.router.FindRoute(r)
-	if err != nil {
-		if a.code == http.StatusNotFound || a.code == http.StatusMethodNotAllowed {
-			return
-		}
-		t.Fatalf("GET %s: not in the Runtime's document: %v", req.URL, err)
-	}
-	in := &openapi3filter.RequestValidationInput{Request: r, PathParams: params, Route: route,
-		Options: &openapi3filter.Options{MultiError: true}}
-	out := &openapi3filter.ResponseValidationInput{RequestValidationInput: in, Status: a.code, Header: a.header,
-		Options: &openapi3filter.Options{IncludeResponseStatus: a.code < 400, MultiError: true, ExcludeResponseBody: true}}
-	out.SetBodyBytes(a.body)
-	if err := openapi3filter.ValidateResponse(context.Background(), out); err != nil {
-		t.Fatalf("GET %s: the %d answer does not match the Runtime's document: %v\n%s", req.URL, a.code, err, clip(a.body))
-	}
-	if resp := route.Operation.Responses.Status(a.code); resp != nil && len(resp.Value.Content) > 0 {
-		ct := a.header.Get("Content-Type")
-		if resp.Value.Content[ct] == nil {
-			t.Fatalf("GET %s: Content-Type %q, the document has %v", req.URL, ct, slices.Collect(maps.Keys(resp.Value.Content)))
-		}
-		if resp.Value.Content[ct].Schema != nil && len(a.body) > 0 {
-			sch, err := s.bodySchema(route.Path, route.Method, a.code, ct)
-			if err != nil {
-				t.Fatalf("the document's schema of GET %s %d: %v", route.Path, a.code, err)
-			}
-			v, err := jsonschema.UnmarshalJSON(bytes.NewReader(a.body))
-			if err != nil {
-				t.Fatalf("GET %s: %v", req.URL, err)
-			}
-			if err := sch.Validate(v); err != nil {
-				t.Fatalf("GET %s: the %d answer's body does not match the Runtime's document: %v\n%s", req.URL, a.code, err, clip(a.body))
-			}
-		}
-	}
-	if a.code < 300 {
-		s.mu.Lock()
-		s.hit[route.Method+" "+route.Path] = true
-		s.mu.Unlock()
-	}
 }
 
 // The view's JSON, as a client reads it.

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/marlowe-follower/follower/actors/pipeline/projectiontest"
+	"github.com/marlowe-follower/follower/query"
 )
 
 func contractKey(c *rtContract) string { return c.ContractID }
@@ -157,8 +158,16 @@ func TestRuntimeViewAgainstDevnet(t *testing.T) {
 				"GET /contracts/{contractId}/next", "GET /payouts", "GET /payouts/{payoutId}", "GET /withdrawals",
 				"GET /withdrawals/{withdrawalId}", "GET /contracts/sources/{contractSourceId}",
 				"GET /contracts/sources/{contractSourceId}/adjacency", "GET /contracts/sources/{contractSourceId}/closure"} {
-				if !loadRuntimeSpec(t).hit[op] {
+				if !loadGoldenSpec(t).hit[op] {
 					t.Errorf("%s was never answered", op)
+				}
+			}
+			if doc := f.rtGet("/openapi.json", nil, http.StatusOK); !bytes.Equal(doc.body, query.RuntimeOpenAPI()) {
+				t.Error("/runtime/openapi.json is not the view's document")
+			}
+			for path := range loadViewSpec(t).doc.Paths.Map() {
+				if !loadViewSpec(t).hit["GET "+path] {
+					t.Errorf("the view's document's GET %s was never answered 2xx", path)
 				}
 			}
 			t.Logf("%d contracts, %d steps, %d payouts, %d withdrawals", len(list), steps, payouts, len(rw))

@@ -7,14 +7,9 @@ import (
 	"io"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/getkin/kin-openapi/openapi3"
-	"github.com/getkin/kin-openapi/openapi3filter"
-	"github.com/getkin/kin-openapi/routers"
-	"github.com/getkin/kin-openapi/routers/gorillamux"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"go.uber.org/goleak"
@@ -156,74 +151,6 @@ func clip(b []byte) string {
 		return string(b[:600]) + "…"
 	}
 	return string(b)
-}
-
-// spec validates requests and answers against /openapi.json and records
-// which operations answered 200.
-type spec struct {
-	doc    *openapi3.T
-	router routers.Router
-	mu     sync.Mutex
-	hit    map[string]bool
-}
-
-var (
-	specOnce sync.Once
-	theSpec  *spec
-	specErr  error
-)
-
-func loadSpec(t testing.TB) *spec {
-	specOnce.Do(func() {
-		loader := openapi3.NewLoader()
-		doc, err := loader.LoadFromData(query.OpenAPI())
-		if err == nil {
-			err = doc.Validate(context.Background())
-		}
-		if err != nil {
-			specErr = err
-			return
-		}
-		router, err := gorillamux.NewRouter(doc)
-		if err != nil {
-			specErr = err
-			return
-		}
-		theSpec = &spec{doc: doc, router: router, hit: map[string]bool{}}
-	})
-	if specErr != nil {
-		t.Fatalf("the OpenAPI document: %v", specErr)
-	}
-	return theSpec
-}
-
-func (s *spec) check(t testing.TB, req *http.Request, a *answer) {
-	t.Helper()
-	route, params, err := s.router.FindRoute(req)
-	if err != nil {
-		if a.code == http.StatusNotFound || a.code == http.StatusMethodNotAllowed {
-			return // a path the API does not have
-		}
-		t.Fatalf("GET %s: not in the OpenAPI document: %v", req.URL, err)
-	}
-	in := &openapi3filter.RequestValidationInput{Request: req, PathParams: params, Route: route,
-		Options: &openapi3filter.Options{MultiError: true}}
-	if a.code < 400 {
-		if err := openapi3filter.ValidateRequest(context.Background(), in); err != nil {
-			t.Fatalf("GET %s: the request does not match the OpenAPI document: %v", req.URL, err)
-		}
-	}
-	out := &openapi3filter.ResponseValidationInput{RequestValidationInput: in, Status: a.code, Header: a.header,
-		Options: &openapi3filter.Options{IncludeResponseStatus: true, MultiError: true}}
-	out.SetBodyBytes(a.body)
-	if err := openapi3filter.ValidateResponse(context.Background(), out); err != nil {
-		t.Fatalf("GET %s: the %d answer does not match the OpenAPI document: %v\n%s", req.URL, a.code, err, clip(a.body))
-	}
-	if a.code == http.StatusOK {
-		s.mu.Lock()
-		s.hit[route.Method+" "+route.Path] = true
-		s.mu.Unlock()
-	}
 }
 
 // base64URL encodes a cursor's text as the API does.

@@ -101,6 +101,7 @@ func (v *View) Routes() []api.Route {
 	p := Prefix
 	routes := []api.Route{
 		{Pattern: "GET " + p + "/healthcheck", Handler: v.healthcheck},
+		{Pattern: "GET " + p + "/openapi.json", Handler: v.openAPI},
 		{Pattern: "GET " + p + "/contracts", Handler: v.contractList()},
 		{Pattern: "GET " + p + "/contracts/{contractId}", Handler: v.contractGet()},
 		{Pattern: "GET " + p + "/contracts/{contractId}/transactions", Handler: v.transactionList()},

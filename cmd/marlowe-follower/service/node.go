@@ -8,6 +8,7 @@ import (
 	"math"
 	"net"
 	"net/http"
+	"slices"
 	"strconv"
 	"time"
 
@@ -115,7 +116,8 @@ func (n *node) serve(opts Options, parts queryParts) error {
 		handlers[route] = streams
 	}
 	if n.cfg.Query.UI { // the contract explorer at / and /ui/ (query.ui, --no-ui)
-		ui, err := explorer.New(explorer.Options{Network: network.Name(n.cfg.Node.NetworkMagic), Links: n.cfg.Query.UILinks})
+		ui, err := explorer.New(explorer.Options{Network: network.Name(n.cfg.Node.NetworkMagic), Links: n.cfg.Query.UILinks,
+			APIDocs: append(slices.Clone(explorer.DefaultAPIDocs), explorer.APIDoc{Path: "runtime/openapi.json", Title: "Marlowe Runtime view"})})
 		if err != nil {
 			return err // (it names query.uiLinks)
 		}
