@@ -60,6 +60,9 @@ type Config struct {
 	// Encode returns a record's JSON (each record is encoded once per
 	// page); nil: records are served without JSON.
 	Encode func(*record.Record) []byte
+	// Idle is how long a page nobody reads is kept (DefaultIdle): once a
+	// storm has passed, the cache gives its memory back.
+	Idle time.Duration
 }
 
 // Defaults of Config.
@@ -67,6 +70,7 @@ const (
 	DefaultPageRecords = 1000
 	DefaultMaxBytes    = 64 << 20
 	DefaultMaxReads    = 4
+	DefaultIdle        = 30 * time.Second
 )
 
 // ErrAhead is Read's error for a snapshot beyond the history's head (a
@@ -85,13 +89,14 @@ type Cache struct {
 	lru   *list.List      // of *page, most recently used first
 	bytes int64
 	stats Stats
+	sweep *time.Timer // drops idle pages; armed while pages are held
 }
 
 // Stats count what a cache did.
 type Stats struct {
-	Hits, Loads, Direct, Evictions, Invalidations int64
-	Bytes                                         int64
-	Pages                                         int
+	Hits, Loads, Direct, Evictions, Invalidations, Expired int64
+	Bytes                                                  int64
+	Pages                                                  int
 }
 
 // page is one range of seqs, [lo, hi]: lo is aligned, hi is the range's
@@ -106,6 +111,7 @@ type page struct {
 	loaded   chan struct{} // closed once recs (or err) is set
 	err      error
 	elem     *list.Element // in lru once loaded without error
+	used     time.Time     // last served (c.mu)
 }
 
 // New returns a cache reading from src.
@@ -119,6 +125,9 @@ func New(src Source, cfg Config) *Cache {
 	}
 	if cfg.MaxReads == 0 {
 		cfg.MaxReads = DefaultMaxReads
+	}
+	if cfg.Idle <= 0 {
+		cfg.Idle = DefaultIdle
 	}
 	c := &Cache{src: src, cfg: cfg, pages: map[int64]*page{}, lru: list.New()}
 	if cfg.MaxReads > 0 {
@@ -176,6 +185,7 @@ func (c *Cache) pageFor(ctx context.Context, seq, minHead int64) (*page, error) 
 			case <-p.loaded:
 				if p.err == nil && p.hi >= seq && p.readHead >= minHead {
 					c.lru.MoveToFront(p.elem)
+					p.used = time.Now()
 					c.stats.Hits++
 					c.mu.Unlock()
 					return p, nil
@@ -308,9 +318,34 @@ func (c *Cache) publish(p *page, marker int64) {
 		}
 	}
 	p.elem = c.lru.PushFront(p)
+	p.used = time.Now()
 	c.bytes += p.size
+	if c.sweep == nil {
+		c.sweep = time.AfterFunc(c.cfg.Idle, c.expire)
+	}
 	for c.bytes > c.cfg.MaxBytes && c.lru.Len() > 1 {
 		c.drop(c.lru.Back().Value.(*page))
 		c.stats.Evictions++
+	}
+}
+
+// expire drops the pages nobody has read for Config.Idle, least recently
+// used first, and looks again later while pages are left.
+func (c *Cache) expire() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	cutoff := time.Now().Add(-c.cfg.Idle)
+	for e := c.lru.Back(); e != nil; {
+		p := e.Value.(*page)
+		e = e.Prev()
+		if p.used.After(cutoff) {
+			break
+		}
+		c.drop(p)
+		c.stats.Expired++
+	}
+	c.sweep = nil
+	if c.lru.Len() > 0 {
+		c.sweep = time.AfterFunc(c.cfg.Idle/2, c.expire)
 	}
 }

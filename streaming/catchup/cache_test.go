@@ -9,6 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/marlowe-follower/follower/chainsync/chain"
 	"github.com/marlowe-follower/follower/history/record"
@@ -310,5 +311,27 @@ func TestRollbackNeverServesAnUndoneRecord(t *testing.T) {
 	from := record.Cursor{Snapshot: before}
 	if got, want := readAll(t, c, record.Filter{}, from, 200), reference(t, l, record.Filter{}, from); !slices.Equal(got, want) {
 		t.Fatalf("from %v:\n got %v\nwant %v", from, got, want)
+	}
+}
+
+// TestIdlePagesAreGivenBack: once nobody reads them, the pages go.
+func TestIdlePagesAreGivenBack(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 10))
+	l := &memLog{}
+	l.append(rng, 500)
+	c := New(l, Config{PageRecords: 100, Idle: 20 * time.Millisecond})
+	readAll(t, c, record.Filter{}, record.Cursor{Snapshot: l.Head()}, 100)
+	if s := c.Stats(); s.Pages != 5 {
+		t.Fatalf("stats %+v after reading 5 pages", s)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for c.Stats().Pages > 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("stats %+v: idle pages still held", c.Stats())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if s := c.Stats(); s.Expired != 5 || s.Bytes != 0 {
+		t.Fatalf("stats %+v", s)
 	}
 }

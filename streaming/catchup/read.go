@@ -88,6 +88,10 @@ func (c *Cache) scan(ctx context.Context, f *record.Filter, res *Result, bound i
 		return err
 	}
 	end := min(p.hi, bound)
+	if res.Records == nil {
+		n := min(limit, int(end-res.Cursor.Seq))
+		res.Records, res.JSON = make([]record.Record, 0, n), make([][]byte, 0, n)
+	}
 	for i := res.Cursor.Seq + 1 - p.lo; i <= end-p.lo; i++ {
 		r := &p.recs[i]
 		if snap > 0 && (r.Kind == record.KindRolledBack || r.RolledBackBy != nil && *r.RolledBackBy <= snap) {
