@@ -18,53 +18,21 @@ func genChain(t *testing.T, seed int64, n int) []devnet.StoredBlock {
 	t.Helper()
 	gcfg := devnet.DefaultGeneratorConfig()
 	gcfg.Seed, gcfg.RollbackEvery, gcfg.MeanBlockSize, gcfg.MarloweShare = seed, 0, 400, 0.2
-	g, err := devnet.NewGenerator(gcfg)
+	blocks, err := devnet.GenerateBlocks(gcfg, n)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out []devnet.StoredBlock
-	for len(out) < n {
-		op, err := g.Next()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if op.Block != nil {
-			out = append(out, *op.Block)
-		}
-	}
-	return out
+	return blocks
 }
 
-// prefixNode serves the first n blocks of blocks on socket; grow appends more.
-type prefixNode struct {
-	t      *testing.T
-	blocks []devnet.StoredBlock
-	store  *devnet.ChainStore
-	node   *devnet.Node
-}
-
-func startPrefix(t *testing.T, ctx context.Context, socket string, blocks []devnet.StoredBlock, n int) *prefixNode {
+// startPrefix serves the first n of blocks on socket.
+func startPrefix(t *testing.T, ctx context.Context, socket string, blocks []devnet.StoredBlock, n int) *devnet.GrowingNode {
 	t.Helper()
-	p := &prefixNode{t: t, blocks: blocks, store: devnet.NewChainStore()}
-	p.grow(n)
-	node, err := devnet.New(devnet.Config{SocketPath: socket, NetworkMagic: devnet.NetworkMagic, Store: p.store})
+	node, err := devnet.ServeGrowing(ctx, socket, devnet.NetworkMagic, blocks, n)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := node.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	p.node = node
-	return p
-}
-
-// grow extends the served chain to n blocks.
-func (p *prefixNode) grow(n int) {
-	for i := p.store.Len(); i < n; i++ {
-		if err := p.store.Append(p.blocks[i]); err != nil {
-			p.t.Fatal(err)
-		}
-	}
+	return node
 }
 
 // TestFollowerWaitsForANodeBehind restarts the node from older copies of
@@ -86,7 +54,7 @@ func TestFollowerWaitsForANodeBehind(t *testing.T) {
 
 	for _, c := range []struct{ served, grown int }{{2900, 3100}, {600, 3300}} {
 		ours := view.tip()
-		_ = n.node.Close()
+		_ = n.Close()
 		n = startPrefix(t, ctx, socket, chainF, c.served)
 		waitFor(t, 10*time.Second, "the follower to wait for the node", func() bool {
 			w := f.Progress().Snapshot().Waiting
@@ -106,7 +74,9 @@ func TestFollowerWaitsForANodeBehind(t *testing.T) {
 		if view.tip() != ours || view.rolls != 0 {
 			t.Fatalf("while waiting the view moved to %+v with %d rollbacks", view.tip(), view.rolls)
 		}
-		n.grow(c.grown)
+		if err := n.Grow(c.grown); err != nil {
+			t.Fatal(err)
+		}
 		waitFor(t, 60*time.Second, "the follower to follow on", func() bool { return view.tip().BlockNo == uint64(c.grown) })
 		if snap := f.Progress().Snapshot(); snap.Waiting != nil || !snap.Connected {
 			t.Fatalf("after the node caught up: %+v", snap)
@@ -120,7 +90,7 @@ func TestFollowerWaitsForANodeBehind(t *testing.T) {
 			t.Fatalf("block %d: %+v, want %+v", i, b.header, chainF[i].Header)
 		}
 	}
-	_ = n.node.Close()
+	_ = n.Close()
 	if err := system.Root.PoisonFuture(pid).Wait(); err != nil {
 		t.Fatal(err)
 	}
@@ -139,11 +109,13 @@ func TestFollowerStopsOnDivergence(t *testing.T) {
 	f, view, system, pid := spawnFollower(t, log, Config{SocketPath: socket, NetworkMagic: devnet.NetworkMagic, MinBackoff: 20 * time.Millisecond, MaxBackoff: 100 * time.Millisecond})
 	defer system.Shutdown()
 	waitFor(t, 30*time.Second, "the follower to reach block 400", func() bool { return view.tip().BlockNo == 400 })
-	_ = n.node.Close()
+	_ = n.Close()
 	n = startPrefix(t, ctx, socket, genChain(t, 6, 500), 100)
-	defer func() { _ = n.node.Close() }()
+	defer func() { _ = n.Close() }()
 	waitFor(t, 10*time.Second, "the follower to wait", func() bool { return f.Progress().Snapshot().Waiting != nil })
-	n.grow(500)
+	if err := n.Grow(500); err != nil {
+		t.Fatal(err)
+	}
 	waitFor(t, 10*time.Second, "the follower to stop", func() bool { return f.Progress().Snapshot().Diverged != nil })
 	snap := f.Progress().Snapshot()
 	if snap.Connected || snap.Waiting != nil || !strings.Contains(snap.Diverged.Reason, "none of the") ||

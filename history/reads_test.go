@@ -9,6 +9,8 @@ import (
 
 	"github.com/marlowe-follower/follower/history"
 	"github.com/marlowe-follower/follower/history/record"
+
+	"github.com/marlowe-follower/follower/chainsync/waitfor"
 )
 
 // TestReceivedRecordIsQueryable checks the seed's invariant between the
@@ -89,13 +91,13 @@ func TestReceivedRecordIsQueryable(t *testing.T) {
 		// everything sent is committed (a store that commits without
 		// pause keeps refusing to take them live).
 		if model.Rand().IntN(4) == 0 {
-			waitUntil(t, "the burst committed", func() bool { return model.pending.Load() == 0 || ctx.Err() != nil })
+			waitfor.Until(t, time.Minute, "the burst committed", func() bool { return model.pending.Load() == 0 || ctx.Err() != nil })
 		}
 	}
-	waitUntil(t, "every step committed", func() bool { return model.pending.Load() == 0 || ctx.Err() != nil })
+	waitfor.Until(t, time.Minute, "every step committed", func() bool { return model.pending.Load() == 0 || ctx.Err() != nil })
 	head := f.handle.Head()
 	// Let the subscribers receive up to the head, then stop them.
-	if !poll(2*time.Minute, func() bool { return lastSeen.Load() >= head || ctx.Err() != nil }) {
+	if !waitfor.Poll(2*time.Minute, func() bool { return lastSeen.Load() >= head || ctx.Err() != nil }) {
 		t.Errorf("the unfiltered subscriber reached seq %d of %d", lastSeen.Load(), head)
 	}
 	cancel()

@@ -15,6 +15,8 @@ import (
 	"github.com/marlowe-follower/follower/history"
 	"github.com/marlowe-follower/follower/history/record"
 	"github.com/marlowe-follower/follower/history/sqlitestore"
+
+	"github.com/marlowe-follower/follower/chainsync/waitfor"
 )
 
 // faultyBackend fails commits while fail is set; with landFirst it commits
@@ -113,14 +115,14 @@ func TestStoreReportsFailingCommits(t *testing.T) {
 	stats := f.store.Stats()
 	var released atomic.Int64
 	f.send(block(1, &released))
-	waitUntil(t, "block 1 committed", func() bool { return committedNo(stats) == 1 })
+	waitfor.Until(t, time.Minute, "block 1 committed", func() bool { return committedNo(stats) == 1 })
 	if stats.Failing.Load() || stats.CommitError.Load() != nil {
 		t.Fatal("failing after a good commit")
 	}
 	f.backend.failWith(errors.New("disk I/O error: database or disk is full"))
 	before := time.Now()
 	f.send(block(2, &released))
-	waitUntil(t, "failing commits", func() bool { return stats.Failing.Load() && stats.CommitFailures.Load() >= 3 })
+	waitfor.Until(t, time.Minute, "failing commits", func() bool { return stats.Failing.Load() && stats.CommitFailures.Load() >= 3 })
 	if msg := stats.CommitError.Load(); msg == nil || !strings.Contains(*msg, "disk is full") {
 		t.Fatalf("commit error %v", msg)
 	}
@@ -131,7 +133,7 @@ func TestStoreReportsFailingCommits(t *testing.T) {
 		t.Fatalf("committed block %d, %d released while failing", committedNo(stats), released.Load())
 	}
 	f.backend.failWith(nil)
-	waitUntil(t, "block 2 committed", func() bool { return committedNo(stats) == 2 })
+	waitfor.Until(t, time.Minute, "block 2 committed", func() bool { return committedNo(stats) == 2 })
 	if stats.Failing.Load() || stats.CommitError.Load() != nil || released.Load() != 2 {
 		t.Fatalf("after recovery: failing %v, error %v, %d released", stats.Failing.Load(), stats.CommitError.Load(), released.Load())
 	}
@@ -152,11 +154,11 @@ func TestStoreCommitAnswerLost(t *testing.T) {
 	f.backend.landFirst.Store(true)
 	f.backend.failWith(errors.New("conn closed"))
 	f.send(block(1, &released))
-	waitUntil(t, "a failed commit", func() bool { return stats.CommitFailures.Load() >= 1 })
+	waitfor.Until(t, time.Minute, "a failed commit", func() bool { return stats.CommitFailures.Load() >= 1 })
 	f.backend.failWith(nil)
-	waitUntil(t, "block 1 committed", func() bool { return committedNo(stats) == 1 && released.Load() == 1 })
+	waitfor.Until(t, time.Minute, "block 1 committed", func() bool { return committedNo(stats) == 1 && released.Load() == 1 })
 	f.send(block(2, &released))
-	waitUntil(t, "block 2 committed", func() bool { return committedNo(stats) == 2 && stats.Head.Load() == 2 })
+	waitfor.Until(t, time.Minute, "block 2 committed", func() bool { return committedNo(stats) == 2 && stats.Head.Load() == 2 })
 	select {
 	case err := <-f.store.Fatal():
 		t.Fatalf("fatal: %v", err)
@@ -175,7 +177,7 @@ func TestStoreSecondWriterIsFatal(t *testing.T) {
 	defer b.stop()
 	var relA, relB atomic.Int64
 	a.send(block(1, &relA))
-	waitUntil(t, "A's commit", func() bool { return committedNo(a.store.Stats()) == 1 })
+	waitfor.Until(t, time.Minute, "A's commit", func() bool { return committedNo(a.store.Stats()) == 1 })
 	// B numbers from the head it loaded (0): its record takes seq 1, which
 	// A's block 1 holds. (An identical batch would pass for B's own lost
 	// answer, and harm nothing.)
@@ -192,12 +194,12 @@ func TestStoreSecondWriterIsFatal(t *testing.T) {
 	}
 	// Five retry delays: a store that retried would have committed again.
 	calls := b.backend.calls.Load()
-	holdsFor(t, "no commit after the fatal error", 100*time.Millisecond, func() bool {
+	waitfor.Holds(t, 100*time.Millisecond, "no commit after the fatal error", func() bool {
 		return b.backend.calls.Load() == calls && relB.Load() == 0
 	})
 	if !b.store.Stats().Failing.Load() {
 		t.Fatal("the dead store does not say it fails")
 	}
 	a.send(block(2, &relA))
-	waitUntil(t, "A goes on", func() bool { return committedNo(a.store.Stats()) == 2 && a.store.Stats().Head.Load() == 2 })
+	waitfor.Until(t, time.Minute, "A goes on", func() bool { return committedNo(a.store.Stats()) == 2 && a.store.Stats().Head.Load() == 2 })
 }

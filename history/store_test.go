@@ -19,6 +19,8 @@ import (
 	"github.com/marlowe-follower/follower/history/historytest"
 	"github.com/marlowe-follower/follower/history/record"
 	"github.com/marlowe-follower/follower/history/sqlitestore"
+
+	"github.com/marlowe-follower/follower/chainsync/waitfor"
 )
 
 // storeFixture runs a store actor over an embedded backend.
@@ -114,7 +116,7 @@ func TestSnapshotThenLive(t *testing.T) {
 			st.Release = func() { model.pending.Add(-1) }
 			f.system.Root.Send(f.pid, st)
 			sent.Add(1)
-			if model.Rand().IntN(10) == 0 && !poll(time.Minute, func() bool { return model.pending.Load() == 0 }) {
+			if model.Rand().IntN(10) == 0 && !waitfor.Poll(time.Minute, func() bool { return model.pending.Load() == 0 }) {
 				t.Error("a burst was not committed")
 				return
 			}
@@ -140,7 +142,7 @@ func TestSnapshotThenLive(t *testing.T) {
 	for i := range 24 {
 		// Subscribers join all along the writer's run, at random steps.
 		at := int64(i*steps/24 + subRng.IntN(steps/24))
-		waitUntil(t, "the writer's progress", func() bool { return sent.Load() >= at || finished() })
+		waitfor.Until(t, time.Minute, "the writer's progress", func() bool { return sent.Load() >= at || finished() })
 		r := &result{filter: filters[i%len(filters)]}
 		switch i % 3 {
 		case 0:
@@ -196,7 +198,7 @@ func TestSnapshotThenLive(t *testing.T) {
 				// live queue holds.
 				if rand.IntN(20) == 0 {
 					c := f.store.Stats().Commits.Load() + uint64(cfg.LiveQueue) + 1
-					poll(time.Minute, func() bool { return f.store.Stats().Commits.Load() >= c || finished() })
+					waitfor.Poll(time.Minute, func() bool { return f.store.Stats().Commits.Load() >= c || finished() })
 				}
 			}
 		}()

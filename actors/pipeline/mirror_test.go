@@ -17,6 +17,8 @@ import (
 	"github.com/marlowe-follower/follower/history"
 	"github.com/marlowe-follower/follower/history/record"
 	"github.com/marlowe-follower/follower/history/sqlitestore"
+
+	"github.com/marlowe-follower/follower/chainsync/waitfor"
 )
 
 // pollingSource is a commit source without notices (its Listen waits for
@@ -81,7 +83,7 @@ func TestMirrorRestartsUnderTheRule(t *testing.T) {
 				Header: h, Tip: chain.Tip{Point: h.Point(), BlockNo: n},
 				Records: []record.Record{{Kind: record.KindPayoutWithdrawn, Block: h, Payload: payload}}}})
 		}
-		waitUntil(t, "the writer's commits", func() bool { return pending.Load() == 0 })
+		waitfor.Until(t, time.Minute, "the writer's commits", func() bool { return pending.Load() == 0 })
 	}
 
 	// The reader's pipeline; its mirror fails once, at a wake-up after

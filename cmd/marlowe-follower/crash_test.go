@@ -28,9 +28,12 @@ var (
 )
 
 // buildBinary builds the marlowe-follower binary once for the tests that
-// run it as a child process.
+// run it as a child process; in -short mode it skips the test.
 func buildBinary(t *testing.T) string {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("builds and runs the binary")
+	}
 	binOnce.Do(func() {
 		dir, err := os.MkdirTemp("", "marlowe-follower-bin-")
 		if err != nil {
@@ -125,9 +128,6 @@ func checkpointTip(t *testing.T, dir string) uint64 {
 // must end with identical logs (records, seqs, rollback marks) and
 // checkpoints: a crash loses nothing and duplicates nothing.
 func TestCrashSafetyAndDeterminism(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and runs the binary")
-	}
 	bin := buildBinary(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

@@ -32,9 +32,6 @@ func TestDevnetFlags(t *testing.T) {
 			t.Errorf("devnet %v: exit %d %q, want 2 and %q", c.args, code, stderr, c.want)
 		}
 	}
-	if testing.Short() {
-		t.Skip("builds and runs the binary")
-	}
 	bin := buildBinary(t)
 	// devnet runs until stopped: start it, wait for its chain, stop it.
 	logs := func(env []string, args ...string) string {

@@ -95,9 +95,6 @@ func replayFile(t *testing.T, magic uint32, real bool, generated uint64) (string
 // their slots on that network's clock, and the semantics accept every step
 // with them. A follower proposing another magic is refused.
 func TestDevnetReplayOnNetworkMagic(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and runs the binary")
-	}
 	bin := buildBinary(t)
 	for _, c := range []struct {
 		name    string
@@ -254,9 +251,6 @@ func mustHex(t *testing.T, s string) []byte {
 // semantics accept every step with the POSIX intervals the follower
 // computes, and the address parties are testnet addresses.
 func TestDevnetGeneratedOnNetworkClock(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and runs the binary")
-	}
 	bin := buildBinary(t)
 	for _, c := range []struct {
 		name    string

@@ -71,9 +71,6 @@ func waitSeq(t *testing.T, base string, seq int64) {
 // at the restart, nothing is logged as an error (no "no intersection"),
 // and new records follow on the same chain.
 func TestRunDevnetRestartKeepsChain(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and runs the binary")
-	}
 	bin := buildBinary(t)
 	dir := t.TempDir()
 	qport := freePort(t)
@@ -154,9 +151,6 @@ func TestRunDevnetRestartKeepsChain(t *testing.T) {
 // naming it and the devnet command, instead of being dropped; magic 42
 // given explicitly is accepted.
 func TestRunDevnetRefusesAnotherNetwork(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and runs the binary")
-	}
 	bin := buildBinary(t)
 	work := t.TempDir()
 	file := filepath.Join(work, "config.yaml")
@@ -199,9 +193,6 @@ func TestRunDevnetRefusesAnotherNetwork(t *testing.T) {
 // TestRunDevnetWithoutDataDir: without a data directory everything is in a
 // temporary directory, removed at exit, and no chain is kept.
 func TestRunDevnetWithoutDataDir(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and runs the binary")
-	}
 	bin := buildBinary(t)
 	qport := freePort(t)
 	work := t.TempDir()
@@ -227,9 +218,6 @@ func TestRunDevnetWithoutDataDir(t *testing.T) {
 // --devnet at once (status 130) and still removes its temporary directory
 // (the deferred cleanups do not run on that path).
 func TestRunDevnetSecondSignal(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and runs the binary")
-	}
 	bin := buildBinary(t)
 	qport := freePort(t)
 	cmd, out := startRunDevnetArgs(t, bin, t.TempDir(), qport)

@@ -67,9 +67,6 @@ func runDevnet(t *testing.T, bin, dir string, qport, sport int, extra ...string)
 // query API answers with data, the metrics are there, SIGTERM exits 0, and a
 // restart on the same store resumes exactly where it stopped.
 func TestRunDevnetEndToEnd(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and runs the binary")
-	}
 	bin := buildBinary(t)
 	dir := t.TempDir()
 	qport, sport := freePort(t), freePort(t)

@@ -230,9 +230,6 @@ func noRollbacks(t *testing.T, log []record.Record) {
 // says it; backoff goes on, and once the node has the follower's magic the
 // service follows and is ready.
 func TestWrongNetworkMagicIsNamed(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and runs the binary")
-	}
 	bin := buildBinary(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -296,9 +293,6 @@ func TestWrongNetworkMagicIsNamed(t *testing.T) {
 // log is untouched (no rollback marker, the same seqs). Once the node has
 // caught up (Reveal) it follows on.
 func TestNodeBehindWaits(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and runs the binary")
-	}
 	bin := buildBinary(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -370,9 +364,6 @@ func TestNodeBehindWaits(t *testing.T) {
 // /readyz is 503 diverged with the reset to run, /status says it, the log is
 // untouched and the process goes on serving.
 func TestDivergedStops(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and runs the binary")
-	}
 	bin := buildBinary(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -426,9 +417,6 @@ func TestDivergedStops(t *testing.T) {
 // well within a probe period, on every probe while it is gone, and 200 once
 // it is back.
 func TestNotReadyWhileTheNodeIsGone(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and runs the binary")
-	}
 	bin := buildBinary(t)
 	tmp := t.TempDir()
 	socket := filepath.Join(tmp, "node.socket")
@@ -470,51 +458,22 @@ func genBlocks(t *testing.T, seed int64, n int) []devnet.StoredBlock {
 	t.Helper()
 	gcfg := devnet.DefaultGeneratorConfig()
 	gcfg.Seed, gcfg.RollbackEvery, gcfg.MarloweShare = seed, 0, 0.9
-	g, err := devnet.NewGenerator(gcfg)
+	blocks, err := devnet.GenerateBlocks(gcfg, n)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out []devnet.StoredBlock
-	for len(out) < n {
-		op, err := g.Next()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if op.Block != nil {
-			out = append(out, *op.Block)
-		}
-	}
-	return out
+	return blocks
 }
 
-// servedChain is a devnet node over a store the test grows block by block.
-type servedChain struct {
-	t      *testing.T
-	blocks []devnet.StoredBlock
-	store  *devnet.ChainStore
-}
-
-func serveChain(t *testing.T, ctx context.Context, socket string, blocks []devnet.StoredBlock, n int) *servedChain {
+// serveChain serves the first n of blocks on socket until the test ends.
+func serveChain(t *testing.T, ctx context.Context, socket string, blocks []devnet.StoredBlock, n int) *devnet.GrowingNode {
 	t.Helper()
-	s := &servedChain{t: t, blocks: blocks, store: devnet.NewChainStore()}
-	s.grow(n)
-	node, err := devnet.New(devnet.Config{SocketPath: socket, NetworkMagic: devnet.NetworkMagic, Store: s.store})
+	node, err := devnet.ServeGrowing(ctx, socket, devnet.NetworkMagic, blocks, n)
 	if err != nil {
-		t.Fatal(err)
-	}
-	if err := node.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = node.Close() })
-	return s
-}
-
-func (s *servedChain) grow(n int) {
-	for i := s.store.Len(); i < n; i++ {
-		if err := s.store.Append(s.blocks[i]); err != nil {
-			s.t.Fatal(err)
-		}
-	}
+	return node
 }
 
 // TestSecondWriterExits starts a second marlowe-follower on the SQLite
@@ -526,9 +485,6 @@ func (s *servedChain) grow(n int) {
 // grows the second's node ahead, so that the second would commit first.
 // A writer stopped by SIGTERM or killed with SIGKILL leaves the lock free.
 func TestSecondWriterExits(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and runs the binary")
-	}
 	bin := buildBinary(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -557,7 +513,9 @@ func TestSecondWriterExits(t *testing.T) {
 	if got := first.committed(t); got != 50 {
 		t.Fatalf("the first writer at block %d: the second's node (at 80) was followed", got)
 	}
-	a.grow(70)
+	if err := a.Grow(70); err != nil {
+		t.Fatal(err)
+	}
 	waitUntil(t, 30*time.Second, "the first writer at block 70", func() bool { return first.committed(t) == 70 && first.isReady() })
 	if err := first.stop(t); err != nil {
 		t.Fatalf("first writer: %v", err)

@@ -17,7 +17,6 @@ import (
 
 	"github.com/coder/websocket"
 
-	"github.com/marlowe-follower/follower/chainsync/devnet"
 	"github.com/marlowe-follower/follower/streaming/protocol"
 )
 
@@ -89,28 +88,12 @@ func TestStreamingMemoryBudget(t *testing.T) {
 	bin := buildBinary(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	tmp := t.TempDir()
-	socket := filepath.Join(tmp, "node.socket")
-	gcfg := devnet.DefaultGeneratorConfig()
-	gcfg.Seed, gcfg.RollbackEvery, gcfg.MarloweShare = 21, 0, 0.9
-	dn, err := devnet.Start(ctx, devnet.RunConfig{SocketPath: socket, Generator: gcfg, Blocks: 4000, Pregenerate: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer dn.Close()
-	qport, sport := freePort(t), freePort(t)
-	c := startChild(t, bin, qport, "run", "--node-socket", socket, "--network-magic", strconv.Itoa(devnet.NetworkMagic),
-		"--data-dir", filepath.Join(tmp, "data"), "--query-host", "127.0.0.1", "--query-port", strconv.Itoa(qport),
-		"--streaming-host", "127.0.0.1", "--streaming-port", strconv.Itoa(sport),
-		"--streaming-queue-budget-mb", strconv.Itoa(*membudgetMB),
-		"--log-level", "warn", "--progress-bar", "never", "--progress-period", "0s")
-	waitUntil(t, 3*time.Minute, "block 4000 committed and ready", func() bool { return c.committed(t) == 4000 && c.isReady() })
+	c, dataDir, wsURL := startStreamingService(t, ctx, bin, 4000, *membudgetMB)
 	head := c.status(t).HistorySeq
 	dbBytes := int64(0)
-	if fi, err := os.Stat(filepath.Join(tmp, "data", "history.sqlite")); err == nil {
+	if fi, err := os.Stat(filepath.Join(dataDir, "history.sqlite")); err == nil {
 		dbBytes = fi.Size()
 	}
-	wsURL := "ws://127.0.0.1:" + strconv.Itoa(sport) + "/"
 	sub, _ := json.Marshal(protocol.Command{Type: protocol.TypeSubscribe, Stream: "s", Filter: &protocol.Filter{All: true},
 		Mode: protocol.ModeBroadcast, BatchSize: batchSize})
 

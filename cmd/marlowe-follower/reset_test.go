@@ -23,9 +23,6 @@ import (
 // running service: refused with the reason, nothing deleted; with --force
 // it is not refused; once the service stopped, reset deletes the store.
 func TestResetRefusedWhileServiceRuns(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and runs the binary")
-	}
 	bin := buildBinary(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -139,9 +136,6 @@ func TestResetPostgresRefusedWhileHeld(t *testing.T) {
 // start, naming the stream and the operator's choices; after reset
 // --streams it starts and follows on from the restored head.
 func TestOlderHistoryThanStreamsRefused(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and runs the binary")
-	}
 	bin := buildBinary(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -155,7 +149,9 @@ func TestOlderHistoryThanStreamsRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	copyStore(t, dir, backup, "history.sqlite", "contracts.sqlite")
-	node.grow(40)
+	if err := node.Grow(40); err != nil {
+		t.Fatal(err)
+	}
 	f = startFollower(t, bin, socket, dir, devnet.NetworkMagic)
 	waitUntil(t, 60*time.Second, "block 40 committed", func() bool { return f.committed(t) == 40 })
 	head := f.status(t).HistorySeq

@@ -80,9 +80,6 @@ func inputsNow(t *testing.T, base string) (offering, open int) {
 // with --devnet-clock traces it is at the reference traces' 1969 times,
 // and a chain kept so goes on so when started again without the flag.
 func TestRunDevnetOnTheWallClock(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and runs the binary")
-	}
 	bin := buildBinary(t)
 	work := t.TempDir()
 	qport := freePort(t)

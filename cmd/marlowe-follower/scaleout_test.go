@@ -35,9 +35,6 @@ var scaleOutKills = flag.Int("scaleout.kills", 2, "TestScaleOut: how many times 
 // (one round trip at a time across the two readers), and the records that
 // stand equal those of an uninterrupted writer's on another schema.
 func TestScaleOut(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and runs the binary")
-	}
 	bin := buildBinary(t)
 	admin := adminConn(t)
 	ctx, cancel := context.WithCancel(context.Background())

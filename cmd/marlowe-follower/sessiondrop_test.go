@@ -24,9 +24,6 @@ import (
 // the one line, having committed nothing since the takeover (its epoch is
 // fenced); the log equals an uninterrupted writer's.
 func TestWriterSessionDropped(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and runs the binary")
-	}
 	bin := buildBinary(t)
 	admin := adminConn(t)
 	ctx, cancel := context.WithCancel(context.Background())

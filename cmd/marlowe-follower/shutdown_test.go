@@ -23,9 +23,6 @@ import (
 // a clean stop, and the devnet's deliberately malformed outputs, are no
 // cause for alarm.
 func TestCleanShutdownLogsNoWarning(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and runs the binary")
-	}
 	bin := buildBinary(t)
 	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {
 		t.Run(sig.String(), func(t *testing.T) {
@@ -129,9 +126,6 @@ func TestCleanShutdownLogsNoWarning(t *testing.T) {
 // an ERROR, as a stop requested later does, and the same data directory
 // starts again.
 func TestStopDuringStartUp(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and runs the binary")
-	}
 	bin := buildBinary(t)
 	dir := t.TempDir()
 	for _, after := range []time.Duration{0, 5 * time.Millisecond, 20 * time.Millisecond, 60 * time.Millisecond, 150 * time.Millisecond} {

@@ -34,31 +34,12 @@ import (
 // and nobody is cut for it. A memory bound, not a timing: the storm may
 // take as long as the machine needs (within the test's limit).
 func TestStreamingStorm(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and runs the binary")
-	}
 	const subscribers, batchSize, budgetMiB, cacheMiB = 300, 50, 64, 16
 	bin := buildBinary(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	tmp := t.TempDir()
-	socket := filepath.Join(tmp, "node.socket")
-	gcfg := devnet.DefaultGeneratorConfig()
-	gcfg.Seed, gcfg.RollbackEvery, gcfg.MarloweShare = 21, 0, 0.9
-	dn, err := devnet.Start(ctx, devnet.RunConfig{SocketPath: socket, Generator: gcfg, Blocks: 1000, Pregenerate: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer dn.Close()
-	qport, sport := freePort(t), freePort(t)
-	c := startChild(t, bin, qport, "run", "--node-socket", socket, "--network-magic", strconv.Itoa(devnet.NetworkMagic),
-		"--data-dir", filepath.Join(tmp, "data"), "--query-host", "127.0.0.1", "--query-port", strconv.Itoa(qport),
-		"--streaming-host", "127.0.0.1", "--streaming-port", strconv.Itoa(sport),
-		"--streaming-queue-budget-mb", strconv.Itoa(budgetMiB), "--streaming-catchup-cache-mb", strconv.Itoa(cacheMiB),
-		"--log-level", "warn", "--progress-bar", "never", "--progress-period", "0s")
-	waitUntil(t, 3*time.Minute, "block 1000 committed and ready", func() bool { return c.committed(t) == 1000 && c.isReady() })
+	c, _, wsURL := startStreamingService(t, ctx, bin, 1000, budgetMiB, "--streaming-catchup-cache-mb", strconv.Itoa(cacheMiB))
 	head := c.status(t).HistorySeq
-	wsURL := "ws://127.0.0.1:" + strconv.Itoa(sport) + "/"
 
 	// Every subscriber connects and reads (so that it answers the
 	// server's pings while the others connect); then all subscribe at once.
@@ -210,4 +191,34 @@ func leadingDigits(b []byte) int64 {
 		n = n*10 + int64(c-'0')
 	}
 	return n
+}
+
+// startStreamingService runs the binary (its store in dataDir) on a
+// pregenerated devnet chain of blocks blocks, 90% of them with Marlowe
+// activity and no rollback, with a streaming queue budget of budgetMiB,
+// and the extra flags, and waits until it committed the whole chain and
+// is ready; wsURL is its streaming API.
+func startStreamingService(t *testing.T, ctx context.Context, bin string, blocks uint64, budgetMiB int, extra ...string) (c *child, dataDir, wsURL string) {
+	t.Helper()
+	tmp := t.TempDir()
+	socket := filepath.Join(tmp, "node.socket")
+	gcfg := devnet.DefaultGeneratorConfig()
+	gcfg.Seed, gcfg.RollbackEvery, gcfg.MarloweShare = 21, 0, 0.9
+	dn, err := devnet.Start(ctx, devnet.RunConfig{SocketPath: socket, Generator: gcfg, Blocks: blocks, Pregenerate: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = dn.Close() })
+	dataDir = filepath.Join(tmp, "data")
+	qport, sport := freePort(t), freePort(t)
+	args := append([]string{"run", "--node-socket", socket, "--network-magic", strconv.Itoa(devnet.NetworkMagic),
+		"--data-dir", dataDir, "--query-host", "127.0.0.1", "--query-port", strconv.Itoa(qport),
+		"--streaming-host", "127.0.0.1", "--streaming-port", strconv.Itoa(sport),
+		"--streaming-queue-budget-mb", strconv.Itoa(budgetMiB),
+		"--log-level", "warn", "--progress-bar", "never", "--progress-period", "0s"}, extra...)
+	c = startChild(t, bin, qport, args...)
+	waitUntil(t, 3*time.Minute, fmt.Sprintf("block %d committed and ready", blocks), func() bool {
+		return c.committed(t) == blocks && c.isReady()
+	})
+	return c, dataDir, "ws://127.0.0.1:" + strconv.Itoa(sport) + "/"
 }

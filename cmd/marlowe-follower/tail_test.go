@@ -31,14 +31,7 @@ func runTail(t *testing.T, args ...string) (string, string, error) {
 
 func TestTailPrintsRecordsAndRollbacks(t *testing.T) {
 	ctx := context.Background()
-	h := streamtest.NewHistory(t, "", nil)
-	feed, err := streamtest.NewFeed(h, 4, 0.6, 8)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := feed.UntilRecords(ctx, 60); err != nil {
-		t.Fatal(err)
-	}
+	h := fedHistory(t, 4, 0.6, 8, 60)
 	srv := streamtest.StartServer(t, h, streamtest.ServerOptions{})
 	want, err := streamtest.Expected(ctx, h.Backend, record.Filter{}, record.Cursor{}, h.Handle.Head())
 	if err != nil {
@@ -83,21 +76,8 @@ func TestTailPrintsRecordsAndRollbacks(t *testing.T) {
 // history once between them: the second continues after the first's last
 // record.
 func TestTailDurableResumes(t *testing.T) {
-	ctx := context.Background()
-	h := streamtest.NewHistory(t, "", nil)
-	feed, err := streamtest.NewFeed(h, 6, 0.6, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := feed.UntilRecords(ctx, 40); err != nil {
-		t.Fatal(err)
-	}
-	streams, err := sqlstreams.OpenSQLite(ctx, h.Dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer streams.Close()
-	srv := streamtest.StartServer(t, h, streamtest.ServerOptions{Streams: streams})
+	h := fedHistory(t, 6, 0.6, 0, 40)
+	srv := durableServer(t, h)
 	total := int(h.Handle.Head())
 	first := total / 3
 	out1, stderr, err := runTail(t, "--kind", "contract_created", "--kind", "inputs_applied", "--kind", "payout_withdrawn",
@@ -187,21 +167,8 @@ func TestTailHelp(t *testing.T) {
 // tail --durable X --limit 3 print nine different records, in order: each
 // acknowledges the records it printed, though the batches are larger.
 func TestTailDurableLimitAcksWhatItPrinted(t *testing.T) {
-	ctx := context.Background()
-	h := streamtest.NewHistory(t, "", nil)
-	feed, err := streamtest.NewFeed(h, 6, 0.6, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := feed.UntilRecords(ctx, 40); err != nil {
-		t.Fatal(err)
-	}
-	streams, err := sqlstreams.OpenSQLite(ctx, h.Dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer streams.Close()
-	srv := streamtest.StartServer(t, h, streamtest.ServerOptions{Streams: streams})
+	h := fedHistory(t, 6, 0.6, 0, 40)
+	srv := durableServer(t, h)
 	var seqs []int64
 	for run := range 3 {
 		args := []string{"--durable", "x", "--url", srv.URL, "--limit", "3"}
@@ -235,14 +202,7 @@ func TestTailDurableLimitAcksWhatItPrinted(t *testing.T) {
 // what the same filter selects on the WebSocket.
 func TestTailFilterFlags(t *testing.T) {
 	ctx := context.Background()
-	h := streamtest.NewHistory(t, "", nil)
-	feed, err := streamtest.NewFeed(h, 3, 0.6, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := feed.UntilRecords(ctx, 120); err != nil {
-		t.Fatal(err)
-	}
+	h := fedHistory(t, 3, 0.6, 0, 120)
 	srv := streamtest.StartServer(t, h, streamtest.ServerOptions{})
 	sample, err := streamtest.SampleFilters(ctx, h.Backend)
 	if err != nil {
@@ -316,4 +276,30 @@ func parseLines(t *testing.T, out string) []record.Record {
 		got = append(got, r)
 	}
 	return got
+}
+
+// fedHistory is a history of at least records records, fed from a devnet
+// generator's chain (its seed, Marlowe share and rollback frequency).
+func fedHistory(t *testing.T, seed int64, share float64, rollbackEvery int, records int64) *streamtest.History {
+	t.Helper()
+	h := streamtest.NewHistory(t, "", nil)
+	feed, err := streamtest.NewFeed(h, seed, share, rollbackEvery)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := feed.UntilRecords(context.Background(), records); err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+// durableServer serves h with durable streams kept beside it.
+func durableServer(t *testing.T, h *streamtest.History) *streamtest.Server {
+	t.Helper()
+	streams, err := sqlstreams.OpenSQLite(context.Background(), h.Dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { streams.Close() })
+	return streamtest.StartServer(t, h, streamtest.ServerOptions{Streams: streams})
 }

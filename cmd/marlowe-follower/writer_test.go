@@ -34,9 +34,6 @@ import (
 // database URL) and an unknown role. Each exits non-zero with a message
 // naming the setting.
 func TestRoleRefusals(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and runs the binary")
-	}
 	bin := buildBinary(t)
 	dir := t.TempDir()
 	run := func(env []string, args ...string) (int, string) {
@@ -341,9 +338,6 @@ func (c *child) atTip(tip uint64) bool {
 // log, checkpoint and projection equal those of an uninterrupted writer's
 // on another schema.
 func TestWriterFailover(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and runs the binary")
-	}
 	bin := buildBinary(t)
 	admin := adminConn(t)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -466,9 +460,6 @@ func dnDone(dn *devnet.Devnet) bool {
 // the marlowe_not_ready series 1, marlowe_reader_writer_present 0), and
 // is ready again once a new writer holds the lease.
 func TestReaderWithoutWriter(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and runs the binary")
-	}
 	bin := buildBinary(t)
 	admin := adminConn(t)
 	ctx, cancel := context.WithCancel(context.Background())

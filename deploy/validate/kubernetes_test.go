@@ -46,37 +46,32 @@ func (m manifest) String() string {
 	return fmt.Sprintf("%s#%d %s/%s", m.file, m.doc, m.kind, m.meta.Name)
 }
 
-// newTyped returns an empty typed object for the allowed API versions and
-// kinds: v1, apps/v1, autoscaling/v2 HorizontalPodAutoscaler and policy/v1
+// typedKinds make an empty typed object for each allowed API version and
+// kind: v1, apps/v1, autoscaling/v2 HorizontalPodAutoscaler and policy/v1
 // PodDisruptionBudget only.
-func newTyped(apiVersion, kind string) (any, *metav1.ObjectMeta, bool) {
-	switch apiVersion + " " + kind {
-	case "v1 ConfigMap":
-		o := &corev1.ConfigMap{}
-		return o, &o.ObjectMeta, true
-	case "v1 Secret":
-		o := &corev1.Secret{}
-		return o, &o.ObjectMeta, true
-	case "v1 Service":
-		o := &corev1.Service{}
-		return o, &o.ObjectMeta, true
-	case "v1 PersistentVolumeClaim":
-		o := &corev1.PersistentVolumeClaim{}
-		return o, &o.ObjectMeta, true
-	case "apps/v1 Deployment":
-		o := &appsv1.Deployment{}
-		return o, &o.ObjectMeta, true
-	case "apps/v1 StatefulSet":
-		o := &appsv1.StatefulSet{}
-		return o, &o.ObjectMeta, true
-	case "autoscaling/v2 HorizontalPodAutoscaler":
+var typedKinds = map[string]func() (any, *metav1.ObjectMeta){
+	"v1 ConfigMap":             func() (any, *metav1.ObjectMeta) { o := &corev1.ConfigMap{}; return o, &o.ObjectMeta },
+	"v1 Secret":                func() (any, *metav1.ObjectMeta) { o := &corev1.Secret{}; return o, &o.ObjectMeta },
+	"v1 Service":               func() (any, *metav1.ObjectMeta) { o := &corev1.Service{}; return o, &o.ObjectMeta },
+	"v1 PersistentVolumeClaim": func() (any, *metav1.ObjectMeta) { o := &corev1.PersistentVolumeClaim{}; return o, &o.ObjectMeta },
+	"apps/v1 Deployment":       func() (any, *metav1.ObjectMeta) { o := &appsv1.Deployment{}; return o, &o.ObjectMeta },
+	"apps/v1 StatefulSet":      func() (any, *metav1.ObjectMeta) { o := &appsv1.StatefulSet{}; return o, &o.ObjectMeta },
+	"autoscaling/v2 HorizontalPodAutoscaler": func() (any, *metav1.ObjectMeta) {
 		o := &autoscalingv2.HorizontalPodAutoscaler{}
-		return o, &o.ObjectMeta, true
-	case "policy/v1 PodDisruptionBudget":
-		o := &policyv1.PodDisruptionBudget{}
-		return o, &o.ObjectMeta, true
+		return o, &o.ObjectMeta
+	},
+	"policy/v1 PodDisruptionBudget": func() (any, *metav1.ObjectMeta) { o := &policyv1.PodDisruptionBudget{}; return o, &o.ObjectMeta },
+}
+
+// newTyped returns an empty typed object of an allowed API version and
+// kind (typedKinds).
+func newTyped(apiVersion, kind string) (any, *metav1.ObjectMeta, bool) {
+	mk, ok := typedKinds[apiVersion+" "+kind]
+	if !ok {
+		return nil, nil, false
 	}
-	return nil, nil, false
+	o, meta := mk()
+	return o, meta, true
 }
 
 // decodeManifests strictly decodes every YAML document of a stream into its

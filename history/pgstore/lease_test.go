@@ -182,24 +182,7 @@ func TestWriterLeaseHungHolder(t *testing.T) {
 	}
 
 	proxy.Resume()
-	select {
-	case <-la.Lost():
-	case <-time.After(30 * time.Second):
-		t.Fatal("the old holder did not learn that its lease was taken")
-	}
-	if err := la.Err(); !errors.Is(err, record.ErrFenced) || !strings.Contains(err.Error(), "b took the writer lease (epoch 2") {
-		t.Fatalf("the loss: %v", err)
-	}
-	if err := a.commitTip(2); !errors.Is(err, record.ErrFenced) {
-		t.Fatalf("a commit of the old holder: %v, want record.ErrFenced", err)
-	}
-	if err := b.commitTip(2); err != nil {
-		t.Fatalf("the new holder's commit: %v", err)
-	}
-	cp, err := b.history.CheckpointGet(ctx)
-	if err != nil || cp.Tip.BlockNo != 2 {
-		t.Fatalf("the checkpoint: %+v (%v)", cp, err)
-	}
+	handedOver(t, la, a, b, b, 2)
 }
 
 // TestWriterLeaseRenewsAfterALapse: a holder cut off for longer than its
@@ -234,5 +217,30 @@ func TestWriterLeaseRenewsAfterALapse(t *testing.T) {
 	}
 	if la.Err() != nil || la.RenewalFailures() == 0 {
 		t.Fatalf("lost %v, %d failed renewals", la.Err(), la.RenewalFailures())
+	}
+}
+
+// handedOver checks the end of a handover from a, whose lease was la, to
+// b, which took it as "b" at epoch 2: a learns of its loss and is fenced,
+// its commit of block 2 refused; b commits block n, which reader reads.
+func handedOver(t *testing.T, la *storage.Lease, a, b, reader *fencedProcess, n int64) {
+	t.Helper()
+	select {
+	case <-la.Lost():
+	case <-time.After(30 * time.Second):
+		t.Fatal("the old holder did not learn that its lease was taken")
+	}
+	if err := la.Err(); !errors.Is(err, record.ErrFenced) || !strings.Contains(err.Error(), "b took the writer lease (epoch 2") {
+		t.Fatalf("the loss: %v", err)
+	}
+	if err := a.commitTip(2); !errors.Is(err, record.ErrFenced) {
+		t.Fatalf("a commit of the old holder: %v, want record.ErrFenced", err)
+	}
+	if err := b.commitTip(n); err != nil {
+		t.Fatalf("the new holder's commit: %v", err)
+	}
+	cp, err := reader.history.CheckpointGet(context.Background())
+	if err != nil || cp.Tip.BlockNo != uint64(n) {
+		t.Fatalf("the checkpoint: %+v (%v)", cp, err)
 	}
 }

@@ -2,13 +2,10 @@ package pgstore_test
 
 import (
 	"context"
-	"errors"
 	"net/url"
-	"strings"
 	"testing"
 	"time"
 
-	"github.com/marlowe-follower/follower/history/record"
 	"github.com/marlowe-follower/follower/history/storage"
 	"github.com/marlowe-follower/follower/history/storage/storagetest"
 )
@@ -164,24 +161,7 @@ func TestWriterLeaseSessionDropped(t *testing.T) {
 			lb.Epoch(), lb.Takeover(), lb.Row().AcquiredAt, la.Epoch(), la.Row().ExpiresAt)
 	}
 	namesItsSession(t, reader, lb)
-	select {
-	case <-la.Lost():
-	case <-time.After(30 * time.Second):
-		t.Fatal("the old holder did not learn that its lease was taken")
-	}
-	if err := la.Err(); !errors.Is(err, record.ErrFenced) || !strings.Contains(err.Error(), "b took the writer lease (epoch 2") {
-		t.Fatalf("the loss: %v", err)
-	}
-	if err := a.commitTip(2); !errors.Is(err, record.ErrFenced) {
-		t.Fatalf("a commit of the old holder: %v, want record.ErrFenced", err)
-	}
-	if err := b.commitTip(3); err != nil {
-		t.Fatalf("the new holder's commit: %v", err)
-	}
-	cp, err := reader.history.CheckpointGet(ctx)
-	if err != nil || cp.Tip.BlockNo != 3 {
-		t.Fatalf("the checkpoint: %+v (%v)", cp, err)
-	}
+	handedOver(t, la, a, b, reader, 3)
 }
 
 // TestWriterLeaseSessionRenewed: the holder's lease connection ends while
