@@ -1,7 +1,6 @@
 package client
 
 import (
-	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"strconv"
@@ -185,22 +184,6 @@ var stringClass = func() (t [256]byte) {
 	return t
 }()
 
-// stringStop8 reports whether any of the eight bytes of x is one of
-// stringClass's: a quote, a backslash, below 0x20 or from 0x80. Subtracting
-// n from each byte sets the high bit of a byte below n, or of one above a
-// byte below n (the borrow), so the test is exact: true only when some
-// byte is below n. Bytes equal to a quote or a backslash are those the xor
-// makes 0 (below 1); bytes from 0x80 are masked out of the borrow test and
-// reported by x itself.
-func stringStop8(x uint64) bool {
-	const ones, highs = 0x0101010101010101, 0x8080808080808080
-	quote, backslash := x^(ones*'"'), x^(ones*'\\')
-	zeroQuote := (quote - ones) &^ quote
-	zeroBackslash := (backslash - ones) &^ backslash
-	below := (x - ones*0x20) &^ x
-	return (zeroQuote|zeroBackslash|below|x)&highs != 0
-}
-
 // stringBytes reads a string and returns its contents as they are in the
 // frame (without the quotes), and whether they hold escapes or bytes
 // beyond ASCII, which str decodes.
@@ -208,12 +191,6 @@ func (s *scanner) stringBytes() (raw []byte, special bool, err error) {
 	s.i++ // the opening quote
 	start := s.i
 	for {
-		// Eight bytes at a time while none ends the fast scan (hex
-		// digits, names: most of a payload's strings), then byte by byte
-		// up to the one that does.
-		for s.i+8 <= len(s.b) && !stringStop8(binary.LittleEndian.Uint64(s.b[s.i:])) {
-			s.i += 8
-		}
 		for s.i < len(s.b) && stringClass[s.b[s.i]] == 0 {
 			s.i++
 		}
