@@ -1,13 +1,18 @@
 package query_test
 
 import (
+	"context"
 	"net/http"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/marlowe-follower/follower/actors/pipeline/projectiontest"
+	"github.com/marlowe-follower/follower/chainsync/chain"
+	"github.com/marlowe-follower/follower/contracts/contractstore"
+	"github.com/marlowe-follower/follower/query"
 )
 
 // keysOf lists the range values of a page's items.
@@ -137,6 +142,142 @@ func TestRuntimePaging(t *testing.T) {
 			}
 			if !slices.Equal(kept, now) {
 				t.Fatalf("paging while contracts were created:\nseen %v\n now %v", seen, now)
+			}
+		})
+	}
+}
+
+// countingReader counts the rows the view reads from the contract store.
+type countingReader struct {
+	query.ContractReader
+	mu      sync.Mutex
+	rows    int // rows the list reads returned
+	lookups int // single-resource reads
+}
+
+func (c *countingReader) reset() {
+	c.mu.Lock()
+	c.rows, c.lookups = 0, 0
+	c.mu.Unlock()
+}
+
+func (c *countingReader) counts() (int, int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.rows, c.lookups
+}
+
+func (c *countingReader) add(rows, lookups int) {
+	c.mu.Lock()
+	c.rows += rows
+	c.lookups += lookups
+	c.mu.Unlock()
+}
+
+func (c *countingReader) ContractList(ctx context.Context, p *contractstore.ContractListParams) (*contractstore.ContractPage, error) {
+	page, err := c.ContractReader.ContractList(ctx, p)
+	if err == nil {
+		c.add(len(page.Contracts), 0)
+	}
+	return page, err
+}
+
+func (c *countingReader) TransactionList(ctx context.Context, p *contractstore.TransactionListParams) (*contractstore.TransactionPage, error) {
+	page, err := c.ContractReader.TransactionList(ctx, p)
+	if err == nil {
+		c.add(len(page.Transactions), 0)
+	}
+	return page, err
+}
+
+func (c *countingReader) PayoutList(ctx context.Context, p *contractstore.PayoutListParams) (*contractstore.PayoutPage, error) {
+	page, err := c.ContractReader.PayoutList(ctx, p)
+	if err == nil {
+		c.add(len(page.Payouts), 0)
+	}
+	return page, err
+}
+
+func (c *countingReader) WithdrawalList(ctx context.Context, p *contractstore.WithdrawalListParams) (*contractstore.WithdrawalPage, error) {
+	page, err := c.ContractReader.WithdrawalList(ctx, p)
+	if err == nil {
+		c.add(len(page.Withdrawals), 0)
+	}
+	return page, err
+}
+
+func (c *countingReader) ContractGet(ctx context.Context, id chain.TxOutRef) (*contractstore.Contract, contractstore.Position, error) {
+	c.add(0, 1)
+	return c.ContractReader.ContractGet(ctx, id)
+}
+
+func (c *countingReader) TransactionGet(ctx context.Context, contract chain.TxOutRef, tx chain.Hash32) (*contractstore.Transaction, contractstore.Position, error) {
+	c.add(0, 1)
+	return c.ContractReader.TransactionGet(ctx, contract, tx)
+}
+
+func (c *countingReader) PayoutGet(ctx context.Context, id chain.TxOutRef) (*contractstore.Payout, contractstore.Position, error) {
+	c.add(0, 1)
+	return c.ContractReader.PayoutGet(ctx, id)
+}
+
+func (c *countingReader) WithdrawalGet(ctx context.Context, tx chain.Hash32) (*contractstore.Withdrawal, contractstore.Position, error) {
+	c.add(0, 1)
+	return c.ContractReader.WithdrawalGet(ctx, tx)
+}
+
+// TestRuntimePagingCostIsFlat: following Next-Range through a whole list,
+// in both orders, every page reads the same few rows from the store (its
+// limit and the start it skips) and looks its start id up once, whether it
+// is the first page or the last: keyset paging, not an offset from the
+// start of the list.
+func TestRuntimePagingCostIsFlat(t *testing.T) {
+	for _, backend := range projectiontest.Backends {
+		t.Run(backend, func(t *testing.T) {
+			var cr *countingReader
+			f := newFixture(t, backend, 28, 600, func(c *query.Config) {
+				withRuntime(c)
+				cr = &countingReader{ContractReader: c.Contracts}
+				c.Contracts = cr
+			})
+			contracts := keysOf(rtPages(f, "/contracts", "contractId", "contractId;limit 10000", contractKey), contractKey)
+			best, steps := "", 0
+			for _, id := range contracts {
+				if n := len(rtPages(f, "/contracts/"+pathEscape(id)+"/transactions", "transactionId", "", txKey)); n > steps {
+					best, steps = id, n
+				}
+			}
+			const limit = 3
+			for _, l := range []struct{ path, field string }{
+				{"/contracts", "contractId"},
+				{"/payouts", "payoutId"},
+				{"/withdrawals", "withdrawalId"},
+				{"/contracts/" + pathEscape(best) + "/transactions", "transactionId"},
+			} {
+				for _, order := range []string{"desc", "asc"} {
+					rng := l.field + ";limit " + strconv.Itoa(limit) + ";order " + order
+					pagesRead := 0
+					for rng != "" {
+						cr.reset()
+						a := f.rtGet(l.path, http.Header{"Range": {rng}}, http.StatusPartialContent)
+						rows, lookups := cr.counts()
+						// A page from a start id reads the start (skipped: offset 1)
+						// and the page; the first page, the page only. The
+						// transactions' contract is looked up to find the list.
+						maxLookups := 0
+						if strings.Contains(rng, l.field+" ") {
+							maxLookups = 1
+						}
+						if rows > limit+1 || lookups > maxLookups {
+							t.Fatalf("%s page %d (Range %q): %d rows and %d lookups read for a page of %d", l.path, pagesRead, rng, rows, lookups, limit)
+						}
+						pagesRead++
+						rng = a.header.Get("Next-Range")
+					}
+					if pagesRead < 4 {
+						t.Fatalf("%s: only %d pages: the list is too short to show anything", l.path, pagesRead)
+					}
+				}
 			}
 		})
 	}
