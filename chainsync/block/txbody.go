@@ -70,27 +70,36 @@ func (d *decoder) mapKey(seen *keySet) (uint64, error) {
 	return key, nil
 }
 
-// txBody reads a transaction body map.
-func (d *decoder) txBody(tx *Tx) error {
+// keyedMap reads a map whose keys are unsigned integers, each at most
+// once, handing each key to field, which reads its value; it returns the
+// keys read.
+func (d *decoder) keyedMap(field func(key uint64) error) (keySet, error) {
 	r := &d.r
-	start := r.pos
 	l, err := r.mapHead(2)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	var seen keySet
 	for {
 		more, err := r.more(&l)
-		if err != nil {
-			return err
-		}
-		if !more {
-			break
+		if err != nil || !more {
+			return seen, err
 		}
 		key, err := d.mapKey(&seen)
 		if err != nil {
-			return err
+			return seen, err
 		}
+		if err := field(key); err != nil {
+			return seen, err
+		}
+	}
+}
+
+// txBody reads a transaction body map.
+func (d *decoder) txBody(tx *Tx) error {
+	r := &d.r
+	start := r.pos
+	seen, err := d.keyedMap(func(key uint64) (err error) {
 		switch key {
 		case keyInputs:
 			tx.Inputs, err = d.inputs()
@@ -128,6 +137,10 @@ func (d *decoder) txBody(tx *Tx) error {
 			}
 			return inField(err, "key "+itoa(key))
 		}
+		return nil
+	})
+	if err != nil {
+		return err
 	}
 	for _, k := range [...]uint64{keyInputs, keyOutputs, keyFee} {
 		if !seen.has(k) {
@@ -275,23 +288,7 @@ func (d *decoder) output(o *TxOut) error {
 		}
 		return nil
 	case majorMap:
-		l, err := r.mapHead(2)
-		if err != nil {
-			return err
-		}
-		var seen keySet
-		for {
-			more, err := r.more(&l)
-			if err != nil {
-				return err
-			}
-			if !more {
-				break
-			}
-			key, err := d.mapKey(&seen)
-			if err != nil {
-				return err
-			}
+		seen, err := d.keyedMap(func(key uint64) (err error) {
 			switch key {
 			case 0:
 				if o.Address, err = r.bytes(); err != nil {
@@ -318,6 +315,10 @@ func (d *decoder) output(o *TxOut) error {
 					return inField(err, "key "+itoa(key))
 				}
 			}
+			return nil
+		})
+		if err != nil {
+			return err
 		}
 		if !seen.has(0) || !seen.has(1) {
 			return r.errAt(start, ErrMalformed, "output without address (key 0) or value (key 1)")

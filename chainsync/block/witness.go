@@ -16,21 +16,7 @@ const (
 
 // witnesses reads a transaction witness set map.
 func (d *decoder) witnesses(tx *Tx) error {
-	r := &d.r
-	l, err := r.mapHead(2)
-	if err != nil {
-		return err
-	}
-	var seen keySet
-	for {
-		more, err := r.more(&l)
-		if err != nil || !more {
-			return err
-		}
-		key, err := d.mapKey(&seen)
-		if err != nil {
-			return err
-		}
+	_, err := d.keyedMap(func(key uint64) error {
 		switch key {
 		case keyPlutusData:
 			if err := d.plutusData(tx); err != nil {
@@ -41,11 +27,13 @@ func (d *decoder) witnesses(tx *Tx) error {
 				return inField(err, "redeemers")
 			}
 		default:
-			if err := r.skip(); err != nil {
+			if err := d.r.skip(); err != nil {
 				return inField(err, "key "+itoa(key))
 			}
 		}
-	}
+		return nil
+	})
+	return err
 }
 
 // plutusData reads the witness datums, a set of Plutus data with or without
@@ -247,20 +235,7 @@ func (d *decoder) auxData(tx *Tx) error {
 		if err := r.tag(tagAuxiliaryData); err != nil {
 			return err
 		}
-		l, err := r.mapHead(2)
-		if err != nil {
-			return err
-		}
-		var seen keySet
-		for {
-			more, err := r.more(&l)
-			if err != nil || !more {
-				return err
-			}
-			key, err := d.mapKey(&seen)
-			if err != nil {
-				return err
-			}
+		_, err := d.keyedMap(func(key uint64) (err error) {
 			if key == 0 {
 				tx.Metadata, err = d.metadata()
 			} else {
@@ -269,7 +244,9 @@ func (d *decoder) auxData(tx *Tx) error {
 			if err != nil {
 				return inField(err, "key "+itoa(key))
 			}
-		}
+			return nil
+		})
+		return err
 	}
 	return r.errAt(start, ErrMalformed, "want map, array or tag 259, got %s", majorNames[major])
 }
