@@ -13,10 +13,8 @@ import (
 	"go.uber.org/zap/zaptest"
 
 	"github.com/marlowe-follower/follower/chainsync/chain"
-	"github.com/marlowe-follower/follower/chainsync/devnet"
 	"github.com/marlowe-follower/follower/history"
 	"github.com/marlowe-follower/follower/history/record"
-	"github.com/marlowe-follower/follower/history/sqlitestore"
 
 	"github.com/marlowe-follower/follower/chainsync/waitfor"
 )
@@ -48,14 +46,7 @@ func (s pollingSource) CommitProgress(ctx context.Context) (history.CommitProgre
 // receives every record once.
 func TestMirrorRestartsUnderTheRule(t *testing.T) {
 	ctx := context.Background()
-	hb, err := sqlitestore.Open(ctx, t.TempDir(), sqlitestore.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = hb.Close() })
-	if err := hb.Init(ctx, &history.InitParams{NetworkMagic: devnet.NetworkMagic}); err != nil {
-		t.Fatal(err)
-	}
+	hb := devnetHistory(t)
 	// The writer, in an actor system of its own.
 	cfg := history.DefaultStoreConfig()
 	cfg.NearTip = 1 << 20 // every block committed at once

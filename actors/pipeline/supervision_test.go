@@ -33,14 +33,7 @@ func failOn(fail func() any) actor.ReceiverMiddleware {
 func startStoreOnly(t *testing.T, mw actor.ReceiverMiddleware) *Pipeline {
 	t.Helper()
 	ctx := context.Background()
-	hb, err := sqlitestore.Open(ctx, t.TempDir(), sqlitestore.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = hb.Close() })
-	if err := hb.Init(ctx, &history.InitParams{NetworkMagic: devnet.NetworkMagic}); err != nil {
-		t.Fatal(err)
-	}
+	hb := devnetHistory(t)
 	p, err := Start(ctx, Config{Logger: zaptest.NewLogger(t), History: hb, MaxRestarts: 3, RestartWindow: time.Hour,
 		Middleware: []actor.ReceiverMiddleware{mw}})
 	if err != nil {
@@ -126,4 +119,20 @@ func TestPermanentFailures(t *testing.T) {
 			t.Errorf("%v: permanent", err)
 		}
 	}
+}
+
+// devnetHistory is an initialised SQLite history of the devnet's network,
+// closed when the test ends.
+func devnetHistory(t *testing.T) *sqlitestore.Store {
+	t.Helper()
+	ctx := context.Background()
+	hb, err := sqlitestore.Open(ctx, t.TempDir(), sqlitestore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = hb.Close() })
+	if err := hb.Init(ctx, &history.InitParams{NetworkMagic: devnet.NetworkMagic}); err != nil {
+		t.Fatal(err)
+	}
+	return hb
 }

@@ -257,33 +257,29 @@ func (r *reader) bytes() ([]byte, error) {
 }
 
 // hash32 reads a 32-byte byte string.
-func (r *reader) hash32() (chain.Hash32, error) {
-	var h chain.Hash32
-	start := r.pos
-	b, err := r.bytes()
-	if err != nil {
-		return h, err
-	}
-	if len(b) != len(h) {
-		return h, r.errAt(start, ErrMalformed, "want %d-byte hash, got %d bytes", len(h), len(b))
-	}
-	copy(h[:], b)
-	return h, nil
+func (r *reader) hash32() (h chain.Hash32, err error) {
+	err = r.fixedBytes(h[:])
+	return h, err
 }
 
 // hash28 reads a 28-byte byte string.
-func (r *reader) hash28() (chain.Hash28, error) {
-	var h chain.Hash28
+func (r *reader) hash28() (h chain.Hash28, err error) {
+	err = r.fixedBytes(h[:])
+	return h, err
+}
+
+// fixedBytes reads a byte string of exactly len(dst) bytes into dst.
+func (r *reader) fixedBytes(dst []byte) error {
 	start := r.pos
 	b, err := r.bytes()
 	if err != nil {
-		return h, err
+		return err
 	}
-	if len(b) != len(h) {
-		return h, r.errAt(start, ErrMalformed, "want %d-byte hash, got %d bytes", len(h), len(b))
+	if len(b) != len(dst) {
+		return r.errAt(start, ErrMalformed, "want %d-byte hash, got %d bytes", len(dst), len(b))
 	}
-	copy(h[:], b)
-	return h, nil
+	copy(dst, b)
+	return nil
 }
 
 // list is an array or map being read: a count of the entries left, or

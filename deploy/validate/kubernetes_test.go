@@ -828,12 +828,7 @@ func TestKubernetesServices(t *testing.T) {
 			continue
 		}
 		sel := labels.SelectorFromSet(svc.Spec.Selector)
-		var matched []workload
-		for _, w := range ws {
-			if sel.Matches(labels.Set(w.template.Labels)) {
-				matched = append(matched, w)
-			}
-		}
+		matched := selected(ws, sel)
 		if len(matched) != 1 {
 			t.Errorf("%s: selector %s matches %d workloads, want exactly 1", m, sel, len(matched))
 			continue
@@ -926,12 +921,7 @@ func TestKubernetesAutoscaling(t *testing.T) {
 			t.Errorf("%s: selector missing or invalid: %v", m, err)
 			continue
 		}
-		var matched []workload
-		for _, w := range ws {
-			if sel.Matches(labels.Set(w.template.Labels)) {
-				matched = append(matched, w)
-			}
-		}
+		matched := selected(ws, sel)
 		if len(matched) != 1 {
 			t.Errorf("%s: selector %s matches %d workloads, want exactly 1", m, sel, len(matched))
 			continue
@@ -1223,4 +1213,15 @@ func TestKustomizeDocumentedOverlay(t *testing.T) {
 			checkEnvRefs(t, "overlay "+w.m.String()+" container "+c.Name, idx, c)
 		}
 	}
+}
+
+// selected returns the workloads whose pod template sel matches.
+func selected(ws []workload, sel labels.Selector) []workload {
+	var matched []workload
+	for _, w := range ws {
+		if sel.Matches(labels.Set(w.template.Labels)) {
+			matched = append(matched, w)
+		}
+	}
+	return matched
 }

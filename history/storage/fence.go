@@ -91,28 +91,20 @@ func (p *Postgres) Epoch() int64 { return p.epoch.Load() }
 // longer its own. It locks the epoch row FOR SHARE until tx ends. It does
 // nothing on a process that never took the lease.
 func (p *Postgres) CheckEpoch(ctx context.Context, tx pgx.Tx) error {
-	mine := p.epoch.Load()
-	if mine == 0 {
-		return nil
-	}
-	if err := p.LeaseHeld(); err != nil {
-		return err
-	}
-	var stored int64
-	if err := tx.QueryRow(ctx, checkEpochSQL).Scan(&stored); err != nil {
-		return fmt.Errorf("checking the writer epoch: %w", err)
-	}
-	if stored == mine {
-		return nil
-	}
-	var by string
-	var epoch int64
-	takenErr := tx.QueryRow(ctx, takenBySQL).Scan(&by, &epoch)
-	return fenced(mine, stored, by, epoch, takenErr)
+	return p.checkEpoch(func(q string) rowScanner { return tx.QueryRow(ctx, q) })
 }
 
 // CheckEpochSQL is CheckEpoch in a database/sql transaction on the pool.
 func (p *Postgres) CheckEpochSQL(ctx context.Context, tx *sql.Tx) error {
+	return p.checkEpoch(func(q string) rowScanner { return tx.QueryRowContext(ctx, q) })
+}
+
+// rowScanner is a row of pgx or of database/sql.
+type rowScanner interface{ Scan(dest ...any) error }
+
+// checkEpoch is CheckEpoch over either driver's transaction, whose
+// statements queryRow runs.
+func (p *Postgres) checkEpoch(queryRow func(sql string) rowScanner) error {
 	mine := p.epoch.Load()
 	if mine == 0 {
 		return nil
@@ -121,7 +113,7 @@ func (p *Postgres) CheckEpochSQL(ctx context.Context, tx *sql.Tx) error {
 		return err
 	}
 	var stored int64
-	if err := tx.QueryRowContext(ctx, checkEpochSQL).Scan(&stored); err != nil {
+	if err := queryRow(checkEpochSQL).Scan(&stored); err != nil {
 		return fmt.Errorf("checking the writer epoch: %w", err)
 	}
 	if stored == mine {
@@ -129,7 +121,7 @@ func (p *Postgres) CheckEpochSQL(ctx context.Context, tx *sql.Tx) error {
 	}
 	var by string
 	var epoch int64
-	takenErr := tx.QueryRowContext(ctx, takenBySQL).Scan(&by, &epoch)
+	takenErr := queryRow(takenBySQL).Scan(&by, &epoch)
 	return fenced(mine, stored, by, epoch, takenErr)
 }
 

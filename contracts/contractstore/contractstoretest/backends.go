@@ -74,16 +74,7 @@ func OpenPostgres(t testing.TB, url, schema string) contractstore.Backend {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := sqlcontracts.Open(ctx, db)
-	if err != nil {
-		db.Close()
-		t.Fatal(err)
-	}
-	if err := b.Init(ctx); err != nil {
-		b.Close()
-		t.Fatal(err)
-	}
-	return b
+	return initStore(t, ctx, db)
 }
 
 // OpenSQLite opens and initialises an SQLite contract store in dir.
@@ -95,6 +86,13 @@ func OpenSQLite(t testing.TB, dir string) contractstore.Backend {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return initStore(t, ctx, db)
+}
+
+// initStore opens and initialises the contract store on db, which it
+// closes when it cannot.
+func initStore(t testing.TB, ctx context.Context, db storage.DB) contractstore.Backend {
+	t.Helper()
 	b, err := sqlcontracts.Open(ctx, db)
 	if err != nil {
 		db.Close()
