@@ -13,10 +13,18 @@ function typeEl(s, prefix) {
   return h("code", { class: "type" }, typeOf(s).map((x) => (typeof x === "string" ? x : h("a", { href: `#${prefix}schema-${x.ref}` }, x.ref))));
 }
 
-function opEl(op, prefix) {
+// serverBase is the path the document's first server puts before its
+// paths on this port ("/runtime" for the Runtime view's), "" for none.
+function serverBase(doc) {
+  const url = (doc.servers && doc.servers[0] && doc.servers[0].url) || "";
+  return url.startsWith("/") ? url.replace(/\/+$/, "") : "";
+}
+
+function opEl(op, prefix, base) {
   const anchor = `${prefix}op-${op.id}`;
-  return h("details", { class: "op panel", id: anchor, dataset: { method: op.method, path: op.path } },
-    h("summary", {}, h("span", { class: "method m-" + op.method.toLowerCase() }, op.method), " ", h("code", { class: "path" }, op.path), " ", h("span", { class: "muted" }, op.summary)),
+  const path = base + op.path;
+  return h("details", { class: "op panel", id: anchor, dataset: { method: op.method, path } },
+    h("summary", {}, h("span", { class: "method m-" + op.method.toLowerCase() }, op.method), " ", h("code", { class: "path" }, path), " ", h("span", { class: "muted" }, op.summary)),
     op.description ? h("p", {}, op.description) : null,
     op.parameters.length ? [h("h4", {}, "Parameters"), h("div", { class: "table-wrap" }, h("table", { class: "cards" },
       h("thead", {}, h("tr", {}, ["Name", "In", "Type", "Limits", "Meaning"].map((x) => h("th", { scope: "col" }, x)))),
@@ -53,7 +61,8 @@ function draw(doc, path, prefix) {
   const ops = operations(doc);
   const groups = new Map();
   for (const op of ops) groups.set(op.group, [...(groups.get(op.group) || []), op]);
-  const sections = [...groups].map(([g, list]) => h("section", { class: "op-group", dataset: { group: g } }, h("h2", {}, "/" + g), list.map((op) => opEl(op, prefix))));
+  const base = serverBase(doc);
+  const sections = [...groups].map(([g, list]) => h("section", { class: "op-group", dataset: { group: g } }, h("h2", {}, base + "/" + g), list.map((op) => opEl(op, prefix, base))));
   fill($("ops"), h("p", { class: "muted small", id: "op-count" }, `${ops.length} operations`), sections);
   fill($("schemas"), schemas(doc).map((s) => schemaEl(s, prefix)));
   const filter = () => {
