@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -116,6 +117,48 @@ func TestDecodeFrameErrors(t *testing.T) {
 	}
 }
 
+// errorFrames are frames the decoder refuses (hostile or broken ones).
+var errorFrames = []string{
+	``, `{`, `{"type":"batch","records":[{"seq":1,"payload":{"a":[1,2`, // truncated
+	`{"records":[{"payload":` + strings.Repeat("[", maxDepth+1) + strings.Repeat("]", maxDepth+1) + `}]}`,
+	`{"batch":99999999999999999999}`, `{"records":[{"seq":1e400}]}`, `{"tip":{"slot":18446744073709551616}}`,
+	`{"records":"x"}`, `{"records":[{"block":[]}]}`, `{"type":1}`, `{"redelivered":"yes"}`,
+}
+
+// TestDecoderReuse: a connection's decoder reads each frame as a fresh one
+// does, whatever came before it (a refused frame, a deep payload, a batch
+// of another size): nothing of a frame stays in the decoder but the size
+// hint.
+func TestDecoderReuse(t *testing.T) {
+	var d decoder
+	var f frame
+	all := append(append([]string{}, errorFrames...), frames...)
+	for round := range 2 {
+		for i, text := range all {
+			if round == 1 {
+				text = all[len(all)-1-i]
+			}
+			want, wantErr := decodeFrame([]byte(text), d.hint)
+			if wantErr == nil && slices.Contains(errorFrames, text) {
+				t.Fatalf("%.60q: decoded, want an error", text)
+			}
+			err := d.decode([]byte(text), &f)
+			if (err == nil) != (wantErr == nil) || err != nil && err.Error() != wantErr.Error() {
+				t.Fatalf("%.60q: reused decoder %v, fresh %v", text, err, wantErr)
+			}
+			if err == nil && !reflect.DeepEqual(f, *want) {
+				t.Fatalf("%.60q: reused decoder\n got %+v\nwant %+v", text, f, *want)
+			}
+			if err != nil {
+				var fe *FrameError
+				if !errors.As(err, &fe) {
+					t.Fatalf("%.60q: %v is not a FrameError", text, err)
+				}
+			}
+		}
+	}
+}
+
 // FuzzDecodeFrame: the decoder never panics; it accepts only JSON; on
 // JSON it fails only for a field of the wrong type, never for a syntax it
 // should take; and what encoding/json decodes of a frame, once written
@@ -124,8 +167,20 @@ func FuzzDecodeFrame(f *testing.F) {
 	for _, text := range frames {
 		f.Add([]byte(text))
 	}
+	for _, text := range errorFrames {
+		f.Add([]byte(text))
+	}
+	// A decoder that read a frame before, as a connection's has.
+	var d decoder
+	if err := d.decode([]byte(frames[2]), &frame{}); err != nil {
+		f.Fatal(err)
+	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		got, err := decodeFrame(data, 0)
+		var again frame
+		if err2 := d.decode(data, &again); (err2 == nil) != (err == nil) || err == nil && !reflect.DeepEqual(again, *got) {
+			t.Fatalf("a decoder that read frames before: %v (fresh: %v): %q", err2, err, data)
+		}
 		valid := json.Valid(data)
 		if err == nil && !valid {
 			t.Fatalf("decoded a frame that is not JSON: %q", data)
