@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -12,6 +11,8 @@ import (
 	"testing"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/marlowe-follower/follower/history/storage/storagetest"
 )
 
 // migrateFlow runs migrate --check, migrate and migrate --check again on a
@@ -77,13 +78,7 @@ func TestMigrateFreshPostgres(t *testing.T) {
 		}
 		admin.Close(ctx)
 	})
-	u, err := url.Parse(base)
-	if err != nil {
-		t.Fatal(err)
-	}
-	q := u.Query()
-	q.Set("search_path", schema)
-	u.RawQuery = q.Encode()
+	dbURL := storagetest.SchemaURL(t, base, schema)
 	tables := func() []string {
 		rows, err := admin.Query(ctx, `SELECT table_name FROM information_schema.tables WHERE table_schema = $1 ORDER BY 1`, schema)
 		if err != nil {
@@ -95,7 +90,7 @@ func TestMigrateFreshPostgres(t *testing.T) {
 		}
 		return names
 	}
-	migrateFlow(t, "postgresql", []string{"--database-url", u.String()}, tables)
+	migrateFlow(t, "postgresql", []string{"--database-url", dbURL}, tables)
 	want := slices.Clone(resetTables)
 	slices.Sort(want)
 	if got := tables(); !slices.Equal(got, want) {

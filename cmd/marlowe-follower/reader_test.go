@@ -21,19 +21,15 @@ import (
 	"github.com/marlowe-follower/follower/chainsync/devnet"
 	"github.com/marlowe-follower/follower/history/record"
 	"github.com/marlowe-follower/follower/streaming/protocol"
+
+	"github.com/marlowe-follower/follower/history/storage/storagetest"
 )
 
 // testDatabaseURL returns MARLOWE_TEST_DATABASE_URL; without it the test
 // is skipped, except under CI, where PostgreSQL tests must run.
 func testDatabaseURL(t *testing.T) string {
 	t.Helper()
-	base := os.Getenv("MARLOWE_TEST_DATABASE_URL")
-	if base == "" {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("MARLOWE_TEST_DATABASE_URL is not set under CI")
-		}
-		t.Skip("MARLOWE_TEST_DATABASE_URL is not set")
-	}
+	base := storagetest.DatabaseURL(t)
 	return base
 }
 

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -17,6 +16,8 @@ import (
 	"github.com/marlowe-follower/follower/streaming/protocol"
 	"github.com/marlowe-follower/follower/streaming/streamstore"
 	"github.com/marlowe-follower/follower/streaming/streamstore/sqlstreams"
+
+	"github.com/marlowe-follower/follower/history/storage/storagetest"
 )
 
 // TestResetRefusedWhileServiceRuns runs reset on the data directory of a
@@ -76,13 +77,7 @@ func TestResetForce(t *testing.T) {
 // lock a service holds (the lock the service takes at start): refused, the
 // tables stay; after the service let go the tables are dropped.
 func TestResetPostgresRefusedWhileHeld(t *testing.T) {
-	base := os.Getenv("MARLOWE_TEST_DATABASE_URL")
-	if base == "" {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("MARLOWE_TEST_DATABASE_URL is not set under CI")
-		}
-		t.Skip("MARLOWE_TEST_DATABASE_URL is not set")
-	}
+	base := storagetest.DatabaseURL(t)
 	ctx := context.Background()
 	schema := "reset_" + strconv.FormatInt(time.Now().UnixNano(), 36)
 	admin, err := pgx.Connect(ctx, base)
@@ -95,14 +90,7 @@ func TestResetPostgresRefusedWhileHeld(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _, _ = admin.Exec(context.Background(), "DROP SCHEMA "+sch+" CASCADE") })
-	u, err := url.Parse(base)
-	if err != nil {
-		t.Fatal(err)
-	}
-	q := u.Query()
-	q.Set("search_path", schema)
-	u.RawQuery = q.Encode()
-	dbURL := u.String()
+	dbURL := storagetest.SchemaURL(t, base, schema)
 	exists := func() bool {
 		var ok bool
 		if err := admin.QueryRow(ctx, "SELECT to_regclass($1) IS NOT NULL", schema+".records").Scan(&ok); err != nil {

@@ -27,6 +27,8 @@ import (
 	"github.com/marlowe-follower/follower/history"
 	"github.com/marlowe-follower/follower/history/pgstore"
 	"github.com/marlowe-follower/follower/history/record"
+
+	"github.com/marlowe-follower/follower/history/storage/storagetest"
 )
 
 // TestRoleRefusals runs the binary with roles it must refuse before it
@@ -90,14 +92,7 @@ func pgSchema(t *testing.T, admin *pgx.Conn, name string) string {
 			t.Errorf("dropping %s: %v", schema, err)
 		}
 	})
-	u, err := url.Parse(base)
-	if err != nil {
-		t.Fatal(err)
-	}
-	q := u.Query()
-	q.Set("search_path", schema)
-	u.RawQuery = q.Encode()
-	return u.String()
+	return storagetest.SchemaURL(t, base, schema)
 }
 
 func adminConn(t *testing.T) *pgx.Conn {

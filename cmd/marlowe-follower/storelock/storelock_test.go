@@ -3,7 +3,6 @@ package storelock_test
 import (
 	"context"
 	"errors"
-	"net/url"
 	"os"
 	"strconv"
 	"strings"
@@ -14,6 +13,8 @@ import (
 
 	"github.com/marlowe-follower/follower/cmd/marlowe-follower/storelock"
 	"github.com/marlowe-follower/follower/history"
+
+	"github.com/marlowe-follower/follower/history/storage/storagetest"
 )
 
 // exerciseLock checks the lock's modes on one store: services share it, a
@@ -87,21 +88,8 @@ func TestDataDirLock(t *testing.T) {
 // testURL returns the test database's URL with search_path set to schema.
 func testURL(t *testing.T, schema string) string {
 	t.Helper()
-	base := os.Getenv("MARLOWE_TEST_DATABASE_URL")
-	if base == "" {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("MARLOWE_TEST_DATABASE_URL is not set under CI")
-		}
-		t.Skip("MARLOWE_TEST_DATABASE_URL is not set")
-	}
-	u, err := url.Parse(base)
-	if err != nil {
-		t.Fatal(err)
-	}
-	q := u.Query()
-	q.Set("search_path", schema)
-	u.RawQuery = q.Encode()
-	return u.String()
+	base := storagetest.DatabaseURL(t)
+	return storagetest.SchemaURL(t, base, schema)
 }
 
 func TestPostgresLock(t *testing.T) {
