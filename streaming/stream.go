@@ -476,6 +476,16 @@ func (st *streamActor) form() {
 	var json [][]byte // nil unless a chunk brought shared encodings
 	var cur record.Cursor
 	var snapshot int64
+	if len(st.buf) == 1 && len(st.buf[0].records) <= st.batchSize {
+		// One chunk that fits (a catch-up read of the room in the batch):
+		// it is the batch, without a copy.
+		c := st.buf[0]
+		st.buf, st.bufLen = nil, 0
+		st.bufSince = time.Now()
+		st.pending = &pendingBatch{records: c.records, json: c.json, cursor: c.end, snapshot: c.snapshot}
+		st.nacks = 0
+		return
+	}
 	for len(recs) < st.batchSize && len(st.buf) > 0 {
 		c := &st.buf[0]
 		k := min(st.batchSize-len(recs), len(c.records))

@@ -40,7 +40,12 @@ func (st *streamActor) requestPull() {
 		return
 	}
 	if st.feed == nil {
-		st.readCatchUp()
+		// Behind the head, the next batch is read once the pending one is
+		// done: a read from the shared cache takes next to no time, and
+		// each stream then holds one batch, not two.
+		if st.pending == nil {
+			st.readCatchUp()
+		}
 		return
 	}
 	if st.pullQueued || st.feed.Live() {
