@@ -111,17 +111,7 @@ func TestDevnetReplayOnNetworkMagic(t *testing.T) {
 			magic := strconv.FormatUint(uint64(c.magic), 10)
 			replay, tip := replayFile(t, c.magic, c.real, 600)
 			socket := filepath.Join(t.TempDir(), "node.socket")
-			node := exec.Command(bin, "devnet", "--socket", socket, "--replay", replay, "--network-magic", magic, "--log-level", "warn")
-			nodeOut := &lockedBuffer{}
-			node.Stderr = nodeOut
-			if err := node.Start(); err != nil {
-				t.Fatal(err)
-			}
-			defer func() {
-				_ = node.Process.Signal(syscall.SIGTERM)
-				_ = node.Wait()
-			}()
-			waitSocket(t, socket)
+			nodeOut := startDevnetProc(t, bin, socket, "devnet", "--socket", socket, "--replay", replay, "--network-magic", magic, "--log-level", "warn")
 			// (It may print its banner just after the socket is there.)
 			waitUntil(t, 30*time.Second, "the devnet saying how to follow it (--network-magic "+magic+")", func() bool {
 				return strings.Contains(nodeOut.String(), "--network-magic "+magic)
@@ -268,17 +258,7 @@ func TestDevnetGeneratedOnNetworkClock(t *testing.T) {
 			socket := filepath.Join(t.TempDir(), "node.socket")
 			args := append([]string{"devnet", "--socket", socket, "--blocks", strconv.Itoa(blocks), "--block-rate", "0",
 				"--marlowe-share", "0.5", "--block-size", "1500", "--seed", "4", "--log-level", "warn"}, c.network...)
-			node := exec.Command(bin, args...)
-			nodeOut := &lockedBuffer{}
-			node.Stderr = nodeOut
-			if err := node.Start(); err != nil {
-				t.Fatal(err)
-			}
-			defer func() {
-				_ = node.Process.Signal(syscall.SIGTERM)
-				_ = node.Wait()
-			}()
-			waitSocket(t, socket)
+			nodeOut := startDevnetProc(t, bin, socket, args...)
 			dir := t.TempDir()
 			qport := freePort(t)
 			run := exec.Command(bin, append([]string{"run", "--node-socket", socket, "--data-dir", dir,
@@ -334,4 +314,23 @@ func TestDevnetGeneratedOnNetworkClock(t *testing.T) {
 				time.UnixMilli(rep.LastMillis).UTC().Format(time.RFC3339))
 		})
 	}
+}
+
+// startDevnetProc runs the binary with args (a devnet command serving on
+// socket) until the test ends, when it is sent SIGTERM; it returns once
+// the socket is there, with what the node writes on stderr.
+func startDevnetProc(t *testing.T, bin, socket string, args ...string) *lockedBuffer {
+	t.Helper()
+	node := exec.Command(bin, args...)
+	nodeOut := &lockedBuffer{}
+	node.Stderr = nodeOut
+	if err := node.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = node.Process.Signal(syscall.SIGTERM)
+		_ = node.Wait()
+	})
+	waitSocket(t, socket)
+	return nodeOut
 }

@@ -254,14 +254,7 @@ func TestReaderServesTheWritersLog(t *testing.T) {
 	dbURL, _ := soakDatabase(t, base)
 	dir := t.TempDir()
 	socket := filepath.Join(dir, "node.socket")
-	blocks := uint64(240)
-	if os.Getenv("MARLOWE_TEST_LONG") == "1" {
-		blocks = 2000
-	}
-	startProc(t, "devnet", bin, "devnet", "--socket", socket, "--block-rate", "40", "--blocks", strconv.FormatUint(blocks, 10),
-		"--rollback-every", "10", "--marlowe-share", "0.6", "--seed", "15", "--log-level", "error")
-	waitSocket(t, socket)
-	writer := startService(t, bin, "all", dbURL, socket)
+	writer, blocks := startWriterOnDevnet(t, bin, dbURL, socket, 240, 40, 15)
 	// The reader starts once the writer has made the schema.
 	waitUntil(t, time.Minute, "the writer answers", func() bool { _, err := writer.status(); return err == nil })
 	reader := startService(t, bin, "reader", dbURL, "")
@@ -366,4 +359,19 @@ func getHeader(url, name string) (int, string, error) {
 	}
 	defer resp.Body.Close()
 	return resp.StatusCode, resp.Header.Get(name), nil
+}
+
+// startWriterOnDevnet starts a devnet process on socket (blocks blocks,
+// 2,000 with MARLOWE_TEST_LONG=1, at rate a second, a rollback every 10,
+// 60% Marlowe, from seed) and a writer (role all) following it into
+// dbURL; it returns the writer and the number of blocks.
+func startWriterOnDevnet(t *testing.T, bin, dbURL, socket string, blocks uint64, rate, seed int) (*proc, uint64) {
+	t.Helper()
+	if os.Getenv("MARLOWE_TEST_LONG") == "1" {
+		blocks = 2000
+	}
+	startProc(t, "devnet", bin, "devnet", "--socket", socket, "--block-rate", strconv.Itoa(rate), "--blocks", strconv.FormatUint(blocks, 10),
+		"--rollback-every", "10", "--marlowe-share", "0.6", "--seed", strconv.Itoa(seed), "--log-level", "error")
+	waitSocket(t, socket)
+	return startService(t, bin, "all", dbURL, socket), blocks
 }

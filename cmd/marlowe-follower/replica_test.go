@@ -114,14 +114,7 @@ func TestReaderOnAReplica(t *testing.T) {
 	repURL := rep.url(t, dbURL)
 	dir := t.TempDir()
 	socket := filepath.Join(dir, "node.socket")
-	blocks := uint64(200)
-	if os.Getenv("MARLOWE_TEST_LONG") == "1" {
-		blocks = 2000
-	}
-	startProc(t, "devnet", bin, "devnet", "--socket", socket, "--block-rate", "25", "--blocks", strconv.FormatUint(blocks, 10),
-		"--rollback-every", "10", "--marlowe-share", "0.6", "--seed", "16", "--log-level", "error")
-	waitSocket(t, socket)
-	writer := startService(t, bin, "all", dbURL, socket)
+	writer, blocks := startWriterOnDevnet(t, bin, dbURL, socket, 200, 25, 16)
 	waitUntil(t, time.Minute, "the writer answers", func() bool { _, err := writer.status(); return err == nil })
 	// The replica has replayed the schema.
 	waitUntil(t, time.Minute, "the schema on the replica", func() bool {

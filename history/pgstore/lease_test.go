@@ -124,20 +124,7 @@ func TestWriterLeaseHandover(t *testing.T) {
 func TestWriterLeaseHungHolder(t *testing.T) {
 	ts := openTest(t)
 	t.Cleanup(func() { _ = ts.Close() })
-	u, err := url.Parse(ts.url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	proxy, err := storagetest.NewProxy(u.Host)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = proxy.Close() })
-	viaProxy, err := proxy.URL(ts.url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	a := openProcess(t, &testStore{url: viaProxy, schema: ts.schema})
+	a, proxy := openBehindProxy(t, ts)
 	b, reader := openProcess(t, ts), openProcess(t, ts)
 	ctx := context.Background()
 	const ttl = 1200 * time.Millisecond
@@ -191,14 +178,7 @@ func TestWriterLeaseHungHolder(t *testing.T) {
 func TestWriterLeaseRenewsAfterALapse(t *testing.T) {
 	ts := openTest(t)
 	t.Cleanup(func() { _ = ts.Close() })
-	u, _ := url.Parse(ts.url)
-	proxy, err := storagetest.NewProxy(u.Host)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = proxy.Close() })
-	viaProxy, _ := proxy.URL(ts.url)
-	a := openProcess(t, &testStore{url: viaProxy, schema: ts.schema})
+	a, proxy := openBehindProxy(t, ts)
 	reader := openProcess(t, ts)
 	ctx := context.Background()
 	la := a.acquire(t, ctx, storage.LeaseOptions{TTL: 600 * time.Millisecond, Holder: "a"})
@@ -243,4 +223,24 @@ func handedOver(t *testing.T, la *storage.Lease, a, b, reader *fencedProcess, n 
 	if err != nil || cp.Tip.BlockNo != uint64(n) {
 		t.Fatalf("the checkpoint: %+v (%v)", cp, err)
 	}
+}
+
+// openBehindProxy opens a process on ts whose connections go through a
+// proxy the test can pause (a partition) or close (its sessions cut).
+func openBehindProxy(t *testing.T, ts *testStore) (*fencedProcess, *storagetest.Proxy) {
+	t.Helper()
+	u, err := url.Parse(ts.url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy, err := storagetest.NewProxy(u.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = proxy.Close() })
+	viaProxy, err := proxy.URL(ts.url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return openProcess(t, &testStore{url: viaProxy, schema: ts.schema}), proxy
 }

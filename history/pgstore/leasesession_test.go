@@ -2,12 +2,10 @@ package pgstore_test
 
 import (
 	"context"
-	"net/url"
 	"testing"
 	"time"
 
 	"github.com/marlowe-follower/follower/history/storage"
-	"github.com/marlowe-follower/follower/history/storage/storagetest"
 )
 
 // The writer lease's session lock: a standby takes the lease as soon as
@@ -92,14 +90,7 @@ func took(t *testing.T, standby <-chan *storage.Lease, what string) *storage.Lea
 func TestWriterLeaseHolderGone(t *testing.T) {
 	ts := openTest(t)
 	t.Cleanup(func() { _ = ts.Close() })
-	u, _ := url.Parse(ts.url)
-	proxy, err := storagetest.NewProxy(u.Host)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = proxy.Close() })
-	viaProxy, _ := proxy.URL(ts.url)
-	a := openProcess(t, &testStore{url: viaProxy, schema: ts.schema})
+	a, proxy := openBehindProxy(t, ts)
 	b, reader := openProcess(t, ts), openProcess(t, ts)
 	ctx := context.Background()
 	la := a.acquire(t, ctx, storage.LeaseOptions{TTL: time.Hour, Holder: "a"})
