@@ -144,14 +144,7 @@ func TestSnapshotThenLive(t *testing.T) {
 		at := int64(i*steps/24 + subRng.IntN(steps/24))
 		waitfor.Until(t, time.Minute, "the writer's progress", func() bool { return sent.Load() >= at || finished() })
 		r := &result{filter: filters[i%len(filters)]}
-		switch i % 3 {
-		case 0:
-			r.from = record.From{Kind: record.FromOrigin}
-		case 1:
-			r.from = record.From{Kind: record.FromCursor, Cursor: record.Cursor{Seq: f.handle.Head() / 2}}
-		default:
-			r.from = record.From{Kind: record.FromTip}
-		}
+		r.from = historytest.NthStart(i, f.handle.Head())
 		sub := f.handle.Subscribe(r.filter, r.from)
 		r.snapshot = sub.Cursor().Snapshot
 		if r.from.Kind == record.FromTip {

@@ -260,14 +260,7 @@ func hammer(t *testing.T, w *writerFixture, r *readerFixture, read history.Backe
 			return nil
 		})
 		s := &subscriber{filter: mirrorFilters[i%len(mirrorFilters)]}
-		switch i % 3 {
-		case 0:
-			s.from = record.From{Kind: record.FromOrigin}
-		case 1:
-			s.from = record.From{Kind: record.FromCursor, Cursor: record.Cursor{Seq: r.handle.Head() / 2}}
-		default:
-			s.from = record.From{Kind: record.FromTip}
-		}
+		s.from = historytest.NthStart(i, r.handle.Head())
 		sub := r.handle.Subscribe(s.filter, s.from)
 		sub.SetPageSize(7)
 		s.snapshot = sub.Cursor().Snapshot
