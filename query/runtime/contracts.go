@@ -23,7 +23,11 @@ func collect[T any](want int, fetch func(limit int) (items []T, more bool, err e
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, items...)
+		if out == nil {
+			out = items // the first page as read: most ranges need no second
+		} else {
+			out = append(out, items...)
+		}
 		if !more || len(items) == 0 || len(out) >= want {
 			break
 		}

@@ -301,8 +301,8 @@ func ContractList(ctx context.Context, q Querier, counts *Counts, p *contractsto
 	if err != nil {
 		return nil, err
 	}
-	page := &contractstore.ContractPage{At: head.Position}
 	sql, args, limit := contractListQuery(p)
+	page := &contractstore.ContractPage{At: head.Position, Contracts: make([]contractstore.Contract, 0, pageCap(limit))}
 	var c contractScan
 	err = each(ctx, q, sql, args, c.dest(false), func() error {
 		ct, err := c.contract()
@@ -332,7 +332,7 @@ func ContractListLateral(ctx context.Context, q Querier, p *contractstore.Contra
 	}
 	var h headScan
 	var c contractScan
-	page := &contractstore.ContractPage{}
+	page := &contractstore.ContractPage{Contracts: make([]contractstore.Contract, 0, pageCap(limit))}
 	var head contractstore.Head
 	rows := 0
 	err := each(ctx, q, `SELECT `+HeadCols+`, c.* FROM cv_head k LEFT JOIN LATERAL (`+inner+`) c ON true WHERE k.id = 1 ORDER BY `+order,
@@ -364,6 +364,12 @@ func ContractListLateral(ctx context.Context, q Querier, p *contractstore.Contra
 	}
 	return page, nil
 }
+
+// pageCap is the room a page of limit rows is read into: the page and the
+// row that tells whether more follow, held once, not regrown row by row
+// (a page of 100 contract headers regrown by append allocates twice its
+// size); bounded for large limits, which append then grows.
+func pageCap(limit int) int { return min(limit, 200) + 1 }
 
 func clampLimit(n int) int {
 	if n <= 0 || n > contractstore.MaxLimit {
