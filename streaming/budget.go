@@ -12,8 +12,9 @@ import (
 // with its queue; the frame a connection's writer is writing counts until
 // it is written. A reservation that would take the total above the limit
 // first cuts off connections until it fits, those that do not read first:
-// the one whose writer has waited longest on a write (the client takes no
-// bytes), then, among connections whose writers wait on none, the one with
+// the one whose writer has waited longest on a write without progress (the
+// client takes no bytes; a slow reader's writer hands the socket a part of
+// a large frame now and then), then, among connections whose writers wait on none, the one with
 // the most bytes queued (victim). The size of a queue alone does not tell:
 // a client that reads but is catching up keeps a full queue, the server
 // making frames faster than it reads them. A cut connection's queue and
@@ -100,8 +101,8 @@ func (b *queueBudget) remove(q *sendQueue) {
 
 // victim returns the open connection to cut first among those holding
 // bytes of the account (queued, or in their writer): the one whose writer
-// took its frame the longest ago and is still writing it, else the one
-// with the most bytes queued; nil when none holds any.
+// is still writing a frame and made progress on it the longest ago, else
+// the one with the most bytes queued; nil when none holds any.
 func (b *queueBudget) victim() *sendQueue {
 	b.qmu.Lock()
 	defer b.qmu.Unlock()

@@ -669,7 +669,7 @@ func (c *connActor) writeLoop() {
 		watchdog.Reset(c.srv.cfg.WriteTimeout)
 		var err error
 		if f.parts != nil {
-			err = writeParts(c.writeCtx, c.ws, f.parts)
+			err = writeParts(c.writeCtx, c.ws, f.parts, c.q.progressed)
 		} else {
 			err = c.ws.Write(c.writeCtx, websocket.MessageText, f.b)
 		}

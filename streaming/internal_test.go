@@ -168,3 +168,32 @@ func TestChunkCursors(t *testing.T) {
 		}
 	}
 }
+
+// TestBudgetVictimMadeNoProgress: of two connections whose writers are
+// both in a write, the budget cuts the one that made no progress since it
+// took its frame, not the one that took its frame earlier but hands the
+// socket part after part of it (a reader catching up, slowly on a busy
+// machine: it was cut before its writer told progress).
+func TestBudgetVictimMadeNoProgress(t *testing.T) {
+	b := &queueBudget{limit: 1 << 20}
+	reader, stuck := newSendQueue(4, 1<<20), newSendQueue(4, 1<<20)
+	for _, q := range []*sendQueue{reader, stuck} {
+		b.add(q)
+		if err := q.tryPush(make([]byte, 100<<10), false); err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := q.pop(nil); !ok {
+			t.Fatal("pop")
+		}
+	}
+	now := time.Now().UnixNano()
+	reader.writing.Store(now - int64(time.Minute)) // took its frame first
+	stuck.writing.Store(now - int64(time.Second))
+	if v := b.victim(); v != reader {
+		t.Fatal("without progress, the writer in its write the longest is not the victim")
+	}
+	reader.progressed()
+	if v := b.victim(); v != stuck {
+		t.Fatal("the reader whose writer made progress is the victim, not the one stuck in its write")
+	}
+}

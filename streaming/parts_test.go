@@ -39,15 +39,21 @@ func TestFramePartsAreTheFrame(t *testing.T) {
 		if got := f.appendTo(nil); string(got) != string(want) || f.size() != len(want) {
 			t.Fatalf("%d records: parts make %d bytes (size %d), the frame %d", n, len(got), f.size(), len(want))
 		}
-		if got := viaWebSocket(t, f); got != string(want) {
+		var parts int
+		if got := viaWebSocket(t, f, func() { parts++ }); got != string(want) {
 			t.Fatalf("%d records: the message read differs from the frame (%d bytes, want %d)", n, len(got), len(want))
+		}
+		// A frame larger than the buffer tells its progress part by part
+		// (the budget's sign of a client that reads).
+		if large := f.size() > partsBuffer; large != (parts > 0) || large && parts < f.size()/partsBuffer {
+			t.Fatalf("%d records (%d bytes): progress told %d times", n, f.size(), parts)
 		}
 	}
 }
 
 // viaWebSocket writes f with writeParts and returns the message a client
 // read.
-func viaWebSocket(t *testing.T, f *frameParts) string {
+func viaWebSocket(t *testing.T, f *frameParts, progress func()) string {
 	ctx := context.Background()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ws, err := websocket.Accept(w, r, nil)
@@ -55,7 +61,7 @@ func viaWebSocket(t *testing.T, f *frameParts) string {
 			return
 		}
 		defer ws.CloseNow()
-		if err := writeParts(ctx, ws, f); err != nil {
+		if err := writeParts(ctx, ws, f, progress); err != nil {
 			t.Error(err)
 		}
 		_, _, _ = ws.Read(ctx) // until the client is done

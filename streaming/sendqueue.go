@@ -38,9 +38,11 @@ type sendQueue struct {
 	// onBudgetCut tells the connection actor that the budget cut it off
 	// (its queue is closed already); set before the queue is shared.
 	onBudgetCut func()
-	// writing is when the writer took the frame it is writing (unix
-	// nanoseconds; 0 while it writes none): a client that does not read
-	// holds its writer in one write, one that reads lets it go at once.
+	// writing is when the writer last made progress on the frame it is
+	// writing: when it took it, or handed the socket a part of it
+	// (progressed; unix nanoseconds; 0 while it writes none). A client
+	// that does not read holds its writer in one write for good; one that
+	// reads, even slowly, lets it on.
 	writing atomic.Int64
 	// inWrite is the budget's account of that frame (its bytes), taken
 	// back once: by done, or by a budget cut (cutOverBudget), which ends
@@ -193,6 +195,14 @@ func (q *sendQueue) push(ctx context.Context, frame []byte, pooled bool, timeout
 		case <-ctx.Done():
 			return ctx.Err()
 		}
+	}
+}
+
+// progressed notes that the writer handed the socket a part of the frame
+// it is writing (writeParts), unless it is done with it meanwhile.
+func (q *sendQueue) progressed() {
+	if w := q.writing.Load(); w != 0 {
+		q.writing.CompareAndSwap(w, time.Now().UnixNano())
 	}
 }
 

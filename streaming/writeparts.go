@@ -3,6 +3,7 @@ package streaming
 import (
 	"bufio"
 	"context"
+	"io"
 	"sync"
 
 	"github.com/coder/websocket"
@@ -19,8 +20,11 @@ const partsBuffer = 32 << 10
 // head, the records' shared JSON separated by commas, its tail. A frame
 // that fits the buffer goes out as one WebSocket frame; a larger one as a
 // few continuation frames, which every client reassembles into the one
-// message.
-func writeParts(ctx context.Context, ws *websocket.Conn, f *frameParts) error {
+// message. progress, when not nil, is called each time a part of a larger
+// frame has been handed to the socket: a client that reads lets the writer
+// on, one that does not holds it in one write (the budget tells them
+// apart by it: sendQueue.progressed).
+func writeParts(ctx context.Context, ws *websocket.Conn, f *frameParts, progress func()) error {
 	if f.size() <= partsBuffer {
 		buf := getFrameBuf(f.size())
 		err := ws.Write(ctx, websocket.MessageText, f.appendTo(buf))
@@ -32,7 +36,11 @@ func writeParts(ctx context.Context, ws *websocket.Conn, f *frameParts) error {
 		return err
 	}
 	bw := partsWriters.Get().(*bufio.Writer)
-	bw.Reset(w)
+	if progress != nil {
+		bw.Reset(progressWriter{w, progress})
+	} else {
+		bw.Reset(w)
+	}
 	defer func() {
 		bw.Reset(nil)
 		partsWriters.Put(bw)
@@ -50,4 +58,18 @@ func writeParts(ctx context.Context, ws *websocket.Conn, f *frameParts) error {
 		return err
 	}
 	return w.Close()
+}
+
+// progressWriter calls progress after each write to w that went through.
+type progressWriter struct {
+	w        io.Writer
+	progress func()
+}
+
+func (p progressWriter) Write(b []byte) (int, error) {
+	n, err := p.w.Write(b)
+	if err == nil {
+		p.progress()
+	}
+	return n, err
 }
