@@ -130,6 +130,16 @@ func (l *Lease) renewOnce(ctx context.Context) error {
 			l.closeConn()
 			return err
 		}
+		if !l.locked.Load() {
+			// This process's previous session may still be ending (the
+			// server reports a session ended before its process has gone
+			// and let its locks go): wait a moment for the lock, behind
+			// any standby that waits for it (that one gets it first).
+			if err := l.awaitSession(ctx, conn, sessionEndingWait(l.ttl)); err != nil {
+				l.closeConn()
+				return err
+			}
+		}
 	}
 	row, err := scanLease(conn.QueryRow(ctx, `UPDATE writer_lease SET renewed_at = clock_timestamp(),
 		expires_at = clock_timestamp() + ttl_ms * interval '1 millisecond',
@@ -152,3 +162,8 @@ func (l *Lease) renewOnce(ctx context.Context) error {
 	l.mu.Unlock()
 	return nil
 }
+
+// sessionEndingWait is how long a renewal in a new session waits for the
+// session lock it did not get at once: a sixth of the TTL, at most half a
+// second (well within the renewal's third of the TTL).
+func sessionEndingWait(ttl time.Duration) time.Duration { return min(ttl/6, 500*time.Millisecond) }
