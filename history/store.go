@@ -122,6 +122,9 @@ type writer struct {
 	head    int64 // newest committed seq
 	next    int64 // seq of the next record
 	pending *batch
+	// retry is the batch whose commit failed, as it was tried, until a
+	// retry commits it (commit); nil when none failed.
+	retry *batch
 	crumbs  *chain.Breadcrumbs
 	changed []chain.BlockHeader // blocks whose UTxO changes are kept, oldest first
 	horizon chain.BlockHeader
@@ -137,6 +140,9 @@ type writer struct {
 	failing    bool
 	broken     bool // Receive panicked: what this writer holds is not to be trusted
 }
+
+// empty reports whether the batch holds no step.
+func (b *batch) empty() bool { return b.blocks == 0 && len(b.params.Records) == 0 }
 
 type batch struct {
 	params   CommitParams
@@ -276,7 +282,7 @@ func (s *writer) Receive(ctx actor.Context) {
 			s.armFlush(wait)
 			return
 		}
-		if s.pending.blocks > 0 || len(s.pending.params.Records) > 0 {
+		if s.retry != nil || !s.pending.empty() {
 			s.commit(false)
 		}
 	case *goLiveRequest, *unsubscribe:
@@ -286,7 +292,7 @@ func (s *writer) Receive(ctx actor.Context) {
 		// what it holds is dropped; its subscribers catch up.
 		s.subs.dropAll()
 	case *actor.Stopping:
-		if !s.dead.Load() && !s.broken && (s.pending.blocks > 0 || len(s.pending.params.Records) > 0) {
+		if !s.dead.Load() && !s.broken && (s.retry != nil || !s.pending.empty()) {
 			s.commit(true)
 		}
 		s.subs.dropAll()
@@ -455,13 +461,36 @@ func (s *writer) rollback(r *RollbackStep) {
 	}
 }
 
-// commit writes the pending batch. On failure the batch stays pending (its
-// credits not returned, so the follower stops) and is retried. stopping is
-// set for the last commit of a writer that stops.
+// commit writes the batch a failed commit left (retry), then the pending
+// one. A batch whose commit fails is kept as it was tried, its records and
+// its checkpoint, and retried so (its credits not returned, so the
+// follower stops soon); steps that come meanwhile go to a new pending
+// batch. So a retry of an attempt that committed although it reported an
+// error is the same batch, which landed recognises. stopping is set for
+// the last commit of a writer that stops.
 func (s *writer) commit(stopping bool) {
+	if s.retry != nil {
+		if !s.attempt(s.retry, stopping) {
+			return
+		}
+		s.retry = nil
+		if s.pending.empty() {
+			return
+		}
+	}
 	b := s.pending
 	b.params.Checkpoint.Breadcrumbs = s.crumbs.Headers()
 	b.params.Checkpoint.Tip = s.tip
+	s.pending = &batch{}
+	if !s.attempt(b, stopping) {
+		s.retry = b
+	}
+}
+
+// attempt commits b and reports whether it did; on success it makes the
+// batch's records the committed head, releases its steps, returns its
+// credits and hands its records to the live subscribers.
+func (s *writer) attempt(b *batch, stopping bool) bool {
 	start := time.Now()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	err := s.backend.Commit(ctx, &b.params)
@@ -476,11 +505,11 @@ func (s *writer) commit(stopping bool) {
 		// Another process took the writer lease: this one must not write
 		// again, nor retry.
 		s.die(fmt.Errorf("%w: %w", ErrFenced, err), stopping)
-		return
+		return false
 	}
 	if errors.Is(err, record.ErrSeqMismatch) {
 		s.die(fmt.Errorf("%w: the stored log moved on under this process (%w); run one marlowe-follower per store", ErrAnotherWriter, err), stopping)
-		return
+		return false
 	}
 	if err != nil {
 		s.stats.CommitFailures.Add(1)
@@ -496,7 +525,7 @@ func (s *writer) commit(stopping bool) {
 		if !stopping {
 			s.armFlush(s.cfg.RetryDelay)
 		}
-		return
+		return false
 	}
 	if s.failing {
 		s.log.Info("commit succeeded again", zap.Duration("failedFor", time.Since(time.Unix(0, s.stats.FailingSince.Load()))))
@@ -527,7 +556,7 @@ func (s *writer) commit(stopping bool) {
 		b.credits.Return(s.system)
 	}
 	s.subs.fanOut(b.params.Records, s.indexOf)
-	s.pending = &batch{}
+	return true
 }
 
 // landed reports whether the backend holds the batch already: its newest
