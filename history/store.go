@@ -124,7 +124,7 @@ type writer struct {
 	pending *batch
 	// retry is the batch whose commit failed, as it was tried, until a
 	// retry commits it (commit); nil when none failed.
-	retry *batch
+	retry   *batch
 	crumbs  *chain.Breadcrumbs
 	changed []chain.BlockHeader // blocks whose UTxO changes are kept, oldest first
 	horizon chain.BlockHeader
