@@ -205,7 +205,8 @@ func (c *connActor) Receive(ac actor.Context) {
 		case "budget":
 			c.srv.m.budgetCuts.Inc()
 			c.log.Warn("disconnecting a client that does not read (or the one with the most queued frames): the streaming queue budget is reached",
-				zap.String("reason", protocol.CloseMemoryBudget), zap.Int64("budget", c.srv.cfg.QueueBudget))
+				zap.String("reason", protocol.CloseMemoryBudget), zap.Int64("budget", c.srv.cfg.QueueBudget),
+				zap.Int64("bytesTaken", c.q.written.Load()), zap.Duration("writeIdle", c.q.idle()))
 			// The budget took back the frame in the writer: a write the
 			// client does not take is ended soon (which closes the socket),
 			// so that the frame is freed; a client that reads gets its

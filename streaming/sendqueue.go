@@ -44,6 +44,9 @@ type sendQueue struct {
 	// that does not read holds its writer in one write for good; one that
 	// reads, even slowly, lets it on.
 	writing atomic.Int64
+	// written is the bytes of the frames the writer is done with: what
+	// the client took (the budget spares a client that took much).
+	written atomic.Int64
 	// inWrite is the budget's account of that frame (its bytes), taken
 	// back once: by done, or by a budget cut (cutOverBudget), which ends
 	// the stuck write soon after.
@@ -90,8 +93,9 @@ func newSendQueue(maxFrames int, maxBytes int64) *sendQueue {
 
 // done ends the account of a frame taken with pop: it was written (or the
 // write failed).
-func (q *sendQueue) done(queued) {
+func (q *sendQueue) done(f queued) {
 	q.writing.Store(0)
+	q.written.Add(int64(f.size()))
 	if n := q.inWrite.Swap(0); n > 0 && q.budget != nil {
 		q.budget.release(n)
 	}
@@ -204,6 +208,15 @@ func (q *sendQueue) progressed() {
 	if w := q.writing.Load(); w != 0 {
 		q.writing.CompareAndSwap(w, time.Now().UnixNano())
 	}
+}
+
+// idle is how long the writer made no progress on the frame it writes (0
+// when it writes none).
+func (q *sendQueue) idle() time.Duration {
+	if since := q.writing.Load(); since != 0 {
+		return time.Duration(max(1, time.Now().UnixNano()-since))
+	}
+	return 0
 }
 
 // pop takes the oldest frame, waiting for one until done is closed.

@@ -100,7 +100,17 @@ func TestStreamingMemoryBudget(t *testing.T) {
 	// The reader: every record from the origin, in order.
 	rctx, rcancel := context.WithTimeout(ctx, 5*time.Minute)
 	defer rcancel()
-	reader, _, err := websocket.Dial(rctx, wsURL, nil)
+	// Its socket takes as much as a non-reader's could hold several times
+	// over: the budget spares the client that took the most bytes.
+	readerTr := &http.Transport{DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+		conn, err := (&net.Dialer{}).DialContext(ctx, network, addr)
+		if tc, ok := conn.(*net.TCPConn); ok {
+			_ = tc.SetReadBuffer(16 << 20)
+		}
+		return conn, err
+	}}
+	defer readerTr.CloseIdleConnections()
+	reader, _, err := websocket.Dial(rctx, wsURL, &websocket.DialOptions{HTTPClient: &http.Client{Transport: readerTr}})
 	if err != nil {
 		t.Fatal(err)
 	}

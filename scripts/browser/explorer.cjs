@@ -473,19 +473,27 @@ async function checkPayoutsPage(context, errors, base) {
   // state, and every payout available now that it should list, one older
   // than the newest it shows, is among them: a payout stays available until
   // withdrawn.)
-  await page.waitForFunction(() => document.querySelector("#payouts tbody tr[data-payout]") && document.getElementById("payouts").dataset.seq, null, { timeout: 15000 });
-  const [pageSeq, shown] = await page.evaluate(() => [Number(document.getElementById("payouts").dataset.seq),
-    [...document.querySelectorAll("#payouts tbody tr[data-payout]")].map((tr) => ({ id: tr.dataset.payout, status: tr.dataset.status, seq: Number(tr.dataset.seq) }))]);
-  const wrong = [];
-  for (const x of shown) {
-    const p = await api(`/payouts/${enc(x.id)}`).catch(() => null);
-    if (!p) continue; // a rollback took it away since
-    const availableThen = p && p.seq <= pageSeq && (p.status === "available" || (p.status === "withdrawn" && p.withdrawal.seq > pageSeq));
-    if (!availableThen || x.status !== "available") wrong.push({ ...x, now: p && p.status, withdrawnAt: p && p.withdrawal && p.withdrawal.seq });
+  // A rollback after the page's seq can make a payout available again
+  // whose withdrawal it undid (available now, withdrawn as of the page's
+  // seq): such a state is judged again on the page read anew, until the
+  // two agree or 20 s pass.
+  let pageSeq, shown, wrong, missing, ordered;
+  for (const until = Date.now() + 20000; ; await page.reload()) {
+    await page.waitForFunction(() => document.querySelector("#payouts tbody tr[data-payout]") && document.getElementById("payouts").dataset.seq, null, { timeout: 15000 });
+    [pageSeq, shown] = await page.evaluate(() => [Number(document.getElementById("payouts").dataset.seq),
+      [...document.querySelectorAll("#payouts tbody tr[data-payout]")].map((tr) => ({ id: tr.dataset.payout, status: tr.dataset.status, seq: Number(tr.dataset.seq) }))]);
+    wrong = [];
+    for (const x of shown) {
+      const p = await api(`/payouts/${enc(x.id)}`).catch(() => null);
+      if (!p) continue; // a rollback took it away since
+      const availableThen = p && p.seq <= pageSeq && (p.status === "available" || (p.status === "withdrawn" && p.withdrawal.seq > pageSeq));
+      if (!availableThen || x.status !== "available") wrong.push({ ...x, now: p && p.status, withdrawnAt: p && p.withdrawal && p.withdrawal.seq });
+    }
+    const newestShown = Math.max(...shown.map((x) => x.seq));
+    missing = (await api("/payouts?status=available&limit=100")).results.filter((p) => p.seq < newestShown && !shown.some((x) => x.id === p.payoutId)).map((p) => p.payoutId);
+    ordered = shown.every((x, i) => i === 0 || shown[i - 1].seq <= x.seq);
+    if ((wrong.length === 0 && missing.length === 0) || Date.now() > until) break;
   }
-  const newestShown = Math.max(...shown.map((x) => x.seq));
-  const missing = (await api("/payouts?status=available&limit=100")).results.filter((p) => p.seq < newestShown && !shown.some((x) => x.id === p.payoutId)).map((p) => p.payoutId);
-  const ordered = shown.every((x, i) => i === 0 || shown[i - 1].seq <= x.seq);
   check(shown.length > 0 && wrong.length === 0 && missing.length === 0 && ordered, `the payouts page (from the navigation) lists ${shown.length} payouts available as of its seq ${pageSeq}, in chain order, none missing`, { wrong, missing });
   // By role token.
   const one = (await api("/payouts?status=available&limit=5")).results.find((p) => p.role !== undefined && p.role !== null && /^[\x20-\x7e]*$/.test(p.role));
