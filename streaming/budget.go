@@ -12,11 +12,10 @@ import (
 // with its queue; the frame a connection's writer is writing counts until
 // it is written. A reservation that would take the total above the limit
 // first cuts off connections until it fits, those that do not read first:
-// of the writers stuck on a write (no progress for stuckAfter: the client
-// takes no bytes; a slow reader's writer hands the socket a part of a
-// large frame now and then), the one whose client took the fewest bytes,
-// then the writer without progress the longest, then, among connections whose writers wait on none, the one with
-// the most bytes queued (victim). The size of a queue alone does not tell:
+// the one whose writer has waited longest on a write without progress (the
+// client takes no bytes; a slow reader's writer hands the socket a part of
+// a large frame now and then), then, among connections whose writers wait
+// on none, the one with the most bytes queued (victim). The size of a queue alone does not tell:
 // a client that reads but is catching up keeps a full queue, the server
 // making frames faster than it reads them. A cut connection's queue and
 // the frame in its writer leave the account at once; a write still stuck
@@ -100,27 +99,15 @@ func (b *queueBudget) remove(q *sendQueue) {
 	delete(b.queues, q)
 }
 
-// stuckAfter is how long a writer may go without progress on its frame
-// before the budget counts it as waiting on its client. Among waiting
-// writers the client that took the fewest bytes in all is cut first: one
-// that never reads took what its socket's buffers hold (a few megabytes on
-// loopback) and no more, while a reader, even one that paused (a busy
-// machine, a long collection), took more and goes on taking.
-const stuckAfter = 50 * time.Millisecond
-
 // victim returns the open connection to cut first among those holding
-// bytes of the account (queued, or in their writer): of the writers
-// waiting on their client (stuckAfter), the one whose client took the
-// fewest bytes; else the writer without progress on its frame the
-// longest; else the one with the most bytes queued; nil when none holds
-// any.
+// bytes of the account (queued, or in their writer): the one whose writer
+// is still writing a frame and made progress on it the longest ago, else
+// the one with the most bytes queued; nil when none holds any.
 func (b *queueBudget) victim() *sendQueue {
 	b.qmu.Lock()
 	defer b.qmu.Unlock()
-	now := time.Now().UnixNano()
 	var best *sendQueue
-	var bestStuck bool
-	var bestIdle, bestTaken, most int64
+	var bestSince, most int64
 	for q := range b.queues {
 		if q.isClosed() {
 			continue
@@ -129,18 +116,12 @@ func (b *queueBudget) victim() *sendQueue {
 		if n == 0 && q.inWrite.Load() == 0 {
 			continue
 		}
-		var idle int64 // how long its writer made no progress; 0: in no write
-		if since := q.writing.Load(); since != 0 {
-			idle = max(1, now-since)
-		}
-		stuck, taken := idle >= int64(stuckAfter), q.written.Load()
+		since := q.writing.Load()
 		switch {
 		case best == nil,
-			stuck && !bestStuck,
-			stuck && bestStuck && (taken < bestTaken || taken == bestTaken && idle > bestIdle),
-			!stuck && !bestStuck && idle != 0 && (bestIdle == 0 || taken < bestTaken || taken == bestTaken && idle > bestIdle),
-			!stuck && !bestStuck && idle == 0 && bestIdle == 0 && n > most:
-			best, bestStuck, bestIdle, bestTaken, most = q, stuck, idle, taken, n
+			since != 0 && (bestSince == 0 || since < bestSince),
+			since == 0 && bestSince == 0 && n > most:
+			best, bestSince, most = q, since, n
 		}
 	}
 	return best

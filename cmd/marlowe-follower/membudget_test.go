@@ -97,11 +97,32 @@ func TestStreamingMemoryBudget(t *testing.T) {
 	sub, _ := json.Marshal(protocol.Command{Type: protocol.TypeSubscribe, Stream: "s", Filter: &protocol.Filter{All: true},
 		Mode: protocol.ModeBroadcast, BatchSize: batchSize})
 
-	// The reader: every record from the origin, in order.
 	rctx, rcancel := context.WithTimeout(ctx, 5*time.Minute)
 	defer rcancel()
-	// Its socket takes as much as a non-reader's could hold several times
-	// over: the budget spares the client that took the most bytes.
+	rssBefore, peakBefore := procMemory(t, c.cmd.Process.Pid)
+	// The subscribers that do not read come first, so that their writers
+	// wait on a write the longest; the reader then comes among them.
+	tr := &http.Transport{DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+		conn, err := (&net.Dialer{}).DialContext(ctx, network, addr)
+		if tc, ok := conn.(*net.TCPConn); ok {
+			_ = tc.SetReadBuffer(4096)
+		}
+		return conn, err
+	}}
+	defer tr.CloseIdleConnections()
+	for i := range subscribers {
+		ws, _, err := websocket.Dial(rctx, wsURL, &websocket.DialOptions{HTTPClient: &http.Client{Transport: tr}})
+		if err != nil {
+			t.Fatalf("subscriber %d: %v", i, err)
+		}
+		defer ws.CloseNow() //nolint:errcheck // test
+		if err := ws.Write(rctx, websocket.MessageText, sub); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The reader: every record from the origin, in order, while the
+	// budget cuts the others.
+	// Its socket has a large receive buffer, as a client that reads may.
 	readerTr := &http.Transport{DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
 		conn, err := (&net.Dialer{}).DialContext(ctx, network, addr)
 		if tc, ok := conn.(*net.TCPConn); ok {
@@ -149,25 +170,6 @@ func TestStreamingMemoryBudget(t *testing.T) {
 		readerDone <- nil
 	}()
 
-	rssBefore, peakBefore := procMemory(t, c.cmd.Process.Pid)
-	tr := &http.Transport{DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
-		conn, err := (&net.Dialer{}).DialContext(ctx, network, addr)
-		if tc, ok := conn.(*net.TCPConn); ok {
-			_ = tc.SetReadBuffer(4096)
-		}
-		return conn, err
-	}}
-	defer tr.CloseIdleConnections()
-	for i := range subscribers {
-		ws, _, err := websocket.Dial(rctx, wsURL, &websocket.DialOptions{HTTPClient: &http.Client{Transport: tr}})
-		if err != nil {
-			t.Fatalf("subscriber %d: %v", i, err)
-		}
-		defer ws.CloseNow() //nolint:errcheck // test
-		if err := ws.Write(rctx, websocket.MessageText, sub); err != nil {
-			t.Fatal(err)
-		}
-	}
 	if err := <-readerDone; err != nil {
 		t.Fatal(err)
 	}
