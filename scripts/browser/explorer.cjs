@@ -580,8 +580,14 @@ async function checkContractViews(context, errors, base) {
   await page.close();
   // A deep contract folds: the tree fits the page's width.
   // (The guessing game that went deepest: its path runs several levels down.)
+  // (Waits, up to 90 s, for the devnet to have played one a few steps
+  // deep, past the five newest, which may still be moving.)
   let deep = null;
-  for (const c of (await api("/contracts?tag=guessing-game&order=desc&limit=60")).results.slice(5)) if (!deep || c.steps > deep.steps) deep = c;
+  for (const until = Date.now() + 90000; ; await sleep(1000)) {
+    deep = null;
+    for (const c of (await api("/contracts?tag=guessing-game&order=desc&limit=60")).results.slice(5)) if (!deep || c.steps > deep.steps) deep = c;
+    if ((deep && deep.steps >= 2) || Date.now() > until) break;
+  }
   if (!deep) deep = list[0];
   const dp = await openPage(context, `${base}/ui/contract?id=${enc(deep.contractId)}`, errors);
   await dp.waitForSelector("#tree li[data-kind]", { timeout: 15000 });
