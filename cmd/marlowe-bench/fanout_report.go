@@ -49,7 +49,12 @@ func renderStorm(b *strings.Builder, s *StormResult) {
 		fixed(s.RSSSettledMiB, 0), fixed(s.ServerCPUus, 1))
 	w("Targets (issue 21): every subscriber caught up, every record once and in order: %s; peak at most 256 MiB above: %s; ",
 		met(s.CaughtUp == s.Subscribers && s.Disorder == 0), met(s.PeakAboveMiB <= 256))
-	w("aggregate at least 5x one subscriber: %s.", met(s.VsSingle >= 5))
+	w("aggregate at least 5x one subscriber: %s; ", met(s.VsSingle >= 5))
+	// Given back: the RSS once the storm has passed (the subscribers still
+	// connected, at the head) no more than a quarter of what the storm
+	// took above the RSS before.
+	w("memory given back once the storm passed (%s s later at most a quarter of the peak above the RSS before): %s (%s MiB, before %s).",
+		trimFloat(s.SettleSeconds), met(s.RSSSettledMiB-s.RSSBeforeMiB <= s.PeakAboveMiB/4), fixed(s.RSSSettledMiB, 0), fixed(s.RSSBeforeMiB, 0))
 	if s.FirstError != "" {
 		w(" %d did not catch up; the first: %s.", s.Failed, s.FirstError)
 	}

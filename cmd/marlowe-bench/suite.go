@@ -109,7 +109,7 @@ func sizesFor(o *Options) sizes {
 		ContractBlocks: []uint64{2_500, 25_000}, QueryClients: []int{1, 16, 64}, QuerySeconds: 2,
 		GrowthBlocks: 100_000, GrowthPoints: []uint64{10_000, 100_000}, GrowthBackends: []string{subjectFollower, "sqlite", "postgresql"},
 		SampleSeconds: 1, MarloweBlockSize: 2000,
-		StormBlocks: 10_900, StormSubscribers: 1000, StormLimitSeconds: 120, StormSettleSeconds: 5,
+		StormBlocks: 10_900, StormSubscribers: 1000, StormLimitSeconds: 120, StormSettleSeconds: 20,
 		TipRate: 20, TipSubscribers: 1000, TipManySubscribers: 10_000, TipSeconds: 6, TipDrainSeconds: 10, TipSetupSeconds: 90,
 	}
 	switch {

@@ -29,9 +29,11 @@
 package catchup
 
 import (
+	"bytes"
 	"container/list"
 	"context"
 	"errors"
+	"runtime/debug"
 	"sync"
 	"time"
 
@@ -63,6 +65,12 @@ type Config struct {
 	// Idle is how long a page nobody reads is kept (DefaultIdle): once a
 	// storm has passed, the cache gives its memory back.
 	Idle time.Duration
+	// GiveBack is called when the last page went for being idle (a storm
+	// of catch-ups has passed): nil calls debug.FreeOSMemory, so that the
+	// heap the storm took (the pages, the batches of its subscriptions)
+	// goes back to the system at once. With no allocation after a storm
+	// the runtime would neither collect nor return it for minutes.
+	GiveBack func()
 }
 
 // Defaults of Config.
@@ -70,7 +78,7 @@ const (
 	DefaultPageRecords = 1000
 	DefaultMaxBytes    = 64 << 20
 	DefaultMaxReads    = 4
-	DefaultIdle        = 30 * time.Second
+	DefaultIdle        = 10 * time.Second
 )
 
 // ErrAhead is Read's error for a snapshot beyond the history's head (a
@@ -95,8 +103,10 @@ type Cache struct {
 // Stats count what a cache did.
 type Stats struct {
 	Hits, Loads, Direct, Evictions, Invalidations, Expired int64
-	Bytes                                                  int64
-	Pages                                                  int
+	// GivenBack counts the calls of Config.GiveBack.
+	GivenBack int64
+	Bytes     int64
+	Pages     int
 }
 
 // page is one range of seqs, [lo, hi]: lo is aligned, hi is the range's
@@ -128,6 +138,9 @@ func New(src Source, cfg Config) *Cache {
 	}
 	if cfg.Idle <= 0 {
 		cfg.Idle = DefaultIdle
+	}
+	if cfg.GiveBack == nil {
+		cfg.GiveBack = debug.FreeOSMemory
 	}
 	c := &Cache{src: src, cfg: cfg, pages: map[int64]*page{}, lru: list.New()}
 	if cfg.MaxReads > 0 {
@@ -275,12 +288,37 @@ func (c *Cache) load(ctx context.Context, p *page) {
 		if c.cfg.Encode != nil {
 			p.json[i] = c.cfg.Encode(r)
 		}
-		p.size += int64(len(r.Payload)+len(p.json[i])) + recordOverhead
+		p.size += int64(len(p.json[i])) + recordOverhead
+		if !aliasPayload(r, p.json[i]) {
+			p.size += int64(len(r.Payload))
+		}
 		if r.Kind == record.KindRolledBack {
 			marker = r.Seq
 		}
 	}
 	c.publish(p, marker)
+}
+
+// aliasPayload points the record's payload at its bytes inside the
+// record's JSON, when they are there (Config.Encode writes the payload
+// verbatim), so that a page holds each payload once, not twice: the
+// payload as read goes to the garbage collector. It reports whether it
+// did.
+func aliasPayload(r *record.Record, js []byte) bool {
+	n := len(r.Payload)
+	if n == 0 || len(js) < n {
+		return false
+	}
+	// The payload is the JSON's last field but for rolledBackBy: look
+	// there first.
+	k := len(js) - 1 - n
+	if k < 0 || !bytes.Equal(js[k:k+n], r.Payload) {
+		if k = bytes.LastIndex(js, r.Payload); k < 0 {
+			return false
+		}
+	}
+	r.Payload = js[k : k+n : k+n]
+	return true
 }
 
 // loadTimeout bounds one page's read.
@@ -335,6 +373,7 @@ func (c *Cache) expire() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	cutoff := time.Now().Add(-c.cfg.Idle)
+	expired := false
 	for e := c.lru.Back(); e != nil; {
 		p := e.Value.(*page)
 		e = e.Prev()
@@ -343,9 +382,15 @@ func (c *Cache) expire() {
 		}
 		c.drop(p)
 		c.stats.Expired++
+		expired = true
 	}
 	c.sweep = nil
 	if c.lru.Len() > 0 {
 		c.sweep = time.AfterFunc(c.cfg.Idle/2, c.expire)
+		return
+	}
+	if expired {
+		c.stats.GivenBack++
+		go c.cfg.GiveBack()
 	}
 }

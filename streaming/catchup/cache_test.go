@@ -10,8 +10,10 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/marlowe-follower/follower/chainsync/chain"
+	"github.com/marlowe-follower/follower/chainsync/waitfor"
 	"github.com/marlowe-follower/follower/history/record"
 )
 
@@ -314,24 +316,85 @@ func TestRollbackNeverServesAnUndoneRecord(t *testing.T) {
 	}
 }
 
-// TestIdlePagesAreGivenBack: once nobody reads them, the pages go.
+// TestIdlePagesAreGivenBack: once nobody reads them, the pages go, and
+// the memory with them (Config.GiveBack, once the last page went).
 func TestIdlePagesAreGivenBack(t *testing.T) {
 	rng := rand.New(rand.NewPCG(9, 10))
 	l := &memLog{}
 	l.append(rng, 500)
-	c := New(l, Config{PageRecords: 100, Idle: 20 * time.Millisecond})
+	var givenBack atomic.Int64
+	c := New(l, Config{PageRecords: 100, Idle: 20 * time.Millisecond, GiveBack: func() { givenBack.Add(1) }})
 	readAll(t, c, record.Filter{}, record.Cursor{Snapshot: l.Head()}, 100)
 	if s := c.Stats(); s.Pages != 5 {
 		t.Fatalf("stats %+v after reading 5 pages", s)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for c.Stats().Pages > 0 {
-		if time.Now().After(deadline) {
-			t.Fatalf("stats %+v: idle pages still held", c.Stats())
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	if s := c.Stats(); s.Expired != 5 || s.Bytes != 0 {
+	waitfor.Until(t, 10*time.Second, "the idle pages to go and their memory to be given back", func() bool {
+		return c.Stats().Pages == 0 && givenBack.Load() == 1
+	})
+	if s := c.Stats(); s.Expired != 5 || s.Bytes != 0 || s.GivenBack != 1 {
 		t.Fatalf("stats %+v", s)
+	}
+	// A second storm is given back too, once.
+	readAll(t, c, record.Filter{}, record.Cursor{Snapshot: l.Head()}, 100)
+	waitfor.Until(t, 10*time.Second, "the second storm's pages to be given back", func() bool {
+		return c.Stats().Pages == 0 && givenBack.Load() == 2
+	})
+}
+
+// TestPagesHoldEachPayloadOnce: a record's payload points into its JSON
+// when the encoding holds it verbatim (as the server's does), the page
+// counts it once, and readers get the payload's bytes unchanged.
+func TestPagesHoldEachPayloadOnce(t *testing.T) {
+	rng := rand.New(rand.NewPCG(11, 12))
+	l := &memLog{}
+	l.append(rng, 250)
+	marker := l.rollback(3) // a record with rolledBackBy after its payload
+	withPayload := func(r *record.Record) []byte {
+		b := fmt.Appendf(nil, `{"seq":%d,"payload":%s`, r.Seq, r.Payload)
+		if r.RolledBackBy != nil {
+			b = fmt.Appendf(b, `,"rolledBackBy":%d`, *r.RolledBackBy)
+		}
+		return append(b, '}')
+	}
+	c := New(l, Config{PageRecords: 100, Encode: withPayload})
+	from := record.Cursor{Seq: 0}
+	aliased := 0
+	for {
+		res, err := c.Read(context.Background(), Query{From: from, Max: 64})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range res.Records {
+			r, js := &res.Records[i], res.JSON[i]
+			want := l.recs[r.Seq-1].Payload
+			if string(r.Payload) != string(want) {
+				t.Fatalf("seq %d: payload %s, want %s", r.Seq, r.Payload, want)
+			}
+			if len(r.Payload) == 0 {
+				continue
+			}
+			start := &js[0]
+			end := &js[len(js)-1]
+			if p := &r.Payload[0]; uintptr(unsafe.Pointer(p)) >= uintptr(unsafe.Pointer(start)) && uintptr(unsafe.Pointer(p)) <= uintptr(unsafe.Pointer(end)) {
+				aliased++
+			}
+			if cap(r.Payload) != len(r.Payload) {
+				t.Fatalf("seq %d: the payload's capacity reaches into the JSON after it", r.Seq)
+			}
+		}
+		from = res.Cursor
+		if res.AtHead {
+			break
+		}
+	}
+	if aliased != int(marker-1) {
+		t.Fatalf("%d payloads point into their JSON, want %d (every record but the marker)", aliased, marker-1)
+	}
+	var want int64
+	for i := range l.recs {
+		want += int64(len(withPayload(&l.recs[i]))) + recordOverhead
+	}
+	if s := c.Stats(); s.Bytes != want {
+		t.Fatalf("the pages count %d bytes, want %d (each payload once, in its JSON)", s.Bytes, want)
 	}
 }
