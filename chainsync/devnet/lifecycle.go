@@ -211,42 +211,20 @@ func merkleizeDeep(c marlowe.Contract) (marlowe.Contract, map[[32]byte]marlowe.C
 	conts := map[[32]byte]marlowe.Contract{}
 	var m func(c marlowe.Contract) marlowe.Contract
 	m = func(c marlowe.Contract) marlowe.Contract {
-		switch x := c.(type) {
-		case *marlowe.Pay:
-			y := *x
-			y.Then = m(x.Then)
-			return &y
-		case *marlowe.If:
-			y := *x
-			y.Then, y.Else = m(x.Then), m(x.Else)
-			return &y
-		case *marlowe.Let:
-			y := *x
-			y.Then = m(x.Then)
-			return &y
-		case *marlowe.Assert:
-			y := *x
-			y.Then = m(x.Then)
-			return &y
-		case *marlowe.When:
-			mw := &marlowe.When{Timeout: x.Timeout, TimeoutContinuation: m(x.TimeoutContinuation), Cases: make([]marlowe.Case, len(x.Cases))}
-			for i, cs := range x.Cases {
-				mw.Cases[i] = cs
-				if cs.Merkleized() {
-					continue
-				}
-				then := m(cs.Then)
-				if _, isClose := then.(*marlowe.Close); isClose {
-					mw.Cases[i].Then = then
-					continue
-				}
-				h := marlowe.ContinuationHash(then)
-				conts[h] = then
-				mw.Cases[i] = marlowe.Case{Action: cs.Action, MerkleizedThen: h[:]}
-			}
-			return mw
+		y := marlowe.MapContinuations(c, m)
+		w, ok := y.(*marlowe.When)
+		if !ok {
+			return y
 		}
-		return c
+		for i, cs := range w.Cases {
+			if _, isClose := cs.Then.(*marlowe.Close); isClose || cs.Merkleized() {
+				continue
+			}
+			h := marlowe.ContinuationHash(cs.Then)
+			conts[h] = cs.Then
+			w.Cases[i] = marlowe.Case{Action: cs.Action, MerkleizedThen: h[:]}
+		}
+		return w
 	}
 	return m(c), conts
 }

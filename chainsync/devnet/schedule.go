@@ -138,33 +138,9 @@ func walkTimeouts(c marlowe.Contract, f func(*big.Int)) {
 // moveTimeouts returns a copy of c with every When's timeout t replaced by
 // to(t); the rest is shared with c.
 func moveTimeouts(c marlowe.Contract, to func(*big.Int) *big.Int) marlowe.Contract {
-	switch x := c.(type) {
-	case *marlowe.Pay:
-		y := *x
-		y.Then = moveTimeouts(x.Then, to)
-		return &y
-	case *marlowe.If:
-		y := *x
-		y.Then, y.Else = moveTimeouts(x.Then, to), moveTimeouts(x.Else, to)
-		return &y
-	case *marlowe.Let:
-		y := *x
-		y.Then = moveTimeouts(x.Then, to)
-		return &y
-	case *marlowe.Assert:
-		y := *x
-		y.Then = moveTimeouts(x.Then, to)
-		return &y
-	case *marlowe.When:
-		y := &marlowe.When{Timeout: to(x.Timeout), TimeoutContinuation: moveTimeouts(x.TimeoutContinuation, to),
-			Cases: make([]marlowe.Case, len(x.Cases))}
-		for i, cs := range x.Cases {
-			y.Cases[i] = cs
-			if cs.Then != nil {
-				y.Cases[i].Then = moveTimeouts(cs.Then, to)
-			}
-		}
-		return y
+	y := marlowe.MapContinuations(c, func(k marlowe.Contract) marlowe.Contract { return moveTimeouts(k, to) })
+	if w, ok := y.(*marlowe.When); ok {
+		w.Timeout = to(w.Timeout)
 	}
-	return c
+	return y
 }

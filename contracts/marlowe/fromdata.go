@@ -76,6 +76,45 @@ func mapOf(d pd.Data, what string) ([]pd.Pair, error) {
 	return m.Pairs, nil
 }
 
+// fields reads the fields of one node in turn. Each call of field or
+// fieldOf decodes a field and, when that fails, keeps the error under the
+// field's key; once one has failed the later calls decode nothing and built
+// returns that first failure, as a chain of checks would.
+type fields struct{ err error }
+
+func field[S, T any](fs *fields, src S, key string, dec func(S) (T, error)) T {
+	var v T
+	if fs.err == nil {
+		var err error
+		if v, err = dec(src); err != nil {
+			fs.err = at(key, err)
+		}
+	}
+	return v
+}
+
+// fieldOf is field for the readers of one kind of value (intOf, bytesOf,
+// listOf), what naming the field in a shape error.
+func fieldOf[T any](fs *fields, d pd.Data, key, what string, of func(pd.Data, string) (T, error)) T {
+	var v T
+	if fs.err == nil {
+		var err error
+		if v, err = of(d, what); err != nil {
+			fs.err = at(key, err)
+		}
+	}
+	return v
+}
+
+// built returns v, or the first failure of its fields.
+func built[T any](fs *fields, v T) (T, error) {
+	if fs.err != nil {
+		var zero T
+		return zero, fs.err
+	}
+	return v, nil
+}
+
 // PartyFromData reads a party.
 func PartyFromData(d pd.Data) (Party, error) {
 	c, err := constr(d, "Party", []int{2, 1})
@@ -158,15 +197,11 @@ func TokenFromData(d pd.Data) (Token, error) {
 	if err != nil {
 		return Token{}, err
 	}
-	cur, err := bytesOf(c.Fields[0], "currency symbol")
-	if err != nil {
-		return Token{}, at("currency_symbol", err)
-	}
-	name, err := bytesOf(c.Fields[1], "token name")
-	if err != nil {
-		return Token{}, at("token_name", err)
-	}
-	return Token{Currency: cur, Name: name}, nil
+	var fs fields
+	return built(&fs, Token{
+		Currency: fieldOf(&fs, c.Fields[0], "currency_symbol", "currency symbol", bytesOf),
+		Name:     fieldOf(&fs, c.Fields[1], "token_name", "token name", bytesOf),
+	})
 }
 
 // ChoiceIDFromData reads a choice id.
@@ -175,15 +210,11 @@ func ChoiceIDFromData(d pd.Data) (ChoiceID, error) {
 	if err != nil {
 		return ChoiceID{}, err
 	}
-	name, err := bytesOf(c.Fields[0], "choice name")
-	if err != nil {
-		return ChoiceID{}, at("choice_name", err)
-	}
-	owner, err := PartyFromData(c.Fields[1])
-	if err != nil {
-		return ChoiceID{}, at("choice_owner", err)
-	}
-	return ChoiceID{Name: name, Owner: owner}, nil
+	var fs fields
+	return built(&fs, ChoiceID{
+		Name:  fieldOf(&fs, c.Fields[0], "choice_name", "choice name", bytesOf),
+		Owner: field(&fs, c.Fields[1], "choice_owner", PartyFromData),
+	})
 }
 
 func valueIDFromData(d pd.Data) (ValueID, error) {
@@ -203,14 +234,12 @@ func payeeFromData(d pd.Data) (Payee, error) {
 	if err != nil {
 		return Payee{}, err
 	}
-	p, err := PartyFromData(c.Fields[0])
-	if err != nil {
-		if c.Index == 0 {
-			return Payee{}, at("account", err)
-		}
-		return Payee{}, at("party", err)
+	key := "account"
+	if c.Index == 1 {
+		key = "party"
 	}
-	return Payee{Kind: PayeeKind(c.Index), Party: p}, nil
+	var fs fields
+	return built(&fs, Payee{Kind: PayeeKind(c.Index), Party: field(&fs, c.Fields[0], key, PartyFromData)})
 }
 
 // contractArity lists the fields of each Contract constructor.
@@ -223,80 +252,59 @@ func ContractFromData(d pd.Data) (Contract, error) {
 		return nil, err
 	}
 	f := c.Fields
+	var fs fields
+	var out Contract
 	switch c.Index {
 	case 0:
 		return closeContract, nil
 	case 1:
-		p := &Pay{}
-		if p.From, err = PartyFromData(f[0]); err != nil {
-			return nil, at("from_account", err)
+		out = &Pay{
+			From:  field(&fs, f[0], "from_account", PartyFromData),
+			To:    field(&fs, f[1], "to", payeeFromData),
+			Token: field(&fs, f[2], "token", TokenFromData),
+			Value: field(&fs, f[3], "pay", ValueFromData),
+			Then:  field(&fs, f[4], "then", ContractFromData),
 		}
-		if p.To, err = payeeFromData(f[1]); err != nil {
-			return nil, at("to", err)
-		}
-		if p.Token, err = TokenFromData(f[2]); err != nil {
-			return nil, at("token", err)
-		}
-		if p.Value, err = ValueFromData(f[3]); err != nil {
-			return nil, at("pay", err)
-		}
-		if p.Then, err = ContractFromData(f[4]); err != nil {
-			return nil, at("then", err)
-		}
-		return p, nil
 	case 2:
-		n := &If{}
-		if n.Observation, err = ObservationFromData(f[0]); err != nil {
-			return nil, at("if", err)
+		out = &If{
+			Observation: field(&fs, f[0], "if", ObservationFromData),
+			Then:        field(&fs, f[1], "then", ContractFromData),
+			Else:        field(&fs, f[2], "else", ContractFromData),
 		}
-		if n.Then, err = ContractFromData(f[1]); err != nil {
-			return nil, at("then", err)
-		}
-		if n.Else, err = ContractFromData(f[2]); err != nil {
-			return nil, at("else", err)
-		}
-		return n, nil
 	case 3:
-		w := &When{}
-		cases, err := listOf(f[0], "cases")
-		if err != nil {
-			return nil, at("when", err)
+		out = &When{
+			Cases:               field(&fs, f[0], "when", casesFromData),
+			Timeout:             fieldOf(&fs, f[1], "timeout", "timeout", intOf),
+			TimeoutContinuation: field(&fs, f[2], "timeout_continuation", ContractFromData),
 		}
-		w.Cases = make([]Case, len(cases))
-		for i, cd := range cases {
-			if err := caseFromData(cd, &w.Cases[i]); err != nil {
-				return nil, at("when", atIndex(i, err))
-			}
-		}
-		if w.Timeout, err = intOf(f[1], "timeout"); err != nil {
-			return nil, at("timeout", err)
-		}
-		if w.TimeoutContinuation, err = ContractFromData(f[2]); err != nil {
-			return nil, at("timeout_continuation", err)
-		}
-		return w, nil
 	case 4:
-		l := &Let{}
-		if l.Name, err = valueIDFromData(f[0]); err != nil {
-			return nil, at("let", err)
+		out = &Let{
+			Name:  field(&fs, f[0], "let", valueIDFromData),
+			Value: field(&fs, f[1], "be", ValueFromData),
+			Then:  field(&fs, f[2], "then", ContractFromData),
 		}
-		if l.Value, err = ValueFromData(f[1]); err != nil {
-			return nil, at("be", err)
-		}
-		if l.Then, err = ContractFromData(f[2]); err != nil {
-			return nil, at("then", err)
-		}
-		return l, nil
 	default:
-		a := &Assert{}
-		if a.Observation, err = ObservationFromData(f[0]); err != nil {
-			return nil, at("assert", err)
+		out = &Assert{
+			Observation: field(&fs, f[0], "assert", ObservationFromData),
+			Then:        field(&fs, f[1], "then", ContractFromData),
 		}
-		if a.Then, err = ContractFromData(f[1]); err != nil {
-			return nil, at("then", err)
-		}
-		return a, nil
 	}
+	return built(&fs, out)
+}
+
+// casesFromData reads the cases of a When.
+func casesFromData(d pd.Data) ([]Case, error) {
+	items, err := listOf(d, "cases")
+	if err != nil {
+		return nil, err
+	}
+	cases := make([]Case, len(items))
+	for i, cd := range items {
+		if err := caseFromData(cd, &cases[i]); err != nil {
+			return nil, atIndex(i, err)
+		}
+	}
+	return cases, nil
 }
 
 func caseFromData(d pd.Data, out *Case) error {
@@ -304,19 +312,14 @@ func caseFromData(d pd.Data, out *Case) error {
 	if err != nil {
 		return err
 	}
-	if out.Action, err = ActionFromData(c.Fields[0]); err != nil {
-		return at("case", err)
-	}
+	var fs fields
+	out.Action = field(&fs, c.Fields[0], "case", ActionFromData)
 	if c.Index == 0 {
-		if out.Then, err = ContractFromData(c.Fields[1]); err != nil {
-			return at("then", err)
-		}
-		return nil
+		out.Then = field(&fs, c.Fields[1], "then", ContractFromData)
+	} else {
+		out.MerkleizedThen = fieldOf(&fs, c.Fields[1], "merkleized_then", "continuation hash", bytesOf)
 	}
-	if out.MerkleizedThen, err = bytesOf(c.Fields[1], "continuation hash"); err != nil {
-		return at("merkleized_then", err)
-	}
-	return nil
+	return fs.err
 }
 
 // ActionFromData reads an action.
@@ -326,52 +329,49 @@ func ActionFromData(d pd.Data) (Action, error) {
 		return nil, err
 	}
 	f := c.Fields
+	var fs fields
+	var out Action
 	switch c.Index {
 	case 0:
-		a := &Deposit{}
-		if a.IntoAccount, err = PartyFromData(f[0]); err != nil {
-			return nil, at("into_account", err)
+		out = &Deposit{
+			IntoAccount: field(&fs, f[0], "into_account", PartyFromData),
+			From:        field(&fs, f[1], "party", PartyFromData),
+			Token:       field(&fs, f[2], "of_token", TokenFromData),
+			Amount:      field(&fs, f[3], "deposits", ValueFromData),
 		}
-		if a.From, err = PartyFromData(f[1]); err != nil {
-			return nil, at("party", err)
-		}
-		if a.Token, err = TokenFromData(f[2]); err != nil {
-			return nil, at("of_token", err)
-		}
-		if a.Amount, err = ValueFromData(f[3]); err != nil {
-			return nil, at("deposits", err)
-		}
-		return a, nil
 	case 1:
-		a := &Choice{}
-		if a.Choice, err = ChoiceIDFromData(f[0]); err != nil {
-			return nil, at("for_choice", err)
+		out = &Choice{
+			Choice: field(&fs, f[0], "for_choice", ChoiceIDFromData),
+			Bounds: field(&fs, f[1], "choose_between", boundsFromData),
 		}
-		bounds, err := listOf(f[1], "bounds")
-		if err != nil {
-			return nil, at("choose_between", err)
-		}
-		a.Bounds = make([]Bound, len(bounds))
-		for i, bd := range bounds {
-			bc, err := constr(bd, "Bound", []int{2})
-			if err != nil {
-				return nil, at("choose_between", atIndex(i, err))
-			}
-			if a.Bounds[i].From, err = intOf(bc.Fields[0], "bound"); err != nil {
-				return nil, at("choose_between", atIndex(i, at("from", err)))
-			}
-			if a.Bounds[i].To, err = intOf(bc.Fields[1], "bound"); err != nil {
-				return nil, at("choose_between", atIndex(i, at("to", err)))
-			}
-		}
-		return a, nil
 	default:
-		o, err := ObservationFromData(f[0])
-		if err != nil {
-			return nil, at("notify_if", err)
-		}
-		return &Notify{Observation: o}, nil
+		out = &Notify{Observation: field(&fs, f[0], "notify_if", ObservationFromData)}
 	}
+	return built(&fs, out)
+}
+
+// boundsFromData reads the bounds of a Choice.
+func boundsFromData(d pd.Data) ([]Bound, error) {
+	items, err := listOf(d, "bounds")
+	if err != nil {
+		return nil, err
+	}
+	bounds := make([]Bound, len(items))
+	for i, bd := range items {
+		bc, err := constr(bd, "Bound", []int{2})
+		if err != nil {
+			return nil, atIndex(i, err)
+		}
+		var fs fields
+		bounds[i] = Bound{
+			From: fieldOf(&fs, bc.Fields[0], "from", "bound", intOf),
+			To:   fieldOf(&fs, bc.Fields[1], "to", "bound", intOf),
+		}
+		if fs.err != nil {
+			return nil, atIndex(i, fs.err)
+		}
+	}
+	return bounds, nil
 }
 
 var valueArity = []int{2, 1, 1, 2, 2, 2, 2, 1, 0, 0, 1, 3}
@@ -383,16 +383,14 @@ func ValueFromData(d pd.Data) (Value, error) {
 		return nil, err
 	}
 	f := c.Fields
+	var fs fields
+	var out Value
 	switch c.Index {
 	case 0:
-		v := &AvailableMoney{}
-		if v.Account, err = PartyFromData(f[0]); err != nil {
-			return nil, at("in_account", err)
+		out = &AvailableMoney{
+			Account: field(&fs, f[0], "in_account", PartyFromData),
+			Token:   field(&fs, f[1], "amount_of_token", TokenFromData),
 		}
-		if v.Token, err = TokenFromData(f[1]); err != nil {
-			return nil, at("amount_of_token", err)
-		}
-		return v, nil
 	case 1:
 		n, err := intOf(f[0], "constant")
 		if err != nil {
@@ -400,59 +398,37 @@ func ValueFromData(d pd.Data) (Value, error) {
 		}
 		return &Constant{N: n}, nil
 	case 2:
-		v, err := ValueFromData(f[0])
-		if err != nil {
-			return nil, at("negate", err)
-		}
-		return &NegValue{Value: v}, nil
+		out = &NegValue{Value: field(&fs, f[0], "negate", ValueFromData)}
 	case 3, 4, 5, 6:
 		keys := binaryValueKeys[c.Index]
-		l, err := ValueFromData(f[0])
-		if err != nil {
-			return nil, at(keys[0], err)
-		}
-		r, err := ValueFromData(f[1])
-		if err != nil {
-			return nil, at(keys[1], err)
-		}
+		l := field(&fs, f[0], keys[0], ValueFromData)
+		r := field(&fs, f[1], keys[1], ValueFromData)
 		switch c.Index {
 		case 3:
-			return &AddValue{Left: l, Right: r}, nil
+			out = &AddValue{Left: l, Right: r}
 		case 4:
-			return &SubValue{Left: l, Right: r}, nil
+			out = &SubValue{Left: l, Right: r}
 		case 5:
-			return &MulValue{Left: l, Right: r}, nil
+			out = &MulValue{Left: l, Right: r}
+		default:
+			out = &DivValue{Left: l, Right: r}
 		}
-		return &DivValue{Left: l, Right: r}, nil
 	case 7:
-		ch, err := ChoiceIDFromData(f[0])
-		if err != nil {
-			return nil, at("value_of_choice", err)
-		}
-		return &ChoiceValue{Choice: ch}, nil
+		out = &ChoiceValue{Choice: field(&fs, f[0], "value_of_choice", ChoiceIDFromData)}
 	case 8:
 		return timeStart, nil
 	case 9:
 		return timeEnd, nil
 	case 10:
-		id, err := valueIDFromData(f[0])
-		if err != nil {
-			return nil, at("use_value", err)
-		}
-		return &UseValue{Name: id}, nil
+		out = &UseValue{Name: field(&fs, f[0], "use_value", valueIDFromData)}
 	default:
-		v := &Cond{}
-		if v.Observation, err = ObservationFromData(f[0]); err != nil {
-			return nil, at("if", err)
+		out = &Cond{
+			Observation: field(&fs, f[0], "if", ObservationFromData),
+			Then:        field(&fs, f[1], "then", ValueFromData),
+			Else:        field(&fs, f[2], "else", ValueFromData),
 		}
-		if v.Then, err = ValueFromData(f[1]); err != nil {
-			return nil, at("then", err)
-		}
-		if v.Else, err = ValueFromData(f[2]); err != nil {
-			return nil, at("else", err)
-		}
-		return v, nil
 	}
+	return built(&fs, out)
 }
 
 // binaryValueKeys are the JSON keys of the operands of the binary values, by
@@ -485,57 +461,42 @@ func ObservationFromData(d pd.Data) (Observation, error) {
 		return nil, err
 	}
 	f := c.Fields
+	var fs fields
+	var out Observation
 	switch c.Index {
 	case 0, 1:
 		keys := observationKeys[c.Index]
-		l, err := ObservationFromData(f[0])
-		if err != nil {
-			return nil, at(keys[0], err)
-		}
-		r, err := ObservationFromData(f[1])
-		if err != nil {
-			return nil, at(keys[1], err)
-		}
+		l := field(&fs, f[0], keys[0], ObservationFromData)
+		r := field(&fs, f[1], keys[1], ObservationFromData)
 		if c.Index == 0 {
-			return &AndObs{Left: l, Right: r}, nil
+			out = &AndObs{Left: l, Right: r}
+		} else {
+			out = &OrObs{Left: l, Right: r}
 		}
-		return &OrObs{Left: l, Right: r}, nil
 	case 2:
-		o, err := ObservationFromData(f[0])
-		if err != nil {
-			return nil, at("not", err)
-		}
-		return &NotObs{Observation: o}, nil
+		out = &NotObs{Observation: field(&fs, f[0], "not", ObservationFromData)}
 	case 3:
-		ch, err := ChoiceIDFromData(f[0])
-		if err != nil {
-			return nil, at("chose_something_for", err)
-		}
-		return &ChoseSomething{Choice: ch}, nil
+		out = &ChoseSomething{Choice: field(&fs, f[0], "chose_something_for", ChoiceIDFromData)}
 	case 9:
 		return trueObservation, nil
 	case 10:
 		return falseObservation, nil
 	default:
 		keys := observationKeys[c.Index]
-		l, err := ValueFromData(f[0])
-		if err != nil {
-			return nil, at(keys[0], err)
-		}
-		r, err := ValueFromData(f[1])
-		if err != nil {
-			return nil, at(keys[1], err)
-		}
+		l := field(&fs, f[0], keys[0], ValueFromData)
+		r := field(&fs, f[1], keys[1], ValueFromData)
 		switch c.Index {
 		case 4:
-			return &ValueGE{Left: l, Right: r}, nil
+			out = &ValueGE{Left: l, Right: r}
 		case 5:
-			return &ValueGT{Left: l, Right: r}, nil
+			out = &ValueGT{Left: l, Right: r}
 		case 6:
-			return &ValueLT{Left: l, Right: r}, nil
+			out = &ValueLT{Left: l, Right: r}
 		case 7:
-			return &ValueLE{Left: l, Right: r}, nil
+			out = &ValueLE{Left: l, Right: r}
+		default:
+			out = &ValueEQ{Left: l, Right: r}
 		}
-		return &ValueEQ{Left: l, Right: r}, nil
 	}
+	return built(&fs, out)
 }

@@ -75,52 +75,31 @@ func Demerkleize(ct Contract, lookup func(hash []byte) (Contract, bool), maxNode
 			}
 			return e
 		}
-		switch x := c.(type) {
-		case *Pay:
-			y := *x
-			y.Then = add(x.Then)
-			return &y, n
-		case *If:
-			y := *x
-			y.Then = add(x.Then)
-			y.Else = add(x.Else)
-			return &y, n
-		case *Let:
-			y := *x
-			y.Then = add(x.Then)
-			return &y, n
-		case *Assert:
-			y := *x
-			y.Then = add(x.Then)
-			return &y, n
-		case *When:
-			y := *x
-			y.TimeoutContinuation = add(x.TimeoutContinuation)
-			y.Cases = make([]Case, len(x.Cases))
-			for i, cs := range x.Cases {
-				y.Cases[i] = cs
-				if !cs.Merkleized() {
-					y.Cases[i].Then = add(cs.Then)
+		y := MapContinuations(c, add)
+		w, ok := y.(*When)
+		if !ok {
+			return y, n
+		}
+		for i, cs := range w.Cases {
+			if !cs.Merkleized() {
+				continue
+			}
+			key := string(cs.MerkleizedThen)
+			e, seen := done[key]
+			if !seen {
+				cont, known := lookup(cs.MerkleizedThen)
+				if !known {
 					continue
 				}
-				key := string(cs.MerkleizedThen)
-				e, seen := done[key]
-				if !seen {
-					cont, known := lookup(cs.MerkleizedThen)
-					if !known {
-						continue
-					}
-					e.c, e.nodes = expand(cont)
-					done[key] = e
-				}
-				if n += e.nodes; n > maxNodes {
-					over = true
-				}
-				y.Cases[i] = Case{Action: cs.Action, Then: e.c}
+				e.c, e.nodes = expand(cont)
+				done[key] = e
 			}
-			return &y, n
+			if n += e.nodes; n > maxNodes {
+				over = true
+			}
+			w.Cases[i] = Case{Action: cs.Action, Then: e.c}
 		}
-		return c, n
+		return w, n
 	}
 	out, _ = expand(ct)
 	return out, !over

@@ -51,10 +51,10 @@ func (pc *partyCollector) contract(c marlowe.Contract) {
 		case *marlowe.Pay:
 			pc.party(x.From)
 			pc.party(x.To.Party)
-			pc.value(x.Value)
+			pc.expr(x.Value)
 			c = x.Then
 		case *marlowe.If:
-			pc.observation(x.Observation)
+			pc.expr(x.Observation)
 			pc.contract(x.Then)
 			c = x.Else
 		case *marlowe.When:
@@ -66,10 +66,10 @@ func (pc *partyCollector) contract(c marlowe.Contract) {
 			}
 			c = x.TimeoutContinuation
 		case *marlowe.Let:
-			pc.value(x.Value)
+			pc.expr(x.Value)
 			c = x.Then
 		case *marlowe.Assert:
-			pc.observation(x.Observation)
+			pc.expr(x.Observation)
 			c = x.Then
 		default:
 			return
@@ -82,67 +82,41 @@ func (pc *partyCollector) action(a marlowe.Action) {
 	case *marlowe.Deposit:
 		pc.party(x.IntoAccount)
 		pc.party(x.From)
-		pc.value(x.Amount)
+		pc.expr(x.Amount)
 	case *marlowe.Choice:
 		pc.party(x.Choice.Owner)
 	case *marlowe.Notify:
-		pc.observation(x.Observation)
+		pc.expr(x.Observation)
 	}
 }
 
-func (pc *partyCollector) value(v marlowe.Value) {
+// expr collects the parties of a value or an observation.
+func (pc *partyCollector) expr(v any) {
+	if l, r, ok := marlowe.ValueOperands(v); ok {
+		pc.expr(l)
+		pc.expr(r)
+		return
+	}
 	switch x := v.(type) {
 	case *marlowe.AvailableMoney:
 		pc.party(x.Account)
 	case *marlowe.NegValue:
-		pc.value(x.Value)
-	case *marlowe.AddValue:
-		pc.value(x.Left)
-		pc.value(x.Right)
-	case *marlowe.SubValue:
-		pc.value(x.Left)
-		pc.value(x.Right)
-	case *marlowe.MulValue:
-		pc.value(x.Left)
-		pc.value(x.Right)
-	case *marlowe.DivValue:
-		pc.value(x.Left)
-		pc.value(x.Right)
+		pc.expr(x.Value)
 	case *marlowe.ChoiceValue:
 		pc.party(x.Choice.Owner)
 	case *marlowe.Cond:
-		pc.observation(x.Observation)
-		pc.value(x.Then)
-		pc.value(x.Else)
-	}
-}
-
-func (pc *partyCollector) observation(o marlowe.Observation) {
-	switch x := o.(type) {
+		pc.expr(x.Observation)
+		pc.expr(x.Then)
+		pc.expr(x.Else)
 	case *marlowe.AndObs:
-		pc.observation(x.Left)
-		pc.observation(x.Right)
+		pc.expr(x.Left)
+		pc.expr(x.Right)
 	case *marlowe.OrObs:
-		pc.observation(x.Left)
-		pc.observation(x.Right)
+		pc.expr(x.Left)
+		pc.expr(x.Right)
 	case *marlowe.NotObs:
-		pc.observation(x.Observation)
+		pc.expr(x.Observation)
 	case *marlowe.ChoseSomething:
 		pc.party(x.Choice.Owner)
-	case *marlowe.ValueGE:
-		pc.value(x.Left)
-		pc.value(x.Right)
-	case *marlowe.ValueGT:
-		pc.value(x.Left)
-		pc.value(x.Right)
-	case *marlowe.ValueLT:
-		pc.value(x.Left)
-		pc.value(x.Right)
-	case *marlowe.ValueLE:
-		pc.value(x.Left)
-		pc.value(x.Right)
-	case *marlowe.ValueEQ:
-		pc.value(x.Left)
-		pc.value(x.Right)
 	}
 }
