@@ -315,6 +315,14 @@ func (r *reader) array(minSize int) (list, error) {
 	return r.container(majorArray, minSize)
 }
 
+// set reads the head of a set: an array, with or without tag 258.
+func (r *reader) set(minSize int) (list, error) {
+	if err := r.skipTag(tagSet); err != nil {
+		return list{}, err
+	}
+	return r.array(minSize)
+}
+
 // mapHead reads a map head; every key-value pair takes at least minSize bytes.
 func (r *reader) mapHead(minSize int) (list, error) {
 	return r.container(majorMap, minSize)

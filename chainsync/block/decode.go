@@ -81,6 +81,30 @@ type slab[T any] struct {
 	next int
 }
 
+// items reads the entries of the list l, each with item, into a slice from
+// s (taken at the list's length when the head gives it); an entry's error
+// is marked with its index.
+func items[T any](r *reader, l list, s *slab[T], item func(*T) error) ([]T, error) {
+	var out []T
+	if !l.indef {
+		out = s.take(l.n)
+	}
+	for i := 0; ; i++ {
+		more, err := r.more(&l)
+		if err != nil {
+			return nil, err
+		}
+		if !more {
+			return out, nil
+		}
+		var zero T
+		out = append(out, zero)
+		if err := item(&out[i]); err != nil {
+			return nil, inFieldIndex(err, "", i)
+		}
+	}
+}
+
 // take returns an empty slice with room for n values, or nil for n = 0.
 func (s *slab[T]) take(n int) []T {
 	if n == 0 {
@@ -244,10 +268,7 @@ func (d *decoder) auxDataSet(txs []Tx) error {
 // invalidTxs reads [* transaction_index] and clears IsValid of those listed.
 func (d *decoder) invalidTxs(txs []Tx) error {
 	r := &d.r
-	if err := r.skipTag(tagSet); err != nil {
-		return err
-	}
-	l, err := r.array(1)
+	l, err := r.set(1)
 	if err != nil {
 		return err
 	}

@@ -2,6 +2,7 @@ package block
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/hex"
 	"fmt"
 	"os"
@@ -123,15 +124,7 @@ func canonicalTx(tx Tx) Tx {
 		}
 		return int(a.Index) - int(b.Index)
 	})
-	slices.SortStableFunc(c.Metadata, func(a, b Metadatum) int {
-		switch {
-		case a.Label < b.Label:
-			return -1
-		case a.Label > b.Label:
-			return 1
-		}
-		return 0
-	})
+	slices.SortStableFunc(c.Metadata, func(a, b Metadatum) int { return cmp.Compare(a.Label, b.Label) })
 	if len(c.Mint) == 0 {
 		c.Mint = nil
 	}

@@ -167,32 +167,14 @@ func itoa(v uint64) string {
 // inputs reads a set of transaction inputs, with or without tag 258, in
 // wire order.
 func (d *decoder) inputs() ([]chain.TxOutRef, error) {
-	r := &d.r
-	if err := r.skipTag(tagSet); err != nil {
-		return nil, err
-	}
-	l, err := r.array(minInput)
+	l, err := d.r.set(minInput)
 	if err != nil {
 		return nil, err
 	}
-	var out []chain.TxOutRef
-	if !l.indef {
-		out = d.refs.take(l.n)
-	}
-	for i := 0; ; i++ {
-		more, err := r.more(&l)
-		if err != nil {
-			return nil, err
-		}
-		if !more {
-			return out, nil
-		}
-		ref, err := d.input()
-		if err != nil {
-			return nil, inFieldIndex(err, "", i)
-		}
-		out = append(out, ref)
-	}
+	return items(&d.r, l, &d.refs, func(ref *chain.TxOutRef) (err error) {
+		*ref, err = d.input()
+		return err
+	})
 }
 
 // input reads [transaction_id, index].
@@ -214,28 +196,26 @@ func (d *decoder) input() (chain.TxOutRef, error) {
 
 // outputs reads [* transaction_output].
 func (d *decoder) outputs() ([]TxOut, error) {
-	r := &d.r
-	l, err := r.array(minOutput)
+	l, err := d.r.array(minOutput)
 	if err != nil {
 		return nil, err
 	}
-	var out []TxOut
-	if !l.indef {
-		out = d.outs.take(l.n)
+	return items(&d.r, l, &d.outs, d.output)
+}
+
+// addressOrValue reads what both forms of an output hold under 0, the
+// address, and 1, the value.
+func (d *decoder) addressOrValue(o *TxOut, key uint64) (err error) {
+	if key == 0 {
+		if o.Address, err = d.r.bytes(); err != nil {
+			return inField(err, "address")
+		}
+		return nil
 	}
-	for i := 0; ; i++ {
-		more, err := r.more(&l)
-		if err != nil {
-			return nil, err
-		}
-		if !more {
-			return out, nil
-		}
-		out = append(out, TxOut{})
-		if err := d.output(&out[i]); err != nil {
-			return nil, inFieldIndex(err, "", i)
-		}
+	if err := d.value(&o.Value); err != nil {
+		return inField(err, "value")
 	}
+	return nil
 }
 
 // output reads an output in either form:
@@ -265,13 +245,9 @@ func (d *decoder) output(o *TxOut) error {
 				break
 			}
 			switch n {
-			case 0:
-				if o.Address, err = r.bytes(); err != nil {
-					return inField(err, "address")
-				}
-			case 1:
-				if err := d.value(&o.Value); err != nil {
-					return inField(err, "value")
+			case 0, 1:
+				if err := d.addressOrValue(o, uint64(n)); err != nil {
+					return err
 				}
 			case 2:
 				h, err := r.hash32()
@@ -290,14 +266,8 @@ func (d *decoder) output(o *TxOut) error {
 	case majorMap:
 		seen, err := d.keyedMap(func(key uint64) (err error) {
 			switch key {
-			case 0:
-				if o.Address, err = r.bytes(); err != nil {
-					return inField(err, "address")
-				}
-			case 1:
-				if err := d.value(&o.Value); err != nil {
-					return inField(err, "value")
-				}
+			case 0, 1:
+				return d.addressOrValue(o, key)
 			case 2:
 				if err := d.datumOption(o); err != nil {
 					return inField(err, "datum_option")

@@ -40,10 +40,7 @@ func (d *decoder) witnesses(tx *Tx) error {
 // tag 258, keyed by the hash of each datum's bytes as they appear.
 func (d *decoder) plutusData(tx *Tx) error {
 	r := &d.r
-	if err := r.skipTag(tagSet); err != nil {
-		return err
-	}
-	l, err := r.array(1)
+	l, err := r.set(1)
 	if err != nil {
 		return err
 	}

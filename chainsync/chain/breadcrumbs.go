@@ -1,6 +1,7 @@
 package chain
 
 import (
+	"cmp"
 	"math/bits"
 	"slices"
 )
@@ -21,15 +22,7 @@ type Breadcrumbs struct {
 // NewBreadcrumbs returns breadcrumbs holding the given headers (any order).
 func NewBreadcrumbs(headers []BlockHeader) *Breadcrumbs {
 	b := &Breadcrumbs{crumbs: slices.Clone(headers)}
-	slices.SortFunc(b.crumbs, func(x, y BlockHeader) int {
-		switch {
-		case x.BlockNo < y.BlockNo:
-			return -1
-		case x.BlockNo > y.BlockNo:
-			return 1
-		}
-		return 0
-	})
+	slices.SortFunc(b.crumbs, func(x, y BlockHeader) int { return cmp.Compare(x.BlockNo, y.BlockNo) })
 	b.thin()
 	return b
 }

@@ -4,6 +4,7 @@
 package chain
 
 import (
+	"cmp"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -182,11 +183,5 @@ func (r TxOutRef) Compare(o TxOutRef) int {
 	if c := strings.Compare(string(r.TxID[:]), string(o.TxID[:])); c != 0 {
 		return c
 	}
-	switch {
-	case r.Index < o.Index:
-		return -1
-	case r.Index > o.Index:
-		return 1
-	}
-	return 0
+	return cmp.Compare(r.Index, o.Index)
 }

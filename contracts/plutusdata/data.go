@@ -12,7 +12,9 @@ package plutusdata
 
 import (
 	"bytes"
+	"cmp"
 	"math/big"
+	"slices"
 	"strconv"
 )
 
@@ -151,13 +153,7 @@ func (i *Integer) String() string {
 // cmp compares two integers.
 func (i *Integer) cmp(j *Integer) int {
 	if i.big == nil && j.big == nil {
-		switch {
-		case i.small < j.small:
-			return -1
-		case i.small > j.small:
-			return 1
-		}
-		return 0
+		return cmp.Compare(i.small, j.small)
 	}
 	return i.Big().Cmp(j.Big())
 }
@@ -168,37 +164,13 @@ func Equal(a, b Data) bool {
 	switch x := a.(type) {
 	case *Constr:
 		y, ok := b.(*Constr)
-		if !ok || x.Index != y.Index || len(x.Fields) != len(y.Fields) {
-			return false
-		}
-		for i := range x.Fields {
-			if !Equal(x.Fields[i], y.Fields[i]) {
-				return false
-			}
-		}
-		return true
+		return ok && x.Index == y.Index && slices.EqualFunc(x.Fields, y.Fields, Equal)
 	case *Map:
 		y, ok := b.(*Map)
-		if !ok || len(x.Pairs) != len(y.Pairs) {
-			return false
-		}
-		for i := range x.Pairs {
-			if !Equal(x.Pairs[i].Key, y.Pairs[i].Key) || !Equal(x.Pairs[i].Value, y.Pairs[i].Value) {
-				return false
-			}
-		}
-		return true
+		return ok && slices.EqualFunc(x.Pairs, y.Pairs, func(p, q Pair) bool { return Equal(p.Key, q.Key) && Equal(p.Value, q.Value) })
 	case *List:
 		y, ok := b.(*List)
-		if !ok || len(x.Items) != len(y.Items) {
-			return false
-		}
-		for i := range x.Items {
-			if !Equal(x.Items[i], y.Items[i]) {
-				return false
-			}
-		}
-		return true
+		return ok && slices.EqualFunc(x.Items, y.Items, Equal)
 	case *Integer:
 		y, ok := b.(*Integer)
 		return ok && x.cmp(y) == 0

@@ -108,42 +108,37 @@ type reader struct {
 
 const slabSize = 64
 
-func (r *reader) newConstr(index uint64, fields []Data) *Constr {
-	if len(r.constrs) == 0 {
-		r.constrs = make([]Constr, slabSize)
+// carve takes the next node from a slab, starting a new slab of slabSize
+// nodes when it is used up.
+func carve[T any](slab *[]T) *T {
+	if len(*slab) == 0 {
+		*slab = make([]T, slabSize)
 	}
-	c := &r.constrs[0]
-	r.constrs = r.constrs[1:]
+	x := &(*slab)[0]
+	*slab = (*slab)[1:]
+	return x
+}
+
+func (r *reader) newConstr(index uint64, fields []Data) *Constr {
+	c := carve(&r.constrs)
 	c.Index, c.Fields = index, fields
 	return c
 }
 
 func (r *reader) newSmall(v int64) *Integer {
-	if len(r.integers) == 0 {
-		r.integers = make([]Integer, slabSize)
-	}
-	i := &r.integers[0]
-	r.integers = r.integers[1:]
+	i := carve(&r.integers)
 	i.small = v
 	return i
 }
 
 func (r *reader) newBytes(b []byte) *Bytes {
-	if len(r.byteStrs) == 0 {
-		r.byteStrs = make([]Bytes, slabSize)
-	}
-	x := &r.byteStrs[0]
-	r.byteStrs = r.byteStrs[1:]
+	x := carve(&r.byteStrs)
 	x.B = b
 	return x
 }
 
 func (r *reader) newList(items []Data) *List {
-	if len(r.lists) == 0 {
-		r.lists = make([]List, slabSize)
-	}
-	l := &r.lists[0]
-	r.lists = r.lists[1:]
+	l := carve(&r.lists)
 	l.Items = items
 	return l
 }
