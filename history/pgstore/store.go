@@ -20,7 +20,6 @@ import (
 
 	"github.com/marlowe-follower/follower/history"
 	"github.com/marlowe-follower/follower/history/internal/sqlcommon"
-	"github.com/marlowe-follower/follower/history/record"
 	"github.com/marlowe-follower/follower/history/storage"
 )
 
@@ -50,13 +49,13 @@ type Options struct {
 // process's pool (storage.Postgres), commits and migrations on a
 // connection of it the store reserves.
 type Store struct {
-	sqlcommon.Reads // Head, RecordRecent, RecordGet, ContractGet, CheckpointGet
-	pg              *storage.Postgres
-	read            *pgxpool.Pool
-	write           *storage.Reserved
-	own             bool // Close closes pg
-	line            storage.Line
-	errs            storage.Errors
+	sqlcommon.Reads  // Head, RecordRecent, RecordGet, ContractGet, CheckpointGet
+	sqlcommon.Schema // SchemaVersion, Migrate, Init
+	pg               *storage.Postgres
+	read             *pgxpool.Pool
+	write            *storage.Reserved
+	own              bool // Close closes pg
+	errs             storage.Errors
 	// channelName is the commit notices' channel, resolved at first use.
 	channelName atomic.Pointer[string]
 }
@@ -88,13 +87,9 @@ func New(pg *storage.Postgres) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("pgstore: %w", err)
 	}
-	s := &Store{pg: pg, read: pg.Pool, write: pg.Reserve(), line: line}
-	s.errs = storage.Errors{Prefix: "pgstore", Duplicate: func(table string) error {
-		if table == "records" {
-			return record.ErrSeqMismatch
-		}
-		return nil
-	}}
+	s := &Store{pg: pg, read: pg.Pool, write: pg.Reserve()}
+	s.errs = sqlcommon.NewErrors("pgstore")
+	s.Schema = sqlcommon.Schema{DB: s.pg, Line: line, Errs: &s.errs, RecordNetwork: s.recordNetwork}
 	s.Reads = sqlcommon.Reads{Dialect: sqlcommon.Postgres, Pool: querier{s.read}, Snapshot: s.snapshot, Errs: &s.errs}
 	return s, nil
 }
@@ -120,51 +115,14 @@ func (s *Store) check() error { return s.errs.Check() }
 // error is wrapped with the operation that failed.
 func (s *Store) translate(op string, err error) error { return s.errs.Translate(op, err) }
 
-// SchemaVersion returns the version of the stored schema (0 for an empty
-// database) and the newest version this binary knows. It changes nothing.
-func (s *Store) SchemaVersion(ctx context.Context) (stored, latest int, err error) {
-	if err := s.check(); err != nil {
-		return 0, 0, err
-	}
-	stored, latest, err = storage.LineVersion(ctx, s.pg, s.line)
-	return stored, latest, s.translate("schema version", err)
-}
-
-// Migrate applies the pending migrations of the history's line in one
-// transaction (storage.Apply) and returns the schema version before and
-// after. It refuses a schema newer than the binary with
-// history.ErrSchemaTooNew and changes nothing then. Concurrent migrations
-// wait for each other (PostgreSQL: an advisory lock; SQLite: the write lock).
-func (s *Store) Migrate(ctx context.Context) (from, to int, err error) {
-	if err := s.check(); err != nil {
-		return 0, 0, err
-	}
-	from, to, err = storage.MigrateLine(ctx, s.pg, s.line)
-	return from, to, s.translate("migrate", err)
-}
-
-// Init applies pending migrations (unless p.Migrated), then records the
-// network on first use or refuses another one with history.ErrWrongNetwork.
-func (s *Store) Init(ctx context.Context, p *history.InitParams) error {
-	if !p.Migrated {
-		if _, _, err := s.Migrate(ctx); err != nil {
-			return err
-		}
-	}
-	var stored int64
-	err := s.write.BeginFunc(ctx, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, `INSERT INTO meta (id, network_magic) VALUES (1, $1) ON CONFLICT (id) DO NOTHING`,
-			int64(p.NetworkMagic)); err != nil {
+// recordNetwork stores the network magic unless one is stored, and
+// returns the one stored (sqlcommon.Schema.Init).
+func (s *Store) recordNetwork(ctx context.Context, magic int64) (stored int64, err error) {
+	err = s.write.BeginFunc(ctx, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `INSERT INTO meta (id, network_magic) VALUES (1, $1) ON CONFLICT (id) DO NOTHING`, magic); err != nil {
 			return err
 		}
 		return tx.QueryRow(ctx, `SELECT network_magic FROM meta WHERE id = 1`).Scan(&stored)
 	})
-	if err != nil {
-		return s.translate("init", err)
-	}
-	if stored != int64(p.NetworkMagic) {
-		return fmt.Errorf("pgstore: init: %w: the database follows network magic %d, not %d",
-			record.ErrWrongNetwork, stored, p.NetworkMagic)
-	}
-	return nil
+	return stored, err
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/marlowe-follower/follower/history/internal/sqlcommon"
 	"github.com/marlowe-follower/follower/history/record"
+	"github.com/marlowe-follower/follower/history/storage"
 )
 
 // querier runs the reads sqlcommon shares on the read-only connections or
@@ -24,7 +25,10 @@ func (q querier) Row(ctx context.Context, query string, args []any, dest ...any)
 
 func (q querier) Each(ctx context.Context, query string, args []any, dest []any, fn func() error) error {
 	rows, err := q.db.QueryContext(ctx, query, args...)
-	return scanAll(rows, err, dest, fn)
+	if err != nil {
+		return err
+	}
+	return storage.EachRow(storage.SQLRows{Rows: rows}, nil, dest, fn)
 }
 
 // snapshot runs fn in a read transaction on a read-only connection: one
@@ -38,23 +42,6 @@ func (s *Store) snapshot(ctx context.Context, fn func(sqlcommon.Querier) error) 
 		return errors.Join(err, ignoreDone(tx.Rollback()))
 	}
 	return tx.Commit()
-}
-
-// scanAll scans every row of rows with dest and calls fn after each.
-func scanAll(rows *sql.Rows, err error, dest []any, fn func() error) error {
-	if err != nil {
-		return err
-	}
-	defer rows.Close()
-	for rows.Next() {
-		if err := rows.Scan(dest...); err != nil {
-			return err
-		}
-		if err := fn(); err != nil {
-			return err
-		}
-	}
-	return rows.Err()
 }
 
 // RecordList reads a page of records (see history.RecordListParams): one

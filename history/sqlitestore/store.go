@@ -21,7 +21,6 @@ import (
 
 	"github.com/marlowe-follower/follower/history"
 	"github.com/marlowe-follower/follower/history/internal/sqlcommon"
-	"github.com/marlowe-follower/follower/history/record"
 	"github.com/marlowe-follower/follower/history/storage"
 )
 
@@ -64,14 +63,14 @@ type Options struct {
 // Store is the SQLite history backend. It is safe for concurrent use: one
 // writer (Commit) and any number of readers.
 type Store struct {
-	sqlcommon.Reads // Head, RecordRecent, RecordGet, ContractGet, CheckpointGet
-	lite            *storage.SQLite
-	own             bool // Close closes lite
-	path            string
-	write           *sql.DB // one connection
-	read            *sql.DB // read-only connections
-	line            storage.Line
-	errs            storage.Errors
+	sqlcommon.Reads  // Head, RecordRecent, RecordGet, ContractGet, CheckpointGet
+	sqlcommon.Schema // SchemaVersion, Migrate, Init
+	lite             *storage.SQLite
+	own              bool // Close closes lite
+	path             string
+	write            *sql.DB // one connection
+	read             *sql.DB // read-only connections
+	errs             storage.Errors
 
 	stmtsMu sync.Mutex
 	stmts   map[string]*sql.Stmt // the commit's statements, prepared on the writer
@@ -120,13 +119,9 @@ func newStore(ctx context.Context, lite *storage.SQLite, spec storage.FileSpec) 
 	if err != nil {
 		return nil, fmt.Errorf("sqlitestore: %w", err)
 	}
-	s := &Store{lite: lite, path: f.Path, write: f.Write, read: f.Read, line: line, stmts: make(map[string]*sql.Stmt)}
-	s.errs = storage.Errors{Prefix: "sqlitestore", Duplicate: func(table string) error {
-		if table == "records" {
-			return record.ErrSeqMismatch
-		}
-		return nil
-	}}
+	s := &Store{lite: lite, path: f.Path, write: f.Write, read: f.Read, stmts: make(map[string]*sql.Stmt)}
+	s.errs = sqlcommon.NewErrors("sqlitestore")
+	s.Schema = sqlcommon.Schema{DB: s.lite, Line: line, Errs: &s.errs, RecordNetwork: s.recordNetwork}
 	s.Reads = sqlcommon.Reads{Dialect: sqlcommon.SQLite, Pool: querier{s.read}, Snapshot: s.snapshot, Errs: &s.errs}
 	return s, nil
 }
@@ -161,16 +156,6 @@ func (s *Store) check() error { return s.errs.Check() }
 // error is wrapped with the operation that failed.
 func (s *Store) translate(op string, err error) error { return s.errs.Translate(op, err) }
 
-// SchemaVersion returns the version of the stored schema (0 for an empty
-// database) and the newest version this binary knows. It changes nothing.
-func (s *Store) SchemaVersion(ctx context.Context) (stored, latest int, err error) {
-	if err := s.check(); err != nil {
-		return 0, 0, err
-	}
-	stored, latest, err = storage.LineVersion(ctx, s.lite, s.line)
-	return stored, latest, s.translate("schema version", err)
-}
-
 // inTx runs fn in a write transaction (BEGIN IMMEDIATE on the writer
 // connection) and commits it, or rolls it back when fn fails.
 func (s *Store) inTx(ctx context.Context, fn func(*sql.Tx) error) error {
@@ -192,41 +177,14 @@ func ignoreDone(err error) error {
 	return err
 }
 
-// Migrate applies the pending migrations of the history's line in one
-// transaction (storage.Apply) and returns the schema version before and
-// after. It refuses a schema newer than the binary with
-// history.ErrSchemaTooNew and changes nothing then. Concurrent migrations
-// wait for each other (PostgreSQL: an advisory lock; SQLite: the write lock).
-func (s *Store) Migrate(ctx context.Context) (from, to int, err error) {
-	if err := s.check(); err != nil {
-		return 0, 0, err
-	}
-	from, to, err = storage.MigrateLine(ctx, s.lite, s.line)
-	return from, to, s.translate("migrate", err)
-}
-
-// Init applies pending migrations (unless p.Migrated), then records the
-// network on first use or refuses another one with history.ErrWrongNetwork.
-func (s *Store) Init(ctx context.Context, p *history.InitParams) error {
-	if !p.Migrated {
-		if _, _, err := s.Migrate(ctx); err != nil {
-			return err
-		}
-	}
-	var stored int64
-	err := s.inTx(ctx, func(tx *sql.Tx) error {
-		if _, err := tx.ExecContext(ctx, `INSERT INTO meta (id, network_magic) VALUES (1, ?) ON CONFLICT (id) DO NOTHING`,
-			int64(p.NetworkMagic)); err != nil {
+// recordNetwork stores the network magic unless one is stored, and
+// returns the one stored (sqlcommon.Schema.Init).
+func (s *Store) recordNetwork(ctx context.Context, magic int64) (stored int64, err error) {
+	err = s.inTx(ctx, func(tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO meta (id, network_magic) VALUES (1, ?) ON CONFLICT (id) DO NOTHING`, magic); err != nil {
 			return err
 		}
 		return tx.QueryRowContext(ctx, `SELECT network_magic FROM meta WHERE id = 1`).Scan(&stored)
 	})
-	if err != nil {
-		return s.translate("init", err)
-	}
-	if stored != int64(p.NetworkMagic) {
-		return fmt.Errorf("sqlitestore: init: %w: the database follows network magic %d, not %d",
-			record.ErrWrongNetwork, stored, p.NetworkMagic)
-	}
-	return nil
+	return stored, err
 }

@@ -278,14 +278,8 @@ func (q sqlQuerier) Query(ctx context.Context, query string, args ...any) (cvsql
 	if err != nil {
 		return nil, err
 	}
-	return sqlRows{r}, nil
+	return storage.SQLRows{Rows: r}, nil
 }
-
-// sqlRows adapts *sql.Rows to cvsql.Rows.
-type sqlRows struct{ *sql.Rows }
-
-// Close closes the rows, dropping the error (a read's error is in Err).
-func (r sqlRows) Close() { _ = r.Rows.Close() }
 
 // OpenSQLite opens the store on contracts.sqlite in the data directory
 // dir, as a file set of its own (Close closes it). Call Init next.

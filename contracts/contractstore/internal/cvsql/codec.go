@@ -10,15 +10,12 @@ import (
 	"github.com/marlowe-follower/follower/contracts/contractstore"
 	"github.com/marlowe-follower/follower/contracts/marlowe"
 	"github.com/marlowe-follower/follower/history/record"
+	"github.com/marlowe-follower/follower/history/storage"
 )
 
-// Rows is what a query returns: pgx.Rows and an adapter of *sql.Rows.
-type Rows interface {
-	Next() bool
-	Scan(dest ...any) error
-	Err() error
-	Close()
-}
+// Rows is what a query returns: pgx.Rows, or *sql.Rows through
+// storage.SQLRows.
+type Rows = storage.Rows
 
 // Querier runs read statements: a pool, or a read transaction.
 type Querier interface {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/marlowe-follower/follower/chainsync/chain"
 	"github.com/marlowe-follower/follower/contracts/contractstore"
+	"github.com/marlowe-follower/follower/history/storage"
 )
 
 // queryOne runs a statement expected to return at most one row and scans
@@ -30,19 +31,7 @@ func queryOne(ctx context.Context, q Querier, sql string, args []any, dest ...an
 // each runs a statement and calls fn after scanning each row into dest.
 func each(ctx context.Context, q Querier, sql string, args []any, dest []any, fn func() error) error {
 	rows, err := q.Query(ctx, sql, args...)
-	if err != nil {
-		return err
-	}
-	defer rows.Close()
-	for rows.Next() {
-		if err := rows.Scan(dest...); err != nil {
-			return err
-		}
-		if err := fn(); err != nil {
-			return err
-		}
-	}
-	return rows.Err()
+	return storage.EachRow(rows, err, dest, fn)
 }
 
 // errNoHead reports a store whose cursor row is missing (Init not run).
