@@ -15,6 +15,7 @@ import (
 	"github.com/marlowe-follower/follower/history/record"
 	"github.com/marlowe-follower/follower/streaming/auth"
 	"github.com/marlowe-follower/follower/streaming/protocol"
+	"github.com/marlowe-follower/follower/streaming/wire"
 )
 
 // connActor is one WebSocket connection, a child of the server actor. It
@@ -87,7 +88,7 @@ type connSub struct {
 // waiting is a frame waiting for room in the send queue.
 type waiting struct {
 	frame  []byte
-	parts  *frameParts // the frame in parts instead (frame nil)
+	parts  *wire.FrameParts // the frame in parts instead (frame nil)
 	pooled bool
 	final  bool
 	since  time.Time
@@ -123,44 +124,6 @@ type (
 	}
 	overflowDue struct{ gen int }
 	pingFailed  struct{}
-	// heartbeat is the server's periodic frame with the tip.
-	heartbeat struct{ frame []byte }
-	// subscribeRefused: the server refused a subscribe.
-	subscribeRefused struct {
-		name, code, msg string
-		abusive         bool
-	}
-	// attached: a stream took the connection.
-	attached struct {
-		stream  *actor.PID
-		name    string
-		durable bool
-		owner   string
-		frame   []byte // the subscribed frame
-	}
-	attachRefused struct{ name, code, msg string }
-	// deliverMsg is a batch frame for a subscription.
-	deliverMsg struct {
-		stream *actor.PID
-		name   string
-		number int64
-		frame  []byte      // pooled
-		parts  *frameParts // or the frame in parts around shared records
-		notify bool
-	}
-	// dropSub: the stream ended the subscription (deleted).
-	dropSub struct {
-		stream          *actor.PID
-		name, code, msg string
-	}
-	// leaseLostMsg: another process took the durable stream and goes on
-	// from before records this connection got: the connection gets the
-	// error frame and is closed.
-	leaseLostMsg struct {
-		stream *actor.PID
-		name   string
-	}
-	controlMsg struct{ frame []byte }
 )
 
 // Receive handles the connection's messages.
@@ -224,61 +187,61 @@ func (c *connActor) Receive(ac actor.Context) {
 				c.armOverflow()
 			}
 		}
-	case *heartbeat:
+	case *wire.Heartbeat:
 		if c.closing || c.finishing {
 			return
 		}
 		if len(c.subs) > 0 && len(c.overflow) == 0 {
-			_ = c.q.tryPush(m.frame, false)
+			_ = c.q.tryPush(m.Frame, false)
 		}
 		c.ping()
-	case *subscribeRefused:
-		if c.opening == m.name {
-			delete(c.subs, m.name)
+	case *wire.SubscribeRefused:
+		if c.opening == m.Name {
+			delete(c.subs, m.Name)
 			c.opened(ac)
 			if !c.closing {
-				c.reject(m.code, m.msg, m.name, m.abusive)
+				c.reject(m.Code, m.Msg, m.Name, m.Abusive)
 			}
 		}
-	case *attachRefused:
-		if c.opening == m.name {
-			delete(c.subs, m.name)
+	case *wire.AttachRefused:
+		if c.opening == m.Name {
+			delete(c.subs, m.Name)
 			c.opened(ac)
 			if !c.closing {
-				c.reject(m.code, m.msg, m.name, false)
+				c.reject(m.Code, m.Msg, m.Name, false)
 			}
 		}
-	case *attached:
-		sub := c.subs[m.name]
-		if c.opening != m.name || sub == nil || c.closing {
-			tell(c.sys, m.stream, &detach{conn: c.self})
-			if c.opening == m.name {
-				delete(c.subs, m.name)
+	case *wire.Attached:
+		sub := c.subs[m.Name]
+		if c.opening != m.Name || sub == nil || c.closing {
+			wire.Tell(c.sys, m.Stream, &wire.Detach{Conn: c.self})
+			if c.opening == m.Name {
+				delete(c.subs, m.Name)
 				c.opened(ac)
 			}
 			break
 		}
-		sub.stream, sub.durable, sub.owner = m.stream, m.durable, m.owner
+		sub.stream, sub.durable, sub.owner = m.Stream, m.Durable, m.Owner
 		c.srv.m.subscribers.Inc()
-		c.sendFrame(m.frame)
+		c.sendFrame(m.Frame)
 		c.opened(ac)
-	case *deliverMsg:
+	case *wire.Deliver:
 		c.deliver(ac, m)
-	case *dropSub:
-		if s := c.subs[m.name]; s != nil && s.stream != nil && s.stream.Equal(m.stream) {
-			delete(c.subs, m.name)
+	case *wire.DropSub:
+		if s := c.subs[m.Name]; s != nil && s.stream != nil && s.stream.Equal(m.Stream) {
+			delete(c.subs, m.Name)
 			c.srv.m.subscribers.Dec()
 			if !c.closing && !c.finishing {
-				_ = c.q.tryPush(controlFrame(&protocol.Frame{Type: protocol.TypeError, Code: m.code, Message: m.msg, Stream: m.name}), false)
+				_ = c.q.tryPush(wire.ControlFrame(&protocol.Frame{Type: protocol.TypeError, Code: m.Code, Message: m.Msg, Stream: m.Name}), false)
 			}
 		}
-	case *controlMsg:
+	case *wire.Control:
 		if !c.closing && !c.finishing {
-			_ = c.q.tryPush(m.frame, false)
+			_ = c.q.tryPush(m.Frame, false)
 		}
-	case *leaseLostMsg:
-		if s := c.subs[m.name]; s != nil && s.stream != nil && s.stream.Equal(m.stream) {
-			c.leaseLost(m.name)
+	case *wire.LeaseLost:
+		if s := c.subs[m.Name]; s != nil && s.stream != nil && s.stream.Equal(m.Stream) {
+			c.leaseLost(m.Name)
 		}
 	case *actor.Stopping:
 		if !c.closing {
@@ -366,8 +329,8 @@ func (c *connActor) execute(ac actor.Context, cmd *protocol.Command) {
 			return
 		}
 		s.replying.Add(1)
-		tell(c.sys, s.stream, &reply{conn: c.self, batch: cmd.Batch, ack: cmd.Type == protocol.TypeAck, upTo: cmd.UpToSeq, reason: cmd.Reason,
-			taken: &s.replying})
+		wire.Tell(c.sys, s.stream, &wire.Reply{Conn: c.self, Batch: cmd.Batch, Ack: cmd.Type == protocol.TypeAck, UpTo: cmd.UpToSeq, Reason: cmd.Reason,
+			Taken: &s.replying})
 	case protocol.TypeUnsubscribe:
 		s := c.subs[cmd.Stream]
 		if s == nil || s.stream == nil {
@@ -376,7 +339,7 @@ func (c *connActor) execute(ac actor.Context, cmd *protocol.Command) {
 		}
 		delete(c.subs, cmd.Stream)
 		c.srv.m.subscribers.Dec()
-		tell(c.sys, s.stream, &detach{conn: c.self})
+		wire.Tell(c.sys, s.stream, &wire.Detach{Conn: c.self})
 		c.send(&protocol.Frame{Type: protocol.TypeUnsubscribed, Stream: cmd.Stream})
 	case protocol.TypePing:
 		t := c.srv.tip()
@@ -417,7 +380,7 @@ func (c *connActor) subscribe(ac actor.Context, cmd *protocol.Command) {
 	}
 	c.subs[cmd.Stream] = &connSub{}
 	c.opening = cmd.Stream
-	tell(c.sys, ac.Parent(), &openStream{cmd: cmd, filter: filter, who: c.principal, conn: c.self, id: c.id, q: c.q})
+	wire.Tell(c.sys, ac.Parent(), &wire.OpenStream{Cmd: cmd, Filter: filter, Who: c.principal, Conn: c.self, ID: c.id, Queue: c.q})
 }
 
 // reject answers a command with an error frame; abusive errors count
@@ -437,7 +400,7 @@ func (c *connActor) reject(code, msg, stream string, abusive bool) {
 
 // send queues a control frame; when the queue has no room it waits for
 // some (the client is cut off if it does not read within WriteTimeout).
-func (c *connActor) send(f *protocol.Frame) { c.sendFrame(controlFrame(f)) }
+func (c *connActor) send(f *protocol.Frame) { c.sendFrame(wire.ControlFrame(f)) }
 
 func (c *connActor) sendFrame(b []byte) {
 	if c.closing || c.finishing {
@@ -447,16 +410,16 @@ func (c *connActor) sendFrame(b []byte) {
 }
 
 // deliver queues a stream's batch frame, or tells the stream it cannot.
-func (c *connActor) deliver(ac actor.Context, m *deliverMsg) {
-	s := c.subs[m.name]
-	if c.closing || c.finishing || s == nil || s.stream == nil || !s.stream.Equal(m.stream) {
-		if m.parts == nil {
-			putFrameBuf(m.frame)
+func (c *connActor) deliver(ac actor.Context, m *wire.Deliver) {
+	s := c.subs[m.Name]
+	if c.closing || c.finishing || s == nil || s.stream == nil || !s.stream.Equal(m.Stream) {
+		if m.Parts == nil {
+			wire.PutFrameBuf(m.Frame)
 		}
-		tell(c.sys, m.stream, &undelivered{conn: c.self, number: m.number})
+		wire.Tell(c.sys, m.Stream, &wire.Undelivered{Conn: c.self, Number: m.Number})
 		return
 	}
-	c.enqueue(waiting{frame: m.frame, parts: m.parts, pooled: m.parts == nil, stream: m.stream, number: m.number, notify: m.notify})
+	c.enqueue(waiting{frame: m.Frame, parts: m.Parts, pooled: m.Parts == nil, stream: m.Stream, number: m.Number, notify: m.Notify})
 }
 
 // enqueue puts a frame in the send queue, or behind the frames waiting
@@ -519,36 +482,36 @@ func (c *connActor) armOverflow() {
 	c.overflowGen++
 	sys, self, gen := c.sys, c.self, c.overflowGen
 	c.overflowTimer = time.AfterFunc(time.Until(c.overflow[0].since.Add(c.srv.cfg.WriteTimeout)), func() {
-		tell(sys, self, &overflowDue{gen: gen})
+		wire.Tell(sys, self, &overflowDue{gen: gen})
 	})
 }
 
 func (c *connActor) queued(w waiting) {
 	if w.notify {
-		tell(c.sys, w.stream, &queuedNotice{conn: c.self})
+		wire.Tell(c.sys, w.stream, &wire.QueuedNotice{Conn: c.self})
 	}
 }
 
 func (c *connActor) refused(w waiting) {
 	if w.pooled {
-		putFrameBuf(w.frame)
+		wire.PutFrameBuf(w.frame)
 	}
 	if w.stream != nil {
-		tell(c.sys, w.stream, &undelivered{conn: c.self, number: w.number})
+		wire.Tell(c.sys, w.stream, &wire.Undelivered{Conn: c.self, Number: w.number})
 	}
 }
 
 func (w *waiting) queued() queued {
 	q := queued{b: w.frame, pooled: w.pooled, final: w.final, parts: w.parts}
 	if w.parts != nil {
-		q.n = w.parts.size()
+		q.n = w.parts.Size()
 	}
 	return q
 }
 
 func (w *waiting) size() int {
 	if w.parts != nil {
-		return w.parts.size()
+		return w.parts.Size()
 	}
 	return len(w.frame)
 }
@@ -563,13 +526,13 @@ func (c *connActor) leaseLost(name string) {
 		return
 	}
 	c.log.Warn("closing a connection whose durable stream another process took", zap.String("stream", name))
-	c.enqueue(waiting{final: true, frame: controlFrame(&protocol.Frame{Type: protocol.TypeError, Code: protocol.CodeLeaseLost, Stream: name,
+	c.enqueue(waiting{final: true, frame: wire.ControlFrame(&protocol.Frame{Type: protocol.TypeError, Code: protocol.CodeLeaseLost, Stream: name,
 		Message: "another server took the durable stream and goes on from its stored cursor: connect again; " +
 			"the records after it come again, marked redelivered"})})
 	c.finishing = true
 	for _, s := range c.subs {
 		if s.stream != nil {
-			tell(c.sys, s.stream, &connClosing{conn: c.self})
+			wire.Tell(c.sys, s.stream, &wire.ConnClosing{Conn: c.self})
 		}
 	}
 }
@@ -608,14 +571,14 @@ func (c *connActor) close(code websocket.StatusCode, reason string) {
 	c.overflowGen++
 	for _, s := range c.subs {
 		if s.stream != nil {
-			tell(c.sys, s.stream, &connClosing{conn: c.self})
+			wire.Tell(c.sys, s.stream, &wire.ConnClosing{Conn: c.self})
 		}
 	}
 	c.running++
 	ws, sys, self := c.ws, c.sys, c.self
 	go func() {
 		_ = ws.Close(code, reason)
-		tell(sys, self, &ended{})
+		wire.Tell(sys, self, &ended{})
 	}()
 }
 
@@ -632,10 +595,10 @@ func (c *connActor) ping() {
 		pctx, cancel := context.WithTimeout(ctx, timeout)
 		err := ws.Ping(pctx)
 		if err != nil && errors.Is(pctx.Err(), context.DeadlineExceeded) {
-			tell(sys, self, &pingFailed{})
+			wire.Tell(sys, self, &pingFailed{})
 		}
 		cancel()
-		tell(sys, self, &pingEnded{})
+		wire.Tell(sys, self, &pingEnded{})
 	}()
 }
 
@@ -649,13 +612,13 @@ type pingEnded struct{}
 // cut whose write is stuck).
 func (c *connActor) writeLoop() {
 	sys, self := c.sys, c.self
-	defer tell(sys, self, &ended{writer: true})
+	defer wire.Tell(sys, self, &ended{writer: true})
 	defer c.endWrite()
 	watchdog := time.AfterFunc(time.Hour, func() {
 		// The close handshake waits (up to its 5 s) for the stuck write,
 		// so a client that reads again in that time gets its frames, then
 		// the close frame with the reason.
-		tell(sys, self, &cut{code: websocket.StatusPolicyViolation, reason: protocol.CloseSlowConsumer, why: "slow"})
+		wire.Tell(sys, self, &cut{code: websocket.StatusPolicyViolation, reason: protocol.CloseSlowConsumer, why: "slow"})
 	})
 	watchdog.Stop()
 	defer watchdog.Stop()
@@ -665,7 +628,7 @@ func (c *connActor) writeLoop() {
 			return
 		}
 		if c.q.roomWanted.CompareAndSwap(true, false) {
-			tell(sys, self, &room{})
+			wire.Tell(sys, self, &room{})
 		}
 		watchdog.Reset(c.srv.cfg.WriteTimeout)
 		var err error
@@ -679,13 +642,13 @@ func (c *connActor) writeLoop() {
 			return // tripped: the connection is being cut off
 		}
 		if f.pooled {
-			putFrameBuf(f.b)
+			wire.PutFrameBuf(f.b)
 		}
 		if err != nil {
 			return
 		}
 		if f.final {
-			tell(sys, self, &cut{code: websocket.StatusTryAgainLater, reason: protocol.CloseLeaseLost})
+			wire.Tell(sys, self, &cut{code: websocket.StatusTryAgainLater, reason: protocol.CloseLeaseLost})
 		}
 	}
 }
@@ -700,7 +663,7 @@ func (c *connActor) readLoop(sys *actor.ActorSystem, pid *actor.PID) {
 	for {
 		typ, data, err := c.read(&buf)
 		if err != nil {
-			tell(sys, pid, &readEnded{err: err})
+			wire.Tell(sys, pid, &readEnded{err: err})
 			return
 		}
 		select {
@@ -713,7 +676,7 @@ func (c *connActor) readLoop(sys *actor.ActorSystem, pid *actor.PID) {
 		if typ == websocket.MessageText {
 			m.cmd, m.err = protocol.DecodeCommand(data)
 		}
-		tell(sys, pid, m)
+		wire.Tell(sys, pid, m)
 	}
 }
 

@@ -19,6 +19,7 @@ import (
 	"github.com/marlowe-follower/follower/streaming/auth"
 	"github.com/marlowe-follower/follower/streaming/protocol"
 	"github.com/marlowe-follower/follower/streaming/streamstore"
+	"github.com/marlowe-follower/follower/streaming/wire"
 )
 
 // ErrNoDurableStreams is returned by the stream functions of a server
@@ -32,8 +33,8 @@ var ErrNoDurableStreams = errors.New("streaming: durable streams are not enabled
 // ignored (the stream resumes after its last ack). A stream belongs to the
 // principal that created it: another one is refused (forbidden). The
 // server actor runs it: creations and deletions are serialized.
-func (a *serverActor) openDurable(c actor.Context, m *openStream) (*streamRef, error) {
-	s, cmd, who := a.s, m.cmd, m.who
+func (a *serverActor) openDurable(c actor.Context, m *wire.OpenStream) (*streamRef, error) {
+	s, cmd, who := a.s, m.Cmd, m.Who
 	if s.store == nil {
 		return nil, &subscribeError{protocol.CodeDurableUnavailable, "this server keeps no durable streams"}
 	}
@@ -50,7 +51,7 @@ func (a *serverActor) openDurable(c actor.Context, m *openStream) (*streamRef, e
 		defer cancel()
 		rec, err := s.store.StreamGet(ctx, cmd.Stream)
 		if errors.Is(err, streamstore.ErrNotFound) {
-			rec, err = s.createDurable(ctx, cmd, m.filter, who)
+			rec, err = s.createDurable(ctx, cmd, m.Filter, who)
 		}
 		if err != nil {
 			return nil, err

@@ -11,6 +11,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/marlowe-follower/follower/history/record"
+	"github.com/marlowe-follower/follower/streaming/wire"
 )
 
 // TestFramePartsAreTheFrame: a batch frame written in parts around the
@@ -18,7 +19,7 @@ import (
 // head, or encoded for it) is byte for byte the frame written whole, over
 // a WebSocket too, small (one write) and large (continuation frames).
 func TestFramePartsAreTheFrame(t *testing.T) {
-	var c recordCache
+	var c wire.RecordCache
 	head := int64(100_000)
 	big := json.RawMessage(`{"s":"` + strings.Repeat("x", 2000) + `"}`)
 	var recs []record.Record
@@ -28,16 +29,16 @@ func TestFramePartsAreTheFrame(t *testing.T) {
 	shared := make([][]byte, len(recs))
 	for i := range recs {
 		if i%3 == 0 {
-			shared[i] = appendRecord(nil, &recs[i])
+			shared[i] = wire.AppendRecord(nil, &recs[i])
 		}
 	}
 	tip := []byte(`{"seq":100000}`)
 	cur := record.Cursor{Snapshot: head, Seq: recs[len(recs)-1].Seq}
 	for _, n := range []int{1, len(recs)} {
-		want := batchFrame("s\"1", 9, cur, tip, true, recs[:n])
-		f := batchFrameParts("s\"1", 9, cur, tip, true, c.sharedRecords(recs[:n], shared[:n], head))
-		if got := f.appendTo(nil); string(got) != string(want) || f.size() != len(want) {
-			t.Fatalf("%d records: parts make %d bytes (size %d), the frame %d", n, len(got), f.size(), len(want))
+		want := wire.BatchFrame("s\"1", 9, cur, tip, true, recs[:n])
+		f := wire.BatchFrameParts("s\"1", 9, cur, tip, true, c.SharedRecords(recs[:n], shared[:n], head))
+		if got := f.AppendTo(nil); string(got) != string(want) || f.Size() != len(want) {
+			t.Fatalf("%d records: parts make %d bytes (size %d), the frame %d", n, len(got), f.Size(), len(want))
 		}
 		var parts int
 		if got := viaWebSocket(t, f, func() { parts++ }); got != string(want) {
@@ -45,15 +46,15 @@ func TestFramePartsAreTheFrame(t *testing.T) {
 		}
 		// A frame larger than the buffer tells its progress part by part
 		// (the budget's sign of a client that reads).
-		if large := f.size() > partsBuffer; large != (parts > 0) || large && parts < f.size()/partsBuffer {
-			t.Fatalf("%d records (%d bytes): progress told %d times", n, f.size(), parts)
+		if large := f.Size() > partsBuffer; large != (parts > 0) || large && parts < f.Size()/partsBuffer {
+			t.Fatalf("%d records (%d bytes): progress told %d times", n, f.Size(), parts)
 		}
 	}
 }
 
 // viaWebSocket writes f with writeParts and returns the message a client
 // read.
-func viaWebSocket(t *testing.T, f *frameParts, progress func()) string {
+func viaWebSocket(t *testing.T, f *wire.FrameParts, progress func()) string {
 	ctx := context.Background()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ws, err := websocket.Accept(w, r, nil)

@@ -3,6 +3,7 @@ package streaming
 import (
 	"context"
 	"errors"
+	"github.com/marlowe-follower/follower/streaming/wire"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -53,8 +54,8 @@ type sendQueue struct {
 	inWrite atomic.Int64
 }
 
-// hasRoom reports whether a small frame would join the queue now.
-func (q *sendQueue) hasRoom() bool {
+// HasRoom reports whether a small frame would join the queue now.
+func (q *sendQueue) HasRoom() bool {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	return !q.closed && (len(q.frames) == 0 || len(q.frames) < q.maxFrames && q.bytes < q.maxBytes)
@@ -75,7 +76,7 @@ type queued struct {
 	final  bool
 	// parts, when set, is the frame instead of b: written in parts around
 	// the records' shared JSON; n is its length.
-	parts *frameParts
+	parts *wire.FrameParts
 	n     int
 }
 

@@ -21,7 +21,6 @@ package streaming
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -41,6 +40,7 @@ import (
 	"github.com/marlowe-follower/follower/streaming/catchup"
 	"github.com/marlowe-follower/follower/streaming/protocol"
 	"github.com/marlowe-follower/follower/streaming/streamstore"
+	"github.com/marlowe-follower/follower/streaming/wire"
 )
 
 // Server is the streaming server. Create it with New; its actor (Props)
@@ -71,11 +71,11 @@ type Server struct {
 	log   *zap.Logger
 	m     *metrics
 
-	nextID   atomic.Uint64
-	tipCache atomic.Pointer[encodedTip]
-	enc      recordCache    // the JSON of the records near the head
-	budget   queueBudget    // the frames queued on all connections
-	cu       *catchup.Cache // the pages of the log streams catch up through
+	nextID atomic.Uint64
+	tips   *wire.Tips
+	enc    wire.RecordCache // the JSON of the records near the head
+	budget queueBudget      // the frames queued on all connections
+	cu     *catchup.Cache   // the pages of the log streams catch up through
 	// origins are the browser origins allowed on the WebSocket: Config.Origins
 	// and, once it listens, the listening address's own.
 	origins atomic.Pointer[origin.List]
@@ -125,8 +125,9 @@ func New(cfg Config, deps Deps) (*Server, error) {
 	s := &Server{cfg: cfg, auth: authn, deps: deps, h: deps.History, store: deps.Streams, log: log.Named("streaming"),
 		sys: deps.System, stopped: make(chan struct{}), done: make(chan struct{})}
 	s.budget = queueBudget{limit: cfg.QueueBudget}
+	s.tips = wire.NewTips(deps.Tip, deps.History.Head)
 	s.cu = catchup.New(deps.History, catchup.Config{MaxBytes: cfg.CatchUpCacheBytes, MaxReads: cfg.CatchUpReads,
-		Encode: func(r *record.Record) []byte { return appendRecord(make([]byte, 0, len(r.Payload)+320), r) }})
+		Encode: func(r *record.Record) []byte { return wire.AppendRecord(make([]byte, 0, len(r.Payload)+320), r) }})
 	allowed, _ := origin.Parse(cfg.Origins) // Validate checked them
 	s.origins.Store(&allowed)
 	s.view.Store(&streamsView{})
@@ -225,31 +226,10 @@ func (s *Server) Done() <-chan struct{} { return s.done }
 func (s *Server) head() int64 { return s.h.Head() }
 
 // tip returns where the server stands.
-func (s *Server) tip() protocol.Tip {
-	var t protocol.Tip
-	if s.deps.Tip != nil {
-		t = protocol.MakeTip(s.deps.Tip(), 0)
-	}
-	t.Seq = s.head()
-	return t
-}
+func (s *Server) tip() protocol.Tip { return s.tips.Tip() }
 
 // tipJSON returns the tip's JSON, encoded once per change.
-func (s *Server) tipJSON() []byte {
-	t := s.tip()
-	if c := s.tipCache.Load(); c != nil && c.tip == t {
-		return c.js
-	}
-	js, _ := json.Marshal(t)
-	s.tipCache.Store(&encodedTip{tip: t, js: js})
-	return js
-}
-
-// encodedTip is a tip and its JSON.
-type encodedTip struct {
-	tip protocol.Tip
-	js  []byte
-}
+func (s *Server) tipJSON() []byte { return s.tips.JSON() }
 
 // authenticate returns the request's principal (auth.Anonymous when no
 // token is configured), or answers 401 and returns false.
@@ -300,7 +280,7 @@ func (s *Server) admit(w http.ResponseWriter) bool {
 
 func (s *Server) leave() {
 	if pid := s.pid.Load(); pid != nil {
-		tell(s.sys, pid, &leaveMsg{})
+		wire.Tell(s.sys, pid, &leaveMsg{})
 	}
 }
 
@@ -427,18 +407,9 @@ const (
 
 // Messages of the server actor.
 type (
-	admitRequest struct{}
-	leaveMsg     struct{}
-	connOpened   struct{ c *connActor }
-	// openStream asks for a subscription's stream.
-	openStream struct {
-		cmd    *protocol.Command
-		filter record.Filter
-		who    auth.Principal
-		conn   *actor.PID
-		id     uint64
-		q      *sendQueue
-	}
+	admitRequest  struct{}
+	leaveMsg      struct{}
+	connOpened    struct{ c *connActor }
 	deleteRequest struct{ name string }
 	tick          struct{}
 	drainDeadline struct{}
@@ -496,12 +467,12 @@ func (a *serverActor) Receive(c actor.Context) {
 		pid := c.Spawn(s.childProps(m.c))
 		q, sys := m.c.q, c.ActorSystem()
 		q.onBudgetCut = func() {
-			tell(sys, pid, &cut{code: websocket.StatusPolicyViolation, reason: protocol.CloseMemoryBudget, why: "budget"})
+			wire.Tell(sys, pid, &cut{code: websocket.StatusPolicyViolation, reason: protocol.CloseMemoryBudget, why: "budget"})
 		}
 		s.budget.add(q)
 		a.conns[pid.Id] = connRef{pid: pid, q: q}
 		c.Respond(pid)
-	case *openStream:
+	case *wire.OpenStream:
 		a.openStream(c, m)
 	case *deleteRequest:
 		c.Respond(a.deleteStream(c, m.name))
@@ -571,14 +542,4 @@ func httpErrorLogger(l *zap.Logger) *zap.Logger {
 		return l
 	}
 	return l.WithOptions(zap.IncreaseLevel(zap.WarnLevel))
-}
-
-// tell sends msg to pid unless that actor has stopped: the goroutines,
-// timers and late replies of a connection or stream may outlive its
-// actor, and what they would tell it no longer matters (a message to a
-// stopped actor would be a dead letter, logged).
-func tell(sys *actor.ActorSystem, pid *actor.PID, msg any) {
-	if _, ok := sys.ProcessRegistry.GetLocal(pid.Id); ok {
-		sys.Root.Send(pid, msg)
-	}
 }

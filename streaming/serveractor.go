@@ -14,6 +14,7 @@ import (
 
 	"github.com/marlowe-follower/follower/streaming/protocol"
 	"github.com/marlowe-follower/follower/streaming/streamstore"
+	"github.com/marlowe-follower/follower/streaming/wire"
 )
 
 // start loads the durable streams (a stream actor each, idle until a
@@ -127,15 +128,15 @@ type streamsView struct {
 
 // openStream finds or makes a subscription's stream and attaches the
 // connection to it (the stream answers the connection).
-func (a *serverActor) openStream(c actor.Context, m *openStream) {
+func (a *serverActor) openStream(c actor.Context, m *wire.OpenStream) {
 	s := a.s
 	if a.closing {
-		tell(c.ActorSystem(), m.conn, &subscribeRefused{name: m.cmd.Stream, code: protocol.CodeShuttingDown, msg: "the server is shutting down"})
+		wire.Tell(c.ActorSystem(), m.Conn, &wire.SubscribeRefused{Name: m.Cmd.Stream, Code: protocol.CodeShuttingDown, Msg: "the server is shutting down"})
 		return
 	}
 	var ref *streamRef
 	var err error
-	if m.cmd.Durable {
+	if m.Cmd.Durable {
 		ref, err = a.openDurable(c, m)
 	} else {
 		ref, err = a.newEphemeral(c, m)
@@ -143,27 +144,27 @@ func (a *serverActor) openStream(c actor.Context, m *openStream) {
 	if err != nil {
 		var se *subscribeError
 		if errors.As(err, &se) {
-			tell(c.ActorSystem(), m.conn, &subscribeRefused{name: m.cmd.Stream, code: se.code, msg: se.msg, abusive: true})
+			wire.Tell(c.ActorSystem(), m.Conn, &wire.SubscribeRefused{Name: m.Cmd.Stream, Code: se.code, Msg: se.msg, Abusive: true})
 			return
 		}
-		s.log.Error("subscribing", zap.String("stream", m.cmd.Stream), zap.Error(err))
-		tell(c.ActorSystem(), m.conn, &subscribeRefused{name: m.cmd.Stream, code: protocol.CodeInternal, msg: "the subscription could not be set up; try again"})
+		s.log.Error("subscribing", zap.String("stream", m.Cmd.Stream), zap.Error(err))
+		wire.Tell(c.ActorSystem(), m.Conn, &wire.SubscribeRefused{Name: m.Cmd.Stream, Code: protocol.CodeInternal, Msg: "the subscription could not be set up; try again"})
 		return
 	}
-	tell(c.ActorSystem(), ref.pid, &attach{conn: m.conn, id: m.id, q: m.q, name: m.cmd.Stream})
+	wire.Tell(c.ActorSystem(), ref.pid, &wire.Attach{Conn: m.Conn, ID: m.ID, Queue: m.Queue, Name: m.Cmd.Stream})
 }
 
 // newEphemeral starts a connection's own stream.
-func (a *serverActor) newEphemeral(c actor.Context, m *openStream) (*streamRef, error) {
-	from, err := protocol.ParseFrom(m.cmd.From)
+func (a *serverActor) newEphemeral(c actor.Context, m *wire.OpenStream) (*streamRef, error) {
+	from, err := protocol.ParseFrom(m.Cmd.From)
 	if err != nil {
 		return nil, &subscribeError{protocol.CodeBadCursor, err.Error()}
 	}
-	start, err := a.s.startCursor(m.filter, from)
+	start, err := a.s.startCursor(m.Filter, from)
 	if err != nil {
 		return nil, err
 	}
-	st := a.s.newStream(m.cmd, m.filter)
+	st := a.s.newStream(m.Cmd, m.Filter)
 	st.acked, st.delivered = start, start
 	return a.spawnStream(c, st), nil
 }
@@ -180,7 +181,7 @@ func (a *serverActor) deleteStream(c actor.Context, name string) error {
 	}
 	if ref := a.durables[name]; ref != nil {
 		delete(a.durables, name)
-		tell(c.ActorSystem(), ref.pid, &closeStream{msg: fmt.Sprintf("durable stream %q was deleted", name)})
+		wire.Tell(c.ActorSystem(), ref.pid, &wire.CloseStream{Msg: fmt.Sprintf("durable stream %q was deleted", name)})
 		a.publish()
 	}
 	s.log.Info("durable stream deleted", zap.String("stream", name))
@@ -195,16 +196,16 @@ func (a *serverActor) heartbeats(c actor.Context) {
 		return
 	}
 	tip := a.s.tip()
-	frame := controlFrame(&protocol.Frame{Type: protocol.TypeHeartbeat, Tip: &tip})
+	frame := wire.ControlFrame(&protocol.Frame{Type: protocol.TypeHeartbeat, Tip: &tip})
 	for _, cr := range a.conns {
-		tell(c.ActorSystem(), cr.pid, &heartbeat{frame: frame})
+		wire.Tell(c.ActorSystem(), cr.pid, &wire.Heartbeat{Frame: frame})
 	}
 	a.armHeartbeat(c)
 }
 
 func (a *serverActor) armHeartbeat(c actor.Context) {
 	sys, self := c.ActorSystem(), a.self
-	a.heart = time.AfterFunc(a.s.cfg.HeartbeatInterval, func() { tell(sys, self, &tick{}) })
+	a.heart = time.AfterFunc(a.s.cfg.HeartbeatInterval, func() { wire.Tell(sys, self, &tick{}) })
 }
 
 // stop begins the ordered stop: no new clients, event streams end, the
@@ -224,14 +225,14 @@ func (a *serverActor) stop(c actor.Context, deadline time.Time) {
 			ctx, cancel := context.WithDeadline(context.Background(), deadline)
 			err := srv.Shutdown(ctx)
 			cancel()
-			tell(sys, self, &httpDone{err: err})
+			wire.Tell(sys, self, &httpDone{err: err})
 		}()
 	}
 	for _, ref := range a.refs {
-		tell(c.ActorSystem(), ref.pid, &drainStream{})
+		wire.Tell(c.ActorSystem(), ref.pid, &wire.DrainStream{})
 	}
 	sys, self := c.ActorSystem(), a.self
-	a.drainTimer = time.AfterFunc(time.Until(deadline), func() { tell(sys, self, &drainDeadline{}) })
+	a.drainTimer = time.AfterFunc(time.Until(deadline), func() { wire.Tell(sys, self, &drainDeadline{}) })
 }
 
 // stopOnce ends the event streams (once).
@@ -250,7 +251,7 @@ func (a *serverActor) advance(c actor.Context) {
 	if !a.streamsDone && len(a.refs) == 0 {
 		a.streamsDone = true
 		for _, cr := range a.conns {
-			tell(c.ActorSystem(), cr.pid, &cut{code: websocket.StatusGoingAway, reason: protocol.CloseShuttingDown})
+			wire.Tell(c.ActorSystem(), cr.pid, &cut{code: websocket.StatusGoingAway, reason: protocol.CloseShuttingDown})
 		}
 	}
 	if a.streamsDone && len(a.conns) == 0 && !a.httpPending {

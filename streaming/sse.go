@@ -248,7 +248,7 @@ func (e *eventWriter) records(c *chunk) error {
 	var b []byte
 	head := e.s.head()
 	for i := range c.records {
-		b = e.s.enc.appendRecord(b[:0], &c.records[i], head)
+		b = e.s.enc.AppendRecord(b[:0], &c.records[i], head)
 		e.bw.WriteString("id: ")
 		e.bw.WriteString(c.cursorAfter(i).String())
 		e.bw.WriteString("\nevent: record\ndata: ")

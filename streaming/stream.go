@@ -13,6 +13,7 @@ import (
 	"github.com/marlowe-follower/follower/history/record"
 	"github.com/marlowe-follower/follower/streaming/protocol"
 	"github.com/marlowe-follower/follower/streaming/streamstore"
+	"github.com/marlowe-follower/follower/streaming/wire"
 )
 
 // Nack backoff: after a nack the records go out again after a delay that
@@ -143,7 +144,7 @@ type streamStats struct {
 type attachment struct {
 	conn    *actor.PID
 	id      uint64
-	q       *sendQueue // the connection's: read only for whether it has room
+	q       wire.Queue // the connection's: read only for whether it has room
 	name    string
 	closing bool // the connection is ending: nothing more goes to it
 	// last is the newest seq sent on this connection: seqs only increase
@@ -161,53 +162,17 @@ type roundTrip struct {
 	timer  *time.Timer // ack timeout, when configured
 }
 
-// Messages of a stream actor.
+// Messages a stream actor sends itself.
 type (
-	// attach adds a connection (the server sends it on the connection's
-	// behalf); the stream answers the connection with attached or
-	// attachRefused.
-	attach struct {
-		conn *actor.PID
-		id   uint64
-		q    *sendQueue
-		name string
-	}
-	// detach removes a connection: unsubscribed, or the connection stopped.
-	detach struct{ conn *actor.PID }
-	// connClosing: the connection is ending; its acks still come.
-	connClosing struct{ conn *actor.PID }
-	// reply is an ack or a nack.
-	reply struct {
-		conn  *actor.PID
-		batch int64
-		ack   bool
-		// upTo, in an ack, acknowledges only the records up to that seq
-		// (0: all).
-		upTo   int64
-		reason string
-		taken  *atomic.Int32 // the connection's count of replies not yet taken
-	}
-	// undelivered: the connection did not queue the batch (it is ending).
-	undelivered struct {
-		conn   *actor.PID
-		number int64
-	}
-	// queuedNotice: a broadcast batch is in the connection's queue.
-	queuedNotice struct{ conn *actor.PID }
-	pullMsg      struct{ gen int }
-	reopenMsg    struct{}
-	dueMsg       struct{ gen int }
-	ackTimeout   struct{ number int64 }
-	resumeMsg    struct{}
+	pullMsg    struct{ gen int }
+	reopenMsg  struct{}
+	dueMsg     struct{ gen int }
+	ackTimeout struct{ number int64 }
+	resumeMsg  struct{}
 	// renewLease: time to renew the round-trip lease (of generation gen).
 	renewLease struct{ gen int }
 	// storeAgain: time to store the unstored acknowledgement again.
 	storeAgain struct{ gen int }
-	// drainStream: the server stops; finish the round trip in flight,
-	// send no new batch, then stop.
-	drainStream struct{}
-	// closeStream: the durable stream was deleted.
-	closeStream struct{ msg string }
 )
 
 func (st *streamActor) log() *zap.Logger {
@@ -219,30 +184,30 @@ func (st *streamActor) Receive(c actor.Context) {
 	switch msg := c.Message().(type) {
 	case *actor.Started:
 		st.self, st.sys = c.Self(), c.ActorSystem()
-	case *attach:
+	case *wire.Attach:
 		st.attach(c, msg)
-	case *detach:
-		c.Unwatch(msg.conn)
-		st.remove(c, msg.conn)
+	case *wire.Detach:
+		c.Unwatch(msg.Conn)
+		st.remove(c, msg.Conn)
 	case *actor.Terminated:
 		st.remove(c, msg.Who)
-	case *connClosing:
+	case *wire.ConnClosing:
 		for _, a := range st.atts {
-			if a.conn.Equal(msg.conn) {
+			if a.conn.Equal(msg.Conn) {
 				a.closing = true
 			}
 		}
-	case *reply:
-		msg.taken.Add(-1)
+	case *wire.Reply:
+		msg.Taken.Add(-1)
 		st.handleReply(msg)
-	case *undelivered:
-		if rt := st.inFlight; rt != nil && rt.conn.Equal(msg.conn) && rt.number == msg.number {
+	case *wire.Undelivered:
+		if rt := st.inFlight; rt != nil && rt.conn.Equal(msg.Conn) && rt.number == msg.Number {
 			st.pending.sent--
 			st.endRoundTrip("connection closed")
 		}
-		delete(st.bcast, msg.conn.Id)
-	case *queuedNotice:
-		delete(st.bcast, msg.conn.Id)
+		delete(st.bcast, msg.Conn.Id)
+	case *wire.QueuedNotice:
+		delete(st.bcast, msg.Conn.Id)
 	case *pullMsg:
 		st.pullQueued = false
 		if msg.gen == st.feedGen && st.feed != nil {
@@ -270,7 +235,7 @@ func (st *streamActor) Receive(c actor.Context) {
 	case *ackTimeout:
 		if rt := st.inFlight; rt != nil && rt.number == msg.number {
 			st.srv.m.ackTimeouts.Inc()
-			tell(st.sys, rt.conn, &controlMsg{frame: controlFrame(&protocol.Frame{Type: protocol.TypeError, Code: protocol.CodeAckTimeout,
+			wire.Tell(st.sys, rt.conn, &wire.Control{Frame: wire.ControlFrame(&protocol.Frame{Type: protocol.TypeError, Code: protocol.CodeAckTimeout,
 				Stream: rt.name, Message: "the batch was not acknowledged in time; it goes out again"})})
 			st.endRoundTrip("ack timeout")
 		}
@@ -284,10 +249,10 @@ func (st *streamActor) Receive(c actor.Context) {
 		if msg.gen == st.storeGen && st.unstored != nil {
 			st.storeAck()
 		}
-	case *drainStream:
+	case *wire.DrainStream:
 		st.draining = true
-	case *closeStream:
-		st.closeStream(c, msg.msg)
+	case *wire.CloseStream:
+		st.closeStream(c, msg.Msg)
 		return
 	case *actor.Stopping:
 		st.stopping(c)
@@ -303,7 +268,7 @@ func (st *streamActor) closeStream(c actor.Context, msg string) {
 	st.closed = true
 	for _, a := range st.atts {
 		c.Unwatch(a.conn)
-		tell(st.sys, a.conn, &dropSub{stream: st.self, name: a.name, code: protocol.CodeStreamDeleted, msg: msg})
+		wire.Tell(st.sys, a.conn, &wire.DropSub{Stream: st.self, Name: a.name, Code: protocol.CodeStreamDeleted, Msg: msg})
 	}
 	st.atts = nil
 	c.Stop(st.self)
@@ -331,23 +296,23 @@ func (st *streamActor) stopping(c actor.Context) {
 }
 
 // attach adds a connection and tells it the subscription is set up.
-func (st *streamActor) attach(c actor.Context, m *attach) {
+func (st *streamActor) attach(c actor.Context, m *wire.Attach) {
 	if st.closed || st.draining {
 		code, text := protocol.CodeShuttingDown, "the server is shutting down"
 		if st.closed {
 			code, text = protocol.CodeStreamDeleted, "the durable stream was deleted"
 		}
-		tell(st.sys, m.conn, &attachRefused{name: m.name, code: code, msg: text})
+		wire.Tell(st.sys, m.Conn, &wire.AttachRefused{Name: m.Name, Code: code, Msg: text})
 		if len(st.atts) == 0 && !st.durable {
 			c.Stop(st.self)
 		}
 		return
 	}
-	c.Watch(m.conn)
-	st.atts = append(st.atts, &attachment{conn: m.conn, id: m.id, q: m.q, name: m.name})
+	c.Watch(m.Conn)
+	st.atts = append(st.atts, &attachment{conn: m.Conn, id: m.ID, q: m.Queue, name: m.Name})
 	tip := st.srv.tip()
-	tell(st.sys, m.conn, &attached{stream: st.self, name: m.name, durable: st.durable, owner: st.owner,
-		frame: controlFrame(&protocol.Frame{Type: protocol.TypeSubscribed, Stream: m.name, Durable: st.durable, Mode: st.mode,
+	wire.Tell(st.sys, m.Conn, &wire.Attached{Stream: st.self, Name: m.Name, Durable: st.durable, Owner: st.owner,
+		Frame: wire.ControlFrame(&protocol.Frame{Type: protocol.TypeSubscribed, Stream: m.Name, Durable: st.durable, Mode: st.mode,
 			Cursor: st.acked.String(), BatchSize: st.batchSize, BatchTimeout: protocol.Duration(st.batchTimeout),
 			Filter: &st.wire, Tip: &tip})})
 	if len(st.atts) == 1 {
@@ -380,7 +345,7 @@ func (st *streamActor) remove(c actor.Context, conn *actor.PID) {
 		st.orphan = rt
 		st.endRoundTrip("connection closed")
 		st.holding = true
-		tell(st.sys, st.self, &resumeMsg{})
+		wire.Tell(st.sys, st.self, &resumeMsg{})
 	}
 	if len(st.atts) > 0 {
 		return
@@ -460,7 +425,7 @@ func (st *streamActor) arm() {
 		return
 	}
 	sys, self, gen := st.sys, st.self, st.timerGen
-	st.timer = time.AfterFunc(time.Until(due), func() { tell(sys, self, &dueMsg{gen: gen}) })
+	st.timer = time.AfterFunc(time.Until(due), func() { wire.Tell(sys, self, &dueMsg{gen: gen}) })
 }
 
 // form turns buffered records into the pending batch when the batch is
@@ -548,8 +513,8 @@ func (st *streamActor) deliver(c actor.Context) bool {
 	st.batchNo++
 	number := st.batchNo
 	redelivered := p.sent > 0 || p.records[0].Seq <= st.sentHigh
-	parts := batchFrameParts(a.name, number, p.cursor, tip, redelivered, st.recordsJSON(p, head))
-	tell(st.sys, a.conn, &deliverMsg{stream: st.self, name: a.name, number: number, parts: parts})
+	parts := wire.BatchFrameParts(a.name, number, p.cursor, tip, redelivered, st.recordsJSON(p, head))
+	wire.Tell(st.sys, a.conn, &wire.Deliver{Stream: st.self, Name: a.name, Number: number, Parts: parts})
 	if redelivered {
 		st.srv.m.redeliveries.Inc()
 	}
@@ -560,7 +525,7 @@ func (st *streamActor) deliver(c actor.Context) bool {
 	st.orphan = nil
 	if d := st.srv.cfg.AckTimeout; d > 0 {
 		sys, self := st.sys, st.self
-		rt.timer = time.AfterFunc(d, func() { tell(sys, self, &ackTimeout{number: number}) })
+		rt.timer = time.AfterFunc(d, func() { wire.Tell(sys, self, &ackTimeout{number: number}) })
 	}
 	st.inFlight = rt
 	st.delivered = p.cursor
@@ -571,7 +536,7 @@ func (st *streamActor) deliver(c actor.Context) bool {
 // frames that carry it (made once per batch, kept while it is pending).
 func (st *streamActor) recordsJSON(p *pendingBatch, head int64) [][]byte {
 	if p.wire == nil {
-		p.wire = st.srv.enc.sharedRecords(p.records, p.json, head)
+		p.wire = st.srv.enc.SharedRecords(p.records, p.json, head)
 	}
 	return p.wire
 }
@@ -592,7 +557,7 @@ func (st *streamActor) next() *attachment {
 		if first == nil {
 			first, firstAt = a, k
 		}
-		if a.q.hasRoom() {
+		if a.q.HasRoom() {
 			st.rr = (k + 1) % n
 			return a
 		}
@@ -619,12 +584,12 @@ func (st *streamActor) broadcast(c actor.Context, p *pendingBatch, tip []byte, h
 	st.batchNo++
 	number := st.batchNo
 	st.bcast = make(map[string]bool, len(to))
-	wire := st.recordsJSON(p, head) // one encoding for every connection's frame
+	shared := st.recordsJSON(p, head) // one encoding for every connection's frame
 	for _, a := range to {
 		st.bcast[a.conn.Id] = true
 		a.last = max(a.last, p.records[len(p.records)-1].Seq)
-		tell(st.sys, a.conn, &deliverMsg{stream: st.self, name: a.name, number: number, notify: true,
-			parts: batchFrameParts(a.name, number, p.cursor, tip, false, wire)})
+		wire.Tell(st.sys, a.conn, &wire.Deliver{Stream: st.self, Name: a.name, Number: number, Notify: true,
+			Parts: wire.BatchFrameParts(a.name, number, p.cursor, tip, false, shared)})
 	}
 	st.srv.m.batchesSent.WithLabelValues(string(protocol.ModeBroadcast)).Add(float64(len(to)))
 	st.srv.m.recordsSent.Add(float64(len(p.records) * len(to)))
@@ -635,26 +600,26 @@ func (st *streamActor) broadcast(c actor.Context, p *pendingBatch, tip []byte, h
 
 // handleReply takes an ack or nack. Only the one for the round trip in
 // flight, from its connection, counts; any other is ignored.
-func (st *streamActor) handleReply(r *reply) {
+func (st *streamActor) handleReply(r *wire.Reply) {
 	rt := st.inFlight
-	if rt == nil && st.orphan != nil && st.orphan.conn.Equal(r.conn) && st.orphan.number == r.batch && st.pending != nil {
+	if rt == nil && st.orphan != nil && st.orphan.conn.Equal(r.Conn) && st.orphan.number == r.Batch && st.pending != nil {
 		// The reply of a delivery whose connection went before it was
 		// read: the batch has not gone out again, so it still counts.
 		rt = st.orphan
 		st.orphan = nil
 		st.inFlight = rt
 	}
-	if rt == nil || !rt.conn.Equal(r.conn) || rt.number != r.batch {
+	if rt == nil || !rt.conn.Equal(r.Conn) || rt.number != r.Batch {
 		st.srv.m.staleAcks.Inc()
-		st.log().Debug("ignoring an ack or nack of a batch not in flight", zap.Int64("batch", r.batch), zap.String("connection", r.conn.Id))
+		st.log().Debug("ignoring an ack or nack of a batch not in flight", zap.Int64("batch", r.Batch), zap.String("connection", r.Conn.Id))
 		return
 	}
-	if r.ack {
+	if r.Ack {
 		st.srv.m.acks.Inc()
 		st.clearRoundTrip()
-		done, rest := st.pending.split(r.upTo)
+		done, rest := st.pending.split(r.UpTo)
 		if done == nil { // an ack of none of its records
-			st.log().Debug("a partial ack acknowledged no record; the batch goes out again", zap.Int64("batch", r.batch))
+			st.log().Debug("a partial ack acknowledged no record; the batch goes out again", zap.Int64("batch", r.Batch))
 			return
 		}
 		st.completed(rt.number, done)
@@ -668,8 +633,8 @@ func (st *streamActor) handleReply(r *reply) {
 	st.nacks++
 	delay := min(minNackDelay<<min(st.nacks-1, 16), maxNackDelay)
 	st.retryAt = time.Now().Add(delay)
-	st.log().Info("batch refused by the client; it goes out again", zap.Int64("batch", r.batch),
-		zap.String("reason", r.reason), zap.Duration("after", delay))
+	st.log().Info("batch refused by the client; it goes out again", zap.Int64("batch", r.Batch),
+		zap.String("reason", r.Reason), zap.Duration("after", delay))
 	st.clearRoundTrip()
 }
 
@@ -771,7 +736,7 @@ func (st *streamActor) storeAck() {
 		}
 		st.storeTries++
 		sys, self, gen := st.sys, st.self, st.storeGen
-		time.AfterFunc(delay, func() { tell(sys, self, &storeAgain{gen: gen}) })
+		time.AfterFunc(delay, func() { wire.Tell(sys, self, &storeAgain{gen: gen}) })
 	}
 }
 
@@ -833,7 +798,7 @@ func (st *streamActor) loseConnection(a *attachment) {
 		return
 	}
 	a.closing = true
-	tell(st.sys, a.conn, &leaseLostMsg{stream: st.self, name: a.name})
+	wire.Tell(st.sys, a.conn, &wire.LeaseLost{Stream: st.self, Name: a.name})
 }
 
 // shared reports whether the stream's round trips are leased: a durable
@@ -915,7 +880,7 @@ func (st *streamActor) armRenewal() {
 	}
 	st.leaseGen++
 	sys, self, gen := st.sys, st.self, st.leaseGen
-	st.renewal = time.AfterFunc(st.leaseParams().EffectiveTTL()/3, func() { tell(sys, self, &renewLease{gen: gen}) })
+	st.renewal = time.AfterFunc(st.leaseParams().EffectiveTTL()/3, func() { wire.Tell(sys, self, &renewLease{gen: gen}) })
 }
 
 // renew renews the lease held. The holder's cursor is the truth: the

@@ -10,6 +10,7 @@ import (
 	"github.com/marlowe-follower/follower/history"
 	"github.com/marlowe-follower/follower/history/record"
 	"github.com/marlowe-follower/follower/streaming/catchup"
+	"github.com/marlowe-follower/follower/streaming/wire"
 )
 
 // How a stream reads the history. Behind the head it catches up through
@@ -52,7 +53,7 @@ func (st *streamActor) requestPull() {
 		return
 	}
 	st.pullQueued = true
-	tell(st.sys, st.self, &pullMsg{gen: st.feedGen})
+	wire.Tell(st.sys, st.self, &pullMsg{gen: st.feedGen})
 }
 
 // readCatchUp starts a worker reading the records after the buffer's end
@@ -68,7 +69,7 @@ func (st *streamActor) readCatchUp() {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
 		res, err := cu.Read(ctx, q)
-		tell(sys, self, &pageMsg{gen: gen, from: q.From, res: res, err: err})
+		wire.Tell(sys, self, &pageMsg{gen: gen, from: q.From, res: res, err: err})
 	}()
 }
 
@@ -83,7 +84,7 @@ func (st *streamActor) caughtUp(m *pageMsg) {
 	case errors.Is(m.err, catchup.ErrAhead):
 		st.waitRetry = true
 		sys, self := st.sys, st.self
-		time.AfterFunc(aheadRetry, func() { tell(sys, self, &reopenMsg{}) })
+		time.AfterFunc(aheadRetry, func() { wire.Tell(sys, self, &reopenMsg{}) })
 		return
 	case m.err != nil:
 		st.readFailed(m.err)
@@ -156,7 +157,7 @@ func (st *streamActor) readFailed(err error) {
 	st.waitRetry = true
 	st.log().Error("reading the history failed; reading again", zap.Error(err), zap.Duration("after", st.srv.cfg.RetryDelay))
 	sys, self := st.sys, st.self
-	time.AfterFunc(st.srv.cfg.RetryDelay, func() { tell(sys, self, &reopenMsg{}) })
+	time.AfterFunc(st.srv.cfg.RetryDelay, func() { wire.Tell(sys, self, &reopenMsg{}) })
 }
 
 // received buffers a chunk of records. A live chunk that finds the

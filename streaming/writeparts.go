@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/coder/websocket"
+	"github.com/marlowe-follower/follower/streaming/wire"
 )
 
 // partsWriters are the buffers frames in parts are written through: one
@@ -24,11 +25,11 @@ const partsBuffer = 32 << 10
 // frame has been handed to the socket: a client that reads lets the writer
 // on, one that does not holds it in one write (the budget tells them
 // apart by it: sendQueue.progressed).
-func writeParts(ctx context.Context, ws *websocket.Conn, f *frameParts, progress func()) error {
-	if f.size() <= partsBuffer {
-		buf := getFrameBuf(f.size())
-		err := ws.Write(ctx, websocket.MessageText, f.appendTo(buf))
-		putFrameBuf(buf)
+func writeParts(ctx context.Context, ws *websocket.Conn, f *wire.FrameParts, progress func()) error {
+	if f.Size() <= partsBuffer {
+		buf := wire.GetFrameBuf(f.Size())
+		err := ws.Write(ctx, websocket.MessageText, f.AppendTo(buf))
+		wire.PutFrameBuf(buf)
 		return err
 	}
 	w, err := ws.Writer(ctx, websocket.MessageText)
@@ -45,14 +46,14 @@ func writeParts(ctx context.Context, ws *websocket.Conn, f *frameParts, progress
 		bw.Reset(nil)
 		partsWriters.Put(bw)
 	}()
-	_, _ = bw.Write(f.head)
-	for i, r := range f.recs {
+	_, _ = bw.Write(f.Head)
+	for i, r := range f.Recs {
 		if i > 0 {
 			_ = bw.WriteByte(',')
 		}
 		_, _ = bw.Write(r)
 	}
-	_, _ = bw.Write(f.tail)
+	_, _ = bw.Write(f.Tail)
 	if err := bw.Flush(); err != nil {
 		_ = w.Close()
 		return err

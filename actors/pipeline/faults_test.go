@@ -55,7 +55,7 @@ var actorTypes = []struct {
 	// A stream or connection actor that fails escalates: the pipeline
 	// restarts the whole streaming server, as for its own actor.
 	{Streamer, "*streaming.streamActor", "*history.Delivery"},
-	{Streamer, "*streaming.connActor", "*streaming.deliverMsg"},
+	{Streamer, "*streaming.connActor", "*wire.Deliver"},
 }
 
 func (f *faults) arm(actorType string) {

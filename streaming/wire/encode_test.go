@@ -1,4 +1,4 @@
-package streaming
+package wire
 
 import (
 	"encoding/json"
@@ -15,33 +15,33 @@ import (
 // frame built from the cache is the frame built without it; records far
 // behind the head are not cached; the cache stays bounded.
 func TestRecordCacheEncodesOnce(t *testing.T) {
-	var c recordCache
+	var c RecordCache
 	head := int64(5000)
 	r := record.Record{Seq: head, Kind: record.KindInputsApplied, Payload: json.RawMessage(`{"x":1}`)}
 	a, b := r, r // two subscriptions' copies
-	ea, eb := c.encoded(&a), c.encoded(&b)
+	ea, eb := c.Encoded(&a), c.Encoded(&b)
 	if &ea[0] != &eb[0] {
 		t.Fatal("two copies of one record were encoded twice")
 	}
-	if string(ea) != string(appendRecord(nil, &r)) {
-		t.Fatalf("cached %s, want %s", ea, appendRecord(nil, &r))
+	if string(ea) != string(AppendRecord(nil, &r)) {
+		t.Fatalf("cached %s, want %s", ea, AppendRecord(nil, &r))
 	}
 	rb := head + 3
 	undone := r
 	undone.RolledBackBy = &rb
-	if eu := c.encoded(&undone); string(eu) != string(appendRecord(nil, &undone)) || string(eu) == string(ea) {
+	if eu := c.Encoded(&undone); string(eu) != string(AppendRecord(nil, &undone)) || string(eu) == string(ea) {
 		t.Fatalf("a rolled-back copy encoded as %s", eu)
 	}
 	recs := []record.Record{r, undone, {Seq: head - 1, Kind: record.KindRolledBack}}
 	tip := []byte(`{"seq":5003}`)
-	want := batchFrame("s", 7, record.Cursor{Seq: head}, tip, true, recs)
+	want := BatchFrame("s", 7, record.Cursor{Seq: head}, tip, true, recs)
 	for range 2 {
-		if got := c.batchFrame("s", 7, record.Cursor{Seq: head}, tip, true, recs, nil, head); string(got) != string(want) {
+		if got := c.BatchFrame("s", 7, record.Cursor{Seq: head}, tip, true, recs, nil, head); string(got) != string(want) {
 			t.Fatalf("cached frame %s\nwant %s", got, want)
 		}
 	}
-	old := record.Record{Seq: head - cacheWindow, Kind: record.KindInputsApplied}
-	if got := c.appendRecord(nil, &old, head); string(got) != string(appendRecord(nil, &old)) {
+	old := record.Record{Seq: head - CacheWindow, Kind: record.KindInputsApplied}
+	if got := c.AppendRecord(nil, &old, head); string(got) != string(AppendRecord(nil, &old)) {
 		t.Fatalf("%s", got)
 	}
 	sh := &c.shards[uint64(old.Seq)%cacheShards]
@@ -49,7 +49,7 @@ func TestRecordCacheEncodesOnce(t *testing.T) {
 		t.Fatal("a record far behind the head was cached")
 	}
 	for seq := range int64(100_000) {
-		c.encoded(&record.Record{Seq: seq, Kind: record.KindInputsApplied})
+		c.Encoded(&record.Record{Seq: seq, Kind: record.KindInputsApplied})
 	}
 	n := 0
 	for i := range c.shards {
@@ -76,13 +76,13 @@ func BenchmarkCommitFrames(b *testing.B) {
 	for _, cached := range []bool{false, true} {
 		b.Run(fmt.Sprintf("cached=%v", cached), func(b *testing.B) {
 			for range b.N {
-				var c *recordCache
+				var c *RecordCache
 				if cached {
-					c = new(recordCache) // a fresh cache: the commit is encoded once here
+					c = new(RecordCache) // a fresh cache: the commit is encoded once here
 				}
 				for i := range 1000 {
-					f := c.batchFrame("s", int64(i), record.Cursor{Seq: head}, tip, false, recs, nil, head)
-					putFrameBuf(f)
+					f := c.BatchFrame("s", int64(i), record.Cursor{Seq: head}, tip, false, recs, nil, head)
+					PutFrameBuf(f)
 				}
 			}
 		})
