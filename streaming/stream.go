@@ -514,6 +514,7 @@ func (st *streamActor) deliver(c actor.Context) bool {
 	number := st.batchNo
 	redelivered := p.sent > 0 || p.records[0].Seq <= st.sentHigh
 	parts := wire.BatchFrameParts(a.name, number, p.cursor, tip, redelivered, st.recordsJSON(p, head))
+	parts.Records, parts.Snapshot, parts.Cursor = p.records, p.snapshot, p.cursor
 	wire.Tell(st.sys, a.conn, &wire.Deliver{Stream: st.self, Name: a.name, Number: number, Parts: parts})
 	if redelivered {
 		st.srv.m.redeliveries.Inc()
@@ -588,8 +589,9 @@ func (st *streamActor) broadcast(c actor.Context, p *pendingBatch, tip []byte, h
 	for _, a := range to {
 		st.bcast[a.conn.Id] = true
 		a.last = max(a.last, p.records[len(p.records)-1].Seq)
-		wire.Tell(st.sys, a.conn, &wire.Deliver{Stream: st.self, Name: a.name, Number: number, Notify: true,
-			Parts: wire.BatchFrameParts(a.name, number, p.cursor, tip, false, shared)})
+		parts := wire.BatchFrameParts(a.name, number, p.cursor, tip, false, shared)
+		parts.Records, parts.Snapshot, parts.Cursor = p.records, p.snapshot, p.cursor
+		wire.Tell(st.sys, a.conn, &wire.Deliver{Stream: st.self, Name: a.name, Number: number, Notify: true, Parts: parts})
 	}
 	st.srv.m.batchesSent.WithLabelValues(string(protocol.ModeBroadcast)).Add(float64(len(to)))
 	st.srv.m.recordsSent.Add(float64(len(p.records) * len(to)))

@@ -229,6 +229,26 @@ func (c *RecordCache) SharedRecords(recs []record.Record, json [][]byte, head in
 type FrameParts struct {
 	Head, Tail []byte
 	Recs       [][]byte
+	// The batch the frame was made from (shared, read only), for a
+	// writer that needs each record's cursor (a Server-Sent Events
+	// stream's event ids): its records, the snapshot its first records
+	// were read from (0: the log) and the cursor after it. Set by the
+	// stream that delivers it; nil Records when not.
+	Records  []record.Record
+	Snapshot int64
+	Cursor   record.Cursor
+}
+
+// CursorAfter returns the position right after the batch's i-th record
+// (Records[i]): a record above the snapshot's seq is a log record.
+func (f *FrameParts) CursorAfter(i int) record.Cursor {
+	if i == len(f.Records)-1 {
+		return f.Cursor
+	}
+	if seq := f.Records[i].Seq; f.Snapshot > 0 && seq <= f.Snapshot {
+		return record.Cursor{Snapshot: f.Snapshot, Seq: seq}
+	}
+	return record.Cursor{Seq: f.Records[i].Seq}
 }
 
 // BatchFrameParts encodes a batch frame's own parts around recs (from

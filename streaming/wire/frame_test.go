@@ -68,3 +68,15 @@ func TestFrameBuffersArePooled(t *testing.T) {
 		t.Fatal("a large buffer from the pool")
 	}
 }
+
+// TestFramePartsCursorAfter: the cursor after each record of the batch a
+// frame carries, in a snapshot and in the log.
+func TestFramePartsCursorAfter(t *testing.T) {
+	f := &FrameParts{Records: []record.Record{{Seq: 3}, {Seq: 9}, {Seq: 12}}, Snapshot: 9, Cursor: record.Cursor{Seq: 12}}
+	want := []record.Cursor{{Snapshot: 9, Seq: 3}, {Snapshot: 9, Seq: 9}, {Seq: 12}}
+	for i, w := range want {
+		if got := f.CursorAfter(i); got != w {
+			t.Fatalf("after record %d: %v, want %v", i, got, w)
+		}
+	}
+}
