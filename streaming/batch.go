@@ -6,6 +6,7 @@ import (
 
 	"github.com/marlowe-follower/follower/history"
 	"github.com/marlowe-follower/follower/history/record"
+	"github.com/marlowe-follower/follower/streaming/wire"
 )
 
 // chunk is what a subscription delivered at once: records in seq order,
@@ -22,18 +23,9 @@ type chunk struct {
 }
 
 // cursorAfter returns the position right after the chunk's i-th record.
-// A chunk read from a snapshot cursor may hold log records after the
-// snapshot (when the snapshot's last page was empty the subscription
-// moves on to the log within one read): a record above the snapshot's seq
-// is a log record, and the position after it is a log cursor.
+// cursorAfter returns the position right after the chunk's i-th record.
 func (c *chunk) cursorAfter(i int) record.Cursor {
-	if i == len(c.records)-1 {
-		return c.end
-	}
-	if seq := c.records[i].Seq; c.snapshot > 0 && seq <= c.snapshot {
-		return record.Cursor{Snapshot: c.snapshot, Seq: seq}
-	}
-	return record.Cursor{Seq: c.records[i].Seq}
+	return wire.CursorAfter(c.records, c.snapshot, c.end, i)
 }
 
 // pump reads a subscription on its own goroutine, one chunk per request:

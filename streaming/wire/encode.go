@@ -242,13 +242,23 @@ type FrameParts struct {
 // CursorAfter returns the position right after the batch's i-th record
 // (Records[i]): a record above the snapshot's seq is a log record.
 func (f *FrameParts) CursorAfter(i int) record.Cursor {
-	if i == len(f.Records)-1 {
-		return f.Cursor
+	return CursorAfter(f.Records, f.Snapshot, f.Cursor, i)
+}
+
+// CursorAfter returns the position right after recs[i] of a batch read
+// from snapshot (0: the log) that ends at end. A batch read from a snapshot
+// cursor may hold log records after the snapshot (when the snapshot's last
+// page was empty the subscription moves on to the log within one read): a
+// record above the snapshot's seq is a log record, and the position after
+// it is a log cursor.
+func CursorAfter(recs []record.Record, snapshot int64, end record.Cursor, i int) record.Cursor {
+	if i == len(recs)-1 {
+		return end
 	}
-	if seq := f.Records[i].Seq; f.Snapshot > 0 && seq <= f.Snapshot {
-		return record.Cursor{Snapshot: f.Snapshot, Seq: seq}
+	if seq := recs[i].Seq; snapshot > 0 && seq <= snapshot {
+		return record.Cursor{Snapshot: snapshot, Seq: seq}
 	}
-	return record.Cursor{Seq: f.Records[i].Seq}
+	return record.Cursor{Seq: recs[i].Seq}
 }
 
 // BatchFrameParts encodes a batch frame's own parts around recs (from
