@@ -103,24 +103,43 @@ func Open(ctx context.Context, cfg *config.Config) (*Stores, error) {
 }
 
 func (st *Stores) open(ctx context.Context, magic uint32) error {
-	var err error
+	// Each store goes into its interface field only once it is open: a
+	// failed constructor's nil pointer in an interface is not a nil
+	// interface, and Close would call it.
+	var (
+		hist history.Backend
+		err  error
+	)
 	switch db := st.DB.(type) {
 	case *storage.Postgres:
-		st.History, err = pgstore.New(db)
+		var pg *pgstore.Store
+		if pg, err = pgstore.New(db); err == nil {
+			hist = pg
+		}
 	case *storage.SQLite:
-		st.History, err = sqlitestore.New(ctx, db)
+		var lite *sqlitestore.Store
+		if lite, err = sqlitestore.New(ctx, db); err == nil {
+			hist = lite
+		}
 	}
 	if err != nil {
 		return err
 	}
+	st.History = hist
 	if err := st.History.Init(ctx, &history.InitParams{NetworkMagic: magic, Migrated: true}); err != nil {
 		return err
 	}
-	if st.Contracts, err = sqlcontracts.New(ctx, st.DB); err != nil {
+	contracts, err := sqlcontracts.New(ctx, st.DB)
+	if err != nil {
 		return err
 	}
-	st.Streams, err = sqlstreams.New(ctx, st.DB)
-	return err
+	st.Contracts = contracts
+	streams, err := sqlstreams.New(ctx, st.DB)
+	if err != nil {
+		return err
+	}
+	st.Streams = streams
+	return nil
 }
 
 // OpenReplica opens a reader's read database, a streaming replica of the
@@ -155,11 +174,17 @@ func (st *Stores) openReplica(ctx context.Context, pg *storage.Postgres) error {
 				"the replica has not replayed the primary's migrations (or is not a replica of store.databaseURL)", s.Line, s.Stored, s.Latest)
 		}
 	}
-	if st.History, err = pgstore.New(pg); err != nil {
+	hist, err := pgstore.New(pg)
+	if err != nil {
 		return err
 	}
-	st.Contracts, err = sqlcontracts.New(ctx, pg)
-	return err
+	st.History = hist
+	contracts, err := sqlcontracts.New(ctx, pg)
+	if err != nil {
+		return err
+	}
+	st.Contracts = contracts
+	return nil
 }
 
 // Postgres is the database's pool on PostgreSQL (nil on SQLite).
