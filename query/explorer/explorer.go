@@ -4,9 +4,11 @@
 // of its steps with rollbacks, payouts, what can be done next) and the
 // service's sync status, updated live over GET /events.
 //
-// The pages are static files embedded in the binary (static/): HTML, CSS
-// and vanilla JavaScript modules, no build step and nothing fetched from
-// elsewhere. They read only the public API, like any other client. Every
+// The pages are files embedded in the binary: HTML (pages/: one layout,
+// the head and frame every page shares, and each page's title, script,
+// content and footer, put together with html/template once, at start-up),
+// CSS and vanilla JavaScript modules (static/), no build step and nothing
+// fetched from elsewhere. They read only the public API, like any other client. Every
 // file is served with its content type, a strong ETag (answered 304 when
 // it matches) and Cache-Control: no-cache, so a browser revalidates and a
 // new binary's files are never mixed with an old one's; HTML pages carry a
@@ -23,6 +25,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"html/template"
 	"io/fs"
 	"net/http"
 	"path"
@@ -35,12 +38,15 @@ import (
 //go:embed static
 var static embed.FS
 
+//go:embed pages
+var pages embed.FS
+
 // Prefix is the path under which the explorer's files (and its pages other
 // than the contracts list at /) are served.
 const Prefix = "/ui/"
 
-// Pages are the explorer's pages: request path to file (under static/).
-// The contracts page is the port's root.
+// Pages are the explorer's pages: request path to file (under pages/, each
+// put in pages/layout.html). The contracts page is the port's root.
 var Pages = map[string]string{
 	"/":               "index.html",
 	"/ui/contract":    "contract.html",
@@ -137,10 +143,14 @@ func New(opts Options) (*Handler, error) {
 		}
 		return newFile(name, body, page), nil
 	}
+	layout, err := template.ParseFS(pages, "pages/layout.html")
+	if err != nil {
+		return nil, err
+	}
 	for p, name := range Pages {
-		body, err := fs.ReadFile(static, "static/"+name)
+		body, err := render(layout, name, p)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("%s: %w", name, err)
 		}
 		body, err = preload(body, p)
 		if err != nil {
@@ -170,6 +180,39 @@ func New(opts Options) (*Handler, error) {
 	return h, nil
 }
 
+// render puts the page pages/name in the layout. pagePath is where the
+// page is served: the layout's links to the style sheet, the icon and the
+// script are relative to it.
+func render(layout *template.Template, name, pagePath string) ([]byte, error) {
+	t, err := layout.Clone()
+	if err != nil {
+		return nil, err
+	}
+	src, err := fs.ReadFile(pages, "pages/"+name)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := t.New(name).Parse(string(src)); err != nil {
+		return nil, err
+	}
+	var b bytes.Buffer
+	base := strings.TrimPrefix(Prefix, pageDir(pagePath)) // "ui/" from the root, "" from under /ui/
+	if err := t.ExecuteTemplate(&b, "layout.html", struct{ Base string }{base}); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
+}
+
+// pageDir is the directory of the page served at pagePath, with a
+// trailing slash: "/" or "/ui/".
+func pageDir(pagePath string) string {
+	dir := path.Dir(pagePath + "x")
+	if !strings.HasSuffix(dir, "/") {
+		dir += "/"
+	}
+	return dir
+}
+
 var (
 	moduleScript = regexp.MustCompile(`<script type="module" src="([^"]+)"></script>`)
 	moduleImport = regexp.MustCompile(`(?m)^\s*import\s[^;]*?from\s+"(\./[^"]+)"|^\s*import\s+"(\./[^"]+)"`)
@@ -185,10 +228,7 @@ func preload(page []byte, pagePath string) ([]byte, error) {
 	if m == nil {
 		return page, nil
 	}
-	dir := path.Dir(pagePath + "x") // (the page's directory: "/" or "/ui")
-	if !strings.HasSuffix(dir, "/") {
-		dir += "/"
-	}
+	dir := pageDir(pagePath)
 	entry := path.Join(dir, string(m[1]))
 	if !strings.HasPrefix(entry, Prefix) {
 		return nil, fmt.Errorf("module %s is not under %s", m[1], Prefix)

@@ -6,12 +6,14 @@ import (
 	"encoding/json"
 	"io"
 	"io/fs"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"os"
 	"path"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -239,7 +241,8 @@ func TestSlotConfigsMatch(t *testing.T) {
 }
 
 // TestEmbeddedMatchesTheTree: the binary serves exactly the files of
-// static/ (no stale or missing file).
+// static/ (no stale or missing file) and a page for each of pages/ but the
+// layout.
 func TestEmbeddedMatchesTheTree(t *testing.T) {
 	h := newHandler(t)
 	n := 0
@@ -248,9 +251,6 @@ func TestEmbeddedMatchesTheTree(t *testing.T) {
 			return err
 		}
 		n++
-		if strings.HasSuffix(p, ".html") {
-			return nil
-		}
 		disk, _ := os.ReadFile("static/" + p)
 		if got := get(t, h, http.MethodGet, explorer.Prefix+p, nil).Body.Bytes(); !bytes.Equal(got, disk) {
 			t.Errorf("%s differs from the embedded file", p)
@@ -260,7 +260,54 @@ func TestEmbeddedMatchesTheTree(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n+1 != len(h.Paths()) { // + config.json, written by New
-		t.Errorf("%d files on disk (and config.json), %d served", n, len(h.Paths()))
+	names, err := fs.Glob(os.DirFS("pages"), "*.html")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(names)-1 != len(explorer.Pages) { // - layout.html
+		t.Errorf("%d pages in pages/ (and the layout), %d served", len(names)-1, len(explorer.Pages))
+	}
+	for _, name := range names {
+		if name != "layout.html" && !slices.Contains(slices.Collect(maps.Values(explorer.Pages)), name) {
+			t.Errorf("pages/%s is served at no path", name)
+		}
+	}
+	if n+1+len(explorer.Pages) != len(h.Paths()) { // + config.json, written by New
+		t.Errorf("%d files on disk (and config.json and %d pages), %d served", n, len(explorer.Pages), len(h.Paths()))
+	}
+}
+
+// TestPagesInTheLayout: every page has the layout's head and frame, its
+// own title and script, and links relative to where it is served.
+func TestPagesInTheLayout(t *testing.T) {
+	h := newHandler(t)
+	for p, name := range explorer.Pages {
+		body := get(t, h, http.MethodGet, p, nil).Body.String()
+		base := "" // (pages under /ui/)
+		if p == "/" {
+			base = "ui/"
+		}
+		script := strings.TrimSuffix(name, ".html") + "-page.js"
+		if p == "/" {
+			script = "contracts-page.js"
+		}
+		for _, want := range []string{
+			"<!doctype html>\n<html lang=\"en\">\n<head>\n",
+			" · marlowe-follower</title>\n",
+			`<link rel="icon" href="` + base + `icon.svg" type="image/svg+xml">`,
+			`<link rel="stylesheet" href="` + base + `style.css">`,
+			`<script type="module" src="` + base + "js/" + script + `"></script>`,
+			"<header class=\"top\" id=\"top\"></header>\n",
+			"<main id=\"main\">\n  <",
+			"\n</main>\n<footer>",
+			"</footer>\n</body>\n</html>\n",
+		} {
+			if !strings.Contains(body, want) {
+				t.Errorf("%s (%s): no %q", p, name, want)
+			}
+		}
+		if strings.Contains(body, "{{") || strings.Count(body, "<title>") != 1 || strings.Contains(body, "<title> · ") {
+			t.Errorf("%s (%s): the layout was not filled in: %s", p, name, body[:min(len(body), 400)])
+		}
 	}
 }
