@@ -81,24 +81,9 @@ func runStormJob(ctx context.Context, raw json.RawMessage) (any, error) {
 		return nil, err
 	}
 	res := &StormResult{Subscribers: prm.Subscribers, Records: prm.Head, LimitSeconds: prm.Limit, SettleSeconds: prm.Settle}
-	var t tally
-	single, err := dialSubscriber(ctx, clientRaw, prm.StreamURL, &t, prm.Head)
-	if err != nil {
+	if res.SingleRecordsPerSec, err = singleCatchUp(ctx, prm); err != nil {
 		return nil, err
 	}
-	start := time.Now()
-	if err := single.subscribe(ctx, "0"); err != nil {
-		single.close()
-		return nil, err
-	}
-	single.wait()
-	secs := time.Since(start).Seconds()
-	single.close()
-	if t.err != nil || t.last != prm.Head || t.disorder != 0 {
-		return nil, fmt.Errorf("the single subscriber: seq %d of %d, %d out of order, %v", t.last, prm.Head, t.disorder, t.err)
-	}
-	res.SingleRecordsPerSec = float64(t.count) / secs
-	progress("  storm: one subscriber caught up with %d records in %.2fs (%.0f records/s)", t.count, secs, res.SingleRecordsPerSec)
 	if err := waitConnections(ctx, prm.QueryURL, 0, time.Minute); err != nil {
 		return nil, err
 	}
@@ -114,7 +99,7 @@ func runStormJob(ctx context.Context, raw json.RawMessage) (any, error) {
 	rss := sampleRSS(prm.Pid, 100*time.Millisecond)
 	cpuServer, cpuClient := procCPUSeconds(prm.Pid), cpuSeconds()
 	progress("  storm: %d subscribers from 0 of %d records at once", len(subs), prm.Head)
-	start = time.Now()
+	start := time.Now()
 	limit := time.After(time.Duration(prm.Limit * float64(time.Second)))
 	// Every subscribe at once; each subscriber then reads until it has the
 	// head, or until the limit closes it.
@@ -143,8 +128,52 @@ func runStormJob(ctx context.Context, raw json.RawMessage) (any, error) {
 	if reset {
 		peak = max(peak, procMem(prm.Pid).Peak)
 	}
-	res.ServerCPUus = procCPUSeconds(prm.Pid) - cpuServer
-	res.ClientCPUus = cpuSeconds() - cpuClient
+	serverCPU, clientCPU := procCPUSeconds(prm.Pid)-cpuServer, cpuSeconds()-cpuClient
+	res.count(tallies, subscribeErrs, start, end)
+	res.ServerCPUus = serverCPU / float64(max(res.Deliveries, 1)) * 1e6
+	res.ClientCPUus = clientCPU / float64(max(res.Deliveries, 1)) * 1e6
+	res.RSSBeforeMiB, res.PeakMiB = mib(before), mib(peak)
+	res.PeakAboveMiB = mib(peak - before)
+	res.RSSEndMiB = mib(procMem(prm.Pid).RSS)
+	select {
+	case <-time.After(time.Duration(prm.Settle * float64(time.Second))):
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	res.RSSSettledMiB = mib(procMem(prm.Pid).RSS)
+	progress("  storm: %d of %d caught up in %.1fs, %.0f deliveries/s (%.2fx one subscriber), peak RSS %.0f MiB above %.0f MiB, %d out of order",
+		res.CaughtUp, res.Subscribers, res.Seconds, res.DeliveriesPerSec, res.VsSingle, res.PeakAboveMiB, res.RSSBeforeMiB, res.Disorder)
+	return res, nil
+}
+
+// singleCatchUp is one raw subscriber's catch-up rate over the whole log,
+// in records per second.
+func singleCatchUp(ctx context.Context, prm stormParams) (float64, error) {
+	var t tally
+	single, err := dialSubscriber(ctx, clientRaw, prm.StreamURL, &t, prm.Head)
+	if err != nil {
+		return 0, err
+	}
+	start := time.Now()
+	if err := single.subscribe(ctx, "0"); err != nil {
+		single.close()
+		return 0, err
+	}
+	single.wait()
+	secs := time.Since(start).Seconds()
+	single.close()
+	if t.err != nil || t.last != prm.Head || t.disorder != 0 {
+		return 0, fmt.Errorf("the single subscriber: seq %d of %d, %d out of order, %v", t.last, prm.Head, t.disorder, t.err)
+	}
+	rate := float64(t.count) / secs
+	progress("  storm: one subscriber caught up with %d records in %.2fs (%.0f records/s)", t.count, secs, rate)
+	return rate, nil
+}
+
+// count adds up the storm's subscribers: deliveries, disorder, who caught
+// up and when, the first failure; end is when the storm stopped (its
+// duration runs to the last subscriber done when all caught up).
+func (res *StormResult) count(tallies []tally, subscribeErrs []error, start, end time.Time) {
 	var done []float64
 	for i := range tallies {
 		t := &tallies[i]
@@ -153,7 +182,7 @@ func runStormJob(ctx context.Context, raw json.RawMessage) (any, error) {
 		if t.done.IsZero() {
 			res.Failed++
 			if res.FirstError == "" {
-				res.FirstError = fmt.Sprintf("subscriber %d at seq %d of %d: %v", i, t.last, prm.Head, errors.Join(subscribeErrs[i], t.err))
+				res.FirstError = fmt.Sprintf("subscriber %d at seq %d of %d: %v", i, t.last, res.Records, errors.Join(subscribeErrs[i], t.err))
 			}
 			continue
 		}
@@ -171,24 +200,10 @@ func runStormJob(ctx context.Context, raw json.RawMessage) (any, error) {
 	res.Seconds = end.Sub(start).Seconds()
 	res.DeliveriesPerSec = float64(res.Deliveries) / res.Seconds
 	res.VsSingle = ratio(res.DeliveriesPerSec, res.SingleRecordsPerSec)
-	res.ServerCPUus = res.ServerCPUus / float64(max(res.Deliveries, 1)) * 1e6
-	res.ClientCPUus = res.ClientCPUus / float64(max(res.Deliveries, 1)) * 1e6
 	slices.Sort(done)
 	if len(done) > 0 {
 		res.FirstDone, res.MedianDone = done[0], done[len(done)/2]
 	}
-	res.RSSBeforeMiB, res.PeakMiB = mib(before), mib(peak)
-	res.PeakAboveMiB = mib(peak - before)
-	res.RSSEndMiB = mib(procMem(prm.Pid).RSS)
-	select {
-	case <-time.After(time.Duration(prm.Settle * float64(time.Second))):
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
-	res.RSSSettledMiB = mib(procMem(prm.Pid).RSS)
-	progress("  storm: %d of %d caught up in %.1fs, %.0f deliveries/s (%.2fx one subscriber), peak RSS %.0f MiB above %.0f MiB, %d out of order",
-		res.CaughtUp, res.Subscribers, res.Seconds, res.DeliveriesPerSec, res.VsSingle, res.PeakAboveMiB, res.RSSBeforeMiB, res.Disorder)
-	return res, nil
 }
 
 // mib converts bytes to MiB.
@@ -305,25 +320,56 @@ func runTipJob(ctx context.Context, raw json.RawMessage) (any, error) {
 	}
 	row.ServerRSSMiB = mib(rss.finish())
 	_, _, row.NodeBlocks = obs.between(t0, t1)
-	row.Committed = int(m1.value("marlowe_history_blocks_committed_total") - m0.value("marlowe_history_blocks_committed_total"))
-	row.CommitKept = ratio(float64(row.Committed), float64(row.NodeBlocks))
-	row.CommitP50Ms = histogramQuantile(m0.buckets("marlowe_store_commit_seconds"), m1.buckets("marlowe_store_commit_seconds"), 0.5)
-	row.CommitP99Ms = histogramQuantile(m0.buckets("marlowe_store_commit_seconds"), m1.buckets("marlowe_store_commit_seconds"), 0.99)
+	row.commits(m0, m1)
 	s0, s1 := st0.HistorySeq, st1.HistorySeq
 	// The drain: the window's records still on their way.
-	deadline := time.Now().Add(time.Duration(prm.Drain * float64(time.Second)))
-	for time.Now().Before(deadline) && !allHave(tallies, s1) {
-		select {
-		case <-time.After(20 * time.Millisecond):
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		}
+	if err := drain(ctx, tallies, s1, time.Duration(prm.Drain*float64(time.Second))); err != nil {
+		return nil, err
 	}
 	t2 := time.Now()
 	serverCPU, clientCPU := procCPUSeconds(prm.Pid)-cpuServer, cpuSeconds()-cpuClient
 	writeHeapProfile("") // the allocations of the window (with --cpuprofile-dir)
 	closeAll(subs)
 	row.ClientRSSMiB = mib(readMem().Peak)
+	duringRun := row.deliveries(tallies, obs, s0, s1, t0, t2)
+	if err := obs.close(); err != nil {
+		return nil, fmt.Errorf("observer: %w", err)
+	}
+	row.ServerCPUus = serverCPU / float64(max(duringRun, 1)) * 1e6
+	row.ClientCPUus = clientCPU / float64(max(duringRun, 1)) * 1e6
+	progress("  tip, %d %s subscribers: p50 %.1f ms, p99 %.1f ms, %d of %d delivered, commits %d of %d blocks, server RSS %.0f MiB, CPU/delivery server %.1f µs, client %.1f µs",
+		row.Subscribers, row.Client, row.P50Ms, row.P99Ms, row.Delivered, row.Expected, row.Committed, row.NodeBlocks,
+		row.ServerRSSMiB, row.ServerCPUus, row.ClientCPUus)
+	return row, nil
+}
+
+// commits fills in the service's commits over the window, from its
+// metrics at the start (m0) and the end (m1).
+func (row *TipRow) commits(m0, m1 metricsText) {
+	row.Committed = int(m1.value("marlowe_history_blocks_committed_total") - m0.value("marlowe_history_blocks_committed_total"))
+	row.CommitKept = ratio(float64(row.Committed), float64(row.NodeBlocks))
+	row.CommitP50Ms = histogramQuantile(m0.buckets("marlowe_store_commit_seconds"), m1.buckets("marlowe_store_commit_seconds"), 0.5)
+	row.CommitP99Ms = histogramQuantile(m0.buckets("marlowe_store_commit_seconds"), m1.buckets("marlowe_store_commit_seconds"), 0.99)
+}
+
+// drain waits, for up to limit, until every subscriber has the record seq.
+func drain(ctx context.Context, tallies []tally, seq int64, limit time.Duration) error {
+	deadline := time.Now().Add(limit)
+	for time.Now().Before(deadline) && !allHave(tallies, seq) {
+		select {
+		case <-time.After(20 * time.Millisecond):
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return nil
+}
+
+// deliveries adds up what the subscribers read: the window's records
+// (seqs (s0, s1]) delivered and their latencies from their blocks'
+// arrival, disorder, failures. It returns how many records of any seq
+// arrived from t0 to t2 (the CPU's denominator).
+func (row *TipRow) deliveries(tallies []tally, obs *blockObserver, s0, s1 int64, t0, t2 time.Time) int64 {
 	var lat latencies
 	var duringRun int64
 	for i := range tallies {
@@ -348,19 +394,11 @@ func runTipJob(ctx context.Context, raw json.RawMessage) (any, error) {
 			}
 		}
 	}
-	if err := obs.close(); err != nil {
-		return nil, fmt.Errorf("observer: %w", err)
-	}
 	row.Records = s1 - s0
-	row.Expected = row.Records * int64(prm.Subscribers)
+	row.Expected = row.Records * int64(row.Subscribers)
 	row.P50Ms, row.P99Ms, row.Samples = lat.quantiles()
 	row.MaxMs = lat.maxMs()
-	row.ServerCPUus = serverCPU / float64(max(duringRun, 1)) * 1e6
-	row.ClientCPUus = clientCPU / float64(max(duringRun, 1)) * 1e6
-	progress("  tip, %d %s subscribers: p50 %.1f ms, p99 %.1f ms, %d of %d delivered, commits %d of %d blocks, server RSS %.0f MiB, CPU/delivery server %.1f µs, client %.1f µs",
-		row.Subscribers, row.Client, row.P50Ms, row.P99Ms, row.Delivered, row.Expected, row.Committed, row.NodeBlocks,
-		row.ServerRSSMiB, row.ServerCPUus, row.ClientCPUus)
-	return row, nil
+	return duringRun
 }
 
 // failedPhase marks a phase that could not be measured: a service that
