@@ -6,7 +6,6 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
-	"sync"
 	"testing"
 
 	"go.uber.org/goleak"
@@ -84,23 +83,7 @@ func TestTwoStoresOneFile(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	var wg sync.WaitGroup
-	errs := make(chan error, 2)
-	for i, s := range stores {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for b := int64(1); b <= 50; b++ {
-				if err := s.StreamAck(ctx, &streamstore.StreamAckParams{Name: string(rune('a' + i)), Cursor: "1", Batch: b}); err != nil {
-					errs <- err
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
+	if err := streamstoretest.AckInParallel(ctx, []streamstore.Store{stores[0], stores[1]}, []string{"a", "b"}, 50); err != nil {
 		t.Fatal(err)
 	}
 	for i := range stores {
