@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"fmt"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
@@ -56,28 +54,14 @@ func migrateFlow(t *testing.T, where string, args []string, tables func() []stri
 // migrate creates every table of every store (those reset drops), and
 // --check then says current.
 func TestMigrateFreshPostgres(t *testing.T) {
-	if os.Getenv("MARLOWE_TEST_SKIP_POSTGRES") == "1" {
-		t.Skip("MARLOWE_TEST_SKIP_POSTGRES=1")
-	}
-	base := os.Getenv("MARLOWE_TEST_DATABASE_URL")
-	if base == "" {
-		base = "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
-	}
+	base := storagetest.PostgresURL(t)
+	schema := storagetest.CreateSchema(t, base, "migratetest")
 	ctx := context.Background()
 	admin, err := pgx.Connect(ctx, base)
 	if err != nil {
-		t.Fatalf("PostgreSQL at %s (set MARLOWE_TEST_SKIP_POSTGRES=1 to skip): %v", base, err)
-	}
-	schema := fmt.Sprintf("migratetest_%d_%08x", os.Getpid(), rand.Uint32())
-	if _, err := admin.Exec(ctx, `CREATE SCHEMA `+pgx.Identifier{schema}.Sanitize()); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		if _, err := admin.Exec(ctx, `DROP SCHEMA IF EXISTS `+pgx.Identifier{schema}.Sanitize()+` CASCADE`); err != nil {
-			t.Errorf("dropping %s: %v", schema, err)
-		}
-		admin.Close(ctx)
-	})
+	defer admin.Close(ctx)
 	dbURL := storagetest.SchemaURL(t, base, schema)
 	tables := func() []string {
 		rows, err := admin.Query(ctx, `SELECT table_name FROM information_schema.tables WHERE table_schema = $1 ORDER BY 1`, schema)

@@ -82,16 +82,10 @@ var writerKills = flag.Int("writer-kills", 3, "TestWriterFailover: how many time
 func pgSchema(t *testing.T, admin *pgx.Conn, name string) string {
 	t.Helper()
 	base := testDatabaseURL(t)
-	ctx := context.Background()
-	schema := fmt.Sprintf("%s_%d_%08x", name, os.Getpid(), mrand.Uint32())
-	if _, err := admin.Exec(ctx, `CREATE SCHEMA `+pgx.Identifier{schema}.Sanitize()); err != nil {
+	schema := storagetest.NewSchema(t, base, name)
+	if _, err := admin.Exec(context.Background(), `CREATE SCHEMA `+pgx.Identifier{schema}.Sanitize()); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		if _, err := admin.Exec(context.Background(), `DROP SCHEMA IF EXISTS `+pgx.Identifier{schema}.Sanitize()+` CASCADE`); err != nil {
-			t.Errorf("dropping %s: %v", schema, err)
-		}
-	})
 	return storagetest.SchemaURL(t, base, schema)
 }
 

@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/marlowe-follower/follower/history/record"
 	"github.com/marlowe-follower/follower/history/storage"
+	"github.com/marlowe-follower/follower/history/storage/storagetest"
 )
 
 func TestLoad(t *testing.T) {
@@ -268,33 +268,15 @@ func sqliteTables(t *testing.T, path string) []string {
 	return out
 }
 
-// postgresURL is the test database; a server that does not answer fails
-// the test unless MARLOWE_TEST_SKIP_POSTGRES=1.
-func postgresURL(t *testing.T) string {
-	t.Helper()
-	if os.Getenv("MARLOWE_TEST_SKIP_POSTGRES") == "1" {
-		t.Skip("MARLOWE_TEST_SKIP_POSTGRES=1")
-	}
-	if u := os.Getenv("MARLOWE_TEST_DATABASE_URL"); u != "" {
-		return u
-	}
-	return "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
-}
-
 func TestPostgresRunner(t *testing.T) {
-	url := postgresURL(t)
+	url := storagetest.PostgresURL(t)
 	ctx := t.Context()
 	admin, err := pgx.Connect(ctx, url)
 	if err != nil {
 		t.Fatalf("PostgreSQL at %s (set MARLOWE_TEST_SKIP_POSTGRES=1 to skip): %v", url, err)
 	}
-	schema := fmt.Sprintf("storagetest_%d_%08x", os.Getpid(), rand.Uint32())
-	t.Cleanup(func() {
-		if _, err := admin.Exec(context.Background(), `DROP SCHEMA IF EXISTS `+pgx.Identifier{schema}.Sanitize()+` CASCADE`); err != nil {
-			t.Errorf("dropping %s: %v", schema, err)
-		}
-		admin.Close(context.Background())
-	})
+	defer admin.Close(context.Background())
+	schema := storagetest.NewSchema(t, url, "storagetest")
 	db, err := storage.OpenPostgres(ctx, url, storage.PostgresOptions{Schema: schema})
 	if err != nil {
 		t.Fatal(err)
@@ -321,12 +303,10 @@ func TestPostgresRunner(t *testing.T) {
 // TestPostgresConcurrentMigrate: processes migrating one schema at once
 // wait for each other; each line is applied once.
 func TestPostgresConcurrentMigrate(t *testing.T) {
-	url := postgresURL(t)
+	url := storagetest.PostgresURL(t)
 	ctx := t.Context()
-	schema := fmt.Sprintf("storagetest_%d_%08x", os.Getpid(), rand.Uint32())
+	schema := storagetest.NewSchema(t, url, "storagetest") // (dropped after the handles' closes)
 	dbs := make([]*storage.Postgres, 3)
-	// Registered before the handles' closes run, so it runs after them.
-	defer dropSchema(t, url, schema)
 	for i := range dbs {
 		db, err := storage.OpenPostgres(ctx, url, storage.PostgresOptions{Schema: schema})
 		if err != nil {
@@ -354,15 +334,3 @@ func TestPostgresConcurrentMigrate(t *testing.T) {
 	}
 }
 
-func dropSchema(t *testing.T, url, schema string) {
-	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, url)
-	if err != nil {
-		t.Errorf("dropping %s: %v", schema, err)
-		return
-	}
-	defer conn.Close(ctx)
-	if _, err := conn.Exec(ctx, `DROP SCHEMA IF EXISTS `+pgx.Identifier{schema}.Sanitize()+` CASCADE`); err != nil {
-		t.Errorf("dropping %s: %v", schema, err)
-	}
-}

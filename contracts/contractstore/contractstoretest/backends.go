@@ -2,9 +2,6 @@ package contractstoretest
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
-	"os"
 	"testing"
 	"time"
 
@@ -13,24 +10,15 @@ import (
 	"github.com/marlowe-follower/follower/contracts/contractstore"
 	"github.com/marlowe-follower/follower/contracts/contractstore/sqlcontracts"
 	"github.com/marlowe-follower/follower/history/storage"
+	"github.com/marlowe-follower/follower/history/storage/storagetest"
 )
 
-// DefaultPostgresURL is the test database when MARLOWE_TEST_DATABASE_URL
-// is not set.
-const DefaultPostgresURL = "postgres://postgres:postgres@127.0.0.1:5432/test?sslmode=disable"
-
-// PostgresURL returns the test database's URL. A test that needs it fails
-// when the server does not answer, unless MARLOWE_TEST_SKIP_POSTGRES=1,
-// which skips it.
+// PostgresURL returns the test database's URL (storagetest.PostgresURL).
+// A test that needs it fails when the server does not answer, unless
+// MARLOWE_TEST_SKIP_POSTGRES=1, which skips it.
 func PostgresURL(t testing.TB) string {
 	t.Helper()
-	if os.Getenv("MARLOWE_TEST_SKIP_POSTGRES") == "1" {
-		t.Skip("MARLOWE_TEST_SKIP_POSTGRES=1: PostgreSQL tests are skipped")
-	}
-	url := os.Getenv("MARLOWE_TEST_DATABASE_URL")
-	if url == "" {
-		url = DefaultPostgresURL
-	}
+	url := storagetest.PostgresURL(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	conn, err := pgx.Connect(ctx, url)
@@ -46,23 +34,7 @@ func PostgresURL(t testing.TB) string {
 // (with everything in it) when the test ends.
 func NewSchema(t testing.TB, url string) string {
 	t.Helper()
-	var b [6]byte
-	_, _ = rand.Read(b[:])
-	schema := "cvtest_" + hex.EncodeToString(b[:])
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		conn, err := pgx.Connect(ctx, url)
-		if err != nil {
-			t.Errorf("dropping schema %s: %v", schema, err)
-			return
-		}
-		defer conn.Close(ctx)
-		if _, err := conn.Exec(ctx, `DROP SCHEMA IF EXISTS `+pgx.Identifier{schema}.Sanitize()+` CASCADE`); err != nil {
-			t.Errorf("dropping schema %s: %v", schema, err)
-		}
-	})
-	return schema
+	return storagetest.NewSchema(t, url, "cvtest")
 }
 
 // OpenPostgres opens and initialises a PostgreSQL contract store in schema.

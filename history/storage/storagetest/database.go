@@ -1,9 +1,15 @@
 package storagetest
 
 import (
+	"context"
+	"fmt"
+	"math/rand/v2"
 	"net/url"
 	"os"
 	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
 )
 
 // DatabaseURL returns the PostgreSQL database the tests may use,
@@ -33,4 +39,63 @@ func SchemaURL(t testing.TB, base, schema string) string {
 	q.Set("search_path", schema)
 	u.RawQuery = q.Encode()
 	return u.String()
+}
+
+// DefaultPostgresURL is the store tests' database when
+// MARLOWE_TEST_DATABASE_URL is not set.
+const DefaultPostgresURL = "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
+
+// PostgresURL returns the database of the store tests:
+// MARLOWE_TEST_DATABASE_URL, or DefaultPostgresURL when it is not set. A
+// server that does not answer fails the tests (where they connect), unless
+// MARLOWE_TEST_SKIP_POSTGRES=1, which skips them.
+func PostgresURL(t testing.TB) string {
+	t.Helper()
+	if os.Getenv("MARLOWE_TEST_SKIP_POSTGRES") == "1" {
+		t.Skip("MARLOWE_TEST_SKIP_POSTGRES=1: PostgreSQL tests are skipped")
+	}
+	if u := os.Getenv("MARLOWE_TEST_DATABASE_URL"); u != "" {
+		return u
+	}
+	return DefaultPostgresURL
+}
+
+// NewSchema returns the name of a schema of the database at url for one
+// test, prefix_PID_RANDOM, and drops it, with everything in it, when the
+// test ends. It creates nothing: the store under test creates its schema
+// (CreateSchema makes one for tests that need it made).
+func NewSchema(t testing.TB, url, prefix string) string {
+	t.Helper()
+	schema := fmt.Sprintf("%s_%d_%08x", prefix, os.Getpid(), rand.Uint32())
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		conn, err := pgx.Connect(ctx, url)
+		if err != nil {
+			t.Errorf("dropping schema %s: %v", schema, err)
+			return
+		}
+		defer conn.Close(ctx)
+		if _, err := conn.Exec(ctx, `DROP SCHEMA IF EXISTS `+pgx.Identifier{schema}.Sanitize()+` CASCADE`); err != nil {
+			t.Errorf("dropping schema %s: %v", schema, err)
+		}
+	})
+	return schema
+}
+
+// CreateSchema is NewSchema with the schema created.
+func CreateSchema(t testing.TB, url, prefix string) string {
+	t.Helper()
+	schema := NewSchema(t, url, prefix)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatalf("PostgreSQL at %s (set MARLOWE_TEST_SKIP_POSTGRES=1 to skip): %v", url, err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, `CREATE SCHEMA `+pgx.Identifier{schema}.Sanitize()); err != nil {
+		t.Fatal(err)
+	}
+	return schema
 }

@@ -4,35 +4,22 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
-	"os"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/marlowe-follower/follower/history/storage/storagetest"
 	"github.com/marlowe-follower/follower/streaming/streamstore"
 	"github.com/marlowe-follower/follower/streaming/streamstore/sqlstreams"
 	"github.com/marlowe-follower/follower/streaming/streamstore/streamstoretest"
 )
 
-// testURL is the test database: MARLOWE_TEST_DATABASE_URL or the local
-// default. The tests fail when it is unreachable, unless
-// MARLOWE_TEST_SKIP_POSTGRES=1.
+// testURL is the test database (storagetest.PostgresURL), which must
+// answer unless MARLOWE_TEST_SKIP_POSTGRES=1.
 func testURL(t *testing.T) string {
 	t.Helper()
-	if os.Getenv("MARLOWE_TEST_SKIP_POSTGRES") == "1" {
-		t.Skip("MARLOWE_TEST_SKIP_POSTGRES=1")
-	}
-	if u := os.Getenv("MARLOWE_TEST_DATABASE_URL"); u != "" {
-		return u
-	}
-	return "postgres://postgres:postgres@127.0.0.1:5432/test?sslmode=disable"
-}
-
-// freshSchema returns a new schema name, dropped when the test ends.
-func freshSchema(t *testing.T, url string) string {
-	t.Helper()
+	url := storagetest.PostgresURL(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	conn, err := pgx.Connect(ctx, url)
@@ -40,21 +27,13 @@ func freshSchema(t *testing.T, url string) string {
 		t.Fatalf("PostgreSQL at %s is unreachable (set MARLOWE_TEST_SKIP_POSTGRES=1 to skip): %v", url, err)
 	}
 	conn.Close(ctx)
-	schema := fmt.Sprintf("ws_test_%d_%d", time.Now().UnixNano(), rand.Uint32())
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		conn, err := pgx.Connect(ctx, url)
-		if err != nil {
-			t.Errorf("dropping schema %s: %v", schema, err)
-			return
-		}
-		defer conn.Close(ctx)
-		if _, err := conn.Exec(ctx, `DROP SCHEMA IF EXISTS `+pgx.Identifier{schema}.Sanitize()+` CASCADE`); err != nil {
-			t.Errorf("dropping schema %s: %v", schema, err)
-		}
-	})
-	return schema
+	return url
+}
+
+// freshSchema returns a new schema name, dropped when the test ends.
+func freshSchema(t *testing.T, url string) string {
+	t.Helper()
+	return storagetest.NewSchema(t, url, "ws_test")
 }
 
 func TestConformancePostgres(t *testing.T) {
