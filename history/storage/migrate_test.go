@@ -333,4 +333,3 @@ func TestPostgresConcurrentMigrate(t *testing.T) {
 		t.Fatalf("versions recorded: %d %v", n, err)
 	}
 }
-
