@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/marlowe-follower/follower/chainsync/chain"
+	pd "github.com/marlowe-follower/follower/contracts/plutusdata"
 )
 
 // encoder appends canonical CBOR: every head in its shortest form and every
@@ -15,22 +16,7 @@ type encoder struct {
 	buf []byte
 }
 
-func (e *encoder) head(major byte, v uint64) {
-	m := major << 5
-	switch {
-	case v < 24:
-		e.buf = append(e.buf, m|byte(v))
-	case v <= 0xff:
-		e.buf = append(e.buf, m|24, byte(v))
-	case v <= 0xffff:
-		e.buf = append(e.buf, m|25, byte(v>>8), byte(v))
-	case v <= 0xffffffff:
-		e.buf = append(e.buf, m|26, byte(v>>24), byte(v>>16), byte(v>>8), byte(v))
-	default:
-		e.buf = append(e.buf, m|27, byte(v>>56), byte(v>>48), byte(v>>40), byte(v>>32),
-			byte(v>>24), byte(v>>16), byte(v>>8), byte(v))
-	}
-}
+func (e *encoder) head(major byte, v uint64) { e.buf = pd.AppendHead(e.buf, major, v) }
 
 func (e *encoder) uint(v uint64) { e.head(majorUint, v) }
 

@@ -14,37 +14,20 @@ import (
 
 	"github.com/marlowe-follower/follower/chainsync/block"
 	"github.com/marlowe-follower/follower/chainsync/chain"
-
 	"github.com/marlowe-follower/follower/chainsync/waitfor"
+	pd "github.com/marlowe-follower/follower/contracts/plutusdata"
 )
-
-// cborUint appends a CBOR head of major type major with argument v.
-func cborUint(dst []byte, major byte, v uint64) []byte {
-	m := major << 5
-	switch {
-	case v < 24:
-		return append(dst, m|byte(v))
-	case v <= 0xff:
-		return append(dst, m|24, byte(v))
-	case v <= 0xffff:
-		return append(dst, m|25, byte(v>>8), byte(v))
-	case v <= 0xffffffff:
-		return append(dst, m|26, byte(v>>24), byte(v>>16), byte(v>>8), byte(v))
-	}
-	return append(dst, m|27, byte(v>>56), byte(v>>48), byte(v>>40), byte(v>>32),
-		byte(v>>24), byte(v>>16), byte(v>>8), byte(v))
-}
 
 // testBlock makes a block whose raw bytes are the CBOR array
 // [blockNo, slot, fork, padding bytes] and whose hash is the SHA-256 of
 // those bytes, so fakeHeader can recover the header from the bytes alone.
 func testBlock(no, slot uint64, fork uint8) StoredBlock {
-	raw := cborUint(nil, 4, 4)
-	raw = cborUint(raw, 0, no)
-	raw = cborUint(raw, 0, slot)
-	raw = cborUint(raw, 0, uint64(fork))
+	raw := pd.AppendHead(nil, 4, 4)
+	raw = pd.AppendHead(raw, 0, no)
+	raw = pd.AppendHead(raw, 0, slot)
+	raw = pd.AppendHead(raw, 0, uint64(fork))
 	pad := int(no % 40)
-	raw = cborUint(raw, 2, uint64(pad))
+	raw = pd.AppendHead(raw, 2, uint64(pad))
 	raw = append(raw, bytes.Repeat([]byte{fork}, pad)...)
 	return StoredBlock{Type: block.TypeConway, Header: chain.BlockHeader{Slot: slot, BlockNo: no, Hash: sha256.Sum256(raw)}, Raw: raw}
 }

@@ -446,10 +446,10 @@ func (bb *blockBuild) fill(target int) error {
 func fillerMetadata(b []byte) []byte {
 	out := []byte{0xa1, 0x63, 'm', 's', 'g'}
 	chunks := (len(b) + 63) / 64
-	out = appendCBORHead(out, 4, uint64(chunks))
+	out = pd.AppendHead(out, 4, uint64(chunks))
 	for len(b) > 0 {
 		n := min(len(b), 64)
-		out = appendCBORHead(out, 2, uint64(n))
+		out = pd.AppendHead(out, 2, uint64(n))
 		out = append(out, b[:n]...)
 		b = b[n:]
 	}
@@ -465,7 +465,7 @@ func marloweTagsCBOR(tags map[string]string) []byte {
 	}
 	slices.Sort(keys)
 	out := []byte{0x82, 0x02}
-	out = appendCBORHead(out, 4, uint64(len(keys)))
+	out = pd.AppendHead(out, 4, uint64(len(keys)))
 	for _, k := range keys {
 		out = append(out, 0x81)
 		out = appendCBORText(out, k)
@@ -475,31 +475,18 @@ func marloweTagsCBOR(tags map[string]string) []byte {
 
 func appendCBORText(dst []byte, s string) []byte {
 	if len(s) <= 64 {
-		dst = appendCBORHead(dst, 3, uint64(len(s)))
+		dst = pd.AppendHead(dst, 3, uint64(len(s)))
 		return append(dst, s...)
 	}
 	chunks := (len(s) + 63) / 64
-	dst = appendCBORHead(dst, 4, uint64(chunks))
+	dst = pd.AppendHead(dst, 4, uint64(chunks))
 	for len(s) > 0 {
 		n := min(len(s), 64)
-		dst = appendCBORHead(dst, 3, uint64(n))
+		dst = pd.AppendHead(dst, 3, uint64(n))
 		dst = append(dst, s[:n]...)
 		s = s[n:]
 	}
 	return dst
-}
-
-func appendCBORHead(dst []byte, major byte, n uint64) []byte {
-	m := major << 5
-	switch {
-	case n < 24:
-		return append(dst, m|byte(n))
-	case n <= 0xff:
-		return append(dst, m|24, byte(n))
-	case n <= 0xffff:
-		return append(dst, m|25, byte(n>>8), byte(n))
-	}
-	return append(dst, m|26, byte(n>>24), byte(n>>16), byte(n>>8), byte(n))
 }
 
 // addValue sums two values, merging quantities of the same asset.

@@ -23,19 +23,19 @@ func AppendEncode(dst []byte, d Data) []byte {
 	case *Constr:
 		switch {
 		case x.Index <= 6:
-			dst = appendHead(dst, majorTag, 121+x.Index)
+			dst = AppendHead(dst, majorTag, 121+x.Index)
 		case x.Index <= 127:
-			dst = appendHead(dst, majorTag, 1280+x.Index-7)
+			dst = AppendHead(dst, majorTag, 1280+x.Index-7)
 		default:
-			dst = appendHead(dst, majorTag, 102)
-			dst = appendHead(dst, majorArray, 2)
-			dst = appendHead(dst, majorUint, x.Index)
+			dst = AppendHead(dst, majorTag, 102)
+			dst = AppendHead(dst, majorArray, 2)
+			dst = AppendHead(dst, majorUint, x.Index)
 		}
 		return appendList(dst, x.Fields)
 	case *List:
 		return appendList(dst, x.Items)
 	case *Map:
-		dst = appendHead(dst, majorMap, uint64(len(x.Pairs)))
+		dst = AppendHead(dst, majorMap, uint64(len(x.Pairs)))
 		for _, p := range x.Pairs {
 			dst = AppendEncode(dst, p.Key)
 			dst = AppendEncode(dst, p.Value)
@@ -60,7 +60,11 @@ func appendList(dst []byte, items []Data) []byte {
 	return append(dst, breakByte)
 }
 
-func appendHead(dst []byte, major byte, arg uint64) []byte {
+// AppendHead appends a CBOR head, major type major (0 to 7) with argument
+// arg, in its shortest form, as canonical CBOR wants it. It is the one
+// CBOR head writer of the module: the block encoder and the devnet's
+// metadata use it too.
+func AppendHead(dst []byte, major byte, arg uint64) []byte {
 	m := major << 5
 	switch {
 	case arg < 24:
@@ -80,13 +84,13 @@ const chunkSize = 64
 
 func appendBytes(dst []byte, b []byte) []byte {
 	if len(b) <= chunkSize {
-		dst = appendHead(dst, majorBytes, uint64(len(b)))
+		dst = AppendHead(dst, majorBytes, uint64(len(b)))
 		return append(dst, b...)
 	}
 	dst = append(dst, 0x5f)
 	for len(b) > 0 {
 		n := min(len(b), chunkSize)
-		dst = appendHead(dst, majorBytes, uint64(n))
+		dst = AppendHead(dst, majorBytes, uint64(n))
 		dst = append(dst, b[:n]...)
 		b = b[n:]
 	}
@@ -101,24 +105,24 @@ var (
 func appendInteger(dst []byte, i *Integer) []byte {
 	if i.big == nil {
 		if i.small >= 0 {
-			return appendHead(dst, majorUint, uint64(i.small))
+			return AppendHead(dst, majorUint, uint64(i.small))
 		}
-		return appendHead(dst, majorNegint, uint64(-1-i.small))
+		return AppendHead(dst, majorNegint, uint64(-1-i.small))
 	}
 	v := i.big
 	switch {
 	case v.Sign() >= 0 && v.Cmp(twoTo64) < 0:
-		return appendHead(dst, majorUint, v.Uint64())
+		return AppendHead(dst, majorUint, v.Uint64())
 	case v.Sign() < 0 && v.Cmp(minusTwo64) >= 0:
 		n := new(big.Int).Neg(v)
 		n.Sub(n, bigOne)
-		return appendHead(dst, majorNegint, n.Uint64())
+		return AppendHead(dst, majorNegint, n.Uint64())
 	case v.Sign() > 0:
-		dst = appendHead(dst, majorTag, 2)
+		dst = AppendHead(dst, majorTag, 2)
 		return appendBytes(dst, v.Bytes())
 	}
 	n := new(big.Int).Neg(v)
 	n.Sub(n, bigOne)
-	dst = appendHead(dst, majorTag, 3)
+	dst = AppendHead(dst, majorTag, 3)
 	return appendBytes(dst, n.Bytes())
 }
