@@ -439,6 +439,6 @@ func (s *Server) streamFromStored(rec *streamstore.Stream) (*streamActor, error)
 		return nil, fmt.Errorf("durable stream %s: stored cursor: %w", rec.Name, err)
 	}
 	return &streamActor{srv: s, name: rec.Name, owner: rec.Owner, durable: true, mode: rec.Mode, filter: filter, wire: rec.Filter.Canonical(),
-		batchSize: rec.BatchSize, batchTimeout: rec.BatchTimeout, acked: cur, delivered: cur, stored: cur, batchNo: rec.Batch,
+		batchSize: rec.BatchSize, batchTimeout: rec.BatchTimeout, acked: cur, delivered: cur, storedAt: cur, batchNo: rec.Batch,
 		records: rec.Records}, nil
 }

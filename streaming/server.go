@@ -76,6 +76,9 @@ type Server struct {
 	enc    wire.RecordCache // the JSON of the records near the head
 	budget queueBudget      // the frames queued on all connections
 	cu     *catchup.Cache   // the pages of the log streams catch up through
+	// workers are the streams' database workers (dbWorker): Done waits
+	// for their last jobs.
+	workers sync.WaitGroup
 	// origins are the browser origins allowed on the WebSocket: Config.Origins
 	// and, once it listens, the listening address's own.
 	origins atomic.Pointer[origin.List]
@@ -386,6 +389,7 @@ func (s *Server) finish() {
 		if s.deps.Registerer != nil {
 			s.m.unregister(s.deps.Registerer)
 		}
+		s.workers.Wait()
 		close(s.done)
 	}
 }

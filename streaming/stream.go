@@ -1,8 +1,6 @@
 package streaming
 
 import (
-	"context"
-	"errors"
 	"sync/atomic"
 	"time"
 
@@ -105,28 +103,34 @@ type streamActor struct {
 	timer    *time.Timer
 	timerGen int
 
-	// leased: this process holds the stream's round-trip lease (shared
-	// streams only: Config.LeaseHolder set); renewal renews it while held.
-	leased   bool
+	// lease is this process's hold on the stream's round-trip lease
+	// (shared streams only: Config.LeaseHolder set); renewal renews it
+	// while held (renewDue: once the store under way has answered).
+	lease    leaseState
 	renewal  *time.Timer
 	leaseGen int
+	renewDue bool
+	// work runs the lease SQL and the acknowledgement stores.
+	work *dbWorker
 
-	// unstored is the newest acknowledgement whose store failed (the
-	// database away): it is stored again with backoff (storeTries, the
-	// retry timer of generation storeGen), and the records of later acks
-	// join it. A shared stream sends nothing more meanwhile and keeps its
-	// lease: its in-memory cursor is the truth, never the older one the
-	// database still holds.
+	// unstored is the newest acknowledgement not known to be stored: its
+	// store is under way (storeBusy), or failed (the database away) and
+	// is tried again with backoff (storeTries, the retry timer of
+	// generation storeGen), and the records of later acks join it. A
+	// shared stream sends nothing more meanwhile and keeps its lease: its
+	// in-memory cursor is the truth, never the older one the database
+	// still holds.
 	unstored   *streamstore.StreamAckParams
+	storeBusy  bool
 	storeTries int
 	storeGen   int
-	// stored is the newest cursor known to be in the database; sentHigh
+	// storedAt is the newest cursor known to be in the database; sentHigh
 	// the newest seq sent to any connection. A connection that got records
 	// after stored would see them again if the lease were lost (another
 	// process goes on from the database's cursor): it gets lease_lost and
 	// is closed. Batches of records up to sentHigh that go out again are
 	// marked redelivered.
-	stored   record.Cursor
+	storedAt record.Cursor
 	sentHigh int64
 }
 
@@ -184,6 +188,7 @@ func (st *streamActor) Receive(c actor.Context) {
 	switch msg := c.Message().(type) {
 	case *actor.Started:
 		st.self, st.sys = c.Self(), c.ActorSystem()
+		st.work = &dbWorker{sys: st.sys, self: st.self, wg: &st.srv.workers}
 	case *wire.Attach:
 		st.attach(c, msg)
 	case *wire.Detach:
@@ -242,13 +247,19 @@ func (st *streamActor) Receive(c actor.Context) {
 	case *resumeMsg:
 		st.holding = false
 	case *renewLease:
-		if msg.gen == st.leaseGen && st.leased {
+		if msg.gen == st.leaseGen && st.lease == leaseHeld {
 			st.renew()
 		}
+	case *leaseTaken:
+		st.leaseGranted(msg)
+	case *leaseRenewed:
+		st.renewed(msg)
 	case *storeAgain:
 		if msg.gen == st.storeGen && st.unstored != nil {
 			st.storeAck()
 		}
+	case *ackStored:
+		st.stored(msg)
 	case *wire.DrainStream:
 		st.draining = true
 	case *wire.CloseStream:
@@ -382,7 +393,7 @@ func (st *streamActor) step(c actor.Context) {
 		c.Stop(st.self)
 		return
 	}
-	if st.leased && st.inFlight == nil && !st.holding && st.unstored == nil {
+	if st.lease == leaseHeld && st.inFlight == nil && !st.holding && st.unstored == nil {
 		// The lease is held only while a batch is in flight (and while a
 		// departed connection's last replies are read, or its ack is not
 		// stored yet): another process's connection may take the stream
@@ -497,7 +508,8 @@ func (st *streamActor) deliver(c actor.Context) bool {
 	if a == nil {
 		return false
 	}
-	if st.shared() && !st.leased && !st.takeLease() {
+	if st.shared() && st.lease != leaseHeld {
+		st.takeLease() // the answer steps the stream on
 		return false
 	}
 	for a != nil && p.sent == 0 && p.records[0].Seq <= a.last {
@@ -655,286 +667,10 @@ func (st *streamActor) clearRoundTrip() {
 	st.inFlight = nil
 }
 
-// completed moves the acknowledged position past a batch (and stores it
-// for a durable stream).
-func (st *streamActor) completed(number int64, p *pendingBatch) {
-	st.pending = nil
-	st.orphan = nil
-	st.acked = p.cursor
-	st.retryAt = time.Time{}
-	st.records += int64(len(p.records))
-	if !st.durable {
-		return
-	}
-	if st.shared() && !st.leased {
-		// Never stored without the lease: another process may have the
-		// stream now. The next lease puts the stream back where the
-		// database has it (the connection that acknowledged is gone).
-		st.srv.m.leasesLost.Inc()
-		st.log().Warn("acknowledgement of a batch whose round-trip lease is gone: not stored; the records go out again",
-			zap.Int64("batch", number))
-		return
-	}
-	ack := &streamstore.StreamAckParams{Name: st.name, Cursor: p.cursor.String(), Batch: number, Records: int64(len(p.records))}
-	if st.unstored != nil {
-		// The records of the acks not stored yet count with this one.
-		ack.Records += st.unstored.Records
-	}
-	st.unstored, st.storeTries = ack, 0
-	st.storeAck()
-}
-
-// storeAck stores the newest acknowledgement (st.unstored); a shared
-// stream's under its lease, which the store ends. A store that fails (the
-// database away) is tried again with backoff, keeping the lease: the
-// stream's cursor is the one in memory, and no other process may take the
-// stream while this one holds it.
-func (st *streamActor) storeAck() {
-	ack := st.unstored
-	st.stopStoreRetry()
-	if st.shared() {
-		ack.Holder = st.srv.cfg.LeaseHolder
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	err := st.srv.store.StreamAck(ctx, ack)
-	if err != nil && st.storeTries > 0 && (errors.Is(err, streamstore.ErrLeased) || errors.Is(err, streamstore.ErrStale)) &&
-		st.storedAlready(ctx, ack) {
-		err = nil // an earlier try was stored, its answer lost with the connection
-	}
-	switch {
-	case err == nil:
-		if st.storeTries > 0 {
-			st.log().Info("the acknowledged cursor of the durable stream is stored", zap.String("cursor", ack.Cursor),
-				zap.Int("tries", st.storeTries+1))
-		}
-		st.unstored, st.storeTries = nil, 0
-		st.stored = st.acked
-		if ack.Holder != "" {
-			st.dropLease() // the ack ended it
-		}
-	case errors.Is(err, streamstore.ErrLeased), errors.Is(err, streamstore.ErrStale) && ack.Holder != "":
-		// The lease lapsed (this process stalled) and another process took
-		// the stream (and acknowledged batches since): the cursor did not
-		// move.
-		st.leaseLost("acknowledgement refused: this process no longer holds the stream's lease")
-	case errors.Is(err, streamstore.ErrNotFound):
-		st.unstored = nil
-		st.log().Info("the durable stream was deleted")
-	case errors.Is(err, streamstore.ErrStale), errors.Is(err, streamstore.ErrClosed):
-		// The database holds a newer acknowledgement, or the store was
-		// closed (the process stops): trying again would not store it.
-		st.unstored = nil
-		st.srv.m.storeFailures.Inc()
-		st.log().Error("storing the acknowledged cursor failed", zap.Error(err), zap.String("cursor", ack.Cursor))
-	default:
-		st.srv.m.storeFailures.Inc()
-		delay := min(minStoreRetry<<min(st.storeTries, 16), st.srv.cfg.RetryDelay)
-		if st.storeTries == 0 {
-			st.log().Error("storing the acknowledged cursor failed; storing it again", zap.Error(err),
-				zap.String("cursor", ack.Cursor), zap.Duration("after", delay))
-		} else {
-			st.log().Debug("storing the acknowledged cursor failed again", zap.Error(err), zap.Duration("after", delay))
-		}
-		st.storeTries++
-		sys, self, gen := st.sys, st.self, st.storeGen
-		time.AfterFunc(delay, func() { wire.Tell(sys, self, &storeAgain{gen: gen}) })
-	}
-}
-
-// minStoreRetry is the first wait before a failed store of an
-// acknowledgement is tried again; it doubles up to Config.RetryDelay.
-const minStoreRetry = 50 * time.Millisecond
-
-// stopStoreRetry cancels a pending retry of the acknowledgement's store.
-func (st *streamActor) stopStoreRetry() { st.storeGen++ }
-
-// storing reports whether the stream waits for its acknowledgement to be
-// stored before it sends more: a shared stream does (its next round trip
-// starts only once the last one is in the database).
-func (st *streamActor) storing() bool { return st.unstored != nil && st.shared() }
-
-// storedAlready reports whether the database holds the acknowledgement.
-func (st *streamActor) storedAlready(ctx context.Context, ack *streamstore.StreamAckParams) bool {
-	s, err := st.srv.store.StreamGet(ctx, st.name)
-	return err == nil && s.Batch == ack.Batch && s.Cursor == ack.Cursor
-}
-
 // sent records a delivery of the pending batch to a connection.
 func (st *streamActor) sent(a *attachment, p *pendingBatch) {
 	p.sent++
 	seq := p.records[len(p.records)-1].Seq
 	a.last = max(a.last, seq)
 	st.sentHigh = max(st.sentHigh, seq)
-}
-
-// leaseLost ends what this process did under a lease another process
-// took: the round trip in flight ends, and every connection that got
-// records after the stored cursor (the new holder sends them again) gets
-// an error frame (lease_lost) and is closed, so that no connection sees a
-// seq twice or goes back; those records come again on a new connection,
-// marked redelivered. The next lease puts the stream where the database
-// has it.
-func (st *streamActor) leaseLost(why string) {
-	st.srv.m.leasesLost.Inc()
-	st.log().Warn(why+"; the connections that got records after the stored cursor are closed (lease_lost)",
-		zap.String("stored", st.stored.String()))
-	st.dropLease()
-	st.unstored = nil
-	st.stopStoreRetry()
-	if st.inFlight != nil {
-		st.clearRoundTrip()
-	}
-	st.orphan = nil
-	for _, a := range st.atts {
-		if a.last > st.stored.Seq {
-			st.loseConnection(a)
-		}
-	}
-}
-
-// loseConnection tells a connection its stream's lease is lost: it gets
-// the error frame and is closed; nothing more goes to it.
-func (st *streamActor) loseConnection(a *attachment) {
-	if a.closing {
-		return
-	}
-	a.closing = true
-	wire.Tell(st.sys, a.conn, &wire.LeaseLost{Stream: st.self, Name: a.name})
-}
-
-// shared reports whether the stream's round trips are leased: a durable
-// stream in ack mode on a database that several processes serve.
-func (st *streamActor) shared() bool {
-	return st.durable && st.mode == protocol.ModeAck && st.srv.cfg.LeaseHolder != ""
-}
-
-func (st *streamActor) leaseParams() *streamstore.StreamLeaseParams {
-	return &streamstore.StreamLeaseParams{Name: st.name, Holder: st.srv.cfg.LeaseHolder, TTL: st.srv.cfg.LeaseTTL}
-}
-
-// takeLease asks the store for the stream's round-trip lease before a
-// batch goes out. Granted, the store's cursor is the truth: when another
-// process acknowledged batches meanwhile (or this process's last ack was
-// refused), the stream goes back to that cursor, gives the lease up and
-// reads from there. Refused, the batch waits LeaseRetry and asks again.
-// It reports whether the pending batch may go out now.
-func (st *streamActor) takeLease() bool {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	stored, err := st.srv.store.StreamLease(ctx, st.leaseParams())
-	switch {
-	case err == nil:
-	case errors.Is(err, streamstore.ErrLeased):
-		st.srv.m.leaseWaits.Inc()
-		st.retryAt = time.Now().Add(st.leaseRetry())
-		return false
-	case errors.Is(err, streamstore.ErrNotFound):
-		// Deleted through another process: the server's view of it goes
-		// when this process hears of the deletion; nothing goes out.
-		st.log().Info("the durable stream was deleted by another process")
-		st.retryAt = time.Now().Add(st.srv.cfg.RetryDelay)
-		return false
-	default:
-		st.srv.m.storeFailures.Inc()
-		st.log().Error("taking the durable stream's round-trip lease failed; asking again", zap.Error(err),
-			zap.Duration("after", st.srv.cfg.RetryDelay))
-		st.retryAt = time.Now().Add(st.srv.cfg.RetryDelay)
-		return false
-	}
-	st.leased = true
-	st.armRenewal()
-	st.batchNo = max(st.batchNo, stored.Batch)
-	if stored.Cursor == st.acked.String() {
-		st.stored = st.acked
-		return true
-	}
-	cur, err := record.ParseCursor(stored.Cursor)
-	if err != nil {
-		st.srv.m.storeFailures.Inc()
-		st.log().Error("the stored cursor of the durable stream does not parse", zap.String("cursor", stored.Cursor), zap.Error(err))
-		st.releaseLease()
-		st.retryAt = time.Now().Add(st.srv.cfg.RetryDelay)
-		return false
-	}
-	st.log().Debug("another process moved the durable stream on; reading from its cursor",
-		zap.String("from", st.acked.String()), zap.String("to", stored.Cursor))
-	st.acked, st.delivered, st.records, st.stored = cur, cur, stored.Records, cur
-	st.pending, st.orphan = nil, nil
-	st.buf, st.bufLen = nil, 0
-	st.stopFeed()
-	st.bufEnd = cur
-	st.releaseLease()
-	return false
-}
-
-func (st *streamActor) leaseRetry() time.Duration {
-	if d := st.srv.cfg.LeaseRetry; d > 0 {
-		return d
-	}
-	return DefaultLeaseRetry
-}
-
-// armRenewal renews the lease every third of its life while it is held.
-func (st *streamActor) armRenewal() {
-	if st.renewal != nil {
-		st.renewal.Stop()
-	}
-	st.leaseGen++
-	sys, self, gen := st.sys, st.self, st.leaseGen
-	st.renewal = time.AfterFunc(st.leaseParams().EffectiveTTL()/3, func() { wire.Tell(sys, self, &renewLease{gen: gen}) })
-}
-
-// renew renews the lease held. The holder's cursor is the truth: the
-// stored one is the one it last stored, unless the lease lapsed meanwhile
-// and another process took the stream and acknowledged batches. Lost so
-// (or refused: another process holds it now), leaseLost ends what this
-// process did under it.
-func (st *streamActor) renew() {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	stored, err := st.srv.store.StreamLease(ctx, st.leaseParams())
-	switch {
-	case err == nil && stored.Cursor != st.stored.String():
-		st.leaseLost("the durable stream's round-trip lease lapsed and another process acknowledged batches meanwhile")
-		if err := st.srv.store.StreamRelease(ctx, st.leaseParams()); err != nil {
-			st.log().Warn("releasing the durable stream's round-trip lease failed; it lapses by itself", zap.Error(err))
-		}
-	case err == nil:
-		st.armRenewal()
-	case errors.Is(err, streamstore.ErrLeased), errors.Is(err, streamstore.ErrNotFound):
-		st.leaseLost("the durable stream's round-trip lease was lost: " + err.Error())
-	default:
-		// Renewed next time, or lapsed: then the ack is refused and the
-		// lease is lost.
-		st.srv.m.storeFailures.Inc()
-		st.log().Error("renewing the durable stream's round-trip lease failed", zap.Error(err))
-		st.armRenewal()
-	}
-}
-
-// dropLease forgets the lease without telling the store (the ack ended
-// it, or it is lost).
-func (st *streamActor) dropLease() {
-	st.leased = false
-	st.leaseGen++
-	if st.renewal != nil {
-		st.renewal.Stop()
-		st.renewal = nil
-	}
-}
-
-// releaseLease gives the lease back to the store, so that another
-// process's connection can take the stream at once.
-func (st *streamActor) releaseLease() {
-	if !st.leased {
-		return
-	}
-	st.dropLease()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if err := st.srv.store.StreamRelease(ctx, st.leaseParams()); err != nil {
-		// It lapses after its TTL.
-		st.log().Warn("releasing the durable stream's round-trip lease failed; it lapses by itself", zap.Error(err))
-	}
 }
