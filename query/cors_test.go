@@ -2,7 +2,6 @@ package query_test
 
 import (
 	"encoding/json"
-	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -23,12 +22,7 @@ func (f *fixture) do(method, path string, hdr map[string]string) *answer {
 	for k, v := range hdr {
 		req.Header.Set(k, v)
 	}
-	res, err := f.client.Do(req)
-	must(f.t, err)
-	body, err := io.ReadAll(res.Body)
-	res.Body.Close()
-	must(f.t, err)
-	return &answer{code: res.StatusCode, header: res.Header, body: body}
+	return f.send(req, 0)
 }
 
 // headerList splits a comma-separated header (all its lines) into names.

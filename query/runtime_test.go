@@ -3,7 +3,6 @@ package query_test
 import (
 	"encoding/json"
 	"errors"
-	"io"
 	"net/http"
 	"regexp"
 	"strconv"
@@ -35,19 +34,7 @@ func (f *fixture) rtGet(path string, header http.Header, want int) *answer {
 	for k, vs := range header {
 		req.Header[k] = vs
 	}
-	res, err := f.client.Do(req)
-	if err != nil {
-		f.t.Fatal(err)
-	}
-	body, err := io.ReadAll(res.Body)
-	res.Body.Close()
-	if err != nil {
-		f.t.Fatal(err)
-	}
-	a := &answer{code: res.StatusCode, header: res.Header, body: body}
-	if want != 0 && a.code != want {
-		f.t.Fatalf("GET /runtime%s: %d, want %d: %s", path, a.code, want, clip(body))
-	}
+	a := f.send(req, want)
 	for _, h := range []string{"X-Runtime-Version", "X-Network-Id", "X-Node-Tip", "X-Runtime-Chain-Tip", "X-Runtime-Tip", query.HeaderSeq} {
 		if a.header.Get(h) == "" {
 			f.t.Fatalf("GET /runtime%s: no %s header", path, h)
@@ -58,13 +45,13 @@ func (f *fixture) rtGet(path string, header http.Header, want int) *answer {
 	}
 	if a.code >= 400 {
 		var e map[string]json.RawMessage
-		err := json.Unmarshal(body, &e)
+		err := json.Unmarshal(a.body, &e)
 		var msg, code string
 		if err == nil {
 			err = errors.Join(json.Unmarshal(e["message"], &msg), json.Unmarshal(e["errorCode"], &code))
 		}
 		if _, details := e["details"]; err != nil || !details || msg == "" || code == "" {
-			f.t.Fatalf("GET /runtime%s: %d without the Runtime's error body: %s", path, a.code, clip(body))
+			f.t.Fatalf("GET /runtime%s: %d without the Runtime's error body: %s", path, a.code, clip(a.body))
 		}
 	}
 	if a.code == http.StatusPartialContent {
@@ -74,7 +61,7 @@ func (f *fixture) rtGet(path string, header http.Header, want int) *answer {
 		}
 		n, err := strconv.Atoi(a.header.Get("Total-Count"))
 		if err == nil {
-			err = json.Unmarshal(body, &page)
+			err = json.Unmarshal(a.body, &page)
 		}
 		if err != nil || n < len(page.Results) {
 			f.t.Fatalf("GET /runtime%s: Total-Count %q for a page of %d", path, a.header.Get("Total-Count"), len(page.Results))

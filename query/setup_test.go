@@ -124,6 +124,20 @@ func (f *fixture) get(path string, want int) *answer {
 	if err != nil {
 		f.t.Fatal(err)
 	}
+	a := f.send(req, want)
+	if a.header.Get(query.HeaderSeq) == "" || a.header.Get(query.HeaderNodeTip) == "" {
+		f.t.Fatalf("GET %s: no position headers", path)
+	}
+	if a.code < 500 || a.code == http.StatusServiceUnavailable {
+		f.spec.check(f.t, req, a)
+	}
+	return a
+}
+
+// send makes the request and reads the whole answer; want is the expected
+// status (0: any).
+func (f *fixture) send(req *http.Request, want int) *answer {
+	f.t.Helper()
 	res, err := f.client.Do(req)
 	if err != nil {
 		f.t.Fatal(err)
@@ -135,13 +149,7 @@ func (f *fixture) get(path string, want int) *answer {
 	}
 	a := &answer{code: res.StatusCode, header: res.Header, body: body}
 	if want != 0 && a.code != want {
-		f.t.Fatalf("GET %s: %d, want %d: %s", path, a.code, want, clip(body))
-	}
-	if a.header.Get(query.HeaderSeq) == "" || a.header.Get(query.HeaderNodeTip) == "" {
-		f.t.Fatalf("GET %s: no position headers", path)
-	}
-	if a.code < 500 || a.code == http.StatusServiceUnavailable {
-		f.spec.check(f.t, req, a)
+		f.t.Fatalf("%s %s: %d, want %d: %s", req.Method, req.URL.RequestURI(), a.code, want, clip(body))
 	}
 	return a
 }

@@ -8,26 +8,13 @@ import (
 	"github.com/marlowe-follower/follower/chainsync/chain"
 	"github.com/marlowe-follower/follower/contracts/contractstore"
 	"github.com/marlowe-follower/follower/query/internal/api"
+	"github.com/marlowe-follower/follower/query/internal/apitest"
 )
 
 // TestFastJSONMatchesEncodingJSON: the hand-written contract list is byte
 // for byte what encoding/json writes.
 func TestFastJSONMatchesEncodingJSON(t *testing.T) {
-	var h chain.Hash32
-	for i := range h {
-		h[i] = byte(i * 7)
-	}
-	odd := []string{"v5", "", "a\"b\\c", "tab\there\nnl\r\b\f\x01\x1f", "\u2028\u2029<>&", "bad\xffutf8", "ünïcødé 😀"}
-	var cs []contractstore.Contract
-	for i, s := range odd {
-		cs = append(cs, contractstore.Contract{
-			ID: chain.TxOutRef{TxID: h, Index: uint32(i * 1000)}, Seq: int64(i), Block: chain.BlockHeader{Slot: uint64(i) << 40, BlockNo: 7, Hash: h},
-			Version: s, RolesCurrency: h[:28*(i%2)], Address: s + "addr", Tags: json.RawMessage(`{"a":null,"b":{"n":[1,2]}}`),
-			Metadata: json.RawMessage(`{"1564":[2,["x"]]}`), Status: contractstore.Status(s), Steps: i, LastSeq: int64(i * 3),
-			LastBlock: chain.BlockHeader{Slot: 5, BlockNo: 1 << 62, Hash: h},
-		})
-	}
-	cs[0].Tags, cs[0].Metadata = nil, nil
+	cs := apitest.OddContracts()
 	for _, page := range [][]contractstore.Contract{cs, nil} {
 		items := []item{}
 		for i := range page {
