@@ -19,21 +19,12 @@ func (s *suite) testCheckpoint(t *testing.T) {
 			b := s.backend(t)
 			w := newWriter(t, b, seed, 8)
 			w.gen.maxTxs = 6
-			rng := rand.New(rand.NewPCG(seed, 9))
 			flushes, recent := 0, 0
-			for range 300 {
-				switch x := rng.IntN(10); {
-				case x < 6:
-					w.grow(1 + rng.IntN(4))
-				case x < 8:
-					w.rollBack(1 + rng.IntN(6))
-				default:
-					w.flush()
-					checkCheckpoint(t, b, w.checkpoint())
-					flushes++
-					recent = max(recent, len(w.utxo.undo))
-				}
-			}
+			w.walk(rand.New(rand.NewPCG(seed, 9)), 300, 4, func() {
+				checkCheckpoint(t, b, w.checkpoint())
+				flushes++
+				recent = max(recent, len(w.utxo.undo))
+			})
 			w.flush()
 			checkCheckpoint(t, b, w.checkpoint())
 			if w.utxo.horizon == (chain.BlockHeader{}) || recent == 0 || len(w.utxo.set) == 0 || flushes < 10 {
@@ -49,10 +40,7 @@ func (s *suite) testCheckpoint(t *testing.T) {
 			checkCheckpoint(t, b2, w.checkpoint())
 			// The restored set continues: forwards and a rollback on top.
 			w.b = b2
-			w.grow(5)
-			w.rollBack(2)
-			w.grow(3)
-			w.flush()
+			w.play(5, -2, 3, 0)
 			checkCheckpoint(t, b2, w.checkpoint())
 		})
 	}

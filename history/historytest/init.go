@@ -77,11 +77,7 @@ func (s *suite) testInitIdempotent(t *testing.T) {
 func (s *suite) testInitReopen(t *testing.T) {
 	b := s.backend(t)
 	w := newWriter(t, b, 1, 0)
-	w.grow(20)
-	w.flush()
-	w.rollBack(3)
-	w.grow(5)
-	w.flush()
+	w.play(20, 0, -3, 5, 0)
 	b2 := reopen(t, b)
 	if err := b2.Init(t.Context(), &history.InitParams{NetworkMagic: TestMagic}); err != nil {
 		t.Fatalf("init of the reopened database: %v", err)

@@ -174,12 +174,7 @@ func (s *suite) testRecordsRefusals(t *testing.T) {
 func (s *suite) testRecordsRecent(t *testing.T) {
 	b := s.backend(t)
 	w := newWriter(t, b, 6, 0)
-	w.grow(30)
-	w.rollBack(4)
-	w.grow(6)
-	w.flush()
-	w.rollBack(2)
-	w.flush()
+	w.play(30, -4, 6, 0, -2, 0)
 	for _, after := range []uint64{0, w.chain[10].Header.Slot, w.chain[25].Header.Slot, w.tipHeader().Slot + 100} {
 		got, err := b.RecordRecent(t.Context(), after)
 		if err != nil {

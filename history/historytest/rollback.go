@@ -13,66 +13,30 @@ import (
 // fork, and check the log, the snapshots at every commit, the checkpoint,
 // and a second backend that only ever saw the surviving blocks.
 func (s *suite) testRollback(t *testing.T) {
-	t.Run("fork", func(t *testing.T) {
-		a := s.backend(t)
-		w := newWriter(t, a, 21, 0)
-		for range 6 {
-			w.grow(10)
-			w.flush()
-		}
-		w.rollBack(15) // to block 45, across the last two commits
-		w.grow(40)     // the fork, in the same batch as the rollback
-		w.flush()
-		s.checkAgainstModel(t, w)
-		s.checkAgainstFresh(t, w)
-	})
-
-	t.Run("within one batch", func(t *testing.T) {
-		a := s.backend(t)
-		w := newWriter(t, a, 22, 0)
-		w.grow(10)
-		w.flush()
-		w.grow(10)
-		w.rollBack(3)
-		w.grow(4)
-		w.rollBack(6) // deeper than the first: below the batch's first block
-		w.grow(2)
-		w.rollBack(1)
-		w.flush()
-		s.checkAgainstModel(t, w)
-		s.checkAgainstFresh(t, w)
-	})
-
-	t.Run("deeper rollback after a shallow one", func(t *testing.T) {
-		a := s.backend(t)
-		w := newWriter(t, a, 23, 0)
-		w.grow(20)
-		w.flush()
-		w.rollBack(2)
-		w.flush()
-		w.grow(3)
-		w.flush()
-		w.rollBack(8)
-		w.flush()
-		s.checkAgainstModel(t, w)
-		s.checkAgainstFresh(t, w)
-	})
-
+	for _, c := range []struct {
+		name   string
+		seed   uint64
+		script []int // (writer.play)
+	}{
+		// Six commits of ten blocks, a rollback across the last two, and
+		// the fork in the same batch as the rollback.
+		{"fork", 21, []int{10, 0, 10, 0, 10, 0, 10, 0, 10, 0, 10, 0, -15, 40, 0}},
+		// The second rollback deeper than the first: below the batch's
+		// first block.
+		{"within one batch", 22, []int{10, 0, 10, -3, 4, -6, 2, -1, 0}},
+		{"deeper rollback after a shallow one", 23, []int{20, 0, -2, 0, 3, 0, -8, 0}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			w := newWriter(t, s.backend(t), c.seed, 0)
+			w.play(c.script...)
+			s.checkAgainstModel(t, w)
+			s.checkAgainstFresh(t, w)
+		})
+	}
 	for _, seed := range []uint64{31, 32, 33} {
 		t.Run(fmt.Sprintf("random %d", seed), func(t *testing.T) {
-			a := s.backend(t)
-			w := newWriter(t, a, seed, 0)
-			rng := rand.New(rand.NewPCG(seed, 7))
-			for range 160 {
-				switch x := rng.IntN(10); {
-				case x < 6:
-					w.grow(1 + rng.IntN(5))
-				case x < 8:
-					w.rollBack(1 + rng.IntN(6))
-				default:
-					w.flush()
-				}
-			}
+			w := newWriter(t, s.backend(t), seed, 0)
+			w.walk(rand.New(rand.NewPCG(seed, 7)), 160, 5, func() {})
 			w.flush()
 			s.checkAgainstModel(t, w)
 			s.checkAgainstFresh(t, w)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"math/rand/v2"
 	"slices"
 	"testing"
 
@@ -181,6 +182,37 @@ func (w *writer) breadcrumbs() []chain.BlockHeader {
 		out = append(out, w.chain[i].Header)
 	}
 	return out
+}
+
+// play runs a scenario: each n > 0 grows n blocks, each n < 0 rolls -n
+// back, each 0 commits.
+func (w *writer) play(script ...int) {
+	for _, n := range script {
+		switch {
+		case n > 0:
+			w.grow(n)
+		case n < 0:
+			w.rollBack(-n)
+		default:
+			w.flush()
+		}
+	}
+}
+
+// walk makes steps random moves: six in ten grow 1 to maxGrow blocks, two
+// roll 1 to 6 back, two commit, each commit followed by committed.
+func (w *writer) walk(rng *rand.Rand, steps, maxGrow int, committed func()) {
+	for range steps {
+		switch x := rng.IntN(10); {
+		case x < 6:
+			w.grow(1 + rng.IntN(maxGrow))
+		case x < 8:
+			w.rollBack(1 + rng.IntN(6))
+		default:
+			w.flush()
+			committed()
+		}
+	}
 }
 
 // flush commits the batch.
