@@ -1,6 +1,7 @@
 package block
 
 import (
+	"errors"
 	"testing"
 
 	"github.com/blinklabs-io/gouroboros/ledger"
@@ -26,28 +27,19 @@ var benchBlocks = []struct {
 func BenchmarkDecodeHeader(b *testing.B) {
 	for _, bb := range benchBlocks {
 		raw := mainnet(b, bb.name)
-		b.Run(bb.name+"/ours", func(b *testing.B) {
-			b.SetBytes(int64(len(raw)))
-			b.ReportAllocs()
-			for b.Loop() {
-				h, err := DecodeHeader(bb.typ, raw, Options{})
-				if err != nil || h.Header.Slot == 0 {
-					b.Fatal(err)
-				}
+		benchRaw(b, bb.name+"/ours", raw, func() error {
+			h, err := DecodeHeader(bb.typ, raw, Options{})
+			if err == nil && h.Header.Slot == 0 {
+				err = errors.New("no slot")
 			}
+			return err
 		})
-		b.Run(bb.name+"/gouroboros", func(b *testing.B) {
-			b.SetBytes(int64(len(raw)))
-			b.ReportAllocs()
-			for b.Loop() {
-				g, err := ledger.NewBlockFromCbor(uint(bb.typ), raw)
-				if err != nil {
-					b.Fatal(err)
-				}
-				if g.Hash().String() == "" || g.SlotNumber() == 0 {
-					b.Fatal("no header")
-				}
+		benchRaw(b, bb.name+"/gouroboros", raw, func() error {
+			g, err := ledger.NewBlockFromCbor(uint(bb.typ), raw)
+			if err == nil && (g.Hash().String() == "" || g.SlotNumber() == 0) {
+				err = errors.New("no header")
 			}
+			return err
 		})
 	}
 }
@@ -59,48 +51,46 @@ func BenchmarkDecodeHeader(b *testing.B) {
 func BenchmarkDecodeBlock(b *testing.B) {
 	for _, bb := range benchBlocks[:2] {
 		raw := mainnet(b, bb.name)
-		b.Run(bb.name+"/ours", func(b *testing.B) {
-			b.SetBytes(int64(len(raw)))
-			b.ReportAllocs()
-			for b.Loop() {
-				blk, err := DecodeBlock(bb.typ, raw, Options{})
-				if err != nil || len(blk.Txs) == 0 {
-					b.Fatal(err)
-				}
+		benchRaw(b, bb.name+"/ours", raw, func() error {
+			blk, err := DecodeBlock(bb.typ, raw, Options{})
+			if err == nil && len(blk.Txs) == 0 {
+				err = errors.New("no transactions")
 			}
+			return err
 		})
-		b.Run(bb.name+"/ours-copy", func(b *testing.B) {
-			b.SetBytes(int64(len(raw)))
-			b.ReportAllocs()
-			for b.Loop() {
-				if _, err := DecodeBlock(bb.typ, raw, Options{Copy: true}); err != nil {
-					b.Fatal(err)
-				}
-			}
+		benchRaw(b, bb.name+"/ours-copy", raw, func() error {
+			_, err := DecodeBlock(bb.typ, raw, Options{Copy: true})
+			return err
 		})
-		b.Run(bb.name+"/gouroboros", func(b *testing.B) {
-			b.SetBytes(int64(len(raw)))
-			b.ReportAllocs()
-			for b.Loop() {
-				if _, err := ledger.NewBlockFromCbor(uint(bb.typ), raw); err != nil {
-					b.Fatal(err)
-				}
-			}
+		benchRaw(b, bb.name+"/gouroboros", raw, func() error {
+			_, err := ledger.NewBlockFromCbor(uint(bb.typ), raw)
+			return err
 		})
-		b.Run(bb.name+"/gouroboros-txs", func(b *testing.B) {
-			b.SetBytes(int64(len(raw)))
-			b.ReportAllocs()
-			for b.Loop() {
-				g, err := ledger.NewBlockFromCbor(uint(bb.typ), raw)
-				if err != nil {
-					b.Fatal(err)
-				}
-				for _, tx := range g.Transactions() {
-					_ = tx.Hash()
-				}
+		benchRaw(b, bb.name+"/gouroboros-txs", raw, func() error {
+			g, err := ledger.NewBlockFromCbor(uint(bb.typ), raw)
+			if err != nil {
+				return err
 			}
+			for _, tx := range g.Transactions() {
+				_ = tx.Hash()
+			}
+			return nil
 		})
 	}
+}
+
+// benchRaw runs decode as the sub-benchmark name, in bytes of raw per op;
+// an error fails it.
+func benchRaw(b *testing.B, name string, raw []byte, decode func() error) {
+	b.Run(name, func(b *testing.B) {
+		b.SetBytes(int64(len(raw)))
+		b.ReportAllocs()
+		for b.Loop() {
+			if err := decode(); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }
 
 // BenchmarkBuildConwayBlock measures building a full block of random

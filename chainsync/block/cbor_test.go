@@ -235,32 +235,40 @@ func (m mangler) item(r *reader, e *encoder) {
 		m.head(e, major, uint64(len(data)))
 		e.raw(data)
 	case majorArray, majorMap:
-		per := 1
-		if major == majorMap {
-			per = 2
-		}
-		var inner encoder
-		n := 0
-		for ; info == infoIndefinite && r.buf[r.pos] != breakByte || info != infoIndefinite && n < int(arg)*per; n++ {
-			m.item(r, &inner)
-		}
-		if info == infoIndefinite {
-			r.pos++
-		}
+		inner, n := readItems(r, major, info, arg, m.item)
 		if m.g.rng.IntN(2) == 0 {
 			e.buf = append(e.buf, major<<5|infoIndefinite)
-			e.raw(inner.buf)
+			e.raw(inner)
 			e.buf = append(e.buf, breakByte)
 			return
 		}
-		m.head(e, major, uint64(n/per))
-		e.raw(inner.buf)
+		m.head(e, major, n)
+		e.raw(inner)
 	case majorTag:
 		m.head(e, majorTag, arg)
 		m.item(r, e)
 	default:
 		e.raw(r.buf[start:r.pos])
 	}
+}
+
+// readItems reads the content of an array or a map whose head has been
+// read, of either length form, writing each item with item; it returns
+// what item wrote and the number of entries (of pairs, for a map).
+func readItems(r *reader, major, info byte, arg uint64, item func(*reader, *encoder)) ([]byte, uint64) {
+	per := 1
+	if major == majorMap {
+		per = 2
+	}
+	var inner encoder
+	n := 0
+	for ; info == infoIndefinite && r.buf[r.pos] != breakByte || info != infoIndefinite && n < int(arg)*per; n++ {
+		item(r, &inner)
+	}
+	if info == infoIndefinite {
+		r.pos++
+	}
+	return inner.buf, uint64(n / per)
 }
 
 // readString reads the content of a byte or text string whose head has been
@@ -303,20 +311,9 @@ func normItem(r *reader, e *encoder) {
 		e.head(major, uint64(len(data)))
 		e.raw(data)
 	case majorArray, majorMap:
-		per := 1
-		if major == majorMap {
-			per = 2
-		}
-		var inner encoder
-		n := 0
-		for ; info == infoIndefinite && r.buf[r.pos] != breakByte || info != infoIndefinite && n < int(arg)*per; n++ {
-			normItem(r, &inner)
-		}
-		if info == infoIndefinite {
-			r.pos++
-		}
-		e.head(major, uint64(n/per))
-		e.raw(inner.buf)
+		inner, n := readItems(r, major, info, arg, normItem)
+		e.head(major, n)
+		e.raw(inner)
 	case majorTag:
 		e.head(majorTag, arg)
 		normItem(r, e)

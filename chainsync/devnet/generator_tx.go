@@ -444,16 +444,7 @@ func (bb *blockBuild) fill(target int) error {
 
 // fillerMetadata is a metadatum {"msg": [bytes chunks of 64]}.
 func fillerMetadata(b []byte) []byte {
-	out := []byte{0xa1, 0x63, 'm', 's', 'g'}
-	chunks := (len(b) + 63) / 64
-	out = pd.AppendHead(out, 4, uint64(chunks))
-	for len(b) > 0 {
-		n := min(len(b), 64)
-		out = pd.AppendHead(out, 2, uint64(n))
-		out = append(out, b[:n]...)
-		b = b[n:]
-	}
-	return out
+	return appendChunks([]byte{0xa1, 0x63, 'm', 's', 'g'}, 2, b)
 }
 
 // marloweTagsCBOR writes Marlowe tags metadata, version 2:
@@ -478,13 +469,18 @@ func appendCBORText(dst []byte, s string) []byte {
 		dst = pd.AppendHead(dst, 3, uint64(len(s)))
 		return append(dst, s...)
 	}
-	chunks := (len(s) + 63) / 64
-	dst = pd.AppendHead(dst, 4, uint64(chunks))
-	for len(s) > 0 {
-		n := min(len(s), 64)
-		dst = pd.AppendHead(dst, 3, uint64(n))
-		dst = append(dst, s[:n]...)
-		s = s[n:]
+	return appendChunks(dst, 3, []byte(s))
+}
+
+// appendChunks writes b as an array of strings of major type major (2:
+// bytes, 3: text) of 64 bytes at most, as metadata holds longer ones.
+func appendChunks(dst []byte, major byte, b []byte) []byte {
+	dst = pd.AppendHead(dst, 4, uint64((len(b)+63)/64))
+	for len(b) > 0 {
+		n := min(len(b), 64)
+		dst = pd.AppendHead(dst, major, uint64(n))
+		dst = append(dst, b[:n]...)
+		b = b[n:]
 	}
 	return dst
 }
