@@ -108,10 +108,7 @@ func (s *Server) transactionList() http.HandlerFunc {
 			}
 			return api.Answer{At: at}, api.NotFound(err, "contract "+l.p.Contract.String())
 		}
-		results := make([]transactionHeaderJSON, len(page.Transactions))
-		for i := range page.Transactions {
-			results[i] = transactionHeaderOf(&page.Transactions[i])
-		}
+		results := api.Map(page.Transactions, transactionHeaderOf)
 		var next string
 		if page.More {
 			next = encodeCursor(cursorTransactions, strconv.FormatInt(page.Transactions[len(page.Transactions)-1].Seq, 10))

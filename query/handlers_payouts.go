@@ -23,10 +23,7 @@ func (s *Server) payoutList() http.HandlerFunc {
 		if err != nil {
 			return api.Answer{}, err
 		}
-		results := make([]payoutJSON, len(page.Payouts))
-		for i := range page.Payouts {
-			results[i] = payoutOf(&page.Payouts[i])
-		}
+		results := api.Map(page.Payouts, payoutOf)
 		var next string
 		if page.More {
 			last := page.Payouts[len(page.Payouts)-1]
@@ -43,11 +40,7 @@ func payoutListParams(q *api.Query) (*contractstore.PayoutListParams, error) {
 	if p.Limit, err = q.Limit(); err != nil {
 		return nil, err
 	}
-	if err := q.Each("contractId", func(v string) error {
-		id, err := api.ParseRef("contract_id", v)
-		p.Contracts = append(p.Contracts, id)
-		return err
-	}); err != nil {
+	if p.Contracts, err = contractIDs(q); err != nil {
 		return nil, err
 	}
 	if err := q.Each("roleToken", func(v string) error {
@@ -84,6 +77,17 @@ func payoutListParams(q *api.Query) (*contractstore.PayoutListParams, error) {
 	return p, nil
 }
 
+// contractIDs reads the repeatable contractId parameter.
+func contractIDs(q *api.Query) ([]chain.TxOutRef, error) {
+	var ids []chain.TxOutRef
+	err := q.Each("contractId", func(v string) error {
+		id, err := api.ParseRef("contract_id", v)
+		ids = append(ids, id)
+		return err
+	})
+	return ids, err
+}
+
 func (s *Server) payoutGet() http.HandlerFunc {
 	return handle(s, func(r *http.Request, q *api.Query) (chain.TxOutRef, error) {
 		if err := q.Allow(); err != nil {
@@ -109,11 +113,7 @@ func (s *Server) withdrawalList() http.HandlerFunc {
 		if p.Limit, err = q.Limit(); err != nil {
 			return nil, err
 		}
-		if err := q.Each("contractId", func(v string) error {
-			id, err := api.ParseRef("contract_id", v)
-			p.Contracts = append(p.Contracts, id)
-			return err
-		}); err != nil {
+		if p.Contracts, err = contractIDs(q); err != nil {
 			return nil, err
 		}
 		p.After, err = cursorAfter(q, cursorWithdrawals)
@@ -123,10 +123,7 @@ func (s *Server) withdrawalList() http.HandlerFunc {
 		if err != nil {
 			return api.Answer{}, err
 		}
-		results := make([]withdrawalJSON, len(page.Withdrawals))
-		for i := range page.Withdrawals {
-			results[i] = withdrawalOf(&page.Withdrawals[i])
-		}
+		results := api.Map(page.Withdrawals, withdrawalOf)
 		var next string
 		if page.More && len(page.Withdrawals) > 0 {
 			next = encodeCursor(cursorWithdrawals, strconv.FormatInt(page.Withdrawals[len(page.Withdrawals)-1].LastSeq, 10))

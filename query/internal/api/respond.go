@@ -23,6 +23,16 @@ const (
 	HeaderRetryAfter = "Retry-After"
 )
 
+// Map returns f of each element of in, in order: a page's rows as their
+// JSON views.
+func Map[T, U any](in []T, f func(*T) U) []U {
+	out := make([]U, len(in))
+	for i := range in {
+		out[i] = f(&in[i])
+	}
+	return out
+}
+
 // SetPosition writes the native position headers.
 func SetPosition(w http.ResponseWriter, at contractstore.Position, tip chain.Tip) {
 	h := w.Header()
