@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -49,6 +50,28 @@ func buildBinary(t *testing.T) string {
 		t.Fatalf("building the binary: %v", binErr)
 	}
 	return binPath
+}
+
+// startStderr starts cmd and returns its standard error to read. With
+// defaults, the command runs without the MARLOWE_RT_ settings of the
+// environment: on its defaults and its flags alone.
+func startStderr(t *testing.T, cmd *exec.Cmd, defaults bool) io.ReadCloser {
+	t.Helper()
+	if defaults {
+		for _, kv := range os.Environ() {
+			if !strings.HasPrefix(kv, "MARLOWE_RT_") {
+				cmd.Env = append(cmd.Env, kv)
+			}
+		}
+	}
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	return stderr
 }
 
 // startRun starts `marlowe-follower run` on a devnet socket with its store in dir.

@@ -64,26 +64,14 @@ func newDatumDecodeCommand() *cobra.Command {
 		Use:   "decode --type TYPE",
 		Short: "Read CBOR hex on stdin, write JSON on stdout",
 		Args:  exactArgs(0),
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			t, err := datumTypeFlag(cmd)
-			if err != nil {
-				return err
-			}
-			in, err := readInput(cmd)
-			if err != nil {
-				return err
-			}
+		RunE: datumFilter(func(t marlowe.DatumType, in []byte) (string, error) {
 			raw, err := marlowe.ParseHexInput(in)
 			if err != nil {
-				return err
+				return "", err
 			}
 			js, err := marlowe.DecodeDatum(t, raw)
-			if err != nil {
-				return err
-			}
-			_, err = fmt.Fprintf(cmd.OutOrStdout(), "%s\n", js)
-			return err
-		},
+			return string(js), err
+		}),
 	}
 	cmd.Flags().String("type", "", "what the CBOR holds: "+typeList())
 	return cmd
@@ -94,25 +82,34 @@ func newDatumEncodeCommand() *cobra.Command {
 		Use:   "encode --type TYPE",
 		Short: "Read JSON on stdin, write canonical CBOR hex on stdout",
 		Args:  exactArgs(0),
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			t, err := datumTypeFlag(cmd)
-			if err != nil {
-				return err
-			}
-			in, err := readInput(cmd)
-			if err != nil {
-				return err
-			}
+		RunE: datumFilter(func(t marlowe.DatumType, in []byte) (string, error) {
 			cbor, err := marlowe.EncodeDatum(t, in)
-			if err != nil {
-				return err
-			}
-			_, err = fmt.Fprintf(cmd.OutOrStdout(), "%s\n", hex.EncodeToString(cbor))
-			return err
-		},
+			return hex.EncodeToString(cbor), err
+		}),
 	}
 	cmd.Flags().String("type", "", "what the JSON holds: "+typeList())
 	return cmd
+}
+
+// datumFilter is the run of decode and encode: stdin, converted for the
+// --type given, is written on stdout as one line.
+func datumFilter(convert func(t marlowe.DatumType, in []byte) (string, error)) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, _ []string) error {
+		t, err := datumTypeFlag(cmd)
+		if err != nil {
+			return err
+		}
+		in, err := readInput(cmd)
+		if err != nil {
+			return err
+		}
+		out, err := convert(t, in)
+		if err != nil {
+			return err
+		}
+		_, err = fmt.Fprintf(cmd.OutOrStdout(), "%s\n", out)
+		return err
+	}
 }
 
 func newDatumHashCommand() *cobra.Command {

@@ -47,18 +47,7 @@ func TestREADMEBannerIsWhatRunPrints(t *testing.T) {
 	cmd := exec.Command(bin, "run", "--devnet", "--query-port", strconv.Itoa(qport), "--streaming-port", strconv.Itoa(sport),
 		"--log-level", "error", "--progress-bar", "never")
 	// The README shows the defaults: no setting from the environment.
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "MARLOWE_RT_") {
-			cmd.Env = append(cmd.Env, kv)
-		}
-	}
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	stderr := startStderr(t, cmd, true)
 	lines := make(chan []string, 1)
 	go func() {
 		var got []string

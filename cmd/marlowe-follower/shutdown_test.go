@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -33,18 +32,7 @@ func TestCleanShutdownLogsNoWarning(t *testing.T) {
 				"--data-dir", t.TempDir(), "--query-port", strconv.Itoa(qport), "--streaming-port", strconv.Itoa(sport),
 				"--query-host", "127.0.0.1", "--streaming-host", "127.0.0.1", "--log-level", "info", "--log-format", "json",
 				"--progress-bar", "never")
-			for _, kv := range os.Environ() {
-				if !strings.HasPrefix(kv, "MARLOWE_RT_") {
-					cmd.Env = append(cmd.Env, kv)
-				}
-			}
-			stderr, err := cmd.StderrPipe()
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
+			stderr := startStderr(t, cmd, true)
 			var mu sync.Mutex
 			var bad []string
 			read := make(chan struct{})
@@ -131,13 +119,7 @@ func TestStopDuringStartUp(t *testing.T) {
 	for _, after := range []time.Duration{0, 5 * time.Millisecond, 20 * time.Millisecond, 60 * time.Millisecond, 150 * time.Millisecond} {
 		cmd := exec.Command(bin, "run", "--devnet", "--data-dir", dir, "--query-port", "0", "--streaming-port", "0",
 			"--query-host", "127.0.0.1", "--streaming-host", "127.0.0.1", "--log-level", "info", "--log-format", "json", "--progress-bar", "never")
-		stderr, err := cmd.StderrPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
+		stderr := startStderr(t, cmd, false)
 		var out strings.Builder
 		sc := bufio.NewScanner(stderr)
 		sc.Buffer(make([]byte, 1<<20), 1<<20)
@@ -151,7 +133,7 @@ func TestStopDuringStartUp(t *testing.T) {
 				signalled = true
 			}
 		}
-		err = cmd.Wait()
+		err := cmd.Wait()
 		if !signalled {
 			t.Fatalf("the devnet never said it was listening:\n%s", out.String())
 		}
