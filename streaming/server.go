@@ -321,18 +321,11 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ws.SetReadLimit(s.cfg.MaxFrameBytes)
-	id := s.nextID.Add(1)
-	ctx, cancel := context.WithCancel(context.Background())
-	q := newSendQueue(s.cfg.SendQueueFrames, s.cfg.SendQueueBytes)
-	q.budget = &s.budget
-	writeCtx, endWrite := context.WithCancel(context.Background())
-	c := &connActor{srv: s, ws: ws, id: id, q: q, principal: p, ctx: ctx, cancel: cancel, writeCtx: writeCtx, endWrite: endWrite,
-		credits: make(chan struct{}, replyQueue), gone: make(chan struct{}), subs: map[string]*connSub{},
-		log: s.log.With(zap.Uint64("connection", id), zap.String("remote", r.RemoteAddr))}
+	c := newConnActor(s, ws, s.nextID.Add(1), p, r.RemoteAddr)
 	res, ok := s.ask(&connOpened{c: c})
 	pid, _ := res.(*actor.PID)
 	if !ok || pid == nil {
-		cancel()
+		c.cancel()
 		s.leave()
 		_ = ws.Close(websocket.StatusGoingAway, protocol.CloseShuttingDown)
 		return

@@ -1,0 +1,129 @@
+package streaming
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/coder/websocket"
+
+	"github.com/marlowe-follower/follower/streaming/protocol"
+	"github.com/marlowe-follower/follower/streaming/wire"
+)
+
+// The connection's goroutines: they do the blocking I/O and report to the
+// actor by message.
+
+// pingLoop pings the client when the actor asks (a heartbeat), one ping
+// at a time, until the connection starts to end; a client that does not
+// answer within PingTimeout is disconnected.
+func (c *connActor) pingLoop() {
+	ctx, ws, sys, self, timeout := c.ctx, c.ws, c.sys, c.self, c.srv.cfg.PingTimeout
+	defer wire.Tell(sys, self, &ended{})
+	for {
+		select {
+		case <-c.pings:
+		case <-ctx.Done():
+			return
+		}
+		pctx, cancel := context.WithTimeout(ctx, timeout)
+		err := ws.Ping(pctx)
+		if err != nil && errors.Is(pctx.Err(), context.DeadlineExceeded) {
+			wire.Tell(sys, self, &pingFailed{})
+		}
+		cancel()
+	}
+}
+
+// writeLoop writes queued frames. A write that takes longer than
+// WriteTimeout (the client does not read) trips the watchdog, which cuts
+// the client off; a timer reset per write costs less than a context with
+// a deadline. The writes take writeCtx, which only endWrite ends (a budget
+// cut whose write is stuck).
+func (c *connActor) writeLoop() {
+	sys, self := c.sys, c.self
+	defer wire.Tell(sys, self, &ended{writer: true})
+	defer c.endWrite()
+	watchdog := time.AfterFunc(time.Hour, func() {
+		// The close handshake waits (up to its 5 s) for the stuck write,
+		// so a client that reads again in that time gets its frames, then
+		// the close frame with the reason.
+		wire.Tell(sys, self, &cut{code: websocket.StatusPolicyViolation, reason: protocol.CloseSlowConsumer, why: "slow"})
+	})
+	watchdog.Stop()
+	defer watchdog.Stop()
+	for {
+		f, ok := c.q.pop(c.ctx.Done())
+		if !ok {
+			return
+		}
+		if c.q.roomWanted.CompareAndSwap(true, false) {
+			wire.Tell(sys, self, &room{})
+		}
+		watchdog.Reset(c.srv.cfg.WriteTimeout)
+		var err error
+		if f.parts != nil {
+			err = writeParts(c.writeCtx, c.ws, f.parts, c.q.progressed)
+		} else {
+			err = c.ws.Write(c.writeCtx, websocket.MessageText, f.b)
+		}
+		c.q.done(f)
+		if !watchdog.Stop() {
+			return // tripped: the connection is being cut off
+		}
+		if f.pooled {
+			wire.PutFrameBuf(f.b)
+		}
+		if err != nil {
+			return
+		}
+		if f.final {
+			wire.Tell(sys, self, &cut{code: websocket.StatusTryAgainLater, reason: protocol.CloseLeaseLost})
+		}
+	}
+}
+
+// readLoop is the reader: it hands every frame to the actor, at most
+// cap(credits) ahead of it, until the socket's reads end. Reads take no
+// context: one with a Done channel costs a registration per read, and
+// cancelling it would drop the socket without a close handshake. Closing
+// the connection ends a read.
+func (c *connActor) readLoop(sys *actor.ActorSystem, pid *actor.PID) {
+	var buf bytes.Buffer
+	for {
+		typ, data, err := c.read(&buf)
+		if err != nil {
+			wire.Tell(sys, pid, &readEnded{err: err})
+			return
+		}
+		select {
+		case c.credits <- struct{}{}:
+		case <-c.gone:
+			return
+		}
+		// Decoding here decides nothing: the actor takes the command.
+		m := &inbound{typ: typ}
+		if typ == websocket.MessageText {
+			m.cmd, m.err = protocol.DecodeCommand(data)
+		}
+		wire.Tell(sys, pid, m)
+	}
+}
+
+// read reads one message into buf (reused: most commands are small).
+func (c *connActor) read(buf *bytes.Buffer) (websocket.MessageType, []byte, error) {
+	typ, r, err := c.ws.Reader(context.Background())
+	if err != nil {
+		return 0, nil, err
+	}
+	buf.Reset()
+	if _, err := buf.ReadFrom(r); err != nil {
+		return 0, nil, err
+	}
+	if buf.Cap() > 1<<20 {
+		defer func() { *buf = bytes.Buffer{} }() // do not keep a large buffer
+	}
+	return typ, buf.Bytes(), nil
+}
