@@ -21,6 +21,7 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/marlowe-follower/follower/chainsync/waitfor"
 	"github.com/marlowe-follower/follower/history/record"
 	"github.com/marlowe-follower/follower/streaming"
 	"github.com/marlowe-follower/follower/streaming/client"
@@ -213,13 +214,12 @@ func fanOut(b *testing.B, kind string, subscribers, rate int, dur time.Duration)
 
 // waitCaughtUp waits until every subscription acknowledged the head.
 func waitCaughtUp(b *testing.B, srv *streamtest.Server, limit time.Duration) {
-	deadline := time.Now().Add(limit)
-	for srv.Metric(b, "marlowe_streaming_max_lag") > 0 {
-		if time.Now().After(deadline) {
-			b.Fatalf("the subscribers are still %v records behind after %s", srv.Metric(b, "marlowe_streaming_max_lag"), limit)
+	waitfor.NoError(b, limit, func() error {
+		if lag := srv.Metric(b, "marlowe_streaming_max_lag"); lag > 0 {
+			return fmt.Errorf("the subscribers are still %v records behind", lag)
 		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return nil
+	})
 }
 
 // clientProcess is TestFanOutClients running in a child process.
@@ -333,12 +333,12 @@ func catchUpStorm(b *testing.B, subscribers, records int, shared bool) {
 	// that has not published itself yet shows no lag), and no running
 	// stream lags.
 	want := subscribers * snapshotRecords(b, h)
-	for srv.Metric(b, "marlowe_streaming_records_sent_total") < float64(want) {
-		if time.Since(started) > 10*time.Minute {
-			b.Fatalf("%v of %d deliveries after 10 minutes", srv.Metric(b, "marlowe_streaming_records_sent_total"), want)
+	waitfor.NoError(b, 10*time.Minute, func() error {
+		if sent := srv.Metric(b, "marlowe_streaming_records_sent_total"); sent < float64(want) {
+			return fmt.Errorf("%v of %d deliveries", sent, want)
 		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return nil
+	})
 	waitCaughtUp(b, srv, 10*time.Minute)
 	elapsed := time.Since(started)
 	b.StopTimer()

@@ -81,7 +81,7 @@ func TestQueueBudgetBoundsNonReadingSubscribers(t *testing.T) {
 		b, _ := json.Marshal(f)
 		largest = max(largest, len(b))
 	}
-	waitLong(t, "subscribers cut off at the budget", func() bool {
+	waitFor(t, "subscribers cut off at the budget", func() bool {
 		return srv.Metric(t, "marlowe_streaming_queue_budget_cuts_total") >= 1
 	})
 	now, peak := srv.QueuedBytes()
@@ -116,19 +116,23 @@ func TestQueueBudgetBoundsNonReadingSubscribers(t *testing.T) {
 	}
 }
 
-// TestQueueBudgetCutsTheClientsThatDoNotRead: a reader catching up from
-// the origin over a history of tens of megabytes keeps its queue full (the
-// server makes frames faster than it reads them), more than any of the 200
-// subscribers that do not read holds when the 32 MiB budget is reached, each
-// connection allowed the default 8 MiB: the budget cuts those whose writers
-// wait on a write the client does not take, never the reader, which gets
-// every record. The bytes queued and in the writers stay within the budget
-// and one frame: a cut connection's frame stuck in its writer leaves the
-// account (its write is ended soon after). (Cutting the largest queue first
-// could cut the reader, and the frames stuck in the writers of connections
-// being cut passed the budget.)
+// TestQueueBudgetCutsTheClientsThatDoNotRead: the budget cuts first the
+// connections whose writers have waited longest on a write the client does
+// not take, never the reader whose queue is as full and whose writer waits
+// too, only for less long. Eight subscribers that do not read, each
+// allowed 1 MiB of queued frames, on a 3.5 MiB budget: four full queues do
+// not fit and three do (a frame of 20 records is 60 KiB at most), so the
+// budget cuts exactly five of them, and the three left wait on their
+// writes for good. Then a reader subscribes and stops reading until its
+// queue is full too: the fourth full queue does not fit, and the budget
+// cuts one of the three that waited longer, not the reader, which reads on
+// and gets every record. The bytes queued and in the writers stay within
+// the budget and a frame a connection. (Cutting the largest queue first
+// could cut the reader; so could judging by the moment alone, when the
+// reader's writer happens to wait as the others flow.)
 func TestQueueBudgetCutsTheClientsThatDoNotRead(t *testing.T) {
-	const subscribers, budget = 200, 32 << 20
+	const nonReaders, perConn, budget, batch = 8, 1 << 20, 7 << 19, 20
+	const fit = budget / perConn // full queues within the budget
 	ctx := context.Background()
 	h := streamtest.NewHistory(t, "", nil)
 	feed, err := streamtest.NewFeed(h, 9, 0.6, 0)
@@ -139,6 +143,8 @@ func TestQueueBudgetCutsTheClientsThatDoNotRead(t *testing.T) {
 	if err := feed.UntilRecords(ctx, 100); err != nil {
 		t.Fatal(err)
 	}
+	// About 25 MB of records: more than a connection's queue and the
+	// kernel's socket buffers take.
 	if err := feed.Replicate(15000, 50); err != nil {
 		t.Fatal(err)
 	}
@@ -146,43 +152,67 @@ func TestQueueBudgetCutsTheClientsThatDoNotRead(t *testing.T) {
 		t.Fatal(err)
 	}
 	srv := streamtest.StartServer(t, h, streamtest.ServerOptions{Config: func(c *streaming.Config) {
-		c.QueueBudget = budget
+		c.QueueBudget, c.SendQueueBytes, c.SendQueueFrames = budget, perConn, 1000
 		c.WriteTimeout, c.HeartbeatInterval, c.PingTimeout = 10*time.Minute, 10*time.Minute, 10*time.Minute
 	}})
-	sub, _ := json.Marshal(protocol.Command{Type: protocol.TypeSubscribe, Stream: "s", Filter: &protocol.Filter{All: true},
-		Mode: protocol.ModeBroadcast, BatchSize: 200})
-	for range subscribers {
-		ws := dialSmallBuffer(t, srv.URL)
-		if err := ws.Write(ctx, websocket.MessageText, sub); err != nil {
+	cuts := func() int { return int(srv.Metric(t, "marlowe_streaming_queue_budget_cuts_total")) }
+	sub := func(ws *websocket.Conn, stream string) {
+		cmd, _ := json.Marshal(protocol.Command{Type: protocol.TypeSubscribe, Stream: stream, Filter: &protocol.Filter{All: true},
+			Mode: protocol.ModeBroadcast, BatchSize: batch})
+		if err := ws.Write(ctx, websocket.MessageText, cmd); err != nil {
 			t.Fatal(err)
 		}
 	}
-	reader := streamtest.Dial(t, srv.URL, nil)
-	reader.Subscribe(protocol.Command{Stream: "r", Filter: &protocol.Filter{All: true}, BatchSize: 200})
+	for range nonReaders {
+		sub(dialSmallBuffer(t, srv.URL), "s")
+	}
+	// Every queue left is nearly full (each frame is far below 1/8 of
+	// one), so its writer waits on the client.
+	waitFor(t, "the budget to cut all but the queues that fit", func() bool {
+		now, _ := srv.QueuedBytes()
+		return cuts() == nonReaders-fit && now >= fit*(perConn-perConn/8)
+	})
+	// The reader's window is 64 KiB: a smaller one reads at a crawl
+	// (windows below the segment size wait on the kernel's timers), and a
+	// wider one's socket buffers would take what its queue must hold.
+	reader := dialSocketBuffer(t, srv.URL, 64<<10)
+	sub(reader, "r")
+	waitFor(t, "the reader's full queue to cut one that waited longer", func() bool {
+		return cuts() == nonReaders-fit+1
+	})
 	var got streamtest.Collector
 	largest := 0
 	for want := int(h.Handle.Head()); len(got.Records) < want; {
-		f := reader.Next(time.Minute)
+		readCtx, cancel := context.WithTimeout(ctx, time.Minute)
+		_, data, err := reader.Read(readCtx)
+		cancel()
+		if err != nil {
+			t.Fatalf("the reader at %d of %d records: %v", len(got.Records), want, err)
+		}
+		var f protocol.Frame
+		if err := json.Unmarshal(data, &f); err != nil {
+			t.Fatal(err)
+		}
+		if f.Type == protocol.TypeSubscribed {
+			continue
+		}
 		if f.Type != protocol.TypeBatch {
-			t.Fatalf("the reader at %d of %d records: unexpected %s frame: %+v", len(got.Records), want, f.Type, f)
+			t.Fatalf("the reader at %d of %d records: unexpected %s frame: %s", len(got.Records), want, f.Type, data)
 		}
 		if err := got.Add(f.Records); err != nil {
 			t.Fatal(err)
 		}
-		b, _ := json.Marshal(f)
-		largest = max(largest, len(b))
-		reader.Ack(f)
+		largest = max(largest, len(data))
 	}
-	waitLong(t, "subscribers cut off at the budget", func() bool {
-		return srv.Metric(t, "marlowe_streaming_queue_budget_cuts_total") >= 1
-	})
 	_, peak := srv.QueuedBytes()
-	t.Logf("peak %d bytes queued, budget %d, largest frame %d; %v cut", peak, budget, largest,
-		srv.Metric(t, "marlowe_streaming_queue_budget_cuts_total"))
+	t.Logf("peak %d bytes queued, budget %d, largest frame %d; %d cut", peak, budget, largest, cuts())
 	if got.Dups != 0 {
 		t.Fatalf("%d duplicates", got.Dups)
 	}
-	if peak > budget+int64(2*largest) {
+	if n := cuts(); n != nonReaders-fit+1 {
+		t.Fatalf("%d connections cut, want %d", n, nonReaders-fit+1)
+	}
+	if peak > budget+int64((nonReaders+1)*largest) {
 		t.Fatalf("%d bytes queued and in writers at the peak: the budget is %d", peak, budget)
 	}
 }

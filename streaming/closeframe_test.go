@@ -112,10 +112,12 @@ func TestSlowConsumerGetsCloseFrame(t *testing.T) {
 	if err := feed.UntilRecords(ctx, 100); err != nil {
 		t.Fatal(err)
 	}
-	// About 40 MB of records: more than the socket buffers of both ends
-	// hold, so that the server's writes stop while the client does not
-	// read.
-	if err := feed.Replicate(24000, 50); err != nil {
+	// About 10 MB of records: more than the socket buffers of both ends
+	// hold (the client's window is 64 KiB, the server's send buffer grows
+	// to 4 MiB at most), so that the server's writes stop while the client
+	// does not read. (With the default window the client's buffer grows to
+	// 32 MiB, and a history of 40 MB was barely more than both.)
+	if err := feed.Replicate(6000, 50); err != nil {
 		t.Fatal(err)
 	}
 	if err := feed.Wait(ctx); err != nil {
@@ -124,20 +126,13 @@ func TestSlowConsumerGetsCloseFrame(t *testing.T) {
 	srv := streamtest.StartServer(t, h, streamtest.ServerOptions{Config: func(c *streaming.Config) {
 		c.SendQueueFrames, c.SendQueueBytes, c.WriteTimeout = 4, 256<<10, 300*time.Millisecond
 	}})
-	dctx, dcancel := context.WithTimeout(ctx, 5*time.Second)
-	slow, _, err := websocket.Dial(dctx, srv.URL, nil)
-	dcancel()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer slow.CloseNow()
-	slow.SetReadLimit(-1)
+	slow := dialSocketBuffer(t, srv.URL, 64<<10)
 	sub, _ := json.Marshal(protocol.Command{Type: protocol.TypeSubscribe, Stream: "s", Filter: &protocol.Filter{All: true},
 		Mode: protocol.ModeBroadcast, BatchSize: 100})
 	if err := slow.Write(ctx, websocket.MessageText, sub); err != nil {
 		t.Fatal(err)
 	}
-	waitLong(t, "the slow client to be cut off", func() bool {
+	waitFor(t, "the slow client to be cut off", func() bool {
 		return srv.Metric(t, "marlowe_streaming_slow_clients_dropped_total") >= 1
 	})
 	frames := 0
@@ -158,19 +153,5 @@ func TestSlowConsumerGetsCloseFrame(t *testing.T) {
 		}
 		t.Logf("%d frames, then the close frame", frames)
 		return
-	}
-}
-
-// waitLong polls cond until it holds, failing after two minutes: what it
-// waits for takes CPU (under the race detector, on a shared machine), and
-// the bound only catches a hang.
-func waitLong(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(2 * time.Minute)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
 	}
 }

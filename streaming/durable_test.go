@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"sync"
@@ -191,7 +192,15 @@ func TestShutdownLetsRoundTripsFinish(t *testing.T) {
 		defer cancel()
 		done <- sf.srv.Shutdown(ctx)
 	}()
-	time.Sleep(100 * time.Millisecond) // the server is draining: no new batch
+	// The server drains once it takes no more clients (it closes its
+	// listener as it tells the streams to drain): no new batch goes out.
+	waitFor(t, "the server to stop taking clients", func() bool {
+		c, err := net.Dial("tcp", sf.srv.Addr().String())
+		if err == nil {
+			c.Close()
+		}
+		return err != nil
+	})
 	raw.Ack(f)
 	if err := <-done; err != nil {
 		t.Fatal(err)

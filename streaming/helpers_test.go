@@ -12,6 +12,7 @@ import (
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
 
+	"github.com/marlowe-follower/follower/chainsync/waitfor"
 	"github.com/marlowe-follower/follower/history/record"
 	"github.com/marlowe-follower/follower/streaming/protocol"
 	"github.com/marlowe-follower/follower/streaming/streamstore/sqlstreams"
@@ -91,16 +92,12 @@ func (sf *seedFixture) noWarnings(t *testing.T) {
 	}
 }
 
-// waitFor polls cond until it holds, failing after 10 seconds.
+// waitFor waits until cond holds (waitfor.Until, the tests' one way to
+// wait). The bound only catches a hang: what the tests wait for takes CPU
+// (under the race detector, on a shared machine), so it is generous.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	waitfor.Until(t, 2*time.Minute, what, cond)
 }
 
 // getJSON GETs url, checks the status and decodes the body into v (when

@@ -25,11 +25,18 @@ import (
 // dialSmallBuffer connects with a tiny socket receive buffer, so that a
 // client that does not read fills up quickly.
 func dialSmallBuffer(t *testing.T, url string) *websocket.Conn {
+	return dialSocketBuffer(t, url, 4096)
+}
+
+// dialSocketBuffer dials url with the client socket's receive buffer
+// (and so the TCP window) set to size bytes, which keeps what the kernels
+// hold of a client that does not read small.
+func dialSocketBuffer(t *testing.T, url string, size int) *websocket.Conn {
 	t.Helper()
 	tr := &http.Transport{DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
 		c, err := (&net.Dialer{}).DialContext(ctx, network, addr)
 		if tc, ok := c.(*net.TCPConn); ok {
-			_ = tc.SetReadBuffer(4096)
+			_ = tc.SetReadBuffer(size)
 		}
 		return c, err
 	}}

@@ -3,6 +3,7 @@ package client_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -11,7 +12,10 @@ import (
 	"time"
 
 	"go.uber.org/goleak"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
 
+	"github.com/marlowe-follower/follower/chainsync/waitfor"
 	"github.com/marlowe-follower/follower/history/record"
 	"github.com/marlowe-follower/follower/streaming"
 	"github.com/marlowe-follower/follower/streaming/client"
@@ -153,9 +157,9 @@ func TestReconnectResumesEphemeralStream(t *testing.T) {
 			before := c.Connects()
 			proxy.DropAll()
 			drops++
-			for c.Connects() == before { // the ack below goes nowhere
-				time.Sleep(time.Millisecond)
-			}
+			// The ack below goes nowhere: it is sent once the client knows
+			// the connection is gone and has made another.
+			waitfor.Until(t, time.Minute, "the client to connect again", func() bool { return c.Connects() != before })
 		}
 		if err := s.Ack(ctx2, b); err != nil {
 			t.Fatalf("ack: %v", err)
@@ -221,7 +225,13 @@ func TestServerRestartResumes(t *testing.T) {
 	ctx := context.Background()
 	fx := newFixture(t, 60, streamtest.ServerOptions{})
 	addr := fx.srv.Addr().String()
-	c := newClient(t, fx.srv.URL)
+	logs, seen := observer.New(zap.DebugLevel)
+	c, err := client.New(client.Options{URL: fx.srv.URL, MinBackoff: 10 * time.Millisecond, MaxBackoff: 100 * time.Millisecond,
+		Logger: zap.New(logs)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
 	s, err := c.Subscribe(ctx, client.Request{Stream: "r", Durable: true, Filter: protocol.Filter{All: true}, BatchSize: 5})
 	if err != nil {
 		t.Fatal(err)
@@ -229,7 +239,9 @@ func TestServerRestartResumes(t *testing.T) {
 	var applied streamtest.Collector
 	consume(t, s, &applied, 20)
 	fx.srv.Stop(t)
-	time.Sleep(300 * time.Millisecond) // a few failed attempts
+	waitfor.Until(t, time.Minute, "three failed attempts to connect", func() bool {
+		return seen.FilterMessage("connecting failed").Len() >= 3
+	})
 	if err := fx.feed.UntilRecords(ctx, fx.h.Handle.Head()+30); err != nil {
 		t.Fatal(err)
 	}
@@ -261,7 +273,7 @@ func TestContextCancellationAndClose(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx2, cancel2 := context.WithCancel(context.Background())
-	go func() { time.Sleep(50 * time.Millisecond); cancel2() }()
+	time.AfterFunc(50*time.Millisecond, cancel2) // while Next waits
 	if _, err := s.Next(ctx2); !errors.Is(err, context.Canceled) {
 		t.Fatalf("Next with a cancelled context: %v", err)
 	}
@@ -296,13 +308,12 @@ func TestBackoffIsCapped(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	deadline := time.Now().Add(15 * time.Second)
-	for hits.Load() < 12 {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d attempts in 15 s", hits.Load())
+	waitfor.NoError(t, time.Minute, func() error {
+		if n := hits.Load(); n < 12 {
+			return fmt.Errorf("%d attempts, want 12", n)
 		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return nil
+	})
 }
 
 func TestRefusals(t *testing.T) {
