@@ -13,6 +13,7 @@ import (
 	"github.com/marlowe-follower/follower/contracts/contractstore/contractstoretest"
 	"github.com/marlowe-follower/follower/history/record"
 	"github.com/marlowe-follower/follower/history/record/filtercases"
+	"github.com/marlowe-follower/follower/history/storage/storagetest"
 	"github.com/marlowe-follower/follower/query"
 )
 
@@ -28,8 +29,8 @@ func TestFilterCases(t *testing.T) {
 			if backend == "sqlite" {
 				b = contractstoretest.OpenSQLite(t, t.TempDir())
 			} else {
-				url := contractstoretest.PostgresURL(t)
-				b = contractstoretest.OpenPostgres(t, url, contractstoretest.NewSchema(t, url))
+				url := storagetest.PostgresURL(t)
+				b = contractstoretest.OpenPostgres(t, url, storagetest.NewSchema(t, url, "cvtest"))
 			}
 			t.Cleanup(func() { b.Close() })
 			head := commitFilterContracts(t, b)

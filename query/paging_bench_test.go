@@ -17,6 +17,7 @@ import (
 	"github.com/marlowe-follower/follower/contracts/contractstore"
 	"github.com/marlowe-follower/follower/contracts/contractstore/contractstoretest"
 	"github.com/marlowe-follower/follower/history/record"
+	"github.com/marlowe-follower/follower/history/storage/storagetest"
 )
 
 // BenchmarkListPaging compares the Runtime view's contract list with the
@@ -40,8 +41,8 @@ func BenchmarkListPaging(b *testing.B) {
 	if os.Getenv("PAGING_BACKEND") == "sqlite" {
 		store = contractstoretest.OpenSQLite(b, b.TempDir())
 	} else {
-		u := contractstoretest.PostgresURL(b)
-		store = contractstoretest.OpenPostgres(b, u, contractstoretest.NewSchema(b, u))
+		u := storagetest.PostgresURL(b)
+		store = contractstoretest.OpenPostgres(b, u, storagetest.NewSchema(b, u, "cvtest"))
 	}
 	defer store.Close()
 	head := fillContracts(b, store, n)
@@ -248,8 +249,8 @@ func BenchmarkListPage(b *testing.B) {
 	if os.Getenv("PAGING_BACKEND") == "sqlite" {
 		store = contractstoretest.OpenSQLite(b, b.TempDir())
 	} else {
-		u := contractstoretest.PostgresURL(b)
-		store = contractstoretest.OpenPostgres(b, u, contractstoretest.NewSchema(b, u))
+		u := storagetest.PostgresURL(b)
+		store = contractstoretest.OpenPostgres(b, u, storagetest.NewSchema(b, u, "cvtest"))
 	}
 	defer store.Close()
 	head := fillContracts(b, store, 2000)

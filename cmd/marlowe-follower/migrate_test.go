@@ -1,14 +1,11 @@
 package main
 
 import (
-	"context"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
-
-	"github.com/jackc/pgx/v5"
 
 	"github.com/marlowe-follower/follower/history/storage/storagetest"
 )
@@ -56,24 +53,8 @@ func migrateFlow(t *testing.T, where string, args []string, tables func() []stri
 func TestMigrateFreshPostgres(t *testing.T) {
 	base := storagetest.PostgresURL(t)
 	schema := storagetest.CreateSchema(t, base, "migratetest")
-	ctx := context.Background()
-	admin, err := pgx.Connect(ctx, base)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer admin.Close(ctx)
 	dbURL := storagetest.SchemaURL(t, base, schema)
-	tables := func() []string {
-		rows, err := admin.Query(ctx, `SELECT table_name FROM information_schema.tables WHERE table_schema = $1 ORDER BY 1`, schema)
-		if err != nil {
-			t.Fatal(err)
-		}
-		names, err := pgx.CollectRows(rows, pgx.RowTo[string])
-		if err != nil {
-			t.Fatal(err)
-		}
-		return names
-	}
+	tables := func() []string { return storagetest.Tables(t, base, schema) }
 	migrateFlow(t, "postgresql", []string{"--database-url", dbURL}, tables)
 	want := slices.Clone(resetTables)
 	slices.Sort(want)

@@ -282,17 +282,7 @@ func TestPostgresRunner(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	tables := func() []string {
-		rows, err := admin.Query(ctx, `SELECT table_name FROM information_schema.tables WHERE table_schema = $1 ORDER BY 1`, schema)
-		if err != nil {
-			t.Fatal(err)
-		}
-		names, err := pgx.CollectRows(rows, pgx.RowTo[string])
-		if err != nil {
-			t.Fatal(err)
-		}
-		return names
-	}
+	tables := func() []string { return storagetest.Tables(t, url, schema) }
 	runnerCases(t, db, tables, func(table string, v int) {
 		if _, err := admin.Exec(ctx, `INSERT INTO `+pgx.Identifier{schema, table}.Sanitize()+` (version, name) VALUES ($1, 'newer')`, v); err != nil {
 			t.Fatal(err)

@@ -28,6 +28,7 @@ import (
 	"github.com/marlowe-follower/follower/history/pgstore"
 	"github.com/marlowe-follower/follower/history/processor"
 	"github.com/marlowe-follower/follower/history/sqlitestore"
+	"github.com/marlowe-follower/follower/history/storage/storagetest"
 )
 
 // Backend names.
@@ -99,8 +100,8 @@ func Start(tb testing.TB, opts Options) *Pipeline {
 	p := &Pipeline{tb: tb, log: log, tipFar: opts.Batch, onCommit: opts.OnCommit}
 	switch opts.Backend {
 	case Postgres:
-		url := contractstoretest.PostgresURL(tb)
-		schema := contractstoretest.NewSchema(tb, url)
+		url := storagetest.PostgresURL(tb)
+		schema := storagetest.NewSchema(tb, url, "cvtest")
 		hb, err := pgstore.Open(ctx, url, pgstore.Options{Schema: schema})
 		if err != nil {
 			tb.Fatal(err)

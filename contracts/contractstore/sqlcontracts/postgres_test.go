@@ -10,18 +10,19 @@ import (
 	"github.com/marlowe-follower/follower/contracts/contractstore/contractstoretest"
 	"github.com/marlowe-follower/follower/contracts/contractstore/sqlcontracts"
 	"github.com/marlowe-follower/follower/history/storage"
+	"github.com/marlowe-follower/follower/history/storage/storagetest"
 )
 
 func TestConformancePostgres(t *testing.T) {
-	url := contractstoretest.PostgresURL(t)
+	url := storagetest.PostgresURL(t)
 	contractstoretest.Run(t, func(t *testing.T) contractstore.Backend {
-		return contractstoretest.OpenPostgres(t, url, contractstoretest.NewSchema(t, url))
+		return contractstoretest.OpenPostgres(t, url, storagetest.NewSchema(t, url, "cvtest"))
 	})
 }
 
 func TestSchemaVersionAndConcurrentInit(t *testing.T) {
-	url := contractstoretest.PostgresURL(t)
-	schema := contractstoretest.NewSchema(t, url)
+	url := storagetest.PostgresURL(t)
+	schema := storagetest.NewSchema(t, url, "cvtest")
 	ctx := context.Background()
 	db, err := storage.OpenPostgres(ctx, url, storage.PostgresOptions{Schema: schema})
 	if err != nil {
@@ -53,8 +54,8 @@ func TestSchemaVersionAndConcurrentInit(t *testing.T) {
 //
 //	go test -run '^$' -bench BenchmarkLists ./contracts/contractstore/sqlcontracts/
 func BenchmarkListsPostgres(b *testing.B) {
-	url := contractstoretest.PostgresURL(b)
-	schema := contractstoretest.NewSchema(b, url)
+	url := storagetest.PostgresURL(b)
+	schema := storagetest.NewSchema(b, url, "cvtest")
 	store := contractstoretest.OpenPostgres(b, url, schema)
 	defer store.Close()
 	contractstoretest.BenchmarkLists(b, store, 20000, func() {

@@ -47,17 +47,26 @@ const DefaultPostgresURL = "postgres://postgres@127.0.0.1:5432/test?sslmode=disa
 
 // PostgresURL returns the database of the store tests:
 // MARLOWE_TEST_DATABASE_URL, or DefaultPostgresURL when it is not set. A
-// server that does not answer fails the tests (where they connect), unless
-// MARLOWE_TEST_SKIP_POSTGRES=1, which skips them.
+// server that does not answer fails the test, unless
+// MARLOWE_TEST_SKIP_POSTGRES=1, which skips the PostgreSQL tests.
 func PostgresURL(t testing.TB) string {
 	t.Helper()
 	if os.Getenv("MARLOWE_TEST_SKIP_POSTGRES") == "1" {
 		t.Skip("MARLOWE_TEST_SKIP_POSTGRES=1: PostgreSQL tests are skipped")
 	}
-	if u := os.Getenv("MARLOWE_TEST_DATABASE_URL"); u != "" {
-		return u
+	u := os.Getenv("MARLOWE_TEST_DATABASE_URL")
+	if u == "" {
+		u = DefaultPostgresURL
 	}
-	return DefaultPostgresURL
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, u)
+	if err != nil {
+		t.Fatalf("PostgreSQL at MARLOWE_TEST_DATABASE_URL (%s) does not answer: %v "+
+			"(set MARLOWE_TEST_SKIP_POSTGRES=1 to skip these tests)", u, err)
+	}
+	_ = conn.Close(ctx)
+	return u
 }
 
 // NewSchema returns the name of a schema of the database at url for one
@@ -98,4 +107,25 @@ func CreateSchema(t testing.TB, url, prefix string) string {
 		t.Fatal(err)
 	}
 	return schema
+}
+
+// Tables returns the names of the tables in schema, sorted.
+func Tables(t testing.TB, url, schema string) []string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	rows, err := conn.Query(ctx, `SELECT table_name FROM information_schema.tables WHERE table_schema = $1 ORDER BY 1`, schema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	names, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return names
 }
