@@ -7,14 +7,9 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
-	ouroboros "github.com/blinklabs-io/gouroboros"
-	"github.com/blinklabs-io/gouroboros/ledger"
-	gchainsync "github.com/blinklabs-io/gouroboros/protocol/chainsync"
-	pcommon "github.com/blinklabs-io/gouroboros/protocol/common"
 	"go.uber.org/zap"
 
 	"github.com/marlowe-follower/follower/chainsync/classify"
@@ -71,47 +66,11 @@ func serve(b *testing.B, store *devnet.ChainStore) string {
 	return socket
 }
 
-// rawSync syncs the whole chain with a plain gouroboros client and calls
-// handle with every block.
+// rawSync syncs the whole chain (devnet.RawSync) and calls handle with
+// every block.
 func rawSync(b *testing.B, socket string, tipNo uint64, handle func(uint, []byte) error) {
-	done := make(chan struct{})
-	var n atomic.Uint64
-	var failed atomic.Value
-	conn, err := ouroboros.NewConnection(
-		ouroboros.WithNetworkMagic(devnet.NetworkMagic),
-		ouroboros.WithChainSyncConfig(gchainsync.NewConfig(
-			gchainsync.WithPipelineLimit(DefaultPipelineLimit),
-			gchainsync.WithRollForwardRawFunc(func(_ gchainsync.CallbackContext, t uint, raw []byte, _ gchainsync.Tip) error {
-				if err := handle(t, raw); err != nil {
-					failed.Store(err)
-					return err
-				}
-				if n.Add(1) == tipNo {
-					close(done)
-				}
-				return nil
-			}),
-			gchainsync.WithRollBackwardFunc(func(gchainsync.CallbackContext, pcommon.Point, gchainsync.Tip) error { return nil }),
-		)),
-	)
-	if err != nil {
+	if err := devnet.RawSync(context.Background(), socket, DefaultPipelineLimit, tipNo, 10*time.Minute, handle); err != nil {
 		b.Fatal(err)
-	}
-	go func() {
-		for range conn.ErrorChan() {
-		}
-	}()
-	if err := conn.Dial("unix", socket); err != nil {
-		b.Fatal(err)
-	}
-	defer conn.Close()
-	if err := conn.ChainSync().Client.Sync([]pcommon.Point{pcommon.NewPointOrigin()}); err != nil {
-		b.Fatal(err)
-	}
-	select {
-	case <-done:
-	case <-time.After(10 * time.Minute):
-		b.Fatalf("sync timed out after %d blocks (%v)", n.Load(), failed.Load())
 	}
 }
 
@@ -146,16 +105,7 @@ func BenchmarkFollow(b *testing.B) {
 		b.Run(name+"/b-gouroboros-decode", func(b *testing.B) {
 			start := time.Now()
 			for range b.N {
-				rawSync(b, socket, tip, func(t uint, raw []byte) error {
-					blk, err := ledger.NewBlockFromCbor(t, raw)
-					if err != nil {
-						return err
-					}
-					for _, tx := range blk.Transactions() {
-						_ = tx.Hash()
-					}
-					return nil
-				})
+				rawSync(b, socket, tip, devnet.LedgerDecode)
 			}
 			report(b, start)
 		})

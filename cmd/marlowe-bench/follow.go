@@ -6,13 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"sync"
-	"sync/atomic"
 	"time"
 
-	ouroboros "github.com/blinklabs-io/gouroboros"
-	"github.com/blinklabs-io/gouroboros/ledger"
-	gchainsync "github.com/blinklabs-io/gouroboros/protocol/chainsync"
-	pcommon "github.com/blinklabs-io/gouroboros/protocol/common"
 	"go.uber.org/zap"
 
 	actorpipe "github.com/marlowe-follower/follower/actors/pipeline"
@@ -73,18 +68,9 @@ func runFollowJob(ctx context.Context, raw json.RawMessage) (any, error) {
 	cpu0, start := cpuSeconds(), time.Now()
 	switch p.Case {
 	case caseRaw:
-		err = rawSync(ctx, p.Socket, p.Tip, func(uint, []byte) error { return nil })
+		err = devnet.RawSync(ctx, p.Socket, chainsync.DefaultPipelineLimit, p.Tip, 30*time.Minute, func(uint, []byte) error { return nil })
 	case caseDecode:
-		err = rawSync(ctx, p.Socket, p.Tip, func(t uint, raw []byte) error {
-			blk, err := ledger.NewBlockFromCbor(t, raw)
-			if err != nil {
-				return err
-			}
-			for _, tx := range blk.Transactions() {
-				_ = tx.Hash()
-			}
-			return nil
-		})
+		err = devnet.RawSync(ctx, p.Socket, chainsync.DefaultPipelineLimit, p.Tip, 30*time.Minute, devnet.LedgerDecode)
 	case caseClassifier:
 		err = classifierSync(ctx, p.Socket, p.Tip)
 	case caseSQLite, casePostgres:
@@ -102,53 +88,6 @@ func runFollowJob(ctx context.Context, raw json.RawMessage) (any, error) {
 		res.RSSEnd, res.RSSPeak = m.RSS, m.Peak
 	}
 	return res, nil
-}
-
-// rawSync syncs the whole chain with a plain gouroboros node-to-client
-// client and calls handle with every block.
-func rawSync(ctx context.Context, socket string, tip uint64, handle func(uint, []byte) error) error {
-	done := make(chan struct{})
-	var n atomic.Uint64
-	var failed atomic.Value
-	conn, err := ouroboros.NewConnection(
-		ouroboros.WithNetworkMagic(devnet.NetworkMagic),
-		ouroboros.WithChainSyncConfig(gchainsync.NewConfig(
-			gchainsync.WithPipelineLimit(chainsync.DefaultPipelineLimit),
-			gchainsync.WithRollForwardRawFunc(func(_ gchainsync.CallbackContext, t uint, raw []byte, _ gchainsync.Tip) error {
-				if err := handle(t, raw); err != nil {
-					failed.Store(err)
-					return err
-				}
-				if n.Add(1) == tip {
-					close(done)
-				}
-				return nil
-			}),
-			gchainsync.WithRollBackwardFunc(func(gchainsync.CallbackContext, pcommon.Point, gchainsync.Tip) error { return nil }),
-		)),
-	)
-	if err != nil {
-		return err
-	}
-	go func() {
-		for range conn.ErrorChan() {
-		}
-	}()
-	if err := conn.Dial("unix", socket); err != nil {
-		return err
-	}
-	defer conn.Close()
-	if err := conn.ChainSync().Client.Sync([]pcommon.Point{pcommon.NewPointOrigin()}); err != nil {
-		return err
-	}
-	select {
-	case <-done:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-time.After(30 * time.Minute):
-		return fmt.Errorf("sync timed out after %d blocks (%v)", n.Load(), failed.Load())
-	}
 }
 
 // classifierSync runs our follower actor with its classifier to the tip
