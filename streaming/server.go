@@ -76,9 +76,12 @@ type Server struct {
 	enc    wire.RecordCache // the JSON of the records near the head
 	budget queueBudget      // the frames queued on all connections
 	cu     *catchup.Cache   // the pages of the log streams catch up through
-	// workers are the streams' database workers (dbWorker): Done waits
-	// for their last jobs.
-	workers sync.WaitGroup
+	// workers are the streams' database workers (dbWorker) and catch-up
+	// reads: Done waits for their last jobs. reads is the reads' context,
+	// which the server's end cancels (endReads) with the cache's loads.
+	workers  sync.WaitGroup
+	reads    context.Context
+	endReads context.CancelFunc
 	// origins are the browser origins allowed on the WebSocket: Config.Origins
 	// and, once it listens, the listening address's own.
 	origins atomic.Pointer[origin.List]
@@ -129,6 +132,7 @@ func New(cfg Config, deps Deps) (*Server, error) {
 		sys: deps.System, stopped: make(chan struct{}), done: make(chan struct{})}
 	s.budget = queueBudget{limit: cfg.QueueBudget}
 	s.tips = wire.NewTips(deps.Tip, deps.History.Head)
+	s.reads, s.endReads = context.WithCancel(context.Background())
 	s.cu = catchup.New(deps.History, catchup.Config{MaxBytes: cfg.CatchUpCacheBytes, MaxReads: cfg.CatchUpReads,
 		Encode: func(r *record.Record) []byte { return wire.AppendRecord(make([]byte, 0, len(r.Payload)+320), r) }})
 	allowed, _ := origin.Parse(cfg.Origins) // Validate checked them
@@ -382,6 +386,8 @@ func (s *Server) finish() {
 		if s.deps.Registerer != nil {
 			s.m.unregister(s.deps.Registerer)
 		}
+		s.endReads()
+		s.cu.Close()
 		s.workers.Wait()
 		close(s.done)
 	}

@@ -64,11 +64,15 @@ func (st *streamActor) readCatchUp() {
 	}
 	st.reading = true
 	q := catchup.Query{Filter: st.filter, From: st.bufEnd, Max: st.batchSize - st.bufLen}
-	sys, self, gen, cu := st.sys, st.self, st.feedGen, st.srv.cu
+	sys, self, gen, srv := st.sys, st.self, st.feedGen, st.srv
+	// The server's Done waits for the read, which its stop ends (it
+	// closes the cache).
+	srv.workers.Add(1)
 	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer srv.workers.Done()
+		ctx, cancel := context.WithTimeout(srv.reads, time.Minute)
 		defer cancel()
-		res, err := cu.Read(ctx, q)
+		res, err := srv.cu.Read(ctx, q)
 		wire.Tell(sys, self, &pageMsg{gen: gen, from: q.From, res: res, err: err})
 	}()
 }

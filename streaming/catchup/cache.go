@@ -86,6 +86,9 @@ const (
 // shortly.
 var ErrAhead = errors.New("catchup: snapshot beyond the history's head")
 
+// ErrClosed is the error of a read after Close.
+var ErrClosed = errors.New("catchup: the cache is closed")
+
 // Cache is a shared page cache. Its methods are safe for concurrent use.
 type Cache struct {
 	src   Source
@@ -98,6 +101,11 @@ type Cache struct {
 	bytes int64
 	stats Stats
 	sweep *time.Timer // drops idle pages; armed while pages are held
+
+	// closed ends the page loads under way when the cache is closed
+	// (Close): they belong to no caller, whose context would end them.
+	closed context.Context
+	close  context.CancelFunc
 }
 
 // Stats count what a cache did.
@@ -143,10 +151,31 @@ func New(src Source, cfg Config) *Cache {
 		cfg.GiveBack = debug.FreeOSMemory
 	}
 	c := &Cache{src: src, cfg: cfg, pages: map[int64]*page{}, lru: list.New()}
+	c.closed, c.close = context.WithCancel(context.Background())
 	if cfg.MaxReads > 0 {
 		c.reads = make(chan struct{}, cfg.MaxReads)
 	}
 	return c
+}
+
+// Close ends the page loads under way (their callers get the error) and
+// drops the pages; reads after it fail with ErrClosed. The owner closes
+// the cache when it stops, so that no read outlives it.
+func (c *Cache) Close() {
+	c.close()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.sweep != nil {
+		c.sweep.Stop()
+		c.sweep = nil
+	}
+	for _, p := range c.pages {
+		select {
+		case <-p.loaded:
+			c.drop(p)
+		default: // its loader forgets it when it fails
+		}
+	}
 }
 
 // Stats returns the cache's counters.
@@ -219,9 +248,11 @@ func (c *Cache) pageFor(ctx context.Context, seq, minHead int64) (*page, error) 
 		c.stats.Loads++
 		c.mu.Unlock()
 		// The read is everyone's who waits for the page: one caller's
-		// context does not end it.
+		// context does not end it, closing the cache does.
 		lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), loadTimeout)
+		unhook := context.AfterFunc(c.closed, cancel)
 		c.load(lctx, p)
+		unhook()
 		cancel()
 		if p.err != nil {
 			return nil, p.err

@@ -2,6 +2,7 @@ package catchup
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -396,5 +397,41 @@ func TestPagesHoldEachPayloadOnce(t *testing.T) {
 	}
 	if s := c.Stats(); s.Bytes != want {
 		t.Fatalf("the pages count %d bytes, want %d (each payload once, in its JSON)", s.Bytes, want)
+	}
+}
+
+// TestCloseEndsLoadsUnderWay: a page load that waits on the history (held
+// here by the gate) belongs to no caller, so a caller's context does not
+// end it; Close does, and its readers get the error at once. Reads after
+// Close fail with ErrClosed, and no page is left.
+func TestCloseEndsLoadsUnderWay(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	l := &memLog{gate: make(chan struct{})}
+	l.append(rng, 300)
+	c := New(l, Config{PageRecords: 100, MaxBytes: 1 << 30})
+	done := make(chan error, 2)
+	for range 2 {
+		go func() {
+			_, err := c.Read(context.Background(), Query{From: record.Cursor{Snapshot: l.Head()}, Max: 10})
+			done <- err
+		}()
+	}
+	waitfor.Until(t, time.Minute, "a page load waiting on the history", func() bool { return c.Stats().Loads == 1 })
+	c.Close()
+	for range 2 {
+		select {
+		case err := <-done:
+			if err == nil {
+				t.Fatal("a read whose page load the cache's Close ended returned no error")
+			}
+		case <-time.After(time.Minute):
+			t.Fatal("Close did not end the page load under way")
+		}
+	}
+	if _, err := c.Read(context.Background(), Query{From: record.Cursor{Snapshot: l.Head()}, Max: 10}); !errors.Is(err, ErrClosed) {
+		t.Fatalf("a read after Close: %v, want ErrClosed", err)
+	}
+	if st := c.Stats(); st.Pages != 0 || st.Bytes != 0 {
+		t.Fatalf("after Close: %d pages, %d bytes", st.Pages, st.Bytes)
 	}
 }

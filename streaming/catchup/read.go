@@ -45,6 +45,9 @@ func (c *Cache) Read(ctx context.Context, q Query) (Result, error) {
 		limit = c.cfg.PageRecords
 	}
 	limit = min(limit, record.MaxListLimit)
+	if c.closed.Err() != nil {
+		return Result{Cursor: q.From}, ErrClosed
+	}
 	head := c.src.Head()
 	if q.From.Snapshot > head {
 		return Result{Cursor: q.From}, ErrAhead
