@@ -37,8 +37,11 @@ func (f *follower) run(t *testing.T, url string, want func() int, done <-chan st
 		f.err = err
 		return
 	}
+	// A follower that gets no batch for a minute has hung; one that gets
+	// them slowly (the race detector on a busy machine) has not.
+	const stall = time.Minute
 	batches := 0
-	deadline := time.Now().Add(60 * time.Second)
+	deadline := time.Now().Add(stall)
 	for time.Now().Before(deadline) {
 		select {
 		case <-done:
@@ -65,6 +68,7 @@ func (f *follower) run(t *testing.T, url string, want func() int, done <-chan st
 				return
 			}
 			raw.Ack(fr)
+			deadline = time.Now().Add(stall)
 			if batches++; f.reconnectEvery > 0 && batches%f.reconnectEvery == 0 {
 				_ = raw.WS.CloseNow()
 				raw = streamtest.Dial(t, url, nil)
@@ -77,7 +81,7 @@ func (f *follower) run(t *testing.T, url string, want func() int, done <-chan st
 			return
 		}
 	}
-	f.err = fmt.Errorf("%s: timed out with %d records", f.name, len(f.got.Records))
+	f.err = fmt.Errorf("%s: no batch for %s, with %d records", f.name, stall, len(f.got.Records))
 }
 
 // checkBatch checks a batch's cursor and tip against its records.
