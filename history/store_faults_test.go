@@ -90,6 +90,16 @@ func newFaultFixture(t *testing.T, dir string) *faultFixture {
 	return f
 }
 
+// noFatal fails the test if the store reported a fatal error.
+func (f *faultFixture) noFatal() {
+	f.t.Helper()
+	select {
+	case err := <-f.store.Fatal():
+		f.t.Fatalf("fatal: %v", err)
+	default:
+	}
+}
+
 // block is a step of block n (at the node's tip, so it commits at once)
 // with one record; released counts its release.
 func block(n uint64, released *atomic.Int64) *history.Step {
@@ -142,11 +152,7 @@ func TestStoreReportsFailingCommits(t *testing.T) {
 	if stats.Failing.Load() || stats.CommitError.Load() != nil || released.Load() != 2 {
 		t.Fatalf("after recovery: failing %v, error %v, %d released", stats.Failing.Load(), stats.CommitError.Load(), released.Load())
 	}
-	select {
-	case err := <-f.store.Fatal():
-		t.Fatalf("fatal: %v", err)
-	default:
-	}
+	f.noFatal()
 }
 
 // TestStoreCommitAnswerLost: a commit that landed although it reported an
@@ -164,11 +170,7 @@ func TestStoreCommitAnswerLost(t *testing.T) {
 	waitfor.Until(t, time.Minute, "block 1 committed", func() bool { return committedNo(stats) == 1 && released.Load() == 1 })
 	f.send(block(2, &released))
 	waitfor.Until(t, time.Minute, "block 2 committed", func() bool { return committedNo(stats) == 2 && stats.Head.Load() == 2 })
-	select {
-	case err := <-f.store.Fatal():
-		t.Fatalf("fatal: %v", err)
-	default:
-	}
+	f.noFatal()
 }
 
 // TestStoreCommitAnswerLostWhileStepsCome: as TestStoreCommitAnswerLost,
@@ -191,11 +193,7 @@ func TestStoreCommitAnswerLostWhileStepsCome(t *testing.T) {
 	waitfor.Until(t, time.Minute, "block 1 committed", func() bool { return committedNo(stats) >= 1 && released.Load() >= 1 })
 	f.backend.failWith(nil)
 	waitfor.Until(t, time.Minute, "block 2 committed", func() bool { return committedNo(stats) == 2 && stats.Head.Load() == 2 && released.Load() == 2 })
-	select {
-	case err := <-f.store.Fatal():
-		t.Fatalf("fatal: %v", err)
-	default:
-	}
+	f.noFatal()
 }
 
 // TestStoreSecondWriterIsFatal: two stores on one database. The one whose

@@ -86,6 +86,24 @@ func startRun(t *testing.T, bin, socket, dir string) *exec.Cmd {
 	return cmd
 }
 
+// sameLog fails the test unless the log and checkpoint of a run (what
+// names it: the killed one, the one with failovers) are those of the
+// uninterrupted run (logA, cpA), record by record.
+func sameLog(t *testing.T, what string, logA, logB []record.Record, cpA, cpB *history.Checkpoint) {
+	t.Helper()
+	if len(logA) != len(logB) {
+		t.Fatalf("the uninterrupted run logged %d records, %s %d", len(logA), what, len(logB))
+	}
+	for i := range logA {
+		if !reflect.DeepEqual(logA[i], logB[i]) {
+			t.Fatalf("record %d differs:\n uninterrupted %+v %s\n %s %+v %s", i+1, logA[i], logA[i].Payload, what, logB[i], logB[i].Payload)
+		}
+	}
+	if !reflect.DeepEqual(cpA, cpB) {
+		t.Fatalf("checkpoints differ:\n uninterrupted %+v\n %s %+v", cpA, what, cpB)
+	}
+}
+
 // storeState reads a store's whole log and checkpoint (a second process
 // reading the SQLite file the child writes).
 func storeState(t *testing.T, dir string) ([]record.Record, *history.Checkpoint) {
@@ -213,17 +231,7 @@ func TestCrashSafetyAndDeterminism(t *testing.T) {
 	if len(logA) == 0 {
 		t.Fatal("nothing recorded")
 	}
-	if len(logA) != len(logB) {
-		t.Fatalf("uninterrupted run logged %d records, the killed one %d", len(logA), len(logB))
-	}
-	for i := range logA {
-		if !reflect.DeepEqual(logA[i], logB[i]) {
-			t.Fatalf("record %d differs:\n A %+v %s\n B %+v %s", i+1, logA[i], logA[i].Payload, logB[i], logB[i].Payload)
-		}
-	}
-	if !reflect.DeepEqual(cpA, cpB) {
-		t.Fatalf("checkpoints differ:\n A %+v\n B %+v", cpA, cpB)
-	}
+	sameLog(t, "the killed one", logA, logB, cpA, cpB)
 	rolled := 0
 	for _, r := range logA {
 		if r.Kind == record.KindRolledBack {

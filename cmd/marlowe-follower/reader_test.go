@@ -124,6 +124,22 @@ func (p *proc) status() (readerStatusAnswer, error) {
 	return st, err
 }
 
+// headAt waits until the writer p has committed the devnet's last block,
+// blocks, and returns its history head then.
+func (p *proc) headAt(t *testing.T, blocks uint64) int64 {
+	t.Helper()
+	var head int64
+	waitUntil(t, 3*time.Minute, "the writer at the devnet's last block", func() bool {
+		st, err := p.status()
+		if err != nil || st.Committed.BlockNo < blocks {
+			return false
+		}
+		head = st.HistorySeq
+		return true
+	})
+	return head
+}
+
 // wsCollector subscribes to a streaming port from a cursor and keeps every
 // record it receives, acknowledging each batch. When the connection ends
 // (the service restarted) it connects again and resumes from the cursor
@@ -290,15 +306,7 @@ func TestReaderServesTheWritersLog(t *testing.T) {
 	current.Store(reader)
 
 	// The chain at rest: the writer has committed its last block.
-	var head int64
-	waitUntil(t, 3*time.Minute, "the writer at the devnet's last block", func() bool {
-		st, err := writer.status()
-		if err != nil || st.Committed.BlockNo < blocks {
-			return false
-		}
-		head = st.HistorySeq
-		return true
-	})
+	head := writer.headAt(t, blocks)
 	waitUntil(t, time.Minute, "the subscriber on the reader at the writer's head", func() bool {
 		last, err := col.lastSeq()
 		if err != nil {

@@ -209,15 +209,7 @@ func TestReaderOnAReplica(t *testing.T) {
 		t.Fatalf("minSeq=%d on the reader after replay resumed: %d at seq %q, %v", writerHead, a.code, a.seq, a.err)
 	}
 
-	var head int64
-	waitUntil(t, 3*time.Minute, "the writer at the devnet's last block", func() bool {
-		st, err := writer.status()
-		if err != nil || st.Committed.BlockNo < blocks {
-			return false
-		}
-		head = st.HistorySeq
-		return true
-	})
+	head := writer.headAt(t, blocks)
 	for _, c := range []*wsCollector{fromZero, fromOrigin} {
 		waitUntil(t, time.Minute, "the subscribers on the reader at the writer's head", func() bool {
 			last, err := c.lastSeq()

@@ -90,21 +90,34 @@ func TestTailDurableResumes(t *testing.T) {
 	if err != nil {
 		t.Fatalf("%v: %s", err, stderr)
 	}
+	wantSeqsFromOne(t, printedSeqs(t, out1+out2), total)
+}
+
+// printedSeqs returns the seqs of the records tail printed, a JSON line
+// each.
+func printedSeqs(t *testing.T, out string) []int64 {
+	t.Helper()
 	var seqs []int64
-	for _, l := range strings.Split(strings.TrimSpace(out1+out2), "\n") {
+	for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
 		var r record.Record
 		if err := json.Unmarshal([]byte(l), &r); err != nil {
 			t.Fatal(err)
 		}
 		seqs = append(seqs, r.Seq)
 	}
+	return seqs
+}
+
+// wantSeqsFromOne fails the test unless seqs are 1, 2, ..., n.
+func wantSeqsFromOne(t *testing.T, seqs []int64, n int) {
+	t.Helper()
 	for i, s := range seqs {
 		if s != int64(i+1) {
-			t.Fatalf("record %d has seq %d: %v", i, s, seqs)
+			t.Fatalf("record %d has seq %d: %v, want 1 to %d", i, s, seqs, n)
 		}
 	}
-	if len(seqs) != total {
-		t.Fatalf("%d records, want %d", len(seqs), total)
+	if len(seqs) != n {
+		t.Fatalf("%d records, want %d", len(seqs), n)
 	}
 }
 
@@ -179,23 +192,13 @@ func TestTailDurableLimitAcksWhatItPrinted(t *testing.T) {
 		if err != nil {
 			t.Fatalf("run %d: %v: %s", run+1, err, stderr)
 		}
-		lines := strings.Split(strings.TrimSpace(out), "\n")
-		if len(lines) != 3 {
-			t.Fatalf("run %d printed %d lines: %q", run+1, len(lines), out)
+		got := printedSeqs(t, out)
+		if len(got) != 3 {
+			t.Fatalf("run %d printed %d records: %q", run+1, len(got), out)
 		}
-		for _, l := range lines {
-			var r record.Record
-			if err := json.Unmarshal([]byte(l), &r); err != nil {
-				t.Fatal(err)
-			}
-			seqs = append(seqs, r.Seq)
-		}
+		seqs = append(seqs, got...)
 	}
-	for i, s := range seqs {
-		if s != int64(i+1) {
-			t.Fatalf("three runs printed seqs %v, want 1 to 9", seqs)
-		}
-	}
+	wantSeqsFromOne(t, seqs, 9)
 }
 
 // TestTailFilterFlags: every filter flag, and the alias --contract, selects

@@ -13,7 +13,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -266,17 +265,7 @@ func sameState(t *testing.T, refURL, gotURL string) int {
 			t.Fatalf("record %d has seq %d: a gap or a duplicate", i+1, r.Seq)
 		}
 	}
-	if len(logA) != len(logB) {
-		t.Fatalf("the uninterrupted run logged %d records, the one with failovers %d", len(logA), len(logB))
-	}
-	for i := range logA {
-		if !reflect.DeepEqual(logA[i], logB[i]) {
-			t.Fatalf("record %d differs:\n uninterrupted %+v %s\n failovers     %+v %s", i+1, logA[i], logA[i].Payload, logB[i], logB[i].Payload)
-		}
-	}
-	if !reflect.DeepEqual(cpA, cpB) {
-		t.Fatalf("checkpoints differ:\n uninterrupted %+v\n failovers     %+v", cpA, cpB)
-	}
+	sameLog(t, "the one with failovers", logA, logB, cpA, cpB)
 	if !slices.Equal(projA, projB) {
 		t.Fatalf("the projections differ: %d rows uninterrupted, %d with failovers", len(projA), len(projB))
 	}
