@@ -28,26 +28,8 @@ func TestSchemaVersionAndConcurrentInit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := sqlcontracts.Open(ctx, db)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := openAndInit(t, db, 3)
 	defer s.Close()
-	if stored, latest, err := s.SchemaVersion(ctx); err != nil || stored != 0 || latest < 1 {
-		t.Fatalf("before Init: %d %d %v", stored, latest, err)
-	}
-	errs := make(chan error, 3)
-	for range 3 {
-		go func() { errs <- s.Init(ctx) }()
-	}
-	for range 3 {
-		if err := <-errs; err != nil {
-			t.Fatal(err)
-		}
-	}
-	if stored, latest, err := s.SchemaVersion(ctx); err != nil || stored != latest {
-		t.Fatalf("after Init: %d %d %v", stored, latest, err)
-	}
 }
 
 // BenchmarkLists: pages of each contract filter over 20,000 contracts.

@@ -30,20 +30,8 @@ func TestOwnFileAndSchemaVersion(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := sqlcontracts.Open(ctx, db)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := openAndInit(t, db, 1)
 	defer s.Close()
-	if stored, latest, err := s.SchemaVersion(ctx); err != nil || stored != 0 || latest < 1 {
-		t.Fatalf("before Init: %d %d %v", stored, latest, err)
-	}
-	if err := s.Init(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if stored, latest, err := s.SchemaVersion(ctx); err != nil || stored != latest {
-		t.Fatalf("after Init: %d %d %v", stored, latest, err)
-	}
 	if _, err := os.Stat(filepath.Join(dir, sqlcontracts.FileName)); err != nil {
 		t.Fatal(err)
 	}
@@ -51,6 +39,34 @@ func TestOwnFileAndSchemaVersion(t *testing.T) {
 	if _, err := s.HeadGet(ctx); !errors.Is(err, contractstore.ErrClosed) {
 		t.Fatalf("a read after Close: %v", err)
 	}
+}
+
+// openAndInit opens the store on a new database db, which it owns, and
+// checks its schema versions before and after inits concurrent Inits: none
+// stored, then the latest.
+func openAndInit(t *testing.T, db storage.DB, inits int) *sqlcontracts.Store {
+	t.Helper()
+	ctx := context.Background()
+	s, err := sqlcontracts.Open(ctx, db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if stored, latest, err := s.SchemaVersion(ctx); err != nil || stored != 0 || latest < 1 {
+		t.Fatalf("before Init: %d %d %v", stored, latest, err)
+	}
+	errs := make(chan error, inits)
+	for range inits {
+		go func() { errs <- s.Init(ctx) }()
+	}
+	for range inits {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if stored, latest, err := s.SchemaVersion(ctx); err != nil || stored != latest {
+		t.Fatalf("after Init: %d %d %v", stored, latest, err)
+	}
+	return s
 }
 
 // BenchmarkLists: pages of each contract filter over 20,000 contracts.
