@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"math/big"
-	"os"
 	"path/filepath"
 	"reflect"
 	"slices"
@@ -144,21 +143,9 @@ func canReduceByTransaction(t *testing.T, iv TimeInterval, st State, c Contract)
 // reducible. At the end of each path Next must agree with a transaction
 // without inputs about reducibility.
 func TestNextReferenceTraces(t *testing.T) {
-	files, _ := filepath.Glob(filepath.Join("..", "..", "testdata", "marlowe-reference", "*.paths"))
-	if len(files) != 24 {
-		t.Fatalf("expected the 24 reference traces, found %d", len(files))
-	}
 	counts := map[string]int{}
-	for _, f := range files {
-		raw, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var paths []semanticsPath
-		if err := json.Unmarshal(raw, &paths); err != nil {
-			t.Fatalf("%s: %v", f, err)
-		}
-		for i, p := range paths {
+	for _, f := range referenceTraces(t) {
+		for i, p := range readJSONFile[[]semanticsPath](t, f) {
 			c, err := ParseContractJSON(p.Contract)
 			if err != nil {
 				t.Fatal(err)
@@ -313,13 +300,7 @@ func (g *nextGen) when(now int64) *When {
 			a = &Notify{Observation: g.notifyObservation()}
 		}
 		actions = append(actions, a)
-		cs := Case{Action: a, Then: g.contract(2, now+80)}
-		if g.r.IntN(4) == 0 {
-			h := ContinuationHash(cs.Then)
-			g.conts[h] = cs.Then
-			cs.Then, cs.MerkleizedThen = nil, h[:]
-		}
-		w.Cases = append(w.Cases, cs)
+		g.addCase(w, a, g.contract(2, now+80))
 	}
 	return w
 }

@@ -170,15 +170,7 @@ func TestReferenceContracts(t *testing.T) {
 		checkContract(t, filepath.Base(f), raw)
 		counts["contract files"]++
 
-		pathsRaw, err := os.ReadFile(strings.TrimSuffix(f, ".contract") + ".paths")
-		if err != nil {
-			t.Fatal(err)
-		}
-		var paths []referencePath
-		if err := json.Unmarshal(pathsRaw, &paths); err != nil {
-			t.Fatalf("%s: %v", f, err)
-		}
-		for i, p := range paths {
+		for i, p := range readJSONFile[[]referencePath](t, strings.TrimSuffix(f, ".contract")+".paths") {
 			where := fmt.Sprintf("%s path %d", filepath.Base(f), i)
 			checkContract(t, where+" contract", p.Contract)
 			checkState(t, where+" state", p.State)

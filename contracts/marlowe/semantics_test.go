@@ -147,26 +147,38 @@ type semanticsPath struct {
 	} `json:"transactions"`
 }
 
+// referenceTraces are the marlowe-cardano reference traces' files (.paths).
+func referenceTraces(t *testing.T) []string {
+	t.Helper()
+	files, _ := filepath.Glob(filepath.Join("..", "..", "testdata", "marlowe-reference", "*.paths"))
+	if len(files) != 24 {
+		t.Fatalf("expected the 24 reference traces, found %d", len(files))
+	}
+	return files
+}
+
+// readJSONFile reads the JSON file f as a T.
+func readJSONFile[T any](t *testing.T, f string) T {
+	t.Helper()
+	var v T
+	raw, err := os.ReadFile(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(raw, &v); err != nil {
+		t.Fatalf("%s: %v", f, err)
+	}
+	return v
+}
+
 // TestSemanticsReferenceTraces runs every transaction of every path of the
 // marlowe-cardano reference traces, each on the state and contract the
 // previous one computed, and compares warnings, payments, state and contract
 // with the trace.
 func TestSemanticsReferenceTraces(t *testing.T) {
-	files, _ := filepath.Glob(filepath.Join("..", "..", "testdata", "marlowe-reference", "*.paths"))
-	if len(files) != 24 {
-		t.Fatalf("expected the 24 reference traces, found %d", len(files))
-	}
 	total, passed, withWarnings, withPayments := 0, 0, 0, 0
-	for _, f := range files {
-		raw, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var paths []semanticsPath
-		if err := json.Unmarshal(raw, &paths); err != nil {
-			t.Fatalf("%s: %v", f, err)
-		}
-		for i, p := range paths {
+	for _, f := range referenceTraces(t) {
+		for i, p := range readJSONFile[[]semanticsPath](t, f) {
 			where := fmt.Sprintf("%s path %d", filepath.Base(f), i)
 			c, err := ParseContractJSON(p.Contract)
 			if err != nil {
@@ -941,15 +953,21 @@ func (g *semGen) contract(depth int, now int64) Contract {
 		default:
 			a = &Notify{Observation: g.observation(1)}
 		}
-		cs := Case{Action: a, Then: g.contract(depth-1, now)}
-		if g.r.IntN(4) == 0 {
-			h := ContinuationHash(cs.Then)
-			g.conts[h] = cs.Then
-			cs.Then, cs.MerkleizedThen = nil, h[:]
-		}
-		w.Cases = append(w.Cases, cs)
+		g.addCase(w, a, g.contract(depth-1, now))
 	}
 	return w
+}
+
+// addCase adds the case a then to w, merkleized one time in four (its
+// continuation kept in g.conts).
+func (g *semGen) addCase(w *When, a Action, then Contract) {
+	cs := Case{Action: a, Then: then}
+	if g.r.IntN(4) == 0 {
+		h := ContinuationHash(then)
+		g.conts[h] = then
+		cs.Then, cs.MerkleizedThen = nil, h[:]
+	}
+	w.Cases = append(w.Cases, cs)
 }
 
 func (g *semGen) state(minTime int64) State {
