@@ -227,12 +227,7 @@ func TestSnapshotThenLive(t *testing.T) {
 			}
 		}
 	}
-	rolledBack := 0
-	for _, r := range log {
-		if r.Kind == record.KindRolledBack {
-			rolledBack++
-		}
-	}
+	rolledBack := historytest.RollbackMarkers(log)
 	if rolledBack == 0 {
 		t.Fatal("no rollback happened")
 	}

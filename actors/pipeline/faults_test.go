@@ -22,6 +22,7 @@ import (
 	"github.com/marlowe-follower/follower/contracts/contractstore"
 	"github.com/marlowe-follower/follower/contracts/contractstore/sqlcontracts"
 	"github.com/marlowe-follower/follower/history"
+	"github.com/marlowe-follower/follower/history/historytest"
 	"github.com/marlowe-follower/follower/history/record"
 	"github.com/marlowe-follower/follower/history/sqlitestore"
 	"github.com/marlowe-follower/follower/streaming"
@@ -294,12 +295,7 @@ func TestFaultInjection(t *testing.T) {
 	if len(want.records) == 0 || len(want.contracts) == 0 {
 		t.Fatalf("the uninterrupted run has %d records, %d contracts", len(want.records), len(want.contracts))
 	}
-	markers := 0
-	for _, r := range want.records {
-		if r.Kind == record.KindRolledBack {
-			markers++
-		}
-	}
+	markers := historytest.RollbackMarkers(want.records)
 	if markers == 0 {
 		t.Fatal("the chain rolled nothing back that the log shows")
 	}

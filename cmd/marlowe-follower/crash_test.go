@@ -18,6 +18,7 @@ import (
 
 	"github.com/marlowe-follower/follower/chainsync/devnet"
 	"github.com/marlowe-follower/follower/history"
+	"github.com/marlowe-follower/follower/history/historytest"
 	"github.com/marlowe-follower/follower/history/record"
 	"github.com/marlowe-follower/follower/history/sqlitestore"
 )
@@ -232,12 +233,7 @@ func TestCrashSafetyAndDeterminism(t *testing.T) {
 		t.Fatal("nothing recorded")
 	}
 	sameLog(t, "the killed one", logA, logB, cpA, cpB)
-	rolled := 0
-	for _, r := range logA {
-		if r.Kind == record.KindRolledBack {
-			rolled++
-		}
-	}
+	rolled := historytest.RollbackMarkers(logA)
 	t.Logf("%d records (%d rollback markers), identical after %d kills", len(logA), rolled, kills)
 	if rolled == 0 {
 		t.Fatal("no rollback touched a record: the test did not exercise rollbacks")

@@ -19,6 +19,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/marlowe-follower/follower/chainsync/devnet"
+	"github.com/marlowe-follower/follower/history/historytest"
 	"github.com/marlowe-follower/follower/history/record"
 	"github.com/marlowe-follower/follower/streaming/protocol"
 
@@ -339,12 +340,7 @@ func TestReaderServesTheWritersLog(t *testing.T) {
 	if int64(len(log)) != head {
 		t.Fatalf("the log holds %d records, the writer's head is %d", len(log), head)
 	}
-	markers := 0
-	for _, r := range log {
-		if r.Kind == record.KindRolledBack {
-			markers++
-		}
-	}
+	markers := historytest.RollbackMarkers(log)
 	if markers == 0 {
 		t.Fatal("the devnet rolled nothing back")
 	}

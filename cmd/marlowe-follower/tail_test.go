@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/marlowe-follower/follower/history/historytest"
 	"github.com/marlowe-follower/follower/history/record"
 	"github.com/marlowe-follower/follower/streaming/protocol"
 	"github.com/marlowe-follower/follower/streaming/streamstore/sqlstreams"
@@ -37,12 +38,7 @@ func TestTailPrintsRecordsAndRollbacks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	markers := 0
-	for _, r := range want {
-		if r.Kind == record.KindRolledBack {
-			markers++
-		}
-	}
+	markers := historytest.RollbackMarkers(want)
 	if markers == 0 {
 		t.Fatal("the chain has no rollbacks")
 	}
