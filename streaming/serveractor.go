@@ -98,6 +98,7 @@ func (a *serverActor) loadDurables(c actor.Context) error {
 func (a *serverActor) spawnStream(c actor.Context, st *streamActor) *streamRef {
 	st.stats = &atomic.Pointer[streamStats]{}
 	st.stats.Store(&streamStats{acked: st.acked})
+	st.startBehavior()
 	pid := c.Spawn(a.s.childProps(st))
 	ref := &streamRef{pid: pid, name: st.name, owner: st.owner, durable: st.durable, wire: st.wire, mode: st.mode, stats: st.stats}
 	a.refs[pid.Id] = ref

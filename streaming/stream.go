@@ -46,6 +46,10 @@ const (
 // completed, endRoundTrip or a nack: the one place a lock shared by
 // several processes serving one durable stream would gate.
 type streamActor struct {
+	// behavior is the stream's state (streamstates.go): running,
+	// holding, draining or closed.
+	behavior actor.Behavior
+
 	srv  *Server
 	name string
 	// owner is the name of the credential a durable stream belongs to
@@ -75,15 +79,9 @@ type streamActor struct {
 	// without a reply (nil once the batch goes out again or is done): an
 	// ack of it that arrives late still counts, as long as the batch has
 	// not gone out again.
-	orphan *roundTrip
-	// holding: a connection with the round trip went; the next delivery
-	// waits for what is in the mailbox already (the replies it sent before
-	// it stopped) until the resume message comes round.
-	holding  bool
-	retryAt  time.Time // no delivery before then (nack backoff)
-	nacks    int
-	draining bool
-	closed   bool
+	orphan  *roundTrip
+	retryAt time.Time // no delivery before then (nack backoff)
+	nacks   int
 	// bcast are the connections a broadcast batch was handed to that have
 	// not queued it yet: the next one waits for them.
 	bcast map[string]bool
@@ -91,9 +89,7 @@ type streamActor struct {
 	feed       *history.Feed
 	feedGen    int
 	pullQueued bool
-	reading    bool // a catch-up read through the cache is under way
-	idle       bool // the history store stopped for good
-	waitRetry  bool // a read failed: the feed opens again after RetryDelay
+	read       readState
 	buf        []chunk
 	bufLen     int
 	bufSince   time.Time
@@ -183,106 +179,14 @@ func (st *streamActor) log() *zap.Logger {
 	return st.srv.log.With(zap.String("stream", st.name), zap.Bool("durable", st.durable))
 }
 
-// Receive handles the stream's messages; every one ends with step.
-func (st *streamActor) Receive(c actor.Context) {
-	switch msg := c.Message().(type) {
-	case *actor.Started:
-		st.self, st.sys = c.Self(), c.ActorSystem()
-		st.work = &dbWorker{sys: st.sys, self: st.self, wg: &st.srv.workers}
-	case *wire.Attach:
-		st.attach(c, msg)
-	case *wire.Detach:
-		c.Unwatch(msg.Conn)
-		st.remove(c, msg.Conn)
-	case *actor.Terminated:
-		st.remove(c, msg.Who)
-	case *wire.ConnClosing:
-		for _, a := range st.atts {
-			if a.conn.Equal(msg.Conn) {
-				a.closing = true
-			}
-		}
-	case *wire.Reply:
-		msg.Taken.Add(-1)
-		st.handleReply(msg)
-	case *wire.Undelivered:
-		if rt := st.inFlight; rt != nil && rt.conn.Equal(msg.Conn) && rt.number == msg.Number {
-			st.pending.sent--
-			st.endRoundTrip("connection closed")
-		}
-		delete(st.bcast, msg.Conn.Id)
-	case *wire.QueuedNotice:
-		delete(st.bcast, msg.Conn.Id)
-	case *pullMsg:
-		st.pullQueued = false
-		if msg.gen == st.feedGen && st.feed != nil {
-			st.pull()
-		}
-	case *reopenMsg:
-		st.waitRetry = false
-	case *history.Delivery:
-		if st.feed == nil {
-			return
-		}
-		b, ok, again := st.feed.Take(msg)
-		if ok {
-			st.received(chunk{records: b.Records, end: b.Cursor})
-		}
-		if again {
-			st.fellBehind()
-		}
-	case *pageMsg:
-		st.caughtUp(msg)
-	case *dueMsg:
-		if msg.gen == st.timerGen {
-			st.due = time.Time{}
-		}
-	case *ackTimeout:
-		if rt := st.inFlight; rt != nil && rt.number == msg.number {
-			st.srv.m.ackTimeouts.Inc()
-			wire.Tell(st.sys, rt.conn, &wire.Control{Frame: wire.ControlFrame(&protocol.Frame{Type: protocol.TypeError, Code: protocol.CodeAckTimeout,
-				Stream: rt.name, Message: "the batch was not acknowledged in time; it goes out again"})})
-			st.endRoundTrip("ack timeout")
-		}
-	case *resumeMsg:
-		st.holding = false
-	case *renewLease:
-		if msg.gen == st.leaseGen && st.lease == leaseHeld {
-			st.renew()
-		}
-	case *leaseTaken:
-		st.leaseGranted(msg)
-	case *leaseRenewed:
-		st.renewed(msg)
-	case *storeAgain:
-		if msg.gen == st.storeGen && st.unstored != nil {
-			st.storeAck()
-		}
-	case *ackStored:
-		st.stored(msg)
-	case *wire.DrainStream:
-		st.draining = true
-	case *wire.CloseStream:
-		st.closeStream(c, msg.Msg)
-		return
-	case *actor.Stopping:
-		st.stopping(c)
-		return
-	default:
-		return
-	}
-	st.step(c)
-}
-
 // closeStream ends a deleted durable stream: its connections are told.
 func (st *streamActor) closeStream(c actor.Context, msg string) {
-	st.closed = true
 	for _, a := range st.atts {
 		c.Unwatch(a.conn)
 		wire.Tell(st.sys, a.conn, &wire.DropSub{Stream: st.self, Name: a.name, Code: protocol.CodeStreamDeleted, Msg: msg})
 	}
 	st.atts = nil
-	c.Stop(st.self)
+	st.close(c)
 }
 
 // stopping lets go of what the stream holds as it stops.
@@ -308,17 +212,6 @@ func (st *streamActor) stopping(c actor.Context) {
 
 // attach adds a connection and tells it the subscription is set up.
 func (st *streamActor) attach(c actor.Context, m *wire.Attach) {
-	if st.closed || st.draining {
-		code, text := protocol.CodeShuttingDown, "the server is shutting down"
-		if st.closed {
-			code, text = protocol.CodeStreamDeleted, "the durable stream was deleted"
-		}
-		wire.Tell(st.sys, m.Conn, &wire.AttachRefused{Name: m.Name, Code: code, Msg: text})
-		if len(st.atts) == 0 && !st.durable {
-			c.Stop(st.self)
-		}
-		return
-	}
 	c.Watch(m.Conn)
 	st.atts = append(st.atts, &attachment{conn: m.Conn, id: m.ID, q: m.Queue, name: m.Name})
 	tip := st.srv.tip()
@@ -338,10 +231,20 @@ func (st *streamActor) attach(c actor.Context, m *wire.Attach) {
 	}
 }
 
+// What remove did besides taking the connection off.
+type removal int
+
+const (
+	removeKept     removal = iota
+	removeOrphaned         // the round trip was bound to the connection: its replies are read before the next delivery
+	removeEnded            // the last connection of an ephemeral stream: the stream stops
+)
+
 // remove takes a connection off the stream. The round trip bound to it,
 // if any, ends at once. When no connection is left the stream stops
 // reading; an ephemeral stream is then over.
-func (st *streamActor) remove(c actor.Context, conn *actor.PID) {
+func (st *streamActor) remove(c actor.Context, conn *actor.PID) removal {
+	res := removeKept
 	for i, a := range st.atts {
 		if !a.conn.Equal(conn) {
 			continue
@@ -355,51 +258,44 @@ func (st *streamActor) remove(c actor.Context, conn *actor.PID) {
 		// replies are in the mailbox already, ahead of resume.
 		st.orphan = rt
 		st.endRoundTrip("connection closed")
-		st.holding = true
 		wire.Tell(st.sys, st.self, &resumeMsg{})
+		res = removeOrphaned
 	}
 	if len(st.atts) > 0 {
-		return
+		return res
 	}
 	st.stopFeed()
 	st.buf, st.bufLen = nil, 0
 	if !st.durable {
-		st.closed = true
-		c.Stop(st.self)
+		st.close(c)
+		return removeEnded
 	}
+	return res
 }
 
-// step moves the stream on after a message: forms and delivers the next
-// batch, reads more, arms the timer and publishes the stream's state.
+// step moves a running stream on after a message: forms and delivers the
+// next batch, gives the lease back when no batch is in flight, and
+// settles.
 func (st *streamActor) step(c actor.Context) {
-	if st.closed {
-		st.publish()
-		return
-	}
-	if st.pending == nil && !st.draining {
-		st.form()
-	}
-	for st.pending != nil && st.inFlight == nil && !st.draining && !st.holding && !st.storing() && !time.Now().Before(st.retryAt) {
+	st.form()
+	for st.pending != nil && st.inFlight == nil && !st.storing() && !time.Now().Before(st.retryAt) {
 		if !st.deliver(c) {
 			break
 		}
-		if st.pending == nil {
-			st.form() // broadcast: the batch is out, form the next one
-		}
+		st.form() // broadcast: the batch is out, form the next one
 	}
-	if st.draining && st.inFlight == nil && st.unstored == nil {
-		st.closed = true
-		st.publish()
-		c.Stop(st.self)
-		return
-	}
-	if st.lease == leaseHeld && st.inFlight == nil && !st.holding && st.unstored == nil {
+	if st.lease == leaseHeld && st.inFlight == nil && st.unstored == nil {
 		// The lease is held only while a batch is in flight (and while a
 		// departed connection's last replies are read, or its ack is not
 		// stored yet): another process's connection may take the stream
 		// now.
 		st.releaseLease()
 	}
+	st.settle()
+}
+
+// settle reads more, arms the timer and publishes the stream's state.
+func (st *streamActor) settle() {
 	st.requestPull()
 	st.arm()
 	st.publish()
@@ -442,7 +338,7 @@ func (st *streamActor) arm() {
 // form turns buffered records into the pending batch when the batch is
 // full, its timeout passed, or there is no timeout.
 func (st *streamActor) form() {
-	if st.bufLen == 0 {
+	if st.pending != nil || st.bufLen == 0 {
 		return
 	}
 	if st.bufLen < st.batchSize && st.batchTimeout > 0 && time.Since(st.bufSince) < st.batchTimeout {

@@ -30,6 +30,16 @@ type pageMsg struct {
 	err  error
 }
 
+// readState is where the stream's reading of the history stands.
+type readState int
+
+const (
+	readFree    readState = iota // reading on while the buffer has room
+	readCatchUp                  // a catch-up read through the cache is under way
+	readWaiting                  // a read failed: reading goes on after RetryDelay (reopenMsg)
+	readStopped                  // the history store stopped for good
+)
+
 // aheadRetry is how soon a read whose snapshot is beyond this process's
 // head (a reader behind its writer) is tried again.
 const aheadRetry = 100 * time.Millisecond
@@ -37,7 +47,7 @@ const aheadRetry = 100 * time.Millisecond
 // requestPull reads on while the buffer has room: a catch-up read through
 // the cache while no feed is open, else the feed's next step.
 func (st *streamActor) requestPull() {
-	if st.closed || st.idle || st.waitRetry || len(st.atts) == 0 || st.bufLen >= st.batchSize {
+	if st.read == readWaiting || st.read == readStopped || len(st.atts) == 0 || st.bufLen >= st.batchSize {
 		return
 	}
 	if st.feed == nil {
@@ -59,10 +69,10 @@ func (st *streamActor) requestPull() {
 // readCatchUp starts a worker reading the records after the buffer's end
 // through the catch-up cache, unless one is reading already.
 func (st *streamActor) readCatchUp() {
-	if st.reading {
+	if st.read == readCatchUp {
 		return
 	}
-	st.reading = true
+	st.read = readCatchUp
 	q := catchup.Query{Filter: st.filter, From: st.bufEnd, Max: st.batchSize - st.bufLen}
 	sys, self, gen, srv := st.sys, st.self, st.feedGen, st.srv
 	// The server's Done waits for the read, which its stop ends (it
@@ -80,13 +90,15 @@ func (st *streamActor) readCatchUp() {
 // caughtUp takes a catch-up read's answer: its records join the buffer and,
 // at the head, the stream opens its feed to go live.
 func (st *streamActor) caughtUp(m *pageMsg) {
-	st.reading = false
+	if st.read == readCatchUp {
+		st.read = readFree
+	}
 	if m.gen != st.feedGen || st.feed != nil || m.from != st.bufEnd {
 		return // the stream moved on meanwhile (a new cursor, no connection)
 	}
 	switch {
 	case errors.Is(m.err, catchup.ErrAhead):
-		st.waitRetry = true
+		st.read = readWaiting
 		sys, self := st.sys, st.self
 		time.AfterFunc(aheadRetry, func() { wire.Tell(sys, self, &reopenMsg{}) })
 		return
@@ -155,10 +167,10 @@ func (st *streamActor) fellBehind() {
 func (st *streamActor) readFailed(err error) {
 	st.stopFeed()
 	if errors.Is(err, history.ErrStoreStopped) {
-		st.idle = true
+		st.read = readStopped
 		return
 	}
-	st.waitRetry = true
+	st.read = readWaiting
 	st.log().Error("reading the history failed; reading again", zap.Error(err), zap.Duration("after", st.srv.cfg.RetryDelay))
 	sys, self := st.sys, st.self
 	time.AfterFunc(st.srv.cfg.RetryDelay, func() { wire.Tell(sys, self, &reopenMsg{}) })
