@@ -15,6 +15,7 @@ import (
 	"github.com/marlowe-follower/follower/history"
 	"github.com/marlowe-follower/follower/query/origin"
 	"github.com/marlowe-follower/follower/streaming/auth"
+	"github.com/marlowe-follower/follower/streaming/stream"
 	"github.com/marlowe-follower/follower/streaming/streamstore"
 )
 
@@ -158,7 +159,7 @@ type Config struct {
 }
 
 // DefaultLeaseRetry is Config.LeaseRetry's default.
-const DefaultLeaseRetry = 100 * time.Millisecond
+const DefaultLeaseRetry = stream.DefaultLeaseRetry
 
 // DefaultConfig returns the defaults.
 func DefaultConfig() Config {

@@ -18,6 +18,7 @@ import (
 	"github.com/marlowe-follower/follower/query/origin"
 	"github.com/marlowe-follower/follower/streaming/auth"
 	"github.com/marlowe-follower/follower/streaming/protocol"
+	"github.com/marlowe-follower/follower/streaming/stream"
 	"github.com/marlowe-follower/follower/streaming/streamstore"
 	"github.com/marlowe-follower/follower/streaming/wire"
 )
@@ -56,11 +57,11 @@ func (a *serverActor) openDurable(c actor.Context, m *wire.OpenStream) (*streamR
 		if err != nil {
 			return nil, err
 		}
-		st, err := s.streamFromStored(rec)
+		spec, err := streamFromStored(rec)
 		if err != nil {
 			return nil, err
 		}
-		ref = a.spawnStream(c, st)
+		ref = a.spawnStream(c, spec)
 	}
 	if !who.Owns(ref.owner) {
 		return nil, &subscribeError{protocol.CodeForbidden,
@@ -91,9 +92,9 @@ func (s *Server) createDurable(ctx context.Context, cmd *protocol.Command, filte
 	if err != nil {
 		return nil, err
 	}
-	proto := s.newStream(cmd, filter)
-	rec := &streamstore.Stream{Name: cmd.Stream, Owner: who.Name, Filter: proto.wire, Mode: proto.mode, BatchSize: proto.batchSize,
-		BatchTimeout: proto.batchTimeout, Cursor: start.String()}
+	spec := s.newStream(cmd, filter)
+	rec := &streamstore.Stream{Name: cmd.Stream, Owner: who.Name, Filter: spec.Wire, Mode: spec.Mode, BatchSize: spec.BatchSize,
+		BatchTimeout: spec.BatchTimeout, Cursor: start.String()}
 	if err := s.store.StreamCreate(ctx, rec); err != nil {
 		if errors.Is(err, streamstore.ErrExists) { // created by another process meanwhile
 			return s.store.StreamGet(ctx, cmd.Stream)
@@ -139,7 +140,7 @@ func (s *Server) info(rec *streamstore.Stream, head int64) StreamInfo {
 	}
 	if ref := s.view.Load().durable[rec.Name]; ref != nil {
 		if st := ref.stats.Load(); st != nil {
-			in.Connections, in.InFlight = st.connections, st.inFlight
+			in.Connections, in.InFlight = st.Connections, st.InFlight
 		}
 	}
 	return in
@@ -412,33 +413,46 @@ func (s *Server) startCursor(filter record.Filter, from record.From) (record.Cur
 	return s.h.Subscribe(filter, from).Cursor(), nil
 }
 
-// newStream makes the stream actor of a subscribe command.
-func (s *Server) newStream(cmd *protocol.Command, filter record.Filter) *streamActor {
-	st := &streamActor{srv: s, name: cmd.Stream, durable: cmd.Durable, mode: cmd.Mode, filter: filter,
-		wire: cmd.Filter.Canonical(), batchSize: cmd.BatchSize, batchTimeout: time.Duration(cmd.BatchTimeout)}
-	if st.mode == "" {
-		st.mode = protocol.ModeAck
+// newStream is the stream of a subscribe command.
+func (s *Server) newStream(cmd *protocol.Command, filter record.Filter) stream.Spec {
+	spec := stream.Spec{Name: cmd.Stream, Durable: cmd.Durable, Mode: cmd.Mode, Filter: filter,
+		Wire: cmd.Filter.Canonical(), BatchSize: cmd.BatchSize, BatchTimeout: time.Duration(cmd.BatchTimeout)}
+	if spec.Mode == "" {
+		spec.Mode = protocol.ModeAck
 	}
-	if st.batchSize == 0 {
-		st.batchSize = s.cfg.DefaultBatchSize
+	if spec.BatchSize == 0 {
+		spec.BatchSize = s.cfg.DefaultBatchSize
 	}
 	if cmd.BatchTimeout == 0 {
-		st.batchTimeout = s.cfg.DefaultBatchTimeout
+		spec.BatchTimeout = s.cfg.DefaultBatchTimeout
 	}
-	return st
+	return spec
 }
 
-// streamFromStored makes the stream actor of a stored durable stream.
-func (s *Server) streamFromStored(rec *streamstore.Stream) (*streamActor, error) {
+// streamFromStored is the stream of a stored durable stream.
+func streamFromStored(rec *streamstore.Stream) (stream.Spec, error) {
 	filter, err := rec.Filter.History()
 	if err != nil {
-		return nil, fmt.Errorf("durable stream %s: stored filter: %w", rec.Name, err)
+		return stream.Spec{}, fmt.Errorf("durable stream %s: stored filter: %w", rec.Name, err)
 	}
 	cur, err := record.ParseCursor(rec.Cursor)
 	if err != nil {
-		return nil, fmt.Errorf("durable stream %s: stored cursor: %w", rec.Name, err)
+		return stream.Spec{}, fmt.Errorf("durable stream %s: stored cursor: %w", rec.Name, err)
 	}
-	return &streamActor{srv: s, name: rec.Name, owner: rec.Owner, durable: true, mode: rec.Mode, filter: filter, wire: rec.Filter.Canonical(),
-		batchSize: rec.BatchSize, batchTimeout: rec.BatchTimeout, acked: cur, delivered: cur, storedAt: cur, batchNo: rec.Batch,
-		records: rec.Records}, nil
+	return stream.Spec{Name: rec.Name, Owner: rec.Owner, Durable: true, Mode: rec.Mode, Filter: filter, Wire: rec.Filter.Canonical(),
+		BatchSize: rec.BatchSize, BatchTimeout: rec.BatchTimeout, Acked: cur, Batch: rec.Batch, Records: rec.Records}, nil
+}
+
+// streamDeps is what the server's stream actors share.
+func (s *Server) streamDeps() stream.Deps {
+	m := s.m
+	return stream.Deps{
+		Config: stream.Config{AckTimeout: s.cfg.AckTimeout, RetryDelay: s.cfg.RetryDelay, LeaseHolder: s.cfg.LeaseHolder,
+			LeaseTTL: s.cfg.LeaseTTL, LeaseRetry: s.cfg.LeaseRetry},
+		Metrics: &stream.Metrics{BatchesSent: m.batchesSent, RecordsSent: m.recordsSent, Acks: m.acks, Nacks: m.nacks,
+			Redeliveries: m.redeliveries, StaleAcks: m.staleAcks, AckTimeouts: m.ackTimeouts, StoreFailures: m.storeFailures,
+			LeaseWaits: m.leaseWaits, LeasesLost: m.leasesLost},
+		Store: s.store, History: s.h, CatchUp: s.cu, Tips: s.tips, Records: &s.enc, Log: s.log,
+		Workers: &s.workers, Reads: s.reads,
+	}
 }

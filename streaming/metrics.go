@@ -117,10 +117,10 @@ func (l *lagCollector) Collect(ch chan<- prometheus.Metric) {
 			if owner == "" {
 				owner = "anonymous"
 			}
-			byOwner[owner] = max(byOwner[owner], head-st.acked.Seq, 0)
+			byOwner[owner] = max(byOwner[owner], head-st.Acked.Seq, 0)
 		}
-		if st.running {
-			maxLag = max(maxLag, head-st.acked.Seq)
+		if st.Running {
+			maxLag = max(maxLag, head-st.Acked.Seq)
 		}
 	}
 	for owner, lag := range byOwner {

@@ -39,6 +39,7 @@ import (
 	"github.com/marlowe-follower/follower/streaming/auth"
 	"github.com/marlowe-follower/follower/streaming/catchup"
 	"github.com/marlowe-follower/follower/streaming/protocol"
+	"github.com/marlowe-follower/follower/streaming/stream"
 	"github.com/marlowe-follower/follower/streaming/streamstore"
 	"github.com/marlowe-follower/follower/streaming/wire"
 )
@@ -76,9 +77,11 @@ type Server struct {
 	enc    wire.RecordCache // the JSON of the records near the head
 	budget queueBudget      // the frames queued on all connections
 	cu     *catchup.Cache   // the pages of the log streams catch up through
-	// workers are the streams' database workers (dbWorker) and catch-up
-	// reads: Done waits for their last jobs. reads is the reads' context,
-	// which the server's end cancels (endReads) with the cache's loads.
+	// streams is what the stream actors share. workers are the streams'
+	// database workers (dbWorker) and catch-up reads: Done waits for their
+	// last jobs. reads is the reads' context, which the server's end
+	// cancels (endReads) with the cache's loads.
+	streams  stream.Deps
 	workers  sync.WaitGroup
 	reads    context.Context
 	endReads context.CancelFunc
@@ -111,7 +114,7 @@ type streamRef struct {
 	durable bool
 	wire    protocol.Filter // a durable stream's, for the mismatch check
 	mode    protocol.Mode
-	stats   *atomic.Pointer[streamStats]
+	stats   *atomic.Pointer[stream.Stats]
 }
 
 // New checks the configuration and returns a server. Nothing runs before
@@ -139,6 +142,7 @@ func New(cfg Config, deps Deps) (*Server, error) {
 	s.origins.Store(&allowed)
 	s.view.Store(&streamsView{})
 	s.m = newMetrics(s)
+	s.streams = s.streamDeps()
 	if deps.Registerer != nil {
 		if err := s.m.register(deps.Registerer); err != nil {
 			return nil, fmt.Errorf("streaming: registering metrics: %w", err)

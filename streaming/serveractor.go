@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"sync/atomic"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -13,6 +12,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/marlowe-follower/follower/streaming/protocol"
+	"github.com/marlowe-follower/follower/streaming/stream"
 	"github.com/marlowe-follower/follower/streaming/streamstore"
 	"github.com/marlowe-follower/follower/streaming/wire"
 )
@@ -74,13 +74,13 @@ func (a *serverActor) loadDurables(c actor.Context) error {
 			return fmt.Errorf("streaming: loading durable streams: %w", err)
 		}
 		for i := range page {
-			st, err := s.streamFromStored(&page[i])
+			spec, err := streamFromStored(&page[i])
 			if err != nil {
 				s.log.Error("a stored durable stream cannot be resumed", zap.Error(err))
 				continue
 			}
-			if _, ok := a.durables[st.name]; !ok {
-				a.spawnStream(c, st)
+			if _, ok := a.durables[spec.Name]; !ok {
+				a.spawnStream(c, spec)
 			}
 		}
 		if len(page) < streamstore.MaxList {
@@ -95,15 +95,14 @@ func (a *serverActor) loadDurables(c actor.Context) error {
 }
 
 // spawnStream starts a stream actor.
-func (a *serverActor) spawnStream(c actor.Context, st *streamActor) *streamRef {
-	st.stats = &atomic.Pointer[streamStats]{}
-	st.stats.Store(&streamStats{acked: st.acked})
-	st.startBehavior()
+func (a *serverActor) spawnStream(c actor.Context, spec stream.Spec) *streamRef {
+	st := stream.New(&a.s.streams, spec)
 	pid := c.Spawn(a.s.childProps(st))
-	ref := &streamRef{pid: pid, name: st.name, owner: st.owner, durable: st.durable, wire: st.wire, mode: st.mode, stats: st.stats}
+	ref := &streamRef{pid: pid, name: spec.Name, owner: spec.Owner, durable: spec.Durable, wire: spec.Wire, mode: spec.Mode,
+		stats: st.Stats()}
 	a.refs[pid.Id] = ref
-	if st.durable {
-		a.durables[st.name] = ref
+	if spec.Durable {
+		a.durables[spec.Name] = ref
 	}
 	a.publish()
 	return ref
@@ -165,9 +164,9 @@ func (a *serverActor) newEphemeral(c actor.Context, m *wire.OpenStream) (*stream
 	if err != nil {
 		return nil, err
 	}
-	st := a.s.newStream(m.Cmd, m.Filter)
-	st.acked, st.delivered = start, start
-	return a.spawnStream(c, st), nil
+	spec := a.s.newStream(m.Cmd, m.Filter)
+	spec.Acked = start
+	return a.spawnStream(c, spec), nil
 }
 
 // deleteStream deletes a durable stream: its connections get an error

@@ -55,7 +55,7 @@ var actorTypes = []struct {
 	{Streamer, "*streaming.serverActor", "*pipeline.crash"},
 	// A stream or connection actor that fails escalates: the pipeline
 	// restarts the whole streaming server, as for its own actor.
-	{Streamer, "*streaming.streamActor", "*history.Delivery"},
+	{Streamer, "*stream.Actor", "*history.Delivery"},
 	{Streamer, "*streaming.connActor", "*wire.Deliver"},
 }
 

@@ -1,4 +1,4 @@
-package streaming
+package stream
 
 import (
 	"context"
@@ -46,7 +46,7 @@ const aheadRetry = 100 * time.Millisecond
 
 // requestPull reads on while the buffer has room: a catch-up read through
 // the cache while no feed is open, else the feed's next step.
-func (st *streamActor) requestPull() {
+func (st *Actor) requestPull() {
 	if st.read == readWaiting || st.read == readStopped || len(st.atts) == 0 || st.bufLen >= st.batchSize {
 		return
 	}
@@ -68,28 +68,28 @@ func (st *streamActor) requestPull() {
 
 // readCatchUp starts a worker reading the records after the buffer's end
 // through the catch-up cache, unless one is reading already.
-func (st *streamActor) readCatchUp() {
+func (st *Actor) readCatchUp() {
 	if st.read == readCatchUp {
 		return
 	}
 	st.read = readCatchUp
 	q := catchup.Query{Filter: st.filter, From: st.bufEnd, Max: st.batchSize - st.bufLen}
-	sys, self, gen, srv := st.sys, st.self, st.feedGen, st.srv
-	// The server's Done waits for the read, which its stop ends (it
-	// closes the cache).
-	srv.workers.Add(1)
+	sys, self, gen, d := st.sys, st.self, st.feedGen, st.d
+	// The server waits for the read (Deps.Workers), which its stop ends
+	// (it closes the cache and ends Deps.Reads).
+	d.Workers.Add(1)
 	go func() {
-		defer srv.workers.Done()
-		ctx, cancel := context.WithTimeout(srv.reads, time.Minute)
+		defer d.Workers.Done()
+		ctx, cancel := context.WithTimeout(d.Reads, time.Minute)
 		defer cancel()
-		res, err := srv.cu.Read(ctx, q)
+		res, err := d.CatchUp.Read(ctx, q)
 		wire.Tell(sys, self, &pageMsg{gen: gen, from: q.From, res: res, err: err})
 	}()
 }
 
 // caughtUp takes a catch-up read's answer: its records join the buffer and,
 // at the head, the stream opens its feed to go live.
-func (st *streamActor) caughtUp(m *pageMsg) {
+func (st *Actor) caughtUp(m *pageMsg) {
 	if st.read == readCatchUp {
 		st.read = readFree
 	}
@@ -114,16 +114,16 @@ func (st *streamActor) caughtUp(m *pageMsg) {
 }
 
 // openFeed starts the live feed after from (at the head).
-func (st *streamActor) openFeed(from record.Cursor) {
+func (st *Actor) openFeed(from record.Cursor) {
 	st.stopFeed()
-	st.feed = st.srv.h.Feed(st.sys, st.self, st.filter, record.From{Kind: record.FromCursor, Cursor: from})
+	st.feed = st.d.History.Feed(st.sys, st.self, st.filter, record.From{Kind: record.FromCursor, Cursor: from})
 	// The feed reads only what was committed since the catch-up read
 	// reached the head: about a batch at most.
 	st.feed.SetPageSize(st.batchSize)
 	st.bufEnd = from
 }
 
-func (st *streamActor) stopFeed() {
+func (st *Actor) stopFeed() {
 	if st.feed != nil {
 		st.feed.Close()
 		st.feed = nil
@@ -135,7 +135,7 @@ func (st *streamActor) stopFeed() {
 // head, or reads the few records committed since the catch-up reached it.
 // When it had to read, the stream catches up through the cache again
 // rather than read more here.
-func (st *streamActor) pull() {
+func (st *Actor) pull() {
 	if st.bufLen >= st.batchSize {
 		return
 	}
@@ -158,28 +158,28 @@ func (st *streamActor) pull() {
 
 // fellBehind: the feed is no longer live (the store dropped or refused it,
 // or its writer changed): catch up through the cache from the buffer's end.
-func (st *streamActor) fellBehind() {
+func (st *Actor) fellBehind() {
 	st.stopFeed()
 }
 
 // readFailed stops reading after an error and reads again after
 // RetryDelay (not at all once the history store stopped for good).
-func (st *streamActor) readFailed(err error) {
+func (st *Actor) readFailed(err error) {
 	st.stopFeed()
 	if errors.Is(err, history.ErrStoreStopped) {
 		st.read = readStopped
 		return
 	}
 	st.read = readWaiting
-	st.log().Error("reading the history failed; reading again", zap.Error(err), zap.Duration("after", st.srv.cfg.RetryDelay))
+	st.log().Error("reading the history failed; reading again", zap.Error(err), zap.Duration("after", st.d.Config.RetryDelay))
 	sys, self := st.sys, st.self
-	time.AfterFunc(st.srv.cfg.RetryDelay, func() { wire.Tell(sys, self, &reopenMsg{}) })
+	time.AfterFunc(st.d.Config.RetryDelay, func() { wire.Tell(sys, self, &reopenMsg{}) })
 }
 
 // received buffers a chunk of records. A live chunk that finds the
 // buffer full is not kept: the feed closes, and the stream catches up from
 // the end of the buffer when there is room, reading those records again.
-func (st *streamActor) received(ch chunk) {
+func (st *Actor) received(ch chunk) {
 	if len(ch.records) == 0 {
 		return
 	}

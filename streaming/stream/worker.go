@@ -1,4 +1,4 @@
-package streaming
+package stream
 
 import (
 	"context"
@@ -15,8 +15,8 @@ import (
 // goroutine of its own, one job at a time in the order the stream handed
 // them over, and answers the stream by message: an ack or a Terminated in
 // the stream's mailbox never waits behind SQL. The goroutine runs while
-// jobs wait and ends when none is left; the server's Done waits for the
-// last one (the lease a stopping stream gives back).
+// jobs wait and ends when none is left; the server waits for the last one
+// (Deps.Workers): the lease a stopping stream gives back.
 type dbWorker struct {
 	sys  *actor.ActorSystem
 	self *actor.PID

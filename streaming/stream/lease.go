@@ -1,4 +1,4 @@
-package streaming
+package stream
 
 import (
 	"context"
@@ -50,7 +50,7 @@ type (
 
 // completed moves the acknowledged position past a batch (and stores it
 // for a durable stream).
-func (st *streamActor) completed(number int64, p *pendingBatch) {
+func (st *Actor) completed(number int64, p *pendingBatch) {
 	st.pending = nil
 	st.orphan = nil
 	st.acked = p.cursor
@@ -63,7 +63,7 @@ func (st *streamActor) completed(number int64, p *pendingBatch) {
 		// Never stored without the lease: another process may have the
 		// stream now. The next lease puts the stream back where the
 		// database has it (the connection that acknowledged is gone).
-		st.srv.m.leasesLost.Inc()
+		st.d.Metrics.LeasesLost.Inc()
 		st.log().Warn("acknowledgement of a batch whose round-trip lease is gone: not stored; the records go out again",
 			zap.Int64("batch", number))
 		return
@@ -81,14 +81,14 @@ func (st *streamActor) completed(number int64, p *pendingBatch) {
 // a shared stream's is stored under its lease, which the store ends.
 // Nothing is delivered while the store is under way (storing), so no
 // other acknowledgement comes before its answer (stored).
-func (st *streamActor) storeAck() {
+func (st *Actor) storeAck() {
 	ack := *st.unstored // the worker's own copy
 	st.stopStoreRetry()
 	if st.shared() {
-		ack.Holder = st.srv.cfg.LeaseHolder
+		ack.Holder = st.d.Config.LeaseHolder
 	}
 	st.storeBusy = true
-	gen, store, again := st.storeGen, st.srv.store, st.storeTries > 0
+	gen, store, again := st.storeGen, st.d.Store, st.storeTries > 0
 	st.work.do(func(ctx context.Context) any {
 		err := store.StreamAck(ctx, &ack)
 		if err != nil && again && (errors.Is(err, streamstore.ErrLeased) || errors.Is(err, streamstore.ErrStale)) &&
@@ -103,7 +103,7 @@ func (st *streamActor) storeAck() {
 // failed (the database away) is tried again with backoff, keeping the
 // lease: the stream's cursor is the one in memory, and no other process
 // may take the stream while this one holds it.
-func (st *streamActor) stored(m *ackStored) {
+func (st *Actor) stored(m *ackStored) {
 	if m.gen != st.storeGen {
 		return // given up meanwhile (the lease was lost)
 	}
@@ -132,11 +132,11 @@ func (st *streamActor) stored(m *ackStored) {
 		// The database holds a newer acknowledgement, or the store was
 		// closed (the process stops): trying again would not store it.
 		st.unstored = nil
-		st.srv.m.storeFailures.Inc()
+		st.d.Metrics.StoreFailures.Inc()
 		st.log().Error("storing the acknowledged cursor failed", zap.Error(err), zap.String("cursor", ack.Cursor))
 	default:
-		st.srv.m.storeFailures.Inc()
-		delay := min(minStoreRetry<<min(st.storeTries, 16), st.srv.cfg.RetryDelay)
+		st.d.Metrics.StoreFailures.Inc()
+		delay := min(minStoreRetry<<min(st.storeTries, 16), st.d.Config.RetryDelay)
 		if st.storeTries == 0 {
 			st.log().Error("storing the acknowledged cursor failed; storing it again", zap.Error(err),
 				zap.String("cursor", ack.Cursor), zap.Duration("after", delay))
@@ -161,7 +161,7 @@ const minStoreRetry = 50 * time.Millisecond
 
 // stopStoreRetry gives up the store under way or waiting to be tried
 // again: its answer, or its retry, is ignored.
-func (st *streamActor) stopStoreRetry() {
+func (st *Actor) stopStoreRetry() {
 	st.storeGen++
 	st.storeBusy = false
 }
@@ -170,7 +170,7 @@ func (st *streamActor) stopStoreRetry() {
 // stored before it sends more: any durable stream while the store is under
 // way, a shared stream until it is stored (its next round trip starts only
 // once the last one is in the database).
-func (st *streamActor) storing() bool {
+func (st *Actor) storing() bool {
 	return st.unstored != nil && (st.storeBusy || st.shared())
 }
 
@@ -187,8 +187,8 @@ func storedAlready(ctx context.Context, store streamstore.Store, ack *streamstor
 // seq twice or goes back; those records come again on a new connection,
 // marked redelivered. The next lease puts the stream where the database
 // has it.
-func (st *streamActor) leaseLost(why string) {
-	st.srv.m.leasesLost.Inc()
+func (st *Actor) leaseLost(why string) {
+	st.d.Metrics.LeasesLost.Inc()
 	st.log().Warn(why+"; the connections that got records after the stored cursor are closed (lease_lost)",
 		zap.String("stored", st.storedAt.String()))
 	st.dropLease()
@@ -207,7 +207,7 @@ func (st *streamActor) leaseLost(why string) {
 
 // loseConnection tells a connection its stream's lease is lost: it gets
 // the error frame and is closed; nothing more goes to it.
-func (st *streamActor) loseConnection(a *attachment) {
+func (st *Actor) loseConnection(a *attachment) {
 	if a.closing {
 		return
 	}
@@ -217,22 +217,22 @@ func (st *streamActor) loseConnection(a *attachment) {
 
 // shared reports whether the stream's round trips are leased: a durable
 // stream in ack mode on a database that several processes serve.
-func (st *streamActor) shared() bool {
-	return st.durable && st.mode == protocol.ModeAck && st.srv.cfg.LeaseHolder != ""
+func (st *Actor) shared() bool {
+	return st.durable && st.mode == protocol.ModeAck && st.d.Config.LeaseHolder != ""
 }
 
-func (st *streamActor) leaseParams() *streamstore.StreamLeaseParams {
-	return &streamstore.StreamLeaseParams{Name: st.name, Holder: st.srv.cfg.LeaseHolder, TTL: st.srv.cfg.LeaseTTL}
+func (st *Actor) leaseParams() *streamstore.StreamLeaseParams {
+	return &streamstore.StreamLeaseParams{Name: st.name, Holder: st.d.Config.LeaseHolder, TTL: st.d.Config.LeaseTTL}
 }
 
 // takeLease asks the worker for the stream's round-trip lease before a
 // batch goes out (once: nothing goes out until the answer, leaseGranted).
-func (st *streamActor) takeLease() {
+func (st *Actor) takeLease() {
 	if st.lease != leaseNone {
 		return
 	}
 	st.lease = leaseTaking
-	p, store := st.leaseParams(), st.srv.store
+	p, store := st.leaseParams(), st.d.Store
 	st.work.do(func(ctx context.Context) any {
 		stored, err := store.StreamLease(ctx, p)
 		return &leaseTaken{stored: stored, err: err}
@@ -244,7 +244,7 @@ func (st *streamActor) takeLease() {
 // this process's last ack was refused), the stream goes back to that
 // cursor, gives the lease up and reads from there. Refused, the batch
 // waits LeaseRetry and asks again.
-func (st *streamActor) leaseGranted(m *leaseTaken) {
+func (st *Actor) leaseGranted(m *leaseTaken) {
 	if st.lease != leaseTaking {
 		return
 	}
@@ -253,20 +253,20 @@ func (st *streamActor) leaseGranted(m *leaseTaken) {
 	switch {
 	case err == nil:
 	case errors.Is(err, streamstore.ErrLeased):
-		st.srv.m.leaseWaits.Inc()
+		st.d.Metrics.LeaseWaits.Inc()
 		st.retryAt = time.Now().Add(st.leaseRetry())
 		return
 	case errors.Is(err, streamstore.ErrNotFound):
 		// Deleted through another process: the server's view of it goes
 		// when this process hears of the deletion; nothing goes out.
 		st.log().Info("the durable stream was deleted by another process")
-		st.retryAt = time.Now().Add(st.srv.cfg.RetryDelay)
+		st.retryAt = time.Now().Add(st.d.Config.RetryDelay)
 		return
 	default:
-		st.srv.m.storeFailures.Inc()
+		st.d.Metrics.StoreFailures.Inc()
 		st.log().Error("taking the durable stream's round-trip lease failed; asking again", zap.Error(err),
-			zap.Duration("after", st.srv.cfg.RetryDelay))
-		st.retryAt = time.Now().Add(st.srv.cfg.RetryDelay)
+			zap.Duration("after", st.d.Config.RetryDelay))
+		st.retryAt = time.Now().Add(st.d.Config.RetryDelay)
 		return
 	}
 	st.lease = leaseHeld
@@ -278,10 +278,10 @@ func (st *streamActor) leaseGranted(m *leaseTaken) {
 	}
 	cur, err := record.ParseCursor(stored.Cursor)
 	if err != nil {
-		st.srv.m.storeFailures.Inc()
+		st.d.Metrics.StoreFailures.Inc()
 		st.log().Error("the stored cursor of the durable stream does not parse", zap.String("cursor", stored.Cursor), zap.Error(err))
 		st.releaseLease()
-		st.retryAt = time.Now().Add(st.srv.cfg.RetryDelay)
+		st.retryAt = time.Now().Add(st.d.Config.RetryDelay)
 		return
 	}
 	st.log().Debug("another process moved the durable stream on; reading from its cursor",
@@ -294,15 +294,18 @@ func (st *streamActor) leaseGranted(m *leaseTaken) {
 	st.releaseLease()
 }
 
-func (st *streamActor) leaseRetry() time.Duration {
-	if d := st.srv.cfg.LeaseRetry; d > 0 {
+func (st *Actor) leaseRetry() time.Duration {
+	if d := st.d.Config.LeaseRetry; d > 0 {
 		return d
 	}
 	return DefaultLeaseRetry
 }
 
+// DefaultLeaseRetry is Config.LeaseRetry's default.
+const DefaultLeaseRetry = 100 * time.Millisecond
+
 // armRenewal renews the lease every third of its life while it is held.
-func (st *streamActor) armRenewal() {
+func (st *Actor) armRenewal() {
 	if st.renewal != nil {
 		st.renewal.Stop()
 	}
@@ -315,12 +318,12 @@ func (st *streamActor) armRenewal() {
 // acknowledgement's store is under way it waits for its answer (stored):
 // that store may end the lease, which a renewal behind it would take
 // again.
-func (st *streamActor) renew() {
+func (st *Actor) renew() {
 	if st.storeBusy {
 		st.renewDue = true
 		return
 	}
-	gen, p, store := st.leaseGen, st.leaseParams(), st.srv.store
+	gen, p, store := st.leaseGen, st.leaseParams(), st.d.Store
 	st.work.do(func(ctx context.Context) any {
 		stored, err := store.StreamLease(ctx, p)
 		return &leaseRenewed{gen: gen, stored: stored, err: err}
@@ -332,7 +335,7 @@ func (st *streamActor) renew() {
 // and another process took the stream and acknowledged batches. Lost so
 // (or refused: another process holds it now), leaseLost ends what this
 // process did under it.
-func (st *streamActor) renewed(m *leaseRenewed) {
+func (st *Actor) renewed(m *leaseRenewed) {
 	if m.gen != st.leaseGen || st.lease != leaseHeld {
 		return // the lease ended meanwhile
 	}
@@ -347,7 +350,7 @@ func (st *streamActor) renewed(m *leaseRenewed) {
 	default:
 		// Renewed next time, or lapsed: then the ack is refused and the
 		// lease is lost.
-		st.srv.m.storeFailures.Inc()
+		st.d.Metrics.StoreFailures.Inc()
 		st.log().Error("renewing the durable stream's round-trip lease failed", zap.Error(err))
 		st.armRenewal()
 	}
@@ -355,7 +358,7 @@ func (st *streamActor) renewed(m *leaseRenewed) {
 
 // dropLease forgets the lease without telling the store (the ack ended
 // it, or it is lost).
-func (st *streamActor) dropLease() {
+func (st *Actor) dropLease() {
 	st.lease = leaseNone
 	st.renewDue = false
 	st.leaseGen++
@@ -367,7 +370,7 @@ func (st *streamActor) dropLease() {
 
 // releaseLease gives the lease (held, or asked for) back to the store, so
 // that another process's connection can take the stream at once.
-func (st *streamActor) releaseLease() {
+func (st *Actor) releaseLease() {
 	if st.lease == leaseNone {
 		return
 	}
@@ -376,8 +379,8 @@ func (st *streamActor) releaseLease() {
 }
 
 // giveBack has the worker release the lease in the store.
-func (st *streamActor) giveBack() {
-	p, store, log := st.leaseParams(), st.srv.store, st.log()
+func (st *Actor) giveBack() {
+	p, store, log := st.leaseParams(), st.d.Store, st.log()
 	st.work.do(func(ctx context.Context) any {
 		ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		defer cancel()

@@ -1,4 +1,4 @@
-package streaming
+package stream
 
 import (
 	"time"
@@ -24,15 +24,9 @@ import (
 // acknowledgement is stored. closed (the stream stops) takes nothing more.
 
 // Receive hands the message to the stream's state.
-func (st *streamActor) Receive(c actor.Context) { st.behavior.Receive(c) }
+func (st *Actor) Receive(c actor.Context) { st.behavior.Receive(c) }
 
-// startBehavior puts a new stream in its first state.
-func (st *streamActor) startBehavior() {
-	st.behavior = actor.NewBehavior()
-	st.behavior.Become(st.running)
-}
-
-func (st *streamActor) running(c actor.Context) {
+func (st *Actor) running(c actor.Context) {
 	switch msg := c.Message().(type) {
 	case *wire.Attach:
 		st.attach(c, msg)
@@ -58,7 +52,7 @@ func (st *streamActor) running(c actor.Context) {
 	st.step(c)
 }
 
-func (st *streamActor) holding(c actor.Context) {
+func (st *Actor) holding(c actor.Context) {
 	switch msg := c.Message().(type) {
 	case *resumeMsg:
 		st.behavior.Become(st.running)
@@ -83,7 +77,7 @@ func (st *streamActor) holding(c actor.Context) {
 	st.settle()
 }
 
-func (st *streamActor) draining(c actor.Context) {
+func (st *Actor) draining(c actor.Context) {
 	switch msg := c.Message().(type) {
 	case *wire.Attach:
 		st.refuse(c, msg, protocol.CodeShuttingDown, "the server is shutting down")
@@ -102,7 +96,7 @@ func (st *streamActor) draining(c actor.Context) {
 }
 
 // drained stops a draining stream once nothing is left to finish.
-func (st *streamActor) drained(c actor.Context) {
+func (st *Actor) drained(c actor.Context) {
 	if st.inFlight == nil && st.unstored == nil {
 		st.close(c)
 		return
@@ -110,7 +104,7 @@ func (st *streamActor) drained(c actor.Context) {
 	st.settle()
 }
 
-func (st *streamActor) closed(c actor.Context) {
+func (st *Actor) closed(c actor.Context) {
 	switch msg := c.Message().(type) {
 	case *wire.Attach:
 		st.refuse(c, msg, protocol.CodeStreamDeleted, "the durable stream was deleted")
@@ -120,14 +114,14 @@ func (st *streamActor) closed(c actor.Context) {
 }
 
 // close stops the stream.
-func (st *streamActor) close(c actor.Context) {
+func (st *Actor) close(c actor.Context) {
 	st.behavior.Become(st.closed)
 	st.publish()
 	c.Stop(st.self)
 }
 
 // refuse answers an attach the stream does not take.
-func (st *streamActor) refuse(c actor.Context, m *wire.Attach, code, text string) {
+func (st *Actor) refuse(c actor.Context, m *wire.Attach, code, text string) {
 	wire.Tell(st.sys, m.Conn, &wire.AttachRefused{Name: m.Name, Code: code, Msg: text})
 	if len(st.atts) == 0 && !st.durable {
 		c.Stop(st.self)
@@ -136,7 +130,7 @@ func (st *streamActor) refuse(c actor.Context, m *wire.Attach, code, text string
 
 // removeMsg takes a connection that stopped (Terminated) or left (Detach)
 // off the stream.
-func (st *streamActor) removeMsg(c actor.Context) removal {
+func (st *Actor) removeMsg(c actor.Context) removal {
 	if d, ok := c.Message().(*wire.Detach); ok {
 		c.Unwatch(d.Conn)
 		return st.remove(c, d.Conn)
@@ -147,11 +141,11 @@ func (st *streamActor) removeMsg(c actor.Context) removal {
 // handle takes the messages the running, holding and draining states
 // take alike. It reports whether the stream steps on (false: an unknown
 // message, or the stream stops).
-func (st *streamActor) handle(c actor.Context) bool {
+func (st *Actor) handle(c actor.Context) bool {
 	switch msg := c.Message().(type) {
 	case *actor.Started:
 		st.self, st.sys = c.Self(), c.ActorSystem()
-		st.work = &dbWorker{sys: st.sys, self: st.self, wg: &st.srv.workers}
+		st.work = &dbWorker{sys: st.sys, self: st.self, wg: st.d.Workers}
 		return true
 	case *wire.CloseStream:
 		st.closeStream(c, msg.Msg)
@@ -164,7 +158,7 @@ func (st *streamActor) handle(c actor.Context) bool {
 }
 
 // roundTripMsg takes the connections' answers and the round trip's timers.
-func (st *streamActor) roundTripMsg(m any) bool {
+func (st *Actor) roundTripMsg(m any) bool {
 	switch msg := m.(type) {
 	case *wire.ConnClosing:
 		for _, a := range st.atts {
@@ -189,7 +183,7 @@ func (st *streamActor) roundTripMsg(m any) bool {
 		}
 	case *ackTimeout:
 		if rt := st.inFlight; rt != nil && rt.number == msg.number {
-			st.srv.m.ackTimeouts.Inc()
+			st.d.Metrics.AckTimeouts.Inc()
 			wire.Tell(st.sys, rt.conn, &wire.Control{Frame: wire.ControlFrame(&protocol.Frame{Type: protocol.TypeError, Code: protocol.CodeAckTimeout,
 				Stream: rt.name, Message: "the batch was not acknowledged in time; it goes out again"})})
 			st.endRoundTrip("ack timeout")
@@ -201,7 +195,7 @@ func (st *streamActor) roundTripMsg(m any) bool {
 }
 
 // readMsg takes what the history and the catch-up reads bring.
-func (st *streamActor) readMsg(m any) bool {
+func (st *Actor) readMsg(m any) bool {
 	switch msg := m.(type) {
 	case *pullMsg:
 		st.pullQueued = false
@@ -233,7 +227,7 @@ func (st *streamActor) readMsg(m any) bool {
 
 // databaseMsg takes the database worker's answers and the timers that
 // hand it work.
-func (st *streamActor) databaseMsg(m any) bool {
+func (st *Actor) databaseMsg(m any) bool {
 	switch msg := m.(type) {
 	case *renewLease:
 		if msg.gen == st.leaseGen && st.lease == leaseHeld {

@@ -1,4 +1,4 @@
-package streaming
+package stream
 
 import (
 	"sync/atomic"
@@ -19,12 +19,9 @@ import (
 const (
 	minNackDelay = 100 * time.Millisecond
 	maxNackDelay = 5 * time.Second
-	// replyQueue is how many acks and nacks of one subscription a
-	// connection may have handed to its stream and not seen taken.
-	replyQueue = 16
 )
 
-// streamActor is a stream: an ephemeral subscription (one connection's, it
+// Actor is a stream: an ephemeral subscription (one connection's, it
 // stops when that connection leaves) or a durable stream (it outlives its
 // connections: any number may attach, and its batches go to them in turn).
 // It is a child of the server actor and holds the round trip: the batch
@@ -45,12 +42,12 @@ const (
 // The round trip of a durable stream starts in deliver and ends in
 // completed, endRoundTrip or a nack: the one place a lock shared by
 // several processes serving one durable stream would gate.
-type streamActor struct {
-	// behavior is the stream's state (streamstates.go): running,
-	// holding, draining or closed.
+type Actor struct {
+	// behavior is the stream's state (states.go): running, holding,
+	// draining or closed.
 	behavior actor.Behavior
 
-	srv  *Server
+	d    *Deps
 	name string
 	// owner is the name of the credential a durable stream belongs to
 	// ("" when it was created on an open server).
@@ -61,7 +58,7 @@ type streamActor struct {
 	wire         protocol.Filter
 	batchSize    int
 	batchTimeout time.Duration
-	stats        *atomic.Pointer[streamStats] // published for the server's readers
+	stats        *atomic.Pointer[Stats] // published for the server's readers
 
 	self *actor.PID
 	sys  *actor.ActorSystem
@@ -130,13 +127,13 @@ type streamActor struct {
 	sentHigh int64
 }
 
-// streamStats is what a stream publishes of itself after each message:
-// read by the server's HTTP API and metrics, written only by the actor.
-type streamStats struct {
-	acked       record.Cursor
-	connections int
-	inFlight    int64
-	running     bool
+// Stats is what a stream publishes of itself after each message: read by
+// the server's HTTP API and metrics, written only by the actor.
+type Stats struct {
+	Acked       record.Cursor
+	Connections int
+	InFlight    int64 // the number of the batch in flight (0: none)
+	Running     bool  // a connection is attached
 }
 
 // attachment is one connection's subscription to a stream, under the name
@@ -175,12 +172,12 @@ type (
 	storeAgain struct{ gen int }
 )
 
-func (st *streamActor) log() *zap.Logger {
-	return st.srv.log.With(zap.String("stream", st.name), zap.Bool("durable", st.durable))
+func (st *Actor) log() *zap.Logger {
+	return st.d.Log.With(zap.String("stream", st.name), zap.Bool("durable", st.durable))
 }
 
 // closeStream ends a deleted durable stream: its connections are told.
-func (st *streamActor) closeStream(c actor.Context, msg string) {
+func (st *Actor) closeStream(c actor.Context, msg string) {
 	for _, a := range st.atts {
 		c.Unwatch(a.conn)
 		wire.Tell(st.sys, a.conn, &wire.DropSub{Stream: st.self, Name: a.name, Code: protocol.CodeStreamDeleted, Msg: msg})
@@ -190,7 +187,7 @@ func (st *streamActor) closeStream(c actor.Context, msg string) {
 }
 
 // stopping lets go of what the stream holds as it stops.
-func (st *streamActor) stopping(c actor.Context) {
+func (st *Actor) stopping(c actor.Context) {
 	for _, a := range st.atts {
 		c.Unwatch(a.conn) // their Terminated would find no one
 	}
@@ -207,14 +204,14 @@ func (st *streamActor) stopping(c actor.Context) {
 	}
 	st.stopStoreRetry()
 	st.releaseLease()
-	st.stats.Store(&streamStats{acked: st.acked})
+	st.stats.Store(&Stats{Acked: st.acked})
 }
 
 // attach adds a connection and tells it the subscription is set up.
-func (st *streamActor) attach(c actor.Context, m *wire.Attach) {
+func (st *Actor) attach(c actor.Context, m *wire.Attach) {
 	c.Watch(m.Conn)
 	st.atts = append(st.atts, &attachment{conn: m.Conn, id: m.ID, q: m.Queue, name: m.Name})
-	tip := st.srv.tip()
+	tip := st.d.Tips.Tip()
 	wire.Tell(st.sys, m.Conn, &wire.Attached{Stream: st.self, Name: m.Name, Durable: st.durable, Owner: st.owner,
 		Frame: wire.ControlFrame(&protocol.Frame{Type: protocol.TypeSubscribed, Stream: m.Name, Durable: st.durable, Mode: st.mode,
 			Cursor: st.acked.String(), BatchSize: st.batchSize, BatchTimeout: protocol.Duration(st.batchTimeout),
@@ -243,7 +240,7 @@ const (
 // remove takes a connection off the stream. The round trip bound to it,
 // if any, ends at once. When no connection is left the stream stops
 // reading; an ephemeral stream is then over.
-func (st *streamActor) remove(c actor.Context, conn *actor.PID) removal {
+func (st *Actor) remove(c actor.Context, conn *actor.PID) removal {
 	res := removeKept
 	for i, a := range st.atts {
 		if !a.conn.Equal(conn) {
@@ -276,7 +273,7 @@ func (st *streamActor) remove(c actor.Context, conn *actor.PID) removal {
 // step moves a running stream on after a message: forms and delivers the
 // next batch, gives the lease back when no batch is in flight, and
 // settles.
-func (st *streamActor) step(c actor.Context) {
+func (st *Actor) step(c actor.Context) {
 	st.form()
 	for st.pending != nil && st.inFlight == nil && !st.storing() && !time.Now().Before(st.retryAt) {
 		if !st.deliver(c) {
@@ -295,16 +292,16 @@ func (st *streamActor) step(c actor.Context) {
 }
 
 // settle reads more, arms the timer and publishes the stream's state.
-func (st *streamActor) settle() {
+func (st *Actor) settle() {
 	st.requestPull()
 	st.arm()
 	st.publish()
 }
 
-func (st *streamActor) publish() {
-	s := streamStats{acked: st.acked, connections: len(st.atts), running: len(st.atts) > 0}
+func (st *Actor) publish() {
+	s := Stats{Acked: st.acked, Connections: len(st.atts), Running: len(st.atts) > 0}
 	if st.inFlight != nil {
-		s.inFlight = st.inFlight.number
+		s.InFlight = st.inFlight.number
 	}
 	if old := st.stats.Load(); old == nil || *old != s {
 		st.stats.Store(&s)
@@ -312,7 +309,7 @@ func (st *streamActor) publish() {
 }
 
 // arm sets the timer for the next batch timeout or nack backoff.
-func (st *streamActor) arm() {
+func (st *Actor) arm() {
 	var due time.Time
 	if st.pending == nil && st.bufLen > 0 && st.batchTimeout > 0 {
 		due = st.bufSince.Add(st.batchTimeout)
@@ -337,7 +334,7 @@ func (st *streamActor) arm() {
 
 // form turns buffered records into the pending batch when the batch is
 // full, its timeout passed, or there is no timeout.
-func (st *streamActor) form() {
+func (st *Actor) form() {
 	if st.pending != nil || st.bufLen == 0 {
 		return
 	}
@@ -388,185 +385,4 @@ func (st *streamActor) form() {
 	st.bufSince = time.Now()
 	st.pending = &pendingBatch{records: recs, json: json, cursor: cur, snapshot: snapshot}
 	st.nacks = 0
-}
-
-// deliver hands the pending batch to connections: in ack mode to the next
-// one in turn (one with room in its queue first), starting a round trip;
-// in broadcast mode to every one. It reports whether a batch went out.
-func (st *streamActor) deliver(c actor.Context) bool {
-	p := st.pending
-	tip := st.srv.tipJSON()
-	head := st.srv.head()
-	if st.mode == protocol.ModeBroadcast {
-		return st.broadcast(c, p, tip, head)
-	}
-	a := st.next()
-	if a == nil {
-		return false
-	}
-	if st.shared() && st.lease != leaseHeld {
-		st.takeLease() // the answer steps the stream on
-		return false
-	}
-	for a != nil && p.sent == 0 && p.records[0].Seq <= a.last {
-		// The stream went back behind what this connection has (a lease
-		// lost: another process goes on from the database's cursor): the
-		// connection must not see those seqs again.
-		st.loseConnection(a)
-		a = st.next()
-	}
-	if a == nil {
-		return false
-	}
-	st.batchNo++
-	number := st.batchNo
-	redelivered := p.sent > 0 || p.records[0].Seq <= st.sentHigh
-	parts := wire.BatchFrameParts(a.name, number, p.cursor, tip, redelivered, st.recordsJSON(p, head))
-	parts.Records, parts.Snapshot, parts.Cursor = p.records, p.snapshot, p.cursor
-	wire.Tell(st.sys, a.conn, &wire.Deliver{Stream: st.self, Name: a.name, Number: number, Parts: parts})
-	if redelivered {
-		st.srv.m.redeliveries.Inc()
-	}
-	st.sent(a, p)
-	st.srv.m.batchesSent.WithLabelValues(string(protocol.ModeAck)).Inc()
-	st.srv.m.recordsSent.Add(float64(len(p.records)))
-	rt := &roundTrip{conn: a.conn, id: a.id, name: a.name, number: number}
-	st.orphan = nil
-	if d := st.srv.cfg.AckTimeout; d > 0 {
-		sys, self := st.sys, st.self
-		rt.timer = time.AfterFunc(d, func() { wire.Tell(sys, self, &ackTimeout{number: number}) })
-	}
-	st.inFlight = rt
-	st.delivered = p.cursor
-	return true
-}
-
-// recordsJSON returns the JSON of the pending batch's records, shared by the
-// frames that carry it (made once per batch, kept while it is pending).
-func (st *streamActor) recordsJSON(p *pendingBatch, head int64) [][]byte {
-	if p.wire == nil {
-		p.wire = st.srv.enc.SharedRecords(p.records, p.json, head)
-	}
-	return p.wire
-}
-
-// next returns the attachment whose turn it is: the first in turn with
-// room in its queue, else the next in turn (its connection waits for room
-// or cuts the client off); never one whose connection is ending.
-func (st *streamActor) next() *attachment {
-	n := len(st.atts)
-	var first *attachment
-	firstAt := 0
-	for i := range n {
-		k := (st.rr + i) % n
-		a := st.atts[k]
-		if a.closing {
-			continue
-		}
-		if first == nil {
-			first, firstAt = a, k
-		}
-		if a.q.HasRoom() {
-			st.rr = (k + 1) % n
-			return a
-		}
-	}
-	if first != nil {
-		st.rr = (firstAt + 1) % n
-	}
-	return first
-}
-
-func (st *streamActor) broadcast(c actor.Context, p *pendingBatch, tip []byte, head int64) bool {
-	if len(st.bcast) > 0 {
-		return false // a connection has not queued the last one yet
-	}
-	var to []*attachment
-	for _, a := range st.atts {
-		if !a.closing {
-			to = append(to, a)
-		}
-	}
-	if len(to) == 0 {
-		return false
-	}
-	st.batchNo++
-	number := st.batchNo
-	st.bcast = make(map[string]bool, len(to))
-	shared := st.recordsJSON(p, head) // one encoding for every connection's frame
-	for _, a := range to {
-		st.bcast[a.conn.Id] = true
-		a.last = max(a.last, p.records[len(p.records)-1].Seq)
-		parts := wire.BatchFrameParts(a.name, number, p.cursor, tip, false, shared)
-		parts.Records, parts.Snapshot, parts.Cursor = p.records, p.snapshot, p.cursor
-		wire.Tell(st.sys, a.conn, &wire.Deliver{Stream: st.self, Name: a.name, Number: number, Notify: true, Parts: parts})
-	}
-	st.srv.m.batchesSent.WithLabelValues(string(protocol.ModeBroadcast)).Add(float64(len(to)))
-	st.srv.m.recordsSent.Add(float64(len(p.records) * len(to)))
-	st.delivered = p.cursor
-	st.completed(number, p)
-	return true
-}
-
-// handleReply takes an ack or nack. Only the one for the round trip in
-// flight, from its connection, counts; any other is ignored.
-func (st *streamActor) handleReply(r *wire.Reply) {
-	rt := st.inFlight
-	if rt == nil && st.orphan != nil && st.orphan.conn.Equal(r.Conn) && st.orphan.number == r.Batch && st.pending != nil {
-		// The reply of a delivery whose connection went before it was
-		// read: the batch has not gone out again, so it still counts.
-		rt = st.orphan
-		st.orphan = nil
-		st.inFlight = rt
-	}
-	if rt == nil || !rt.conn.Equal(r.Conn) || rt.number != r.Batch {
-		st.srv.m.staleAcks.Inc()
-		st.log().Debug("ignoring an ack or nack of a batch not in flight", zap.Int64("batch", r.Batch), zap.String("connection", r.Conn.Id))
-		return
-	}
-	if r.Ack {
-		st.srv.m.acks.Inc()
-		st.clearRoundTrip()
-		done, rest := st.pending.split(r.UpTo)
-		if done == nil { // an ack of none of its records
-			st.log().Debug("a partial ack acknowledged no record; the batch goes out again", zap.Int64("batch", r.Batch))
-			return
-		}
-		st.completed(rt.number, done)
-		if rest != nil {
-			// The records after upTo go out again at once, in a new batch.
-			st.pending = rest
-		}
-		return
-	}
-	st.srv.m.nacks.Inc()
-	st.nacks++
-	delay := min(minNackDelay<<min(st.nacks-1, 16), maxNackDelay)
-	st.retryAt = time.Now().Add(delay)
-	st.log().Info("batch refused by the client; it goes out again", zap.Int64("batch", r.Batch),
-		zap.String("reason", r.Reason), zap.Duration("after", delay))
-	st.clearRoundTrip()
-}
-
-// endRoundTrip ends the round trip in flight without an ack: its records
-// go out again, to the next connection in turn.
-func (st *streamActor) endRoundTrip(why string) {
-	st.log().Debug("round trip ended without an ack; the records go out again", zap.String("why", why),
-		zap.Int64("batch", st.inFlight.number))
-	st.clearRoundTrip()
-}
-
-func (st *streamActor) clearRoundTrip() {
-	if st.inFlight != nil && st.inFlight.timer != nil {
-		st.inFlight.timer.Stop()
-	}
-	st.inFlight = nil
-}
-
-// sent records a delivery of the pending batch to a connection.
-func (st *streamActor) sent(a *attachment, p *pendingBatch) {
-	p.sent++
-	seq := p.records[len(p.records)-1].Seq
-	a.last = max(a.last, seq)
-	st.sentHigh = max(st.sentHigh, seq)
 }
