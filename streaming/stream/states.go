@@ -26,7 +26,20 @@ import (
 // Receive hands the message to the stream's state.
 func (st *Actor) Receive(c actor.Context) { st.behavior.Receive(c) }
 
-func (st *Actor) running(c actor.Context) {
+func (st *Actor) running(c actor.Context) { st.live(c, true) }
+
+func (st *Actor) holding(c actor.Context) {
+	if _, ok := c.Message().(*resumeMsg); ok {
+		st.behavior.Become(st.running)
+		st.step(c)
+		return
+	}
+	st.live(c, false)
+}
+
+// live takes a message of the running state (delivering) or the holding
+// one.
+func (st *Actor) live(c actor.Context, delivering bool) {
 	switch msg := c.Message().(type) {
 	case *wire.Attach:
 		st.attach(c, msg)
@@ -40,38 +53,16 @@ func (st *Actor) running(c actor.Context) {
 			return
 		case removeOrphaned:
 			st.behavior.Become(st.holding)
-			st.form()
-			st.settle()
-			return
+			delivering = false
 		}
 	default:
 		if !st.handle(c) {
 			return
 		}
 	}
-	st.step(c)
-}
-
-func (st *Actor) holding(c actor.Context) {
-	switch msg := c.Message().(type) {
-	case *resumeMsg:
-		st.behavior.Become(st.running)
+	if delivering {
 		st.step(c)
 		return
-	case *wire.Attach:
-		st.attach(c, msg)
-	case *wire.DrainStream:
-		st.behavior.Become(st.draining)
-		st.drained(c)
-		return
-	case *actor.Terminated, *wire.Detach:
-		if st.removeMsg(c) == removeEnded {
-			return
-		}
-	default:
-		if !st.handle(c) {
-			return
-		}
 	}
 	st.form()
 	st.settle()
