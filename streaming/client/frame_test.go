@@ -207,3 +207,54 @@ func FuzzDecodeFrame(f *testing.F) {
 		compareWithEncodingJSON(t, canonical)
 	})
 }
+
+// TestSkipWellFormed: the one-loop skip takes exactly the values the
+// checking loop takes (but those nested deeper than it keeps count of),
+// and ends them at the same byte. The values: the corpus's records, and
+// each of them and of some short ones with every byte in turn replaced by
+// each of the bytes that matter to the grammar (so a quote, a backslash or
+// a control character falls at every place of the eight-byte words).
+func TestSkipWellFormed(t *testing.T) {
+	values := []string{`"abc"`, `"a\"b\\c\/\b\f\n\r\t\u00e9"`, `"0123456789abcdef0123456789"`, `-0.5e+10`, `[1,-2,3.25,4E5]`,
+		`{"a":{"b":[true,false,null]},"c":""}`, ` { "k" : [ ] , "l" : { } } `, `"` + "\xe9\xff" + `"`,
+		strings.Repeat("[", 64) + "1" + strings.Repeat("]", 64), strings.Repeat(`{"a":`, 63) + "1" + strings.Repeat("}", 63)}
+	for _, r := range corpusRecords(t) {
+		values = append(values, string(r))
+	}
+	check := func(v []byte) {
+		t.Helper()
+		var s scanner
+		s.b = v
+		s.ws()
+		start := s.i
+		errChecked := s.skipValue()
+		end, ok := skipWellFormed(v, start)
+		switch {
+		case ok && (errChecked != nil || end != s.i):
+			t.Fatalf("%q: skipWellFormed took it to %d, skipValue: %d, %v", v, end, s.i, errChecked)
+		case !ok && errChecked == nil:
+			t.Fatalf("%q: skipValue took it to %d, skipWellFormed did not", v, s.i)
+		}
+	}
+	for _, v := range values {
+		check([]byte(v))
+		b := []byte(v)
+		for i := range b {
+			was := b[i]
+			for _, c := range []byte{'"', '\\', 0x01, 0x1f, ' ', 0x7f, 0x80, 0xff, 'u', '{', '}', '[', ']', ',', ':', '0', '-', '.', 'e', 'n'} {
+				b[i] = c
+				check(b)
+			}
+			b[i] = was
+			check(b[:i]) // cut short
+		}
+	}
+	// Deeper than 64: the checking loop's, for the one-loop skip.
+	deep := []byte(strings.Repeat("[", 65) + "1" + strings.Repeat("]", 65))
+	if _, ok := skipWellFormed(deep, 0); ok {
+		t.Fatal("skipWellFormed took a value nested 65 deep")
+	}
+	if got, err := (&scanner{b: deep}).skip(); err != nil || len(got) != len(deep) {
+		t.Fatalf("skip of a value nested 65 deep: %d bytes, %v", len(got), err)
+	}
+}

@@ -1,6 +1,7 @@
 package client
 
 import (
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"strconv"
@@ -369,14 +370,241 @@ func (s *scanner) uint() (uint64, error) {
 func (s *scanner) skip() ([]byte, error) {
 	s.ws()
 	start := s.i
+	if end, ok := skipWellFormed(s.b, s.i); ok {
+		s.i = end
+		return s.b[start:s.i], nil
+	}
 	if err := s.skipValue(); err != nil {
 		return nil, err
 	}
 	return s.b[start:s.i], nil
 }
 
+// skipWellFormed steps over a well-formed value starting at b[i] and
+// returns where it ends: one loop over the bytes, with the kinds of the
+// containers open (up to 64 deep) in the bits of a word and no call per
+// token, for the payloads that are most of a frame. It gives up (false) on
+// anything else, an error or a deeper nesting, and skipValue then reads
+// the value again from its start, for the error or the deep value. What
+// it accepts is JSON, as skipValue checks it: the grammar of every token,
+// the keys of objects, the nesting.
+func skipWellFormed(b []byte, i int) (int, bool) {
+	var objects uint64 // bit d: the container at depth d is an object
+	depth := 0
+	ok := true
+	for {
+		// A value.
+		for i < len(b) && b[i] <= ' ' && isSpace(b[i]) {
+			i++
+		}
+		if i >= len(b) {
+			return 0, false
+		}
+		switch c := b[i]; c {
+		case '"':
+			i, ok = skipString(b, i+1)
+		case '{', '[':
+			i++
+			for i < len(b) && b[i] <= ' ' && isSpace(b[i]) {
+				i++
+			}
+			if i < len(b) && b[i] == c+2 { // '}' and ']' are '{' and '[' plus 2
+				i++
+				break
+			}
+			if depth == 64 {
+				return 0, false
+			}
+			if c == '{' {
+				objects |= 1 << depth
+				depth++
+				if i, ok = skipKey(b, i); !ok {
+					return 0, false
+				}
+			} else {
+				objects &^= 1 << depth
+				depth++
+			}
+			continue
+		case 't':
+			i, ok = skipLiteral(b, i, "true")
+		case 'f':
+			i, ok = skipLiteral(b, i, "false")
+		case 'n':
+			i, ok = skipLiteral(b, i, "null")
+		default:
+			i, ok = skipNumber(b, i)
+		}
+		if !ok {
+			return 0, false
+		}
+		// After a value: close the containers that end here, or go on to
+		// the next element of the innermost.
+	after:
+		for {
+			if depth == 0 {
+				return i, true
+			}
+			for i < len(b) && b[i] <= ' ' && isSpace(b[i]) {
+				i++
+			}
+			if i >= len(b) {
+				return 0, false
+			}
+			object := objects>>(depth-1)&1 == 1
+			switch c := b[i]; {
+			case c == ',':
+				i++
+				if object {
+					for i < len(b) && b[i] <= ' ' && isSpace(b[i]) {
+						i++
+					}
+					if i, ok = skipKey(b, i); !ok {
+						return 0, false
+					}
+				}
+				break after
+			case object && c == '}' || !object && c == ']':
+				i++
+				depth--
+			default:
+				return 0, false
+			}
+		}
+	}
+}
+
+func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
+
+// skipKey steps over an object's key at b[i] and the colon after it.
+func skipKey(b []byte, i int) (int, bool) {
+	if i >= len(b) || b[i] != '"' {
+		return 0, false
+	}
+	i, ok := skipString(b, i+1)
+	if !ok {
+		return 0, false
+	}
+	for i < len(b) && b[i] <= ' ' && isSpace(b[i]) {
+		i++
+	}
+	if i >= len(b) || b[i] != ':' {
+		return 0, false
+	}
+	return i + 1, true
+}
+
+// stringEnds marks the bytes that stop skipString: the closing quote, a
+// backslash and control characters (bytes beyond ASCII are taken as they
+// are, as encoding/json takes them).
+var stringEnds = func() (t [256]bool) {
+	for c := range 0x20 {
+		t[c] = true
+	}
+	t['"'], t['\\'] = true, true
+	return t
+}()
+
+// skipString steps over the rest of a string whose contents start at
+// b[i], and returns where it ends (after its closing quote).
+func skipString(b []byte, i int) (int, bool) {
+	for {
+		// Eight bytes at a time up to the word that holds the end, then
+		// byte by byte: hashes, addresses and names are tens of bytes.
+		for i+8 <= len(b) && !endsString(binary.LittleEndian.Uint64(b[i:])) {
+			i += 8
+		}
+		for i < len(b) && !stringEnds[b[i]] {
+			i++
+		}
+		if i >= len(b) {
+			return 0, false
+		}
+		switch b[i] {
+		case '"':
+			return i + 1, true
+		case '\\':
+			if i+1 >= len(b) {
+				return 0, false
+			}
+			switch b[i+1] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+				i += 2
+			case 'u':
+				if len(b)-i < 6 || !isHex(b[i+2]) || !isHex(b[i+3]) || !isHex(b[i+4]) || !isHex(b[i+5]) {
+					return 0, false
+				}
+				i += 6
+			default:
+				return 0, false
+			}
+		default:
+			return 0, false // a control character
+		}
+	}
+}
+
+// endsString reports whether one of the eight bytes of x is one that
+// stops skipString: a quote, a backslash or a byte below 0x20 (the
+// bit tricks of "Determine if a word has a byte less than n": exact for
+// whether there is one, whatever the bytes beyond ASCII).
+func endsString(x uint64) bool {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	q, bs := x^(ones*'"'), x^(ones*'\\')
+	return ((q-ones)&^q|(bs-ones)&^bs|(x-ones*0x20)&^x)&highs != 0
+}
+
+func skipLiteral(b []byte, i int, lit string) (int, bool) {
+	if len(b)-i < len(lit) || string(b[i:i+len(lit)]) != lit {
+		return 0, false
+	}
+	return i + len(lit), true
+}
+
+// skipNumber steps over a number at b[i], checking its grammar.
+func skipNumber(b []byte, i int) (int, bool) {
+	if i < len(b) && b[i] == '-' {
+		i++
+	}
+	switch {
+	case i < len(b) && b[i] == '0':
+		i++
+	case i < len(b) && b[i] >= '1' && b[i] <= '9':
+		i = skipDigits(b, i+1)
+	default:
+		return 0, false
+	}
+	if i < len(b) && b[i] == '.' {
+		j := skipDigits(b, i+1)
+		if j == i+1 {
+			return 0, false
+		}
+		i = j
+	}
+	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
+		i++
+		if i < len(b) && (b[i] == '+' || b[i] == '-') {
+			i++
+		}
+		j := skipDigits(b, i)
+		if j == i {
+			return 0, false
+		}
+		i = j
+	}
+	return i, true
+}
+
+func skipDigits(b []byte, i int) int {
+	for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+		i++
+	}
+	return i
+}
+
 // skipValue steps over a value in one loop, with the containers it is in
-// on a stack (no call per value: payloads are most of a frame).
+// on a stack, checking it and saying what is wrong where (skip's way when
+// skipWellFormed gives up).
 func (s *scanner) skipValue() error {
 	s.stack = s.stack[:0]
 	for {
