@@ -107,6 +107,7 @@ func parseOptions(args []string, stderr io.Writer) (*Options, error) {
 	fs.StringVar(&o.ProfileDir, "cpuprofile-dir", "", "write a CPU profile of every worker process into this directory (and a heap profile at the end of each pipeline run)")
 	fs.StringSliceVar(&o.Sections, "only", nil, "run only these sections: follow, streaming, fanout, contracts, growth")
 	fs.StringSliceVar(&o.FanoutCases, "fanout", nil, "run only these cases of the fanout section: storm, clients (raw and Go clients at the tip), many (the many raw ones at the tip)")
+	fs.IntVar(&o.TipSubscribers, "tip-subscribers", 0, "subscribers of each raw and Go phase at the tip (the clients case; default 1,000, 30 with --quick): fewer on a machine that cannot carry 1,000 at 20 blocks/s")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "Usage: marlowe-bench [flags]\n\nmarlowe-follower's benchmark suite (see docs/benchmarks.md).\n\nFlags:")
 		fs.PrintDefaults()

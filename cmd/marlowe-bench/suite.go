@@ -22,6 +22,9 @@ type Options struct {
 	Sections    []string
 	// FanoutCases are the fanout section's cases to run (empty: all).
 	FanoutCases []string
+	// TipSubscribers, when above 0, is the number of subscribers of each
+	// raw and Go phase at the tip (the clients case) instead of the run's.
+	TipSubscribers int
 	// ProfileDir, when set, receives a CPU profile of every worker.
 	ProfileDir string
 	// FromJSON, when set, is an earlier result to write out again.
@@ -124,6 +127,9 @@ func sizesFor(o *Options) sizes {
 	case o.Long:
 		s.ContractBlocks = append(s.ContractBlocks, 250_000)
 		s.GrowthBlocks, s.GrowthPoints = 1_000_000, []uint64{10_000, 100_000, 1_000_000}
+	}
+	if o.TipSubscribers > 0 {
+		s.TipSubscribers = o.TipSubscribers
 	}
 	return s
 }

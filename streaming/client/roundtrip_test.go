@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -25,8 +26,9 @@ import (
 // once. client=raw reads each frame with the WebSocket library and takes
 // the batch number out of its text; client=go is the Go client (Next,
 // Ack). Same run, same stand-in: the difference is the client's. Reported:
-// the time per batch over all connections and the process's CPU per batch
-// (the stand-in's share is the same for both).
+// the time per batch over all connections, the process's CPU per batch
+// (the stand-in's share is the same for both) and the 99th percentile of a
+// batch's round trip, from the stand-in writing it to its reading the ack.
 func BenchmarkRoundTrip(b *testing.B) {
 	records := corpusRecords(b)
 	for _, conns := range []int{1, 100} {
@@ -55,9 +57,16 @@ func roundTrips(b *testing.B, kind string, conns int, records [][]byte) {
 		f.WriteString(`],"cursor":"` + strconv.Itoa(n) + `","tip":{"slot":5,"blockNo":5,"seq":` + strconv.Itoa(n) + `}}`)
 		frames[n] = []byte(f.String())
 	}
+	// Each batch's round trip, from the stand-in's write to its reading
+	// the ack: what the client takes to answer, queueing included.
+	var mu sync.Mutex
+	var trips []time.Duration
+	var served sync.WaitGroup
+	served.Add(conns)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ws, err := websocket.Accept(w, r, nil)
 		if err != nil {
+			served.Done()
 			return
 		}
 		defer ws.CloseNow()
@@ -66,14 +75,25 @@ func roundTrips(b *testing.B, kind string, conns int, records [][]byte) {
 			return
 		}
 		_ = ws.Write(ctx, websocket.MessageText, []byte(`{"type":"subscribed","stream":"s","cursor":"0","mode":"ack","tip":{"slot":1,"blockNo":1,"seq":1}}`))
-		for n := 1; n <= per; n++ {
-			if err := ws.Write(ctx, websocket.MessageText, frames[n]); err != nil {
-				return
+		mine := make([]time.Duration, 0, per)
+		func() {
+			defer served.Done()
+			defer func() {
+				mu.Lock()
+				trips = append(trips, mine...)
+				mu.Unlock()
+			}()
+			for n := 1; n <= per; n++ {
+				t0 := time.Now()
+				if err := ws.Write(ctx, websocket.MessageText, frames[n]); err != nil {
+					return
+				}
+				if _, _, err := ws.Read(ctx); err != nil { // the ack
+					return
+				}
+				mine = append(mine, time.Since(t0))
 			}
-			if _, _, err := ws.Read(ctx); err != nil { // the ack
-				return
-			}
-		}
+		}()
 		_, _, _ = ws.Read(ctx) // until the client goes
 	}))
 	defer srv.Close()
@@ -105,7 +125,12 @@ func roundTrips(b *testing.B, kind string, conns int, records [][]byte) {
 			b.Fatal(err)
 		}
 	}
+	served.Wait() // every connection got as far as its last ack
 	b.ReportMetric(float64((cpuNow()-cpu0).Nanoseconds())/float64(per*conns)/1000, "cpu-µs/batch")
+	slices.Sort(trips)
+	if len(trips) > 0 {
+		b.ReportMetric(float64(trips[len(trips)*99/100].Microseconds()), "p99-µs")
+	}
 }
 
 func rawClient(url string, n int, ready *sync.WaitGroup, start chan struct{}) error {

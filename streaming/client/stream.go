@@ -171,12 +171,18 @@ func (s *Stream) frame(k *connection, f *frame) bool {
 			s.cursor = f.cursor
 			s.mu.Unlock()
 		}
+		// Most often there is room (or Next waiting): a send without a
+		// select over the four.
 		select {
 		case s.batches <- b:
-		case <-s.done:
-		case <-k.done:
-		case <-s.c.ctx.Done():
-			return false
+		default:
+			select {
+			case s.batches <- b:
+			case <-s.done:
+			case <-k.done:
+			case <-s.c.ctx.Done():
+				return false
+			}
 		}
 	case protocol.TypeError:
 		switch f.code {
@@ -228,21 +234,33 @@ func (s *Stream) Cursor() string {
 // sends their records again.
 func (s *Stream) Next(ctx context.Context) (*Batch, error) {
 	for {
+		var b *Batch
+		// A batch waiting is taken without a select over the three; an
+		// ended stream ends Next first.
 		select {
-		case b := <-s.batches:
-			if s.req.Mode == protocol.ModeAck && !b.conn.alive() {
-				continue
-			}
-			if s.req.SkipSeen && !s.skipSeen(b) {
-				_ = s.Ack(ctx, b)
-				continue
-			}
-			return b, nil
 		case <-s.done:
 			return nil, s.Err()
-		case <-ctx.Done():
-			return nil, ctx.Err()
+		default:
 		}
+		select {
+		case b = <-s.batches:
+		default:
+			select {
+			case b = <-s.batches:
+			case <-s.done:
+				return nil, s.Err()
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+		}
+		if s.req.Mode == protocol.ModeAck && !b.conn.alive() {
+			continue
+		}
+		if s.req.SkipSeen && !s.skipSeen(b) {
+			_ = s.Ack(ctx, b)
+			continue
+		}
+		return b, nil
 	}
 }
 
