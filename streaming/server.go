@@ -96,7 +96,7 @@ type Server struct {
 	view atomic.Pointer[streamsView]
 
 	stopOnce sync.Once
-	stopped  chan struct{} // closed when the server starts to stop: event streams end
+	stopped  chan struct{} // closed when the server starts to stop
 	done     chan struct{} // closed when the server actor has stopped
 	started  chan error    // Start's: the actor's start-up result
 	errMu    sync.Mutex
@@ -330,7 +330,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	ws.SetReadLimit(s.cfg.MaxFrameBytes)
 	c := newConnActor(s, ws, s.nextID.Add(1), p, r.RemoteAddr)
-	res, ok := s.ask(&connOpened{c: c})
+	res, ok := s.ask(&connOpened{a: c, q: c.q})
 	pid, _ := res.(*actor.PID)
 	if !ok || pid == nil {
 		c.cancel()
@@ -414,9 +414,14 @@ const (
 
 // Messages of the server actor.
 type (
-	admitRequest  struct{}
-	leaveMsg      struct{}
-	connOpened    struct{ c *connActor }
+	admitRequest struct{}
+	leaveMsg     struct{}
+	// connOpened: spawn a connection actor (a WebSocket's or an event
+	// stream's) with its send queue.
+	connOpened struct {
+		a actor.Actor
+		q *sendQueue
+	}
 	deleteRequest struct{ name string }
 	tick          struct{}
 	drainDeadline struct{}
@@ -471,13 +476,14 @@ func (a *serverActor) Receive(c actor.Context) {
 			c.Respond((*actor.PID)(nil))
 			return
 		}
-		pid := c.Spawn(s.childProps(m.c))
-		q, sys := m.c.q, c.ActorSystem()
-		q.onBudgetCut = func() {
-			wire.Tell(sys, pid, &cut{code: websocket.StatusPolicyViolation, reason: protocol.CloseMemoryBudget, why: "budget"})
+		pid := c.Spawn(s.childProps(m.a))
+		if q, sys := m.q, c.ActorSystem(); q.budget != nil {
+			q.onBudgetCut = func() {
+				wire.Tell(sys, pid, &cut{code: websocket.StatusPolicyViolation, reason: protocol.CloseMemoryBudget, why: "budget"})
+			}
+			s.budget.add(q)
 		}
-		s.budget.add(q)
-		a.conns[pid.Id] = connRef{pid: pid, q: q}
+		a.conns[pid.Id] = connRef{pid: pid, q: m.q}
 		c.Respond(pid)
 	case *wire.OpenStream:
 		a.openStream(c, m)

@@ -10,15 +10,14 @@ import (
 	"slices"
 	"sort"
 	"strings"
-	"sync"
 	"time"
 
-	"go.uber.org/zap"
+	"github.com/asynkron/protoactor-go/actor"
 
-	"github.com/marlowe-follower/follower/history"
 	"github.com/marlowe-follower/follower/history/record"
 	"github.com/marlowe-follower/follower/streaming/auth"
 	"github.com/marlowe-follower/follower/streaming/protocol"
+	"github.com/marlowe-follower/follower/streaming/wire"
 )
 
 // EventsHandler serves the history as Server-Sent Events, for clients that
@@ -43,29 +42,62 @@ func (s *Server) EventsHandler() http.Handler {
 }
 
 func (s *Server) serveEvents(w http.ResponseWriter, r *http.Request) {
+	req, ok := s.eventsRequest(w, r)
+	if !ok || !s.admit(w) {
+		return
+	}
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	if r.Method == http.MethodHead {
+		s.leave()
+		return
+	}
+	e := newEventsActor(s, r.Context(), req.wire, req.filter, req.start, req.who)
+	res, ok := s.ask(&connOpened{a: e, q: e.q})
+	pid, _ := res.(*actor.PID)
+	if !ok || pid == nil {
+		e.cancel()
+		s.leave()
+		return
+	}
+	e.writeEvents(&eventWriter{timeout: s.cfg.WriteTimeout, rc: http.NewResponseController(w), bw: bufio.NewWriterSize(w, 32<<10)}, s.sys, pid)
+}
+
+// eventsRequest is what GET /events asks for.
+type eventsRequest struct {
+	wire   protocol.Filter
+	filter record.Filter
+	start  record.Cursor
+	who    auth.Principal
+}
+
+// eventsRequest reads and checks a request of GET /events, or answers it
+// with the error and returns false.
+func (s *Server) eventsRequest(w http.ResponseWriter, r *http.Request) (eventsRequest, bool) {
+	var req eventsRequest
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		w.Header().Set("Allow", "GET, HEAD")
 		writeError(w, http.StatusMethodNotAllowed, "method_not_allowed", "use GET")
-		return
+		return req, false
 	}
 	q, err := url.ParseQuery(r.URL.RawQuery)
 	if err != nil {
 		writeError(w, http.StatusBadRequest, "bad_query", "malformed query string: "+err.Error())
-		return
+		return req, false
 	}
 	if err := checkParams(q, eventsParams, "from"); err != nil {
 		writeError(w, http.StatusBadRequest, err.code, err.msg)
-		return
+		return req, false
 	}
-	wf, err := protocol.FilterFromQuery(q)
+	if req.wire, err = protocol.FilterFromQuery(q); err == nil {
+		req.filter, err = req.wire.History()
+	}
 	if err != nil {
 		writeError(w, http.StatusBadRequest, protocol.CodeBadFilter, err.Error())
-		return
-	}
-	filter, err := wf.History()
-	if err != nil {
-		writeError(w, http.StatusBadRequest, protocol.CodeBadFilter, err.Error())
-		return
+		return req, false
 	}
 	fromText, fromIn := q.Get("from"), "from"
 	if id := strings.TrimSpace(r.Header.Get("Last-Event-ID")); id != "" {
@@ -74,84 +106,55 @@ func (s *Server) serveEvents(w http.ResponseWriter, r *http.Request) {
 	from, err := protocol.ParseFromIn(fromIn, fromText)
 	if err != nil {
 		writeError(w, http.StatusBadRequest, protocol.CodeBadCursor, err.Error())
-		return
+		return req, false
 	}
-	start, err := s.startCursor(filter, from)
-	if err != nil {
+	if req.start, err = s.startCursor(req.filter, from); err != nil {
 		var se *subscribeError
 		if errors.As(err, &se) {
 			writeError(w, http.StatusBadRequest, se.code, se.msg)
-			return
+		} else {
+			writeError(w, http.StatusInternalServerError, protocol.CodeInternal, "the subscription could not be set up")
 		}
-		writeError(w, http.StatusInternalServerError, protocol.CodeInternal, "the subscription could not be set up")
-		return
+		return req, false
 	}
-	who, ok := s.authenticate(w, r)
-	if !ok {
-		return
+	var ok bool
+	if req.who, ok = s.authenticate(w, r); !ok {
+		return req, false
 	}
-	if !who.Allows(auth.ScopeSubscribe) {
+	if !req.who.Allows(auth.ScopeSubscribe) {
 		writeError(w, http.StatusForbidden, protocol.CodeForbidden, "this token has no subscribe scope")
-		return
+		return req, false
 	}
-	if !s.admit(w) {
-		return
-	}
-	defer s.leave()
-	s.m.sseClients.Inc()
-	defer s.m.sseClients.Dec()
+	return req, true
+}
 
-	h := w.Header()
-	h.Set("Content-Type", "text/event-stream")
-	h.Set("Cache-Control", "no-cache")
-	h.Set("X-Accel-Buffering", "no")
-	w.WriteHeader(http.StatusOK)
-	if r.Method == http.MethodHead {
-		return
-	}
-	ev := &eventWriter{s: s, rc: http.NewResponseController(w), bw: bufio.NewWriterSize(w, 32<<10)}
-	ctx, cancel := context.WithCancel(r.Context())
-	defer cancel()
-	go func() {
-		select {
-		case <-s.stopped:
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
-	var wg sync.WaitGroup
-	p := startPump(ctx, &wg, s.h.Subscribe(filter, record.From{Kind: record.FromCursor, Cursor: start}))
-	defer p.stop()
-	if err := ev.comment("subscribed from " + start.String()); err != nil {
-		return
-	}
-	tick := time.NewTicker(s.cfg.HeartbeatInterval)
-	defer tick.Stop()
+// writeEvents is the event stream's writer, on the HTTP handler's
+// goroutine: it writes what the actor queued as events until the stream
+// ends (the actor closes it, the client goes, a write fails or times
+// out), then tells the actor.
+func (e *eventsActor) writeEvents(ev *eventWriter, sys *actor.ActorSystem, pid *actor.PID) {
+	slow := false
 	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-			if err := ev.heartbeat(); err != nil {
-				return
-			}
-		case c := <-p.request():
-			p.taken()
-			if c.err != nil {
-				if ctx.Err() == nil && !errors.Is(c.err, history.ErrStoreStopped) {
-					s.log.Error("event stream: reading the history failed", zap.Error(c.err))
-				}
-				return
-			}
-			if err := ev.records(&c); err != nil {
-				if errors.Is(err, errEventTimeout) {
-					s.m.slowDropped.Inc()
-					s.m.disconnects.WithLabelValues(protocol.CloseSlowConsumer).Inc()
-				}
-				return
-			}
+		f, ok := e.q.pop(e.ctx.Done())
+		if !ok {
+			break
+		}
+		if e.q.roomWanted.CompareAndSwap(true, false) {
+			wire.Tell(sys, pid, &room{})
+		}
+		var err error
+		if f.parts != nil {
+			err = ev.records(f.parts)
+		} else {
+			err = ev.write(f.b)
+		}
+		e.q.done(f)
+		if err != nil {
+			slow = errors.Is(err, errEventTimeout)
+			break
 		}
 	}
+	wire.Tell(sys, pid, &eventsEnded{slow: slow})
 }
 
 // eventsParams are the query parameters of GET /events: the filter's
@@ -202,14 +205,14 @@ var errEventTimeout = errors.New("event stream: write timed out")
 
 // eventWriter writes events with a write deadline per batch.
 type eventWriter struct {
-	s  *Server
-	rc *http.ResponseController
-	bw *bufio.Writer
+	timeout time.Duration
+	rc      *http.ResponseController
+	bw      *bufio.Writer
 }
 
 // begin sets the deadline of the writes that follow.
 func (e *eventWriter) begin() {
-	_ = e.rc.SetWriteDeadline(time.Now().Add(e.s.cfg.WriteTimeout))
+	_ = e.rc.SetWriteDeadline(time.Now().Add(e.timeout))
 }
 
 func (e *eventWriter) flush() error {
@@ -229,30 +232,22 @@ func (e *eventWriter) classify(err error) error {
 	return err
 }
 
-func (e *eventWriter) comment(text string) error {
+// write writes an event (or comment) whole.
+func (e *eventWriter) write(b []byte) error {
 	e.begin()
-	fmt.Fprintf(e.bw, ": %s\n\n", text)
+	e.bw.Write(b)
 	return e.flush()
 }
 
-func (e *eventWriter) heartbeat() error {
+// records writes a batch's records, an event each, whose id is the
+// cursor right after the record.
+func (e *eventWriter) records(f *wire.FrameParts) error {
 	e.begin()
-	e.bw.WriteString("event: heartbeat\ndata: ")
-	e.bw.Write(e.s.tipJSON())
-	e.bw.WriteString("\n\n")
-	return e.flush()
-}
-
-func (e *eventWriter) records(c *chunk) error {
-	e.begin()
-	var b []byte
-	head := e.s.head()
-	for i := range c.records {
-		b = e.s.enc.AppendRecord(b[:0], &c.records[i], head)
+	for i := range f.Records {
 		e.bw.WriteString("id: ")
-		e.bw.WriteString(c.cursorAfter(i).String())
+		e.bw.WriteString(f.CursorAfter(i).String())
 		e.bw.WriteString("\nevent: record\ndata: ")
-		e.bw.Write(b)
+		e.bw.Write(f.Recs[i])
 		e.bw.WriteString("\n\n")
 		if e.bw.Buffered() > 16<<10 {
 			if err := e.flush(); err != nil {
