@@ -391,18 +391,62 @@ func (s *scanner) skip() ([]byte, error) {
 func skipWellFormed(b []byte, i int) (int, bool) {
 	var objects uint64 // bit d: the container at depth d is an object
 	depth := 0
+	key := false // the next token is an object's key
 	ok := true
 	for {
-		// A value.
+		// A value, or a key.
 		for i < len(b) && b[i] <= ' ' && isSpace(b[i]) {
 			i++
 		}
 		if i >= len(b) {
 			return 0, false
 		}
-		switch c := b[i]; c {
+		c := b[i]
+		if key && c != '"' {
+			return 0, false
+		}
+		switch c {
 		case '"':
-			i, ok = skipString(b, i+1)
+			// The string, here rather than in a call: keys and short
+			// values are most of a payload's tokens.
+			i++
+		str:
+			for {
+				// Eight bytes at a time up to the word that holds the end,
+				// then byte by byte: hashes, addresses and names are tens
+				// of bytes.
+				for i+8 <= len(b) && !endsString(binary.LittleEndian.Uint64(b[i:])) {
+					i += 8
+				}
+				for i < len(b) && !stringEnds[b[i]] {
+					i++
+				}
+				if i >= len(b) {
+					return 0, false
+				}
+				switch b[i] {
+				case '"':
+					i++
+					break str
+				case '\\':
+					if i, ok = skipEscape(b, i); !ok {
+						return 0, false
+					}
+				default:
+					return 0, false // a control character
+				}
+			}
+			if key {
+				for i < len(b) && b[i] <= ' ' && isSpace(b[i]) {
+					i++
+				}
+				if i >= len(b) || b[i] != ':' {
+					return 0, false
+				}
+				i++
+				key = false
+				continue // to the value
+			}
 		case '{', '[':
 			i++
 			for i < len(b) && b[i] <= ' ' && isSpace(b[i]) {
@@ -417,14 +461,11 @@ func skipWellFormed(b []byte, i int) (int, bool) {
 			}
 			if c == '{' {
 				objects |= 1 << depth
-				depth++
-				if i, ok = skipKey(b, i); !ok {
-					return 0, false
-				}
+				key = true
 			} else {
 				objects &^= 1 << depth
-				depth++
 			}
+			depth++
 			continue
 		case 't':
 			i, ok = skipLiteral(b, i, "true")
@@ -439,7 +480,7 @@ func skipWellFormed(b []byte, i int) (int, bool) {
 			return 0, false
 		}
 		// After a value: close the containers that end here, or go on to
-		// the next element of the innermost.
+		// the next element (or key) of the innermost.
 	after:
 		for {
 			if depth == 0 {
@@ -455,14 +496,7 @@ func skipWellFormed(b []byte, i int) (int, bool) {
 			switch c := b[i]; {
 			case c == ',':
 				i++
-				if object {
-					for i < len(b) && b[i] <= ' ' && isSpace(b[i]) {
-						i++
-					}
-					if i, ok = skipKey(b, i); !ok {
-						return 0, false
-					}
-				}
+				key = object
 				break after
 			case object && c == '}' || !object && c == ']':
 				i++
@@ -474,29 +508,28 @@ func skipWellFormed(b []byte, i int) (int, bool) {
 	}
 }
 
-func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
-
-// skipKey steps over an object's key at b[i] and the colon after it.
-func skipKey(b []byte, i int) (int, bool) {
-	if i >= len(b) || b[i] != '"' {
+// skipEscape steps over the escape sequence at b[i] (a backslash).
+func skipEscape(b []byte, i int) (int, bool) {
+	if i+1 >= len(b) {
 		return 0, false
 	}
-	i, ok := skipString(b, i+1)
-	if !ok {
-		return 0, false
+	switch b[i+1] {
+	case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+		return i + 2, true
+	case 'u':
+		if len(b)-i < 6 || !isHex(b[i+2]) || !isHex(b[i+3]) || !isHex(b[i+4]) || !isHex(b[i+5]) {
+			return 0, false
+		}
+		return i + 6, true
 	}
-	for i < len(b) && b[i] <= ' ' && isSpace(b[i]) {
-		i++
-	}
-	if i >= len(b) || b[i] != ':' {
-		return 0, false
-	}
-	return i + 1, true
+	return 0, false
 }
 
-// stringEnds marks the bytes that stop skipString: the closing quote, a
-// backslash and control characters (bytes beyond ASCII are taken as they
-// are, as encoding/json takes them).
+func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
+
+// stringEnds marks the bytes that stop the scan of a string in
+// skipWellFormed: the closing quote, a backslash and control characters
+// (bytes beyond ASCII are taken as they are, as encoding/json takes them).
 var stringEnds = func() (t [256]bool) {
 	for c := range 0x20 {
 		t[c] = true
@@ -505,47 +538,8 @@ var stringEnds = func() (t [256]bool) {
 	return t
 }()
 
-// skipString steps over the rest of a string whose contents start at
-// b[i], and returns where it ends (after its closing quote).
-func skipString(b []byte, i int) (int, bool) {
-	for {
-		// Eight bytes at a time up to the word that holds the end, then
-		// byte by byte: hashes, addresses and names are tens of bytes.
-		for i+8 <= len(b) && !endsString(binary.LittleEndian.Uint64(b[i:])) {
-			i += 8
-		}
-		for i < len(b) && !stringEnds[b[i]] {
-			i++
-		}
-		if i >= len(b) {
-			return 0, false
-		}
-		switch b[i] {
-		case '"':
-			return i + 1, true
-		case '\\':
-			if i+1 >= len(b) {
-				return 0, false
-			}
-			switch b[i+1] {
-			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
-				i += 2
-			case 'u':
-				if len(b)-i < 6 || !isHex(b[i+2]) || !isHex(b[i+3]) || !isHex(b[i+4]) || !isHex(b[i+5]) {
-					return 0, false
-				}
-				i += 6
-			default:
-				return 0, false
-			}
-		default:
-			return 0, false // a control character
-		}
-	}
-}
-
 // endsString reports whether one of the eight bytes of x is one that
-// stops skipString: a quote, a backslash or a byte below 0x20 (the
+// stops the scan of a string: a quote, a backslash or a byte below 0x20 (the
 // bit tricks of "Determine if a word has a byte less than n": exact for
 // whether there is one, whatever the bytes beyond ASCII).
 func endsString(x uint64) bool {
