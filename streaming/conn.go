@@ -17,6 +17,10 @@ import (
 	"github.com/marlowe-follower/follower/streaming/wire"
 )
 
+// replyQueue is how many acks and nacks of one subscription a connection
+// may have handed to its stream and not seen taken.
+const replyQueue = 16
+
 // connActor is one WebSocket connection, a child of the server actor. It
 // owns the connection's state (its subscriptions, its send queue and the
 // frames waiting for room in it) and decides everything in Receive; three

@@ -5,8 +5,6 @@ import (
 	"errors"
 	"testing"
 	"time"
-
-	"github.com/marlowe-follower/follower/history/record"
 )
 
 // TestSendQueueBounds: the queue holds at most its frames and bytes (one
@@ -71,38 +69,6 @@ func TestSendQueueBounds(t *testing.T) {
 	_ = q2.tryPush([]byte("a"), false)
 	if err := q2.push(ctx, []byte("b"), false, time.Second); !errors.Is(err, context.Canceled) {
 		t.Fatalf("push with a cancelled context: %v", err)
-	}
-}
-
-// TestChunkCursors: the cursor after each record of a chunk, in a snapshot,
-// in the log, and for log records read from a snapshot cursor whose
-// snapshot turned out to be complete.
-func TestChunkCursors(t *testing.T) {
-	recs := func(seqs ...int64) []record.Record {
-		var out []record.Record
-		for _, s := range seqs {
-			out = append(out, record.Record{Seq: s})
-		}
-		return out
-	}
-	for _, tc := range []struct {
-		c    chunk
-		want []string
-	}{
-		{chunk{records: recs(2, 5, 9), snapshot: 10, end: record.Cursor{Snapshot: 10, Seq: 9}}, []string{"10:2", "10:5", "10:9"}},
-		{chunk{records: recs(2, 5), snapshot: 10, end: record.Cursor{Seq: 10}}, []string{"10:2", "10"}},
-		{chunk{records: recs(12, 15, 20), snapshot: 10, end: record.Cursor{Seq: 22}}, []string{"12", "15", "22"}},
-		{chunk{records: recs(12, 15), end: record.Cursor{Seq: 15}}, []string{"12", "15"}},
-	} {
-		for i, w := range tc.want {
-			c := tc.c.cursorAfter(i)
-			if c.String() != w {
-				t.Errorf("%+v record %d: %s, want %s", tc.c, i, c, w)
-			}
-			if _, err := record.ParseCursor(c.String()); err != nil {
-				t.Error(err)
-			}
-		}
 	}
 }
 

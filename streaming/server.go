@@ -96,7 +96,6 @@ type Server struct {
 	view atomic.Pointer[streamsView]
 
 	stopOnce sync.Once
-	stopped  chan struct{} // closed when the server starts to stop
 	done     chan struct{} // closed when the server actor has stopped
 	started  chan error    // Start's: the actor's start-up result
 	errMu    sync.Mutex
@@ -132,7 +131,7 @@ func New(cfg Config, deps Deps) (*Server, error) {
 	}
 	authn, _ := auth.New(cfg.AllTokens()) // Validate checked them
 	s := &Server{cfg: cfg, auth: authn, deps: deps, h: deps.History, store: deps.Streams, log: log.Named("streaming"),
-		sys: deps.System, stopped: make(chan struct{}), done: make(chan struct{})}
+		sys: deps.System, done: make(chan struct{})}
 	s.budget = queueBudget{limit: cfg.QueueBudget}
 	s.tips = wire.NewTips(deps.Tip, deps.History.Head)
 	s.reads, s.endReads = context.WithCancel(context.Background())
@@ -525,7 +524,6 @@ func (a *serverActor) Receive(c actor.Context) {
 	case *actor.Stopping:
 		if !a.closing {
 			a.closing = true
-			a.stopOnce()
 			if s.httpSrv != nil {
 				_ = s.httpSrv.Close()
 			}

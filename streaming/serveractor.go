@@ -217,7 +217,6 @@ func (a *serverActor) stop(c actor.Context, deadline time.Time) {
 		return
 	}
 	a.closing = true
-	a.stopOnce()
 	if s.httpSrv != nil {
 		a.httpPending = true
 		srv, sys, self := s.httpSrv, c.ActorSystem(), a.self
@@ -233,15 +232,6 @@ func (a *serverActor) stop(c actor.Context, deadline time.Time) {
 	}
 	sys, self := c.ActorSystem(), a.self
 	a.drainTimer = time.AfterFunc(time.Until(deadline), func() { wire.Tell(sys, self, &drainDeadline{}) })
-}
-
-// stopOnce ends the event streams (once).
-func (a *serverActor) stopOnce() {
-	select {
-	case <-a.s.stopped:
-	default:
-		close(a.s.stopped)
-	}
 }
 
 // advance takes the ordered stop's next step: once the streams have

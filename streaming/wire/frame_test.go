@@ -80,3 +80,37 @@ func TestFramePartsCursorAfter(t *testing.T) {
 		}
 	}
 }
+
+// TestCursorAfter: the cursor after each record of a batch, in a snapshot,
+// in the log, and for log records read from a snapshot cursor whose
+// snapshot turned out to be complete.
+func TestCursorAfter(t *testing.T) {
+	recs := func(seqs ...int64) []record.Record {
+		var out []record.Record
+		for _, s := range seqs {
+			out = append(out, record.Record{Seq: s})
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		recs     []record.Record
+		snapshot int64
+		end      record.Cursor
+		want     []string
+	}{
+		{recs(2, 5, 9), 10, record.Cursor{Snapshot: 10, Seq: 9}, []string{"10:2", "10:5", "10:9"}},
+		{recs(2, 5), 10, record.Cursor{Seq: 10}, []string{"10:2", "10"}},
+		{recs(12, 15, 20), 10, record.Cursor{Seq: 22}, []string{"12", "15", "22"}},
+		{recs(12, 15), 0, record.Cursor{Seq: 15}, []string{"12", "15"}},
+	} {
+		for i, w := range tc.want {
+			c := CursorAfter(tc.recs, tc.snapshot, tc.end, i)
+			if c.String() != w {
+				t.Errorf("%v in snapshot %d, end %s, record %d: %s, want %s", tc.recs, tc.snapshot, tc.end, i, c, w)
+			}
+			if _, err := record.ParseCursor(c.String()); err != nil {
+				t.Error(err)
+			}
+		}
+	}
+}
