@@ -17,6 +17,175 @@ import (
 	"github.com/marlowe-follower/follower/streaming/wire"
 )
 
+// The server actor's answers to admitRequest.
+type admitAnswer int
+
+const (
+	admitOK admitAnswer = iota
+	admitClosing
+	admitFull
+)
+
+// Messages of the server actor.
+type (
+	admitRequest struct{}
+	leaveMsg     struct{}
+	// connOpened: spawn a connection actor (a WebSocket's or an event
+	// stream's) with its send queue.
+	connOpened struct {
+		a actor.Actor
+		q *sendQueue
+	}
+	deleteRequest struct{ name string }
+	tick          struct{}
+	drainDeadline struct{}
+	httpDone      struct{ err error }
+)
+
+// connRef is a connection actor and its send queue.
+type connRef struct {
+	pid *actor.PID
+	q   *sendQueue
+}
+
+// serverActor is the streaming server's actor: the parent of a connection
+// actor per WebSocket and a stream actor per subscription or durable
+// stream. It admits clients, opens streams (creating durable ones in the
+// store), deletes them, sends heartbeats, and stops in order.
+type serverActor struct {
+	s    *Server
+	self *actor.PID
+
+	clients  int                   // WebSocket connections and event streams
+	conns    map[string]connRef    // by PID id
+	refs     map[string]*streamRef // running streams by PID id
+	durables map[string]*streamRef // by name
+	heart    *time.Timer
+
+	closing     bool
+	streamsDone bool // the streams have stopped: the connections close
+	httpPending bool
+	drainTimer  *time.Timer
+}
+
+func (a *serverActor) Receive(c actor.Context) {
+	switch m := c.Message().(type) {
+	case *actor.Started:
+		a.start(c)
+	case *admitRequest:
+		c.Respond(a.admit())
+	case *leaveMsg:
+		a.clients--
+	case *connOpened:
+		a.connOpened(c, m)
+	case *wire.OpenStream:
+		a.openStream(c, m)
+	case *deleteRequest:
+		c.Respond(a.deleteStream(c, m.name))
+	case *tick:
+		a.heartbeats(c)
+	case *Stop:
+		a.stop(c, m.Deadline)
+	case *drainDeadline:
+		// Round trips still in flight are cut short.
+		a.failStop(context.DeadlineExceeded)
+		for _, ref := range a.refs {
+			c.Stop(ref.pid)
+		}
+	case *httpDone:
+		a.httpPending = false
+		a.failStop(m.err)
+	case *actor.Terminated:
+		a.terminated(m.Who)
+	case *actor.Stopping:
+		a.stopping()
+		return
+	case *actor.Stopped:
+		a.s.pid.CompareAndSwap(a.self, nil)
+		a.s.finish()
+		return
+	}
+	if a.closing {
+		a.advance(c)
+	}
+}
+
+// admit answers a new client: refused while the server stops or when it
+// has MaxConnections.
+func (a *serverActor) admit() admitAnswer {
+	switch {
+	case a.closing:
+		return admitClosing
+	case a.clients >= a.s.cfg.MaxConnections:
+		return admitFull
+	}
+	a.clients++
+	return admitOK
+}
+
+// connOpened spawns a connection's actor (none while the server stops)
+// and puts its send queue in the queue budget's account.
+func (a *serverActor) connOpened(c actor.Context, m *connOpened) {
+	if a.closing {
+		c.Respond((*actor.PID)(nil))
+		return
+	}
+	s := a.s
+	pid := c.Spawn(s.childProps(m.a))
+	if q, sys := m.q, c.ActorSystem(); q.budget != nil {
+		q.onBudgetCut = func() {
+			wire.Tell(sys, pid, &cut{code: websocket.StatusPolicyViolation, reason: protocol.CloseMemoryBudget, why: "budget"})
+		}
+		s.budget.add(q)
+	}
+	a.conns[pid.Id] = connRef{pid: pid, q: m.q}
+	c.Respond(pid)
+}
+
+// failStop records why the stop was not clean (nil: nothing), for
+// Shutdown's answer.
+func (a *serverActor) failStop(err error) {
+	if err == nil {
+		return
+	}
+	a.s.errMu.Lock()
+	a.s.stopErr = err
+	a.s.errMu.Unlock()
+}
+
+// terminated forgets a connection or a stream that stopped.
+func (a *serverActor) terminated(who *actor.PID) {
+	if cr, ok := a.conns[who.Id]; ok {
+		delete(a.conns, who.Id)
+		a.clients--
+		a.s.budget.remove(cr.q)
+	}
+	if ref, ok := a.refs[who.Id]; ok {
+		delete(a.refs, who.Id)
+		if ref.durable && a.durables[ref.name] == ref {
+			// The next subscribe starts it again from the store.
+			delete(a.durables, ref.name)
+		}
+		a.publish()
+	}
+}
+
+// stopping lets go of the listener and the timers as the actor stops.
+func (a *serverActor) stopping() {
+	if !a.closing {
+		a.closing = true
+		if a.s.httpSrv != nil {
+			_ = a.s.httpSrv.Close()
+		}
+	}
+	if a.heart != nil {
+		a.heart.Stop()
+	}
+	if a.drainTimer != nil {
+		a.drainTimer.Stop()
+	}
+}
+
 // start loads the durable streams (a stream actor each, idle until a
 // connection attaches), serves the listener and starts the heartbeats.
 func (a *serverActor) start(c actor.Context) {

@@ -1,0 +1,133 @@
+package streaming
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/coder/websocket"
+	"go.uber.org/zap"
+
+	"github.com/marlowe-follower/follower/history/record"
+	"github.com/marlowe-follower/follower/streaming/auth"
+	"github.com/marlowe-follower/follower/streaming/protocol"
+	"github.com/marlowe-follower/follower/streaming/wire"
+)
+
+// handle decodes and executes a frame from the client.
+func (c *connActor) handle(ac actor.Context, m *inbound) {
+	<-c.credits // the reader may read the next frame
+	if m.typ != websocket.MessageText {
+		c.reject(ac, protocol.CodeBadFrame, "only text frames holding JSON commands are accepted", "", true)
+		return
+	}
+	if err := m.err; err != nil {
+		code, msg, stream := protocol.CodeBadJSON, err.Error(), ""
+		var bc *protocol.ErrBadCommand
+		if errors.As(err, &bc) {
+			code, msg, stream = bc.Code, bc.Err.Error(), bc.Stream
+		}
+		c.reject(ac, code, msg, stream, true)
+		return
+	}
+	switch cmd := m.cmd; cmd.Type {
+	case protocol.TypeSubscribe:
+		c.subscribe(ac, cmd)
+	case protocol.TypeAck, protocol.TypeNack:
+		if code, msg := c.reply(cmd); code != "" {
+			c.reject(ac, code, msg, cmd.Stream, false)
+		}
+	case protocol.TypeUnsubscribe:
+		s := c.subs[cmd.Stream]
+		if s == nil || s.stream == nil {
+			c.reject(ac, protocol.CodeUnknownStream, fmt.Sprintf("no subscription named %q on this connection", cmd.Stream), cmd.Stream, true)
+			return
+		}
+		delete(c.subs, cmd.Stream)
+		c.srv.m.subscribers.Dec()
+		wire.Tell(c.sys, s.stream, &wire.Detach{Conn: c.self})
+		c.send(ac, &protocol.Frame{Type: protocol.TypeUnsubscribed, Stream: cmd.Stream})
+	case protocol.TypePing:
+		t := c.srv.tip()
+		c.send(ac, &protocol.Frame{Type: protocol.TypePong, Tip: &t})
+	}
+}
+
+// reply hands an ack or a nack to its stream; the error code and message
+// when it cannot.
+func (c *connActor) reply(cmd *protocol.Command) (code, msg string) {
+	s := c.subs[cmd.Stream]
+	if s == nil || s.stream == nil {
+		return protocol.CodeUnknownStream, fmt.Sprintf("no subscription named %q on this connection", cmd.Stream)
+	}
+	if s.durable && !c.principal.Owns(s.owner) {
+		return protocol.CodeForbidden, fmt.Sprintf("durable stream %q belongs to another credential", cmd.Stream)
+	}
+	if s.replying.Load() >= replyQueue {
+		c.srv.m.staleAcks.Inc()
+		return "", ""
+	}
+	s.replying.Add(1)
+	wire.Tell(c.sys, s.stream, &wire.Reply{Conn: c.self, Batch: cmd.Batch, Ack: cmd.Type == protocol.TypeAck, UpTo: cmd.UpToSeq, Reason: cmd.Reason,
+		Taken: &s.replying})
+	return "", ""
+}
+
+// subscribe checks a subscribe command and asks the server for its
+// stream; the commands after it wait for the answer (opening).
+func (c *connActor) subscribe(ac actor.Context, cmd *protocol.Command) {
+	cfg := &c.srv.cfg
+	_, exists := c.subs[cmd.Stream]
+	switch {
+	case exists:
+		c.reject(ac, protocol.CodeStreamExists, fmt.Sprintf("a subscription named %q is already on this connection", cmd.Stream), cmd.Stream, true)
+		return
+	case len(c.subs) >= cfg.MaxSubscriptions:
+		c.reject(ac, protocol.CodeTooManySubscriptions, fmt.Sprintf("at most %d subscriptions per connection", cfg.MaxSubscriptions), cmd.Stream, true)
+		return
+	case cmd.BatchSize > cfg.MaxBatchSize:
+		c.reject(ac, protocol.CodeBadRequest, fmt.Sprintf("batchSize %d is above the limit %d", cmd.BatchSize, cfg.MaxBatchSize), cmd.Stream, true)
+		return
+	case time.Duration(cmd.BatchTimeout) > cfg.MaxBatchTimeout:
+		c.reject(ac, protocol.CodeBadRequest, fmt.Sprintf("batchTimeout is above the limit %s", cfg.MaxBatchTimeout), cmd.Stream, true)
+		return
+	}
+	var filter record.Filter
+	if cmd.Filter != nil {
+		var err error
+		if filter, err = cmd.Filter.History(); err != nil {
+			c.reject(ac, protocol.CodeBadFilter, err.Error(), cmd.Stream, true)
+			return
+		}
+	}
+	if !cmd.Durable && !c.principal.Allows(auth.ScopeSubscribe) {
+		c.reject(ac, protocol.CodeForbidden, "this token has no subscribe scope: it may use durable streams only", cmd.Stream, true)
+		return
+	}
+	c.subs[cmd.Stream] = &connSub{}
+	c.awaiting = cmd.Stream
+	c.state.Become(c.opening)
+	wire.Tell(c.sys, ac.Parent(), &wire.OpenStream{Cmd: cmd, Filter: filter, Who: c.principal, Conn: c.self, ID: c.id, Queue: c.q})
+}
+
+// reject answers a command with an error frame; abusive errors count
+// toward MaxBadFrames, after which the connection is closed.
+func (c *connActor) reject(ac actor.Context, code, msg, stream string, abusive bool) {
+	c.srv.m.badFrames.WithLabelValues(code).Inc()
+	c.send(ac, &protocol.Frame{Type: protocol.TypeError, Code: code, Message: msg, Stream: stream})
+	if !abusive {
+		return
+	}
+	c.bad++
+	if c.bad >= c.srv.cfg.MaxBadFrames && c.ctx.Err() == nil {
+		c.log.Info("closing a connection that sends bad frames", zap.Int("badFrames", c.bad))
+		c.close(ac, websocket.StatusPolicyViolation, protocol.CloseTooManyErrors)
+	}
+}
+
+// send queues a control frame; when the queue has no room it waits for
+// some (the client is cut off if it does not read within WriteTimeout).
+func (c *connActor) send(ac actor.Context, f *protocol.Frame) {
+	c.enqueue(ac, waiting{frame: wire.ControlFrame(f)})
+}
