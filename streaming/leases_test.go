@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
-	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -15,9 +13,9 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
-	"github.com/jackc/pgx/v5"
 
 	"github.com/marlowe-follower/follower/history/record"
+	"github.com/marlowe-follower/follower/history/storage/storagetest"
 	"github.com/marlowe-follower/follower/streaming"
 	"github.com/marlowe-follower/follower/streaming/protocol"
 	"github.com/marlowe-follower/follower/streaming/streamstore"
@@ -39,18 +37,7 @@ func postgresStreams(t *testing.T) func() streamstore.Store {
 		t.Skip("MARLOWE_TEST_DATABASE_URL is not set")
 	}
 	ctx := context.Background()
-	schema := fmt.Sprintf("ws_lease_%d_%d", time.Now().UnixNano(), rand.Uint32())
-	t.Cleanup(func() {
-		conn, err := pgx.Connect(ctx, url)
-		if err != nil {
-			t.Errorf("dropping schema %s: %v", schema, err)
-			return
-		}
-		defer conn.Close(ctx)
-		if _, err := conn.Exec(ctx, `DROP SCHEMA IF EXISTS `+pgx.Identifier{schema}.Sanitize()+` CASCADE`); err != nil {
-			t.Errorf("dropping schema %s: %v", schema, err)
-		}
-	})
+	schema := storagetest.NewSchema(t, url, "ws_lease")
 	return func() streamstore.Store {
 		st, err := sqlstreams.OpenPostgres(ctx, url, schema)
 		if err != nil {
