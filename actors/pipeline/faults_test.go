@@ -115,6 +115,17 @@ func runDevnet(t *testing.T, inject bool) runOutcome {
 	if err := hb.Init(ctx, &history.InitParams{NetworkMagic: devnet.NetworkMagic}); err != nil {
 		t.Fatal(err)
 	}
+	// A follower restarted at a block the chain was rolled back to goes on
+	// from where its committed log stands: before the fork or after its
+	// rollback.
+	dn.Journal().SetResume(func(p chain.Point) (chain.Point, bool) {
+		log, err := readLog(ctx, hb)
+		if err != nil {
+			t.Errorf("the journal's resume: %v", err)
+			return chain.Point{}, false
+		}
+		return historytest.RolledBackTo(log, p)
+	})
 	cb, err := sqlcontracts.OpenSQLite(ctx, dir)
 	if err != nil {
 		t.Fatal(err)
@@ -248,16 +259,8 @@ func runDevnet(t *testing.T, inject bool) runOutcome {
 	}
 
 	var out runOutcome
-	for after := int64(0); ; {
-		recs, err := hb.RecordList(ctx, &record.RecordListParams{After: after, Limit: 1000})
-		if err != nil {
-			t.Fatal(err)
-		}
-		out.records = append(out.records, recs...)
-		if len(recs) < 1000 {
-			break
-		}
-		after = recs[len(recs)-1].Seq
+	if out.records, err = readLog(ctx, hb); err != nil {
+		t.Fatal(err)
 	}
 	for after := int64(0); ; {
 		page, err := cb.ContractList(ctx, &contractstore.ContractListParams{After: after, Limit: 500})
@@ -318,6 +321,22 @@ func TestFaultInjection(t *testing.T) {
 	}
 	if !reflect.DeepEqual(strip(got.subscriber), strip(want.subscriber)) || len(want.subscriber) != len(want.records) {
 		t.Errorf("the subscriber differs: %d records, want %d (the log has %d)", len(got.subscriber), len(want.subscriber), len(want.records))
+	}
+}
+
+// readLog reads the whole log.
+func readLog(ctx context.Context, hb *sqlitestore.Store) ([]record.Record, error) {
+	var out []record.Record
+	for after := int64(0); ; {
+		recs, err := hb.RecordList(ctx, &record.RecordListParams{After: after, Limit: 1000})
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, recs...)
+		if len(recs) < 1000 {
+			return out, nil
+		}
+		after = recs[len(recs)-1].Seq
 	}
 }
 

@@ -490,6 +490,9 @@ func (d *Devnet) Node() *Node {
 // Store returns the chain.
 func (d *Devnet) Store() *ChainStore { return d.store }
 
+// Journal returns the journal the node serves (RunConfig.Journal), or nil.
+func (d *Devnet) Journal() *Journal { return d.journal }
+
 // Activity returns the Marlowe activity on the current chain (none for a replay).
 func (d *Devnet) Activity() []Activity {
 	if d.gen == nil {

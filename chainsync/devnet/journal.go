@@ -34,13 +34,29 @@ func (s *ChainStore) NewReader() Reader { return s.NewCursor() }
 // Clients therefore see exactly the same events on every run, which makes
 // the follower's log reproducible across crashes and restarts (a real node
 // only serves its current chain, so a client behind a fork never sees it).
+//
+// The point a client intersects at cannot tell where it stood once the
+// chain was rolled back to that block since: a client that rested at the
+// block before the fork was appended needs the fork, one that took the
+// fork and its rollback must not get them again. Resume (see SetResume)
+// says which from the client's own committed history.
 type Journal struct {
 	mu      sync.Mutex
 	ops     []journalOp
 	at      map[chain.Hash32]int // op index of each block's append
 	tip     chain.Tip
 	changed chan struct{}
+	resume  Resume
 }
+
+// Resume tells a journal where a client that intersects at p stands: it
+// returns the newest block the client's committed history holds as rolled
+// back to p, and false when its history holds no rollback to p. The client
+// then continues right after the rollback that undid that block (true), or
+// right after p was appended (false). Where the history cannot name every
+// rollback (a follower's log marks only rollbacks that undid records),
+// the client gets again at most forks it keeps no trace of.
+type Resume func(p chain.Point) (chain.Point, bool)
 
 type journalOp struct {
 	block    *StoredBlock
@@ -84,6 +100,49 @@ func (j *Journal) Tip() chain.Tip {
 	return j.tip
 }
 
+// SetResume sets how the journal places a client that intersects at a
+// block the chain was rolled back to (nil: right after its append).
+func (j *Journal) SetResume(f Resume) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	j.resume = f
+}
+
+// resumeAt is the op a client that intersects at the block appended by op
+// i continues at. The caller holds mu.
+func (j *Journal) resumeAt(p chain.Point, i int) int {
+	if j.resume == nil || !j.rolledBackTo(p, i) {
+		return i + 1
+	}
+	undone, ok := j.resume(p)
+	if !ok {
+		return i + 1
+	}
+	at, ok := j.at[undone.Hash]
+	if !ok || at <= i {
+		return i + 1
+	}
+	for k := at + 1; k < len(j.ops); k++ {
+		if rb := j.ops[k].rollback; rb != nil && rb.Slot < undone.Slot {
+			if *rb == p {
+				return k + 1
+			}
+			break
+		}
+	}
+	return i + 1
+}
+
+// rolledBackTo reports whether the chain was rolled back to p after op i.
+func (j *Journal) rolledBackTo(p chain.Point, i int) bool {
+	for _, op := range j.ops[i+1:] {
+		if op.rollback != nil && *op.rollback == p {
+			return true
+		}
+	}
+	return false
+}
+
 // NewReader returns a reader at the start of the journal.
 func (j *Journal) NewReader() Reader { return &journalReader{j: j} }
 
@@ -103,7 +162,7 @@ func (r *journalReader) Intersect(points []chain.Point) (chain.Point, chain.Tip,
 			return p, r.j.tip, true
 		}
 		if i, ok := r.j.at[p.Hash]; ok && r.j.ops[i].block.Header.Slot == p.Slot {
-			r.pos, r.confirm, r.last = i+1, &p, p
+			r.pos, r.confirm, r.last = r.j.resumeAt(p, i), &p, p
 			return p, r.j.tip, true
 		}
 	}
