@@ -37,3 +37,15 @@ func startCommand(cmd *cobra.Command, l *config.Loaded) (ctx context.Context, lo
 	ctx, stop := signalContext(cmd.Context(), cmd.ErrOrStderr())
 	return ctx, log, func() { stop(); _ = log.Sync() }, nil
 }
+
+// withConfig is the RunE of a command that starts by loading its layered
+// configuration (loadConfig): run is called with it.
+func withConfig(run func(cmd *cobra.Command, l *config.Loaded) error) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, _ []string) error {
+		l, err := loadConfig(cmd)
+		if err != nil {
+			return err
+		}
+		return run(cmd, l)
+	}
+}

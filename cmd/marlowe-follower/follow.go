@@ -23,11 +23,7 @@ func newFollowCommand() *cobra.Command {
 			"with Marlowe transactions, per rollback and per block that cannot be decoded. Progress goes to the log\n" +
 			"on stderr. Nothing is stored: contracts created before the start point are not known.",
 		Args: exactArgs(0),
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			l, err := loadConfig(cmd)
-			if err != nil {
-				return err
-			}
+		RunE: withConfig(func(cmd *cobra.Command, l *config.Loaded) error {
 			cfg := l.Config
 			if cfg.Node.Socket == "" {
 				return usageErrorf("--node-socket (MARLOWE_RT_NODE_SOCKET) is required")
@@ -71,7 +67,7 @@ func newFollowCommand() *cobra.Command {
 				return err
 			}
 			return p.Err()
-		},
+		}),
 	}
 	config.RegisterFlags(cmd.Flags(), "node", "log", "progress")
 	cmd.Flags().BoolVar(&all, "all", false, "print every block, not only those with Marlowe activity")

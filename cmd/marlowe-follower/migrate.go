@@ -24,11 +24,7 @@ func newMigrateCommand() *cobra.Command {
 			"embedded SQLite files in the data directory) and exit. With --check, change nothing: report each\n" +
 			"store's stored and latest schema version and the migrations pending (exit status 1 when any are).",
 		Args: exactArgs(0),
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			l, err := loadConfig(cmd)
-			if err != nil {
-				return err
-			}
+		RunE: withConfig(func(cmd *cobra.Command, l *config.Loaded) error {
 			ctx := cmd.Context()
 			db, where, err := stores.OpenDB(ctx, &l.Config)
 			if err != nil {
@@ -72,7 +68,7 @@ func newMigrateCommand() *cobra.Command {
 				}
 			}
 			return nil
-		},
+		}),
 	}
 	config.RegisterFlags(cmd.Flags(), "store", "log")
 	cmd.Flags().BoolVar(&check, "check", false, "only report the schema versions; change nothing")
@@ -87,11 +83,7 @@ func newHealthcheckCommand() *cobra.Command {
 		Long: "Exit 0 when the service answers GET /healthz on query.host and query.port (for container health\n" +
 			"checks): the address it listens on, or 127.0.0.1 when it listens on every interface or on the default.",
 		Args: exactArgs(0),
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			l, err := loadConfig(cmd)
-			if err != nil {
-				return err
-			}
+		RunE: withConfig(func(cmd *cobra.Command, l *config.Loaded) error {
 			if l.Config.Query.Port == 0 {
 				return usageErrorf("query.port is 0: the query API, which serves /healthz, is disabled")
 			}
@@ -106,7 +98,7 @@ func newHealthcheckCommand() *cobra.Command {
 				return fmt.Errorf("%s: %s", url, resp.Status)
 			}
 			return nil
-		},
+		}),
 	}
 	config.RegisterFlags(cmd.Flags(), "query.host", "query.port")
 	cmd.Flags().DurationVar(&timeout, "timeout", 3*time.Second, "how long to wait for the answer")

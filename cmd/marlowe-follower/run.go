@@ -35,11 +35,7 @@ func newRunCommand() *cobra.Command {
 			"With --data-dir (or a database URL) the devnet's chain is kept in the data directory too\n" +
 			"(devnet.chain), so a restart serves the same chain and the service resumes where it stopped.",
 		Args: exactArgs(0),
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			l, err := loadConfig(cmd)
-			if err != nil {
-				return err
-			}
+		RunE: withConfig(func(cmd *cobra.Command, l *config.Loaded) error {
 			cfg := l.Config
 			ctx, log, done, err := startCommand(cmd, l)
 			if err != nil {
@@ -86,7 +82,7 @@ func newRunCommand() *cobra.Command {
 			}
 			printEndpoints(cmd, &cfg, svc, useDevnet, devnetChain)
 			return serveUntilStopped(ctx, cmd, &cfg, svc, log)
-		},
+		}),
 	}
 	config.RegisterFlags(cmd.Flags())
 	f := cmd.Flags()

@@ -49,11 +49,7 @@ func newTailCommand() *cobra.Command {
 			"--kind and --all, each repeatable. Values of one flag are OR-ed, flags are AND-ed, except that\n" +
 			"--party-address and --party-role are OR-ed together.",
 		Args: exactArgs(0),
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			l, err := loadConfig(cmd)
-			if err != nil {
-				return err
-			}
+		RunE: withConfig(func(cmd *cobra.Command, l *config.Loaded) error {
 			req, err := o.request()
 			if err != nil {
 				return err
@@ -73,7 +69,7 @@ func newTailCommand() *cobra.Command {
 			}
 			defer c.Close()
 			return tail(ctx, c, req, o.limit, url, cmd.OutOrStdout(), cmd.ErrOrStderr())
-		},
+		}),
 	}
 	// The settings tail uses, not the streaming server's others (origins,
 	// named tokens, the queue budget), which a client has no use for.
