@@ -89,6 +89,12 @@ func (f *Feed) Cursor() record.Cursor { return f.cursor }
 // Live reports whether the store delivers to the feed.
 func (f *Feed) Live() bool { return f.live != nil }
 
+// Waiting reports whether the feed waits for the answer to its go-live
+// request (or for the moment to ask again, when its reader is behind the
+// writer): Next returns nothing until a Delivery has answered, so an actor
+// calls it again only after Take.
+func (f *Feed) Waiting() bool { return f.asking != nil }
+
 // Next returns the next catch-up page (ok). It returns ok false when the
 // feed is at the committed head: the actor then receives a Delivery. Call
 // it from the target's Receive.

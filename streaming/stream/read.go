@@ -59,7 +59,11 @@ func (st *Actor) requestPull() {
 		}
 		return
 	}
-	if st.pullQueued || st.feed.Live() {
+	if st.pullQueued || st.feed.Live() || st.feed.Waiting() {
+		// Live, the store delivers; waiting, its answer comes as a
+		// Delivery, after which the stream steps again. A pull meanwhile
+		// would find nothing and queue the next: a loop spinning until the
+		// answer came, one per stream subscribing at once.
 		return
 	}
 	st.pullQueued = true
