@@ -152,17 +152,7 @@ func (d *devnetProc) PeakRSS() int64 {
 
 // Stop interrupts the node and waits for it (killing it after 10 s).
 func (d *devnetProc) Stop() {
-	select {
-	case <-d.exited:
-		return
-	default:
+	if stopProc(d.cmd, d.exited, os.Interrupt, 10*time.Second) {
+		_ = os.Remove(d.Socket)
 	}
-	_ = d.cmd.Process.Signal(os.Interrupt)
-	select {
-	case <-d.exited:
-	case <-time.After(10 * time.Second):
-		_ = d.cmd.Process.Kill()
-		<-d.exited
-	}
-	_ = os.Remove(d.Socket)
 }

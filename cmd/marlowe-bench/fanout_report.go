@@ -7,11 +7,10 @@ import (
 
 // renderFanout renders the fanout section's tables and how they stand
 // against the targets of issue 21.
-func renderFanout(b *strings.Builder, r *Result) {
+func renderFanout(w printf, r *Result) {
 	if r.Storm == nil && len(r.Tip) == 0 {
 		return
 	}
-	w := func(format string, args ...any) { fmt.Fprintf(b, format, args...) }
 	w("### Streaming at scale: the service binary\n\n")
 	w("The service as an operator runs it: the `marlowe-follower` binary (commands below), on an embedded store, follows a ")
 	w("devnet node (blocks with Marlowe activity, mean body %s bytes); the subscribers are WebSocket clients in a worker ",
@@ -25,15 +24,14 @@ func renderFanout(b *strings.Builder, r *Result) {
 	}
 	w("\n")
 	if s := r.Storm; s != nil {
-		renderStorm(b, s)
+		renderStorm(w, s)
 	}
 	if len(r.Tip) > 0 {
-		renderTip(b, r)
+		renderTip(w, r)
 	}
 }
 
-func renderStorm(b *strings.Builder, s *StormResult) {
-	w := func(format string, args ...any) { fmt.Fprintf(b, format, args...) }
+func renderStorm(w printf, s *StormResult) {
 	w("**The storm.** %s subscribers subscribe from `0` of a %s-record log at the same moment. One subscriber alone ",
 		commas(float64(s.Subscribers)), commas(float64(s.Records)))
 	w("catching up over the same log on the same server, just before, is the baseline. The server's peak RSS (VmHWM, reset ")
@@ -61,8 +59,7 @@ func renderStorm(b *strings.Builder, s *StormResult) {
 	w("\n\n")
 }
 
-func renderTip(b *strings.Builder, r *Result) {
-	w := func(format string, args ...any) { fmt.Fprintf(b, format, args...) }
+func renderTip(w printf, r *Result) {
 	w("**At the tip.** The node makes %s blocks/s; the subscribers start from the tip, then the window runs %s s; the ",
 		trimFloat(r.Sizes.TipRate), trimFloat(r.Sizes.TipSeconds))
 	w("records the service commits in it are followed until every subscriber has them (at most %s s more). The latency of a ",

@@ -97,18 +97,26 @@ func (p *followerProc) Pid() int { return p.cmd.Process.Pid }
 
 // Stop sends SIGTERM and waits (SIGKILL after 20 s).
 func (p *followerProc) Stop() {
+	stopProc(p.cmd, p.exited, syscall.SIGTERM, 20*time.Second)
+}
+
+// stopProc stops the process of cmd, whose end closes exited: it sends sig
+// and waits, killing it after grace. It reports whether the process was
+// still running.
+func stopProc(cmd *exec.Cmd, exited <-chan struct{}, sig os.Signal, grace time.Duration) bool {
 	select {
-	case <-p.exited:
-		return
+	case <-exited:
+		return false
 	default:
 	}
-	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	_ = cmd.Process.Signal(sig)
 	select {
-	case <-p.exited:
-	case <-time.After(20 * time.Second):
-		_ = p.cmd.Process.Kill()
-		<-p.exited
+	case <-exited:
+	case <-time.After(grace):
+		_ = cmd.Process.Kill()
+		<-exited
 	}
+	return true
 }
 
 // followerStatus is the part of GET /status the suite reads.
