@@ -168,16 +168,10 @@ func renderContracts(w printf, r *Result) {
 		trimFloat(r.Sizes.QuerySeconds))
 	w("`GET /contracts?limit=100&F` with F a random one of `status=open`, `status=closed`, `roleCurrency=` (no roles) and ")
 	w("the most common tag, from a random one of its first 50 pages. Clients and server share the machine's cores.\n\n")
-	largest := map[string]int64{}
-	for _, ph := range r.Contracts {
-		largest[ph.Backend] = max(largest[ph.Backend], ph.Contracts)
-	}
+	top := largestPhases(r.Contracts)
 	w("At the largest size of the run:\n\n")
 	w("| store | contracts | operation | clients | requests/s | contracts/s | p50 ms | p99 ms | failed |\n|---|---:|---|---:|---:|---:|---:|---:|---:|\n")
-	for _, ph := range r.Contracts {
-		if ph.Contracts != largest[ph.Backend] {
-			continue
-		}
+	for _, ph := range top {
 		for _, q := range ph.Query {
 			w("| %s | %s | %s | %d | %s | %s | %s | %s | %d |\n", q.Backend, commas(float64(q.Contracts)), q.Op, q.Clients,
 				commas(q.RequestsPerS), commas(q.ContractsPerS), fixed(q.P50Ms, 2), fixed(q.P99Ms, 2), q.Errors)
@@ -186,10 +180,7 @@ func renderContracts(w printf, r *Result) {
 	w("\n")
 	w("Filtered lists by filter, at the largest size, one client (service time without queueing):\n\n")
 	w("| store | contracts | filter | pages | requests | p50 ms | p99 ms |\n|---|---:|---|---:|---:|---:|---:|\n")
-	for _, ph := range r.Contracts {
-		if ph.Contracts != largest[ph.Backend] {
-			continue
-		}
+	for _, ph := range top {
 		for _, q := range ph.Query {
 			if q.Op != opList || q.Clients != minClients(ph) {
 				continue
@@ -217,6 +208,22 @@ func renderContracts(w printf, r *Result) {
 	if plot := plotNamed(r, plotContracts); plot != "" {
 		w("![query latency and ingest cost against the number of contracts](%s)\n\n", plot)
 	}
+}
+
+// largestPhases returns the phases at the largest number of contracts of
+// their store, in order.
+func largestPhases(phases []ContractsPhase) []ContractsPhase {
+	largest := map[string]int64{}
+	for _, ph := range phases {
+		largest[ph.Backend] = max(largest[ph.Backend], ph.Contracts)
+	}
+	var top []ContractsPhase
+	for _, ph := range phases {
+		if ph.Contracts == largest[ph.Backend] {
+			top = append(top, ph)
+		}
+	}
+	return top
 }
 
 // phaseQuery returns the phase's row for op at 16 clients, or at the most
