@@ -9,7 +9,6 @@ import (
 	"github.com/marlowe-follower/follower/history/record"
 	"github.com/marlowe-follower/follower/streaming/protocol"
 	"github.com/marlowe-follower/follower/streaming/streamstore"
-	"github.com/marlowe-follower/follower/streaming/streamstore/sqlstreams"
 	"github.com/marlowe-follower/follower/streaming/streamtest"
 )
 
@@ -45,22 +44,9 @@ func (c *cutAtAck) StreamAck(ctx context.Context, a *streamstore.StreamAckParams
 func TestDurableAckStoreFailureNeverStepsBack(t *testing.T) {
 	ctx := context.Background()
 	h := streamtest.NewHistory(t, "", nil)
-	feed, err := streamtest.NewFeed(h, 7, 0.6, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := feed.UntilRecords(ctx, 200); err != nil {
-		t.Fatal(err)
-	}
+	newFeed(t, h, 7, 0, 200, false)
 	stores := map[string]func(t *testing.T) streamstore.Store{
-		"sqlite": func(t *testing.T) streamstore.Store {
-			st, err := sqlstreams.OpenSQLite(ctx, t.TempDir())
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { _ = st.Close() })
-			return st
-		},
+		"sqlite":   func(t *testing.T) streamstore.Store { return sqliteStreams(t, t.TempDir()) },
 		"postgres": func(t *testing.T) streamstore.Store { return postgresStreams(t)() },
 	}
 	for _, db := range []string{"sqlite", "postgres"} {

@@ -2,7 +2,6 @@ package streaming_test
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -15,11 +14,8 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
-
-	"github.com/coder/websocket"
 
 	"github.com/marlowe-follower/follower/chainsync/waitfor"
 	"github.com/marlowe-follower/follower/history/record"
@@ -40,20 +36,8 @@ const benchRecords = 100_000
 func BenchmarkCatchUp(b *testing.B) {
 	ctx := context.Background()
 	h := streamtest.NewHistory(b, "", nil)
-	feed, err := streamtest.NewFeed(h, 1, 0.6, 0)
-	if err != nil {
-		b.Fatal(err)
-	}
-	feed.FarTip = true
-	if err := feed.UntilRecords(ctx, 2000); err != nil {
-		b.Fatal(err)
-	}
-	if err := feed.Replicate(benchRecords-int(h.Handle.Head()), 50); err != nil {
-		b.Fatal(err)
-	}
-	if err := feed.Wait(ctx); err != nil {
-		b.Fatal(err)
-	}
+	feed := newFeed(b, h, 1, 0, 2000, true)
+	replicate(b, feed, benchRecords-int(h.Handle.Head()), 50)
 	total := int(h.Handle.Head())
 	srv := streamtest.StartServer(b, h, streamtest.ServerOptions{})
 	for _, size := range []int{200, 1000} {
@@ -133,13 +117,7 @@ func fanOut(b *testing.B, kind string, subscribers, rate int, dur time.Duration)
 		// behind holds at a time.
 		h.Handle.PageSize, _ = strconv.Atoi(v)
 	}
-	feed, err := streamtest.NewFeed(h, 2, 0.6, 0)
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := feed.UntilRecords(ctx, 100); err != nil {
-		b.Fatal(err)
-	}
+	feed := newFeed(b, h, 2, 0, 100, false)
 	var mu sync.Mutex
 	commits := map[uint64]int64{} // block number -> commit time, Unix ns
 	feed.OnCommit = func(blockNo uint64) {
@@ -297,22 +275,9 @@ func BenchmarkCatchUpStorm(b *testing.B) {
 }
 
 func catchUpStorm(b *testing.B, subscribers, records int, shared bool) {
-	ctx := context.Background()
 	h := streamtest.NewHistory(b, "", nil)
-	feed, err := streamtest.NewFeed(h, 2, 0.6, 0)
-	if err != nil {
-		b.Fatal(err)
-	}
-	feed.FarTip = true
-	if err := feed.UntilRecords(ctx, 1000); err != nil {
-		b.Fatal(err)
-	}
-	if err := feed.Replicate(records-int(h.Handle.Head()), 50); err != nil {
-		b.Fatal(err)
-	}
-	if err := feed.Wait(ctx); err != nil {
-		b.Fatal(err)
-	}
+	feed := newFeed(b, h, 2, 0, 1000, true)
+	replicate(b, feed, records-int(h.Handle.Head()), 50)
 	srv := streamtest.StartServer(b, h, streamtest.ServerOptions{Config: func(c *streaming.Config) {
 		c.MaxConnections = subscribers + 10
 		c.HeartbeatInterval = 10 * time.Second
@@ -372,200 +337,4 @@ func snapshotRecords(b *testing.B, h *streamtest.History) int {
 		}
 		after = recs[len(recs)-1].Seq
 	}
-}
-
-// TestFanOutClients is the client process of BenchmarkFanOut and
-// BenchmarkCatchUpStorm; it does nothing unless
-// FANOUT_CHILD=kind,url,subscribers,file,from is set. It subscribes,
-// prints "ready", follows until its stdin closes, then writes one line
-// "BLOCKNO UNIXNANO" per record received to the file (unless it is "-")
-// and prints its peak RSS and the CPU time it used while following.
-func TestFanOutClients(t *testing.T) {
-	spec := os.Getenv("FANOUT_CHILD")
-	if spec == "" {
-		t.Skip("BenchmarkFanOut's client process")
-	}
-	parts := strings.Split(spec, ",")
-	kind, url, file, from := parts[0], parts[1], parts[3], parts[4]
-	n, _ := strconv.Atoi(parts[2])
-	ctx, cancel := context.WithCancel(context.Background())
-	receipts := make([][]receipt, n)
-	var ready, done sync.WaitGroup
-	for i := range n {
-		ready.Add(1)
-		done.Add(1)
-		go func() {
-			defer done.Done()
-			keep := file != "-"
-			if kind == "raw" {
-				rawSubscriber(t, ctx, url, from, keep, &receipts[i], &ready)
-			} else {
-				goSubscriber(t, ctx, url, from, keep, &receipts[i], &ready)
-			}
-		}()
-	}
-	ready.Wait()
-	fmt.Println("ready")
-	cpu0 := cpuTime()
-	_, _ = io.Copy(io.Discard, os.Stdin)
-	cpu := cpuTime() - cpu0
-	rss := peakRSS()
-	cancel()
-	done.Wait()
-	if file != "-" {
-		var buf bytes.Buffer
-		for _, rs := range receipts {
-			for _, r := range rs {
-				fmt.Fprintf(&buf, "%d %d\n", r.block, r.at)
-			}
-		}
-		if err := os.WriteFile(file, buf.Bytes(), 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-	fmt.Printf("rss %d %d\n", rss, cpu.Nanoseconds())
-}
-
-// receipt is a record's block number and when it arrived (Unix ns).
-type receipt struct {
-	block uint64
-	at    int64
-}
-
-// goSubscriber follows with the Go client package.
-func goSubscriber(t *testing.T, ctx context.Context, url, from string, keep bool, out *[]receipt, ready *sync.WaitGroup) {
-	c, err := client.New(client.Options{URL: url})
-	if err != nil {
-		t.Error(err)
-		ready.Done()
-		return
-	}
-	defer c.Close()
-	s, err := c.Subscribe(ctx, client.Request{Stream: "f", From: from, Filter: protocol.Filter{All: true}})
-	ready.Done()
-	if err != nil {
-		t.Error(err)
-		return
-	}
-	for {
-		bt, err := s.Next(ctx)
-		if err != nil {
-			return
-		}
-		now := time.Now().UnixNano()
-		for _, r := range bt.Records {
-			if keep {
-				*out = append(*out, receipt{r.Block.BlockNo, now})
-			}
-		}
-		_ = s.Ack(ctx, bt)
-	}
-}
-
-// rawSubscriber follows on a bare WebSocket: it reads the batch number and
-// each record's block number out of the frame's text and acknowledges.
-func rawSubscriber(t *testing.T, ctx context.Context, url, from string, keep bool, out *[]receipt, ready *sync.WaitGroup) {
-	ws, _, err := websocket.Dial(ctx, url, nil)
-	if err != nil {
-		t.Error(err)
-		ready.Done()
-		return
-	}
-	defer ws.CloseNow()
-	context.AfterFunc(ctx, func() { _ = ws.CloseNow() })
-	ws.SetReadLimit(-1)
-	sub := `{"type":"subscribe","stream":"f","from":"` + from + `","filter":{"all":true}}`
-	if err := ws.Write(ctx, websocket.MessageText, []byte(sub)); err != nil {
-		t.Error(err)
-		ready.Done()
-		return
-	}
-	// Ready once subscribed: "tip" is the head when the server takes the
-	// subscribe, and the run counts the records committed after ready.
-	for {
-		_, data, err := ws.Read(ctx)
-		if err != nil {
-			t.Error(err)
-			ready.Done()
-			return
-		}
-		if bytes.HasPrefix(data, []byte(`{"type":"subscribed"`)) {
-			break
-		}
-	}
-	ready.Done()
-	var buf bytes.Buffer
-	blockKey, batchKey := []byte(`"block":{"slot":`), []byte(`"batch":`)
-	for {
-		_, r, err := ws.Reader(context.Background())
-		if err != nil {
-			return
-		}
-		buf.Reset()
-		if _, err := buf.ReadFrom(r); err != nil {
-			return
-		}
-		now, data := time.Now().UnixNano(), buf.Bytes()
-		if !bytes.HasPrefix(data, []byte(`{"type":"batch"`)) {
-			continue
-		}
-		for rest := data; keep; {
-			k := bytes.Index(rest, blockKey)
-			if k < 0 {
-				break
-			}
-			rest = rest[k+len(blockKey):]
-			k = bytes.Index(rest, []byte(`"blockNo":`))
-			rest = rest[k+len(`"blockNo":`):]
-			*out = append(*out, receipt{uint64(leadingInt(rest)), now})
-		}
-		k := bytes.Index(data, batchKey)
-		ack := `{"type":"ack","stream":"f","batch":` + strconv.FormatInt(leadingInt(data[k+len(batchKey):]), 10) + `}`
-		if err := ws.Write(context.Background(), websocket.MessageText, []byte(ack)); err != nil {
-			return
-		}
-	}
-}
-
-func leadingInt(b []byte) int64 {
-	var n int64
-	for _, c := range b {
-		if c < '0' || c > '9' {
-			break
-		}
-		n = n*10 + int64(c-'0')
-	}
-	return n
-}
-
-// cpuTime returns the CPU time this process used.
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
-// resetPeakRSS makes the peak RSS start over from the current one (Linux:
-// 5 into /proc/self/clear_refs), so that setup does not count.
-func resetPeakRSS() { _ = os.WriteFile("/proc/self/clear_refs", []byte("5"), 0) }
-
-// currentRSS returns the process's resident set (VmRSS), in bytes.
-func currentRSS() int64 { return procStatus("VmRSS:") }
-
-// peakRSS returns the process's peak resident set (VmHWM), in bytes.
-func peakRSS() int64 { return procStatus("VmHWM:") }
-
-// procStatus reads a size in kB from /proc/self/status.
-func procStatus(key string) int64 {
-	raw, err := os.ReadFile("/proc/self/status")
-	if err != nil {
-		return 0
-	}
-	for _, line := range strings.Split(string(raw), "\n") {
-		if v, ok := strings.CutPrefix(line, key); ok {
-			kb, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
-			return kb << 10
-		}
-	}
-	return 0
 }

@@ -6,8 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/coder/websocket"
-
 	"github.com/marlowe-follower/follower/streaming"
 	"github.com/marlowe-follower/follower/streaming/protocol"
 	"github.com/marlowe-follower/follower/streaming/streamtest"
@@ -22,60 +20,26 @@ import (
 // receiving every record, old and new.
 func TestQueueBudgetBoundsNonReadingSubscribers(t *testing.T) {
 	const subscribers, budget, perConn, batch = 200, 8 << 20, 512 << 10, 20
-	ctx := context.Background()
 	h := streamtest.NewHistory(t, "", nil)
-	feed, err := streamtest.NewFeed(h, 9, 0.6, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	feed.FarTip = true
-	if err := feed.UntilRecords(ctx, 100); err != nil {
-		t.Fatal(err)
-	}
-	if err := feed.Replicate(1500, 50); err != nil { // about 2.5 MB of records
-		t.Fatal(err)
-	}
-	if err := feed.Wait(ctx); err != nil {
-		t.Fatal(err)
-	}
+	feed := newFeed(t, h, 9, 0, 100, true)
+	replicate(t, feed, 1500, 50) // about 2.5 MB of records
 	srv := streamtest.StartServer(t, h, streamtest.ServerOptions{Config: func(c *streaming.Config) {
 		c.QueueBudget, c.SendQueueBytes, c.SendQueueFrames = budget, perConn, 1000
 		// Only the budget cuts anyone off here (a client that does not
 		// read does not answer pings either).
 		c.WriteTimeout, c.HeartbeatInterval, c.PingTimeout = 10*time.Minute, 10*time.Minute, 10*time.Minute
 	}})
-	sub, _ := json.Marshal(protocol.Command{Type: protocol.TypeSubscribe, Stream: "s", Filter: &protocol.Filter{All: true},
-		Mode: protocol.ModeBroadcast, BatchSize: batch})
 	for range subscribers {
-		ws := dialSmallBuffer(t, srv.URL)
-		if err := ws.Write(ctx, websocket.MessageText, sub); err != nil {
-			t.Fatal(err)
-		}
+		subscribeBare(t, dialSmallBuffer(t, srv.URL), "s", batch)
 	}
 	reader := streamtest.Dial(t, srv.URL, nil)
 	reader.Subscribe(protocol.Command{Stream: "r", Filter: &protocol.Filter{All: true}, BatchSize: batch})
 	var got streamtest.Collector
 	feed.FarTip = false
-	if err := feed.Replicate(300, 5); err != nil {
-		t.Fatal(err)
-	}
-	if err := feed.Wait(ctx); err != nil {
-		t.Fatal(err)
-	}
+	replicate(t, feed, 300, 5)
 	// The reader reads on: every record, old and new (each frame within a
 	// minute: 200 connections fill up meanwhile on a shared machine).
-	var frames []*protocol.Frame
-	for want := int(h.Handle.Head()); len(got.Records) < want; {
-		f := reader.Next(time.Minute)
-		if f.Type != protocol.TypeBatch {
-			t.Fatalf("unexpected %s frame: %+v", f.Type, f)
-		}
-		if err := got.Add(f.Records); err != nil {
-			t.Fatal(err)
-		}
-		frames = append(frames, f)
-		reader.Ack(f)
-	}
+	frames := drainWithin(t, reader, &got, int(h.Handle.Head()), time.Minute)
 	largest := 0
 	for _, f := range frames {
 		b, _ := json.Marshal(f)
@@ -102,15 +66,7 @@ func TestQueueBudgetBoundsNonReadingSubscribers(t *testing.T) {
 	if got.Dups != 0 {
 		t.Fatalf("%d duplicates", got.Dups)
 	}
-	var reasons []string
-	mfs, _ := srv.Registry.Gather()
-	for _, mf := range mfs {
-		if mf.GetName() == "marlowe_streaming_disconnects_total" {
-			for _, m := range mf.GetMetric() {
-				reasons = append(reasons, m.GetLabel()[0].GetValue())
-			}
-		}
-	}
+	reasons := disconnectReasons(t, srv)
 	if len(reasons) != 1 || reasons[0] != protocol.CloseMemoryBudget {
 		t.Fatalf("disconnect reasons %v, want only %q", reasons, protocol.CloseMemoryBudget)
 	}
@@ -135,36 +91,17 @@ func TestQueueBudgetCutsTheClientsThatDoNotRead(t *testing.T) {
 	const fit = budget / perConn // full queues within the budget
 	ctx := context.Background()
 	h := streamtest.NewHistory(t, "", nil)
-	feed, err := streamtest.NewFeed(h, 9, 0.6, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	feed.FarTip = true
-	if err := feed.UntilRecords(ctx, 100); err != nil {
-		t.Fatal(err)
-	}
+	feed := newFeed(t, h, 9, 0, 100, true)
 	// About 25 MB of records: more than a connection's queue and the
 	// kernel's socket buffers take.
-	if err := feed.Replicate(15000, 50); err != nil {
-		t.Fatal(err)
-	}
-	if err := feed.Wait(ctx); err != nil {
-		t.Fatal(err)
-	}
+	replicate(t, feed, 15000, 50)
 	srv := streamtest.StartServer(t, h, streamtest.ServerOptions{Config: func(c *streaming.Config) {
 		c.QueueBudget, c.SendQueueBytes, c.SendQueueFrames = budget, perConn, 1000
 		c.WriteTimeout, c.HeartbeatInterval, c.PingTimeout = 10*time.Minute, 10*time.Minute, 10*time.Minute
 	}})
 	cuts := func() int { return int(srv.Metric(t, "marlowe_streaming_queue_budget_cuts_total")) }
-	sub := func(ws *websocket.Conn, stream string) {
-		cmd, _ := json.Marshal(protocol.Command{Type: protocol.TypeSubscribe, Stream: stream, Filter: &protocol.Filter{All: true},
-			Mode: protocol.ModeBroadcast, BatchSize: batch})
-		if err := ws.Write(ctx, websocket.MessageText, cmd); err != nil {
-			t.Fatal(err)
-		}
-	}
 	for range nonReaders {
-		sub(dialSmallBuffer(t, srv.URL), "s")
+		subscribeBare(t, dialSmallBuffer(t, srv.URL), "s", batch)
 	}
 	// Every queue left is nearly full (each frame is far below 1/8 of
 	// one), so its writer waits on the client.
@@ -176,7 +113,7 @@ func TestQueueBudgetCutsTheClientsThatDoNotRead(t *testing.T) {
 	// (windows below the segment size wait on the kernel's timers), and a
 	// wider one's socket buffers would take what its queue must hold.
 	reader := dialSocketBuffer(t, srv.URL, 64<<10)
-	sub(reader, "r")
+	subscribeBare(t, reader, "r", batch)
 	waitFor(t, "the reader's full queue to cut one that waited longer", func() bool {
 		return cuts() == nonReaders-fit+1
 	})

@@ -2,7 +2,6 @@ package streaming_test
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"io"
 	"net"
@@ -104,34 +103,18 @@ func TestHeaderLimitsMatchTheQueryPort(t *testing.T) {
 func TestSlowConsumerGetsCloseFrame(t *testing.T) {
 	ctx := context.Background()
 	h := streamtest.NewHistory(t, "", nil)
-	feed, err := streamtest.NewFeed(h, 9, 0.6, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	feed.FarTip = true
-	if err := feed.UntilRecords(ctx, 100); err != nil {
-		t.Fatal(err)
-	}
+	feed := newFeed(t, h, 9, 0, 100, true)
 	// About 10 MB of records: more than the socket buffers of both ends
 	// hold (the client's window is 64 KiB, the server's send buffer grows
 	// to 4 MiB at most), so that the server's writes stop while the client
 	// does not read. (With the default window the client's buffer grows to
 	// 32 MiB, and a history of 40 MB was barely more than both.)
-	if err := feed.Replicate(6000, 50); err != nil {
-		t.Fatal(err)
-	}
-	if err := feed.Wait(ctx); err != nil {
-		t.Fatal(err)
-	}
+	replicate(t, feed, 6000, 50)
 	srv := streamtest.StartServer(t, h, streamtest.ServerOptions{Config: func(c *streaming.Config) {
 		c.SendQueueFrames, c.SendQueueBytes, c.WriteTimeout = 4, 256<<10, 300*time.Millisecond
 	}})
 	slow := dialSocketBuffer(t, srv.URL, 64<<10)
-	sub, _ := json.Marshal(protocol.Command{Type: protocol.TypeSubscribe, Stream: "s", Filter: &protocol.Filter{All: true},
-		Mode: protocol.ModeBroadcast, BatchSize: 100})
-	if err := slow.Write(ctx, websocket.MessageText, sub); err != nil {
-		t.Fatal(err)
-	}
+	subscribeBare(t, slow, "s", 100)
 	waitFor(t, "the slow client to be cut off", func() bool {
 		return srv.Metric(t, "marlowe_streaming_slow_clients_dropped_total") >= 1
 	})

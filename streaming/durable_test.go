@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -30,70 +29,30 @@ func TestDurableLoadBalancedAcrossThreeConnections(t *testing.T) {
 	want := sf.expected(t, record.Filter{}, start)
 	cmd := protocol.Command{Stream: "lb", Durable: true, Filter: &protocol.Filter{All: true}, BatchSize: 6}
 
-	var (
-		mu          sync.Mutex
-		all         streamtest.Collector
-		perConn     [3]int
-		outstanding atomic.Int32
-		overlap     atomic.Int32
-	)
 	conns := make([]*streamtest.Raw, 3)
 	for i := range conns {
 		conns[i] = streamtest.Dial(t, sf.srv.URL, nil)
 		conns[i].Subscribe(cmd)
 	}
-	done := make(chan struct{})
-	var wg sync.WaitGroup
+	tr := newTurns(len(conns))
 	for i, raw := range conns {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				f, err := raw.TryRead(200 * time.Millisecond)
-				select {
-				case <-done:
-					return
-				default:
-				}
-				if err != nil || f.Type != protocol.TypeBatch {
-					continue
-				}
-				if outstanding.Add(1) > 1 {
-					overlap.Add(1)
-				}
-				mu.Lock()
-				perConn[i]++
-				if err := all.Add(f.Records); err != nil {
-					t.Error(err)
-				}
-				mu.Unlock()
-				time.Sleep(time.Millisecond) // some work
-				outstanding.Add(-1)
-				raw.Ack(f)
+		tr.read(raw, 200*time.Millisecond, func(f *protocol.Frame, err error) {
+			if err == nil && f.Type == protocol.TypeBatch {
+				tr.take(t, i, raw, f, time.Millisecond)
 			}
-		}()
+		})
 	}
-	waitFor(t, "every record", func() bool {
-		mu.Lock()
-		defer mu.Unlock()
-		return len(all.Records) >= len(want)
-	})
-	close(done)
-	wg.Wait()
-	if err := streamtest.Same(all.Records, want); err != nil {
-		t.Fatal(err)
-	}
-	if all.Dups != 0 || overlap.Load() != 0 {
-		t.Fatalf("%d duplicates, %d overlapping round trips", all.Dups, overlap.Load())
-	}
+	waitFor(t, "every record", func() bool { return tr.records() >= len(want) })
+	tr.stop()
+	tr.check(t, want)
 	batches := (len(want) + 5) / 6
-	for i, n := range perConn {
+	for i, n := range tr.per {
 		// Round robin: each connection gets a third, give or take one.
 		if n < batches/3-1 || n > batches/3+2 {
 			t.Errorf("connection %d got %d of %d batches", i, n, batches)
 		}
 	}
-	t.Logf("%d records in %d batches, per connection %v", len(want), batches, perConn)
+	t.Logf("%d records in %d batches, per connection %v", len(want), batches, tr.per)
 }
 
 // TestDurableStreamSurvivesRestart acknowledges part of a durable stream,

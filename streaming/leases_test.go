@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -100,13 +99,7 @@ func TestDurableStreamAcrossTwoServers(t *testing.T) {
 	open := postgresStreams(t)
 	ctx := context.Background()
 	h := streamtest.NewHistory(t, "", nil)
-	feed, err := streamtest.NewFeed(h, 5, 0.6, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := feed.UntilRecords(ctx, 240); err != nil {
-		t.Fatal(err)
-	}
+	newFeed(t, h, 5, 0, 240, false)
 	storeA := &partitionable{Store: open()}
 	srvA := streamtest.StartServer(t, h, streamtest.ServerOptions{Streams: storeA, Config: leased("process-a")})
 	srvB := streamtest.StartServer(t, h, streamtest.ServerOptions{Streams: open(), Config: leased("process-b")})
@@ -119,81 +112,42 @@ func TestDurableStreamAcrossTwoServers(t *testing.T) {
 	cmd := protocol.Command{Stream: "shared", Durable: true, Filter: &protocol.Filter{All: true}, BatchSize: batchSize}
 
 	var (
-		mu          sync.Mutex
-		all         streamtest.Collector
-		perServer   [2]int
-		outstanding atomic.Int32
-		overlap     atomic.Int32
-		lastCursor  string      // the cursor of the last batch acknowledged
-		hold        atomic.Bool // connection A keeps its next batch unacknowledged
-		held        = make(chan *protocol.Frame, 1)
-		lost        = make(chan *protocol.Frame, 1)      // connection A's lease_lost
-		closedA     = make(chan websocket.StatusCode, 1) // then its close status
+		hold    atomic.Bool // connection A keeps its next batch unacknowledged
+		held    = make(chan *protocol.Frame, 1)
+		lost    = make(chan *protocol.Frame, 1)      // connection A's lease_lost
+		closedA = make(chan websocket.StatusCode, 1) // then its close status
 	)
 	rawA := streamtest.Dial(t, srvA.URL, nil)
 	rawA.Subscribe(cmd)
 	rawB := streamtest.Dial(t, srvB.URL, nil)
 	rawB.Subscribe(cmd)
-	done := make(chan struct{})
-	var wg sync.WaitGroup
+	tr := newTurns(2) // by server
 	for i, raw := range []*streamtest.Raw{rawA, rawB} {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				f, err := raw.TryRead(100 * time.Millisecond)
-				select {
-				case <-done:
-					return
-				default:
-				}
-				if err == nil && f.Type == protocol.TypeError && f.Code == protocol.CodeLeaseLost {
-					lost <- f
-				}
-				if code := websocket.CloseStatus(err); i == 0 && code != -1 {
-					closedA <- code
-				}
-				if err != nil || f.Type != protocol.TypeBatch {
-					continue
-				}
-				if i == 0 && hold.Load() {
-					hold.Store(false)
-					held <- f
-					continue
-				}
-				if outstanding.Add(1) > 1 {
-					overlap.Add(1)
-				}
-				mu.Lock()
-				perServer[i]++
-				if err := all.Add(f.Records); err != nil {
-					t.Error(err)
-				}
-				lastCursor = f.Cursor
-				mu.Unlock()
-				time.Sleep(2 * time.Millisecond) // some work
-				outstanding.Add(-1)
-				raw.Ack(f)
+		tr.read(raw, 100*time.Millisecond, func(f *protocol.Frame, err error) {
+			if err == nil && f.Type == protocol.TypeError && f.Code == protocol.CodeLeaseLost {
+				lost <- f
 			}
-		}()
+			if code := websocket.CloseStatus(err); i == 0 && code != -1 {
+				closedA <- code
+			}
+			if err != nil || f.Type != protocol.TypeBatch {
+				return
+			}
+			if i == 0 && hold.Load() {
+				hold.Store(false)
+				held <- f
+				return
+			}
+			tr.take(t, i, raw, f, 2*time.Millisecond)
+		})
 	}
-	count := func() int {
-		mu.Lock()
-		defer mu.Unlock()
-		return len(all.Records)
-	}
-	waitFor(t, "half the records", func() bool { return count() >= len(want)/2 })
+	waitFor(t, "half the records", func() bool { return tr.records() >= len(want)/2 })
 
 	// Server A is cut off from the database with a batch in flight.
 	hold.Store(true)
-	var stuck *protocol.Frame
-	select {
-	case stuck = <-held:
-	case <-time.After(10 * time.Second):
-		t.Fatal("connection A got no batch to hold")
-	}
+	stuck := receive(t, held, 10*time.Second, "connection A got no batch to hold")
 	storeA.cut.Store(true)
-	waitFor(t, "every record, through server B once A's lease lapsed", func() bool { return count() >= len(want) })
+	waitFor(t, "every record, through server B once A's lease lapsed", func() bool { return tr.records() >= len(want) })
 	storeA.cut.Store(false)
 	// Too late: another process had the stream since. (A may have closed
 	// the connection already, having found its lease lost on renewal.)
@@ -201,50 +155,33 @@ func TestDurableStreamAcrossTwoServers(t *testing.T) {
 	wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	_ = rawA.WS.Write(wctx, websocket.MessageText, ack)
 	cancel()
-	select {
-	case f := <-lost:
-		if f.Stream != "shared" {
-			t.Errorf("lease_lost names stream %q", f.Stream)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("connection A got no lease_lost error frame")
+	if f := receive(t, lost, 10*time.Second, "connection A got no lease_lost error frame"); f.Stream != "shared" {
+		t.Errorf("lease_lost names stream %q", f.Stream)
 	}
-	select {
-	case code := <-closedA:
-		if code != websocket.StatusTryAgainLater {
-			t.Errorf("connection A closed with %v after lease_lost, want 1013", code)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("connection A was not closed after lease_lost")
+	if code := receive(t, closedA, 10*time.Second, "connection A was not closed after lease_lost"); code != websocket.StatusTryAgainLater {
+		t.Errorf("connection A closed with %v after lease_lost, want 1013", code)
 	}
 	waitFor(t, "A's late acknowledgement refused", func() bool { return srvA.Metric(t, "marlowe_streaming_leases_lost_total") >= 1 })
-	close(done)
-	wg.Wait()
-
-	if err := streamtest.Same(all.Records, want); err != nil {
-		t.Fatal(err)
-	}
-	if all.Dups != 0 || overlap.Load() != 0 {
-		t.Fatalf("%d duplicates, %d overlapping round trips across the two servers", all.Dups, overlap.Load())
-	}
+	tr.stop()
+	tr.check(t, want)
 	// Both servers took turns before the cut (without turns one holds the
 	// stream until it is cut off and the other serves none before that; how
 	// evenly they share it is timing: 11 of 72 was seen on a loaded machine).
 	batches := (len(want) + batchSize - 1) / batchSize
-	if perServer[0] < batches/12 || perServer[1] < batches/12 {
-		t.Errorf("batches per server %v of %d: one server did not take its turns", perServer, batches)
+	if tr.per[0] < batches/12 || tr.per[1] < batches/12 {
+		t.Errorf("batches per server %v of %d: one server did not take its turns", tr.per, batches)
 	}
 	stored, err := open().StreamGet(ctx, "shared")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if stored.Records != int64(len(want)) || stored.Cursor != lastCursor {
-		t.Fatalf("stored stream %+v: want %d records acknowledged, cursor %s", stored, len(want), lastCursor)
+	if stored.Records != int64(len(want)) || stored.Cursor != tr.lastCursor {
+		t.Fatalf("stored stream %+v: want %d records acknowledged, cursor %s", stored, len(want), tr.lastCursor)
 	}
 	if srvB.Metric(t, "marlowe_streaming_lease_waits_total") == 0 && srvA.Metric(t, "marlowe_streaming_lease_waits_total") == 0 {
 		t.Error("no batch ever waited for the other server's round trip")
 	}
-	t.Logf("%d records in %d batches, per server %v; lease waits A %.0f B %.0f", len(want), batches, perServer,
+	t.Logf("%d records in %d batches, per server %v; lease waits A %.0f B %.0f", len(want), batches, tr.per,
 		srvA.Metric(t, "marlowe_streaming_lease_waits_total"), srvB.Metric(t, "marlowe_streaming_lease_waits_total"))
 }
 
@@ -275,27 +212,16 @@ func (p *partitionable) StreamDelete(ctx context.Context, name string) error {
 // query API does, never 500 (the soak saw 500s during a database cut); once
 // it answers again so do they.
 func TestStreamRoutesWhileTheStoreIsDown(t *testing.T) {
-	ctx := context.Background()
 	h := streamtest.NewHistory(t, "", nil)
-	streams, err := sqlstreams.OpenSQLite(ctx, h.Dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { streams.Close() })
-	store := &partitionable{Store: streams}
+	store := &partitionable{Store: sqliteStreams(t, h.Dir)}
 	srv := streamtest.StartServer(t, h, streamtest.ServerOptions{Streams: store})
 	hs := httptest.NewServer(srv.StreamsHandler()) // mounted on the query port in the service
 	defer hs.Close()
-	base := hs.URL
 	do := func(method, path string) (int, string, string) {
-		req, _ := http.NewRequest(method, base+path, nil)
-		res, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer res.Body.Close()
+		t.Helper()
+		res, body := roundTrip(t, newRequest(t, method, hs.URL+path, nil))
 		var e struct{ Code string }
-		_ = json.NewDecoder(res.Body).Decode(&e)
+		_ = json.Unmarshal([]byte(body), &e)
 		return res.StatusCode, e.Code, res.Header.Get("Retry-After")
 	}
 	store.cut.Store(true)

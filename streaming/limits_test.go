@@ -3,7 +3,6 @@ package streaming_test
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -18,7 +17,6 @@ import (
 
 	"github.com/marlowe-follower/follower/streaming"
 	"github.com/marlowe-follower/follower/streaming/protocol"
-	"github.com/marlowe-follower/follower/streaming/streamstore/sqlstreams"
 	"github.com/marlowe-follower/follower/streaming/streamtest"
 )
 
@@ -58,30 +56,13 @@ func dialSocketBuffer(t *testing.T, url string, size int) *websocket.Conn {
 func TestSlowClientCutOffFastOneKeepsUp(t *testing.T) {
 	ctx := context.Background()
 	h := streamtest.NewHistory(t, "", nil)
-	feed, err := streamtest.NewFeed(h, 9, 0.6, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	feed.FarTip = true
-	if err := feed.UntilRecords(ctx, 100); err != nil {
-		t.Fatal(err)
-	}
-	if err := feed.Replicate(6000, 50); err != nil { // about 10 MB of records
-		t.Fatal(err)
-	}
-	if err := feed.Wait(ctx); err != nil {
-		t.Fatal(err)
-	}
+	feed := newFeed(t, h, 9, 0, 100, true)
+	replicate(t, feed, 6000, 50) // about 10 MB of records
 	srv := streamtest.StartServer(t, h, streamtest.ServerOptions{Config: func(c *streaming.Config) {
 		c.SendQueueFrames, c.SendQueueBytes, c.WriteTimeout = 4, 256<<10, 500*time.Millisecond
 	}})
 
-	slow := dialSmallBuffer(t, srv.URL)
-	sub, _ := json.Marshal(protocol.Command{Type: protocol.TypeSubscribe, Stream: "s", Filter: &protocol.Filter{All: true},
-		Mode: protocol.ModeBroadcast, BatchSize: 100})
-	if err := slow.Write(ctx, websocket.MessageText, sub); err != nil {
-		t.Fatal(err)
-	}
+	subscribeBare(t, dialSmallBuffer(t, srv.URL), "s", 100)
 	fast := streamtest.Dial(t, srv.URL, nil)
 	fast.Subscribe(protocol.Command{Stream: "f", Filter: &protocol.Filter{All: true}, BatchSize: 500})
 	var got streamtest.Collector
@@ -104,15 +85,7 @@ func TestSlowClientCutOffFastOneKeepsUp(t *testing.T) {
 	})
 	// The reason is named in the metrics (and in the close frame, which a
 	// client that does not read may never see).
-	var reasons []string
-	mfs, _ := srv.Registry.Gather()
-	for _, mf := range mfs {
-		if mf.GetName() == "marlowe_streaming_disconnects_total" {
-			for _, m := range mf.GetMetric() {
-				reasons = append(reasons, m.GetLabel()[0].GetValue())
-			}
-		}
-	}
+	reasons := disconnectReasons(t, srv)
 	if fmt.Sprint(reasons) != "["+protocol.CloseSlowConsumer+"]" {
 		t.Fatalf("disconnect reasons %v", reasons)
 	}
@@ -384,18 +357,8 @@ func FuzzServerFrames(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	h := streamtest.NewHistory(f, "", nil)
-	feed, err := streamtest.NewFeed(h, 11, 0.6, 5)
-	if err != nil {
-		f.Fatal(err)
-	}
-	if err := feed.UntilRecords(context.Background(), 20); err != nil {
-		f.Fatal(err)
-	}
-	streams, err := sqlstreams.OpenSQLite(context.Background(), h.Dir)
-	if err != nil {
-		f.Fatal(err)
-	}
-	f.Cleanup(func() { streams.Close() })
+	newFeed(f, h, 11, 5, 20, false)
+	streams := sqliteStreams(f, h.Dir)
 	srv := streamtest.StartServer(f, h, streamtest.ServerOptions{Streams: streams, Config: func(c *streaming.Config) {
 		c.MaxFrameBytes = 4096
 	}})

@@ -110,11 +110,7 @@ func checkBatch(fr *protocol.Frame) error {
 func TestSnapshotThenLiveUnderAppendsAndRollbacks(t *testing.T) {
 	ctx := context.Background()
 	h := streamtest.NewHistory(t, "", nil)
-	feed, err := streamtest.NewFeed(h, 7, 0.6, 12)
-	if err != nil {
-		t.Fatal(err)
-	}
-	feed.FarTip = true
+	feed := newFeed(t, h, 7, 12, 0, true)
 	if err := feed.Steps(400); err != nil {
 		t.Fatal(err)
 	}
@@ -131,21 +127,7 @@ func TestSnapshotThenLiveUnderAppendsAndRollbacks(t *testing.T) {
 	contracts := []string{some[0].Contract.String(), some[2].Contract.String()}
 	mid := fmt.Sprint(h.Handle.Head() / 2)
 
-	followers := []*follower{
-		{name: "all from origin", cmd: protocol.Command{Stream: "a", Filter: &protocol.Filter{All: true}, BatchSize: 17}},
-		{name: "two contracts from origin", cmd: protocol.Command{Stream: "c", Filter: &protocol.Filter{Contracts: contracts}}},
-		{name: "kinds from a cursor", cmd: protocol.Command{Stream: "k", From: mid,
-			Filter: &protocol.Filter{Kinds: []string{"inputs_applied", "rolled_back"}}, BatchSize: 5}},
-		{name: "all from tip", cmd: protocol.Command{Stream: "t", From: "tip", Filter: &protocol.Filter{All: true}}},
-		{name: "all from origin, batched by time", cmd: protocol.Command{Stream: "b", Filter: &protocol.Filter{All: true},
-			BatchSize: 1000, BatchTimeout: protocol.Duration(20 * time.Millisecond)}},
-		{name: "kinds from origin, reconnecting", reconnectEvery: 4, cmd: protocol.Command{Stream: "r", BatchSize: 3,
-			Filter: &protocol.Filter{Kinds: []string{"inputs_applied", "rolled_back"}}}},
-		{name: "all from a finished snapshot's cursor", cmd: protocol.Command{Stream: "s", From: mid + ":" + mid,
-			Filter: &protocol.Filter{All: true}, BatchSize: 2}},
-		{name: "markers only from origin (an empty snapshot)", reconnectEvery: 2, cmd: protocol.Command{Stream: "m", BatchSize: 2,
-			Filter: &protocol.Filter{Kinds: []string{"rolled_back"}}}},
-	}
+	followers := liveFollowers(contracts, mid)
 	var final int64
 	var mu sync.Mutex
 	expected := map[*follower]int{}
@@ -211,5 +193,27 @@ func TestSnapshotThenLiveUnderAppendsAndRollbacks(t *testing.T) {
 	}
 	if rollbacks == 0 {
 		t.Fatal("no rollbacks happened")
+	}
+}
+
+// liveFollowers are the subscribers of
+// TestSnapshotThenLiveUnderAppendsAndRollbacks: filters of every kind,
+// from the origin, a cursor (mid), a finished snapshot's cursor and the
+// tip, batched by size and by time, some reconnecting.
+func liveFollowers(contracts []string, mid string) []*follower {
+	return []*follower{
+		{name: "all from origin", cmd: protocol.Command{Stream: "a", Filter: &protocol.Filter{All: true}, BatchSize: 17}},
+		{name: "two contracts from origin", cmd: protocol.Command{Stream: "c", Filter: &protocol.Filter{Contracts: contracts}}},
+		{name: "kinds from a cursor", cmd: protocol.Command{Stream: "k", From: mid,
+			Filter: &protocol.Filter{Kinds: []string{"inputs_applied", "rolled_back"}}, BatchSize: 5}},
+		{name: "all from tip", cmd: protocol.Command{Stream: "t", From: "tip", Filter: &protocol.Filter{All: true}}},
+		{name: "all from origin, batched by time", cmd: protocol.Command{Stream: "b", Filter: &protocol.Filter{All: true},
+			BatchSize: 1000, BatchTimeout: protocol.Duration(20 * time.Millisecond)}},
+		{name: "kinds from origin, reconnecting", reconnectEvery: 4, cmd: protocol.Command{Stream: "r", BatchSize: 3,
+			Filter: &protocol.Filter{Kinds: []string{"inputs_applied", "rolled_back"}}}},
+		{name: "all from a finished snapshot's cursor", cmd: protocol.Command{Stream: "s", From: mid + ":" + mid,
+			Filter: &protocol.Filter{All: true}, BatchSize: 2}},
+		{name: "markers only from origin (an empty snapshot)", reconnectEvery: 2, cmd: protocol.Command{Stream: "m", BatchSize: 2,
+			Filter: &protocol.Filter{Kinds: []string{"rolled_back"}}}},
 	}
 }

@@ -2,7 +2,6 @@ package streaming_test
 
 import (
 	"context"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -13,7 +12,6 @@ import (
 	"github.com/marlowe-follower/follower/streaming"
 	"github.com/marlowe-follower/follower/streaming/auth"
 	"github.com/marlowe-follower/follower/streaming/protocol"
-	"github.com/marlowe-follower/follower/streaming/streamstore/sqlstreams"
 	"github.com/marlowe-follower/follower/streaming/streamtest"
 )
 
@@ -24,26 +22,14 @@ import (
 // appear in the metrics, and the owner receives every record exactly once.
 func TestStreamStealingRefused(t *testing.T) {
 	ctx := context.Background()
-	h := streamtest.NewHistory(t, "", nil)
-	feed, err := streamtest.NewFeed(h, 3, 0.6, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := feed.UntilRecords(ctx, 200); err != nil {
-		t.Fatal(err)
-	}
-	streams, err := sqlstreams.OpenSQLite(ctx, h.Dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { streams.Close() })
-	srv := streamtest.StartServer(t, h, streamtest.ServerOptions{Streams: streams, Config: func(c *streaming.Config) {
+	sf := newSeedFixtureConfig(t, 200, func(c *streaming.Config) {
 		c.Tokens = []auth.Token{
 			{Name: "alice", Secret: "alice-secret-0123"},
 			{Name: "mallory", Secret: "mallory-secret-0123"},
 			{Name: "ops", Secret: "ops-secret-0123", Scopes: []auth.Scope{auth.ScopeAdmin}},
 		}
-	}})
+	})
+	h, srv := sf.h, sf.srv
 	bearer := func(secret string) http.Header { return http.Header{"Authorization": {"Bearer " + secret}} }
 	want, err := streamtest.Expected(ctx, h.Backend, record.Filter{}, record.Cursor{Snapshot: h.Handle.Head()}, h.Handle.Head())
 	if err != nil {
@@ -87,17 +73,8 @@ func TestStreamStealingRefused(t *testing.T) {
 	defer api.Close()
 	do := func(method, path string, header http.Header) (int, string) {
 		t.Helper()
-		req, _ := http.NewRequest(method, api.URL+path, nil)
-		for k, v := range header {
-			req.Header[k] = v
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		body, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, string(body)
+		resp, body := roundTrip(t, newRequest(t, method, api.URL+path, header))
+		return resp.StatusCode, body
 	}
 	for _, tc := range []struct {
 		method, path string
@@ -122,26 +99,7 @@ func TestStreamStealingRefused(t *testing.T) {
 	}
 
 	// The metrics name the owner, never the stream.
-	mfs, err := srv.Registry.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	ownerLabelled := false
-	for _, mf := range mfs {
-		for _, m := range mf.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if strings.Contains(l.GetValue(), "orders") {
-					t.Fatalf("%s has the stream's name: %v", mf.GetName(), m)
-				}
-				if mf.GetName() == "marlowe_streaming_stream_lag" && l.GetName() == "owner" && l.GetValue() == "alice" {
-					ownerLabelled = true
-				}
-			}
-		}
-	}
-	if !ownerLabelled {
-		t.Fatal("no marlowe_streaming_stream_lag{owner=\"alice\"}")
-	}
+	metricsNameTheOwner(t, srv, "alice", "orders")
 
 	// Alice, who alone acknowledged, receives every record exactly once.
 	alice.Ack(first)
@@ -186,19 +144,13 @@ func TestScopes(t *testing.T) {
 	}
 	events := httptest.NewServer(srv.EventsHandler())
 	defer events.Close()
-	req, _ := http.NewRequest(http.MethodGet, events.URL+"/events?all=true", nil)
-	req.Header.Set("Authorization", "Bearer d-secret")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
+	resp, _ := roundTrip(t, newRequest(t, http.MethodGet, events.URL+"/events?all=true", http.Header{"Authorization": {"Bearer d-secret"}}))
 	if resp.StatusCode != http.StatusForbidden {
 		t.Fatalf("/events without the subscribe scope: %s", resp.Status)
 	}
 
 	// The admin scope: another owner's stream, on the fixture's server.
-	admin := streamtest.StartServer(t, sf.h, streamtest.ServerOptions{Streams: streamsOf(t), Config: func(c *streaming.Config) {
+	admin := streamtest.StartServer(t, sf.h, streamtest.ServerOptions{Streams: sqliteStreams(t, t.TempDir()), Config: func(c *streaming.Config) {
 		c.Tokens = []auth.Token{{Name: "a", Secret: "a-secret"}, {Name: "ops", Secret: "o-secret", Scopes: []auth.Scope{auth.ScopeAdmin}}}
 	}})
 	a := streamtest.Dial(t, admin.URL, http.Header{"Authorization": {"Bearer a-secret"}})
@@ -207,13 +159,29 @@ func TestScopes(t *testing.T) {
 	o.Subscribe(protocol.Command{Stream: "mine", Durable: true})
 }
 
-// streamsOf opens a second stream store beside the fixture's history.
-func streamsOf(t *testing.T) *sqlstreams.Store {
+// metricsNameTheOwner fails the test if a label of srv's metrics holds
+// the stream's name, or marlowe_streaming_stream_lag has no owner label
+// naming owner.
+func metricsNameTheOwner(t *testing.T, srv *streamtest.Server, owner, stream string) {
 	t.Helper()
-	st, err := sqlstreams.OpenSQLite(context.Background(), t.TempDir())
+	mfs, err := srv.Registry.Gather()
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { st.Close() })
-	return st
+	ownerLabelled := false
+	for _, mf := range mfs {
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if strings.Contains(l.GetValue(), stream) {
+					t.Fatalf("%s has the stream's name: %v", mf.GetName(), m)
+				}
+				if mf.GetName() == "marlowe_streaming_stream_lag" && l.GetName() == "owner" && l.GetValue() == owner {
+					ownerLabelled = true
+				}
+			}
+		}
+	}
+	if !ownerLabelled {
+		t.Fatalf("no marlowe_streaming_stream_lag{owner=%q}", owner)
+	}
 }

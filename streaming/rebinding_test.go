@@ -1,8 +1,6 @@
 package streaming_test
 
 import (
-	"context"
-	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -13,7 +11,6 @@ import (
 
 	"github.com/marlowe-follower/follower/streaming"
 	"github.com/marlowe-follower/follower/streaming/protocol"
-	"github.com/marlowe-follower/follower/streaming/streamstore/sqlstreams"
 	"github.com/marlowe-follower/follower/streaming/streamtest"
 )
 
@@ -24,23 +21,9 @@ import (
 // any other origin not allowed; an allowed origin, a page of the port's
 // own address and a program (no Origin) delete.
 func TestDeleteStreamFromARebindingPage(t *testing.T) {
-	ctx := context.Background()
-	h := streamtest.NewHistory(t, "", nil)
-	feed, err := streamtest.NewFeed(h, 3, 0.6, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := feed.UntilRecords(ctx, 10); err != nil {
-		t.Fatal(err)
-	}
-	streams, err := sqlstreams.OpenSQLite(ctx, h.Dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { streams.Close() })
-	srv := streamtest.StartServer(t, h, streamtest.ServerOptions{Streams: streams, Config: func(c *streaming.Config) {
+	srv := newSeedFixtureConfig(t, 10, func(c *streaming.Config) {
 		c.Origins = []string{"https://dapp.example"}
-	}})
+	}).srv
 	names := []string{"allowed", "own", "program", "victim"}
 	for _, name := range names {
 		raw := streamtest.Dial(t, srv.URL, nil)
@@ -52,20 +35,15 @@ func TestDeleteStreamFromARebindingPage(t *testing.T) {
 	p := strconv.Itoa(api.Listener.Addr().(*net.TCPAddr).Port)
 	do := func(method, name, origin, host string) (int, string) {
 		t.Helper()
-		req, _ := http.NewRequest(method, api.URL+"/streams/"+name, nil)
+		req := newRequest(t, method, api.URL+"/streams/"+name, nil)
 		if origin != "" {
 			req.Header.Set("Origin", origin)
 		}
 		if host != "" {
 			req.Host = host
 		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		body, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, string(body)
+		resp, body := roundTrip(t, req)
+		return resp.StatusCode, body
 	}
 	for _, c := range []struct{ origin, host string }{
 		{"http://evil.example:" + p, "evil.example:" + p}, // DNS rebinding: Origin and Host the attacker's

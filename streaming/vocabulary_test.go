@@ -237,17 +237,9 @@ func TestErrorBodiesAreJSON(t *testing.T) {
 	ws := strings.Replace(tok.URL, "ws://", "http://", 1)
 	check := func(method, u string, header http.Header, status int, code string) {
 		t.Helper()
-		req, _ := http.NewRequest(method, u, nil)
-		for k, v := range header {
-			req.Header[k] = v
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
+		resp, body := roundTrip(t, newRequest(t, method, u, header))
 		var e struct{ Code, Message string }
-		err = json.NewDecoder(resp.Body).Decode(&e)
+		err := json.Unmarshal([]byte(body), &e)
 		if resp.StatusCode != status || err != nil || e.Code != code || e.Message == "" || resp.Header.Get("Content-Type") != "application/json" {
 			t.Errorf("%s %s: %s %+v %v, want %d %s", method, u, resp.Status, e, err, status, code)
 		}
