@@ -87,17 +87,24 @@ func consume(t *testing.T, s *client.Stream, applied *streamtest.Collector, want
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	for len(applied.Records) < want {
-		b, err := s.Next(ctx)
-		if err != nil {
-			t.Fatalf("after %d of %d records: %v", len(applied.Records), want, err)
-		}
-		if err := applied.Add(b.Records); err != nil {
-			t.Fatal(err)
-		}
+		b := apply(t, ctx, s, applied)
 		if err := s.Ack(ctx, b); err != nil {
 			t.Fatalf("ack: %v", err)
 		}
 	}
+}
+
+// apply takes the next batch and applies it (deduplicating by seq).
+func apply(t *testing.T, ctx context.Context, s *client.Stream, applied *streamtest.Collector) *client.Batch {
+	t.Helper()
+	b, err := s.Next(ctx)
+	if err != nil {
+		t.Fatalf("after %d records: %v", len(applied.Records), err)
+	}
+	if err := applied.Add(b.Records); err != nil {
+		t.Fatal(err)
+	}
+	return b
 }
 
 func TestSubscribeReceiveAck(t *testing.T) {
@@ -146,13 +153,7 @@ func TestReconnectResumesEphemeralStream(t *testing.T) {
 	ctx2, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	for n := 0; len(applied.Records) < len(want); n++ {
-		b, err := s.Next(ctx2)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := applied.Add(b.Records); err != nil {
-			t.Fatal(err)
-		}
+		b := apply(t, ctx2, s, &applied)
 		if n%11 == 5 { // applied, not yet acknowledged: it comes again
 			before := c.Connects()
 			proxy.DropAll()
@@ -199,13 +200,7 @@ func TestReconnectResumesDurableStreamSkippingSeen(t *testing.T) {
 	ctx2, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	for n := 0; len(applied.Records) < len(want); n++ {
-		b, err := s.Next(ctx2)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := applied.Add(b.Records); err != nil {
-			t.Fatal(err)
-		}
+		b := apply(t, ctx2, s, &applied)
 		if n%5 == 2 {
 			proxy.DropAll() // before the ack: the batch comes again
 			continue

@@ -129,25 +129,10 @@ func (d *decoder) decode(data []byte, f *frame) error {
 // decodeTip reads a tip into t (a tip given twice: the fields of the
 // second over those of the first, as encoding/json does).
 func decodeTip(s *scanner, t *protocol.Tip) error {
-	return s.object(func(key []byte) error {
-		if null, err := s.null(); null || err != nil {
-			return err
-		}
-		var err error
-		switch string(key) {
-		case "slot":
-			t.Slot, err = s.uint()
-		case "blockNo":
-			t.BlockNo, err = s.uint()
-		case "hash":
-			t.Hash, err = hash32(s)
-		case "seq":
-			t.Seq, err = s.int(64)
-		default:
-			_, err = s.skip()
-		}
-		return field(key, err)
-	})
+	h := chain.BlockHeader{Slot: t.Slot, BlockNo: t.BlockNo, Hash: t.Hash}
+	err := decodeBlock(s, &h, &t.Seq)
+	t.Slot, t.BlockNo, t.Hash = h.Slot, h.BlockNo, h.Hash
+	return err
 }
 
 // field names the field of an error.
@@ -196,7 +181,7 @@ func (f *frame) decodeRecords(s *scanner, hint int) error {
 			case "kind":
 				r.Kind, err = kind(s)
 			case "block":
-				err = decodeBlock(s, &r.Block)
+				err = decodeBlock(s, &r.Block, nil)
 			case "txId":
 				r.TxID, err = hash32(s)
 			case "txIndex":
@@ -244,7 +229,9 @@ const minRecords = 4
 // strconvIntSize is the size of int, as strconv names it.
 const strconvIntSize = 32 << (^uint(0) >> 63)
 
-func decodeBlock(s *scanner, h *chain.BlockHeader) error {
+// decodeBlock reads a block header into h; seq, when not nil, takes the
+// "seq" field (a tip's), which a block header does not have.
+func decodeBlock(s *scanner, h *chain.BlockHeader, seq *int64) error {
 	return s.object(func(key []byte) error {
 		if null, err := s.null(); null || err != nil {
 			return err
@@ -257,6 +244,12 @@ func decodeBlock(s *scanner, h *chain.BlockHeader) error {
 			h.BlockNo, err = s.uint()
 		case "hash":
 			h.Hash, err = hash32(s)
+		case "seq":
+			if seq != nil {
+				*seq, err = s.int(64)
+				break
+			}
+			fallthrough
 		default:
 			_, err = s.skip()
 		}

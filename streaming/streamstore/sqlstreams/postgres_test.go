@@ -24,14 +24,20 @@ func TestConformancePostgres(t *testing.T) {
 	})
 }
 
-func TestTablesArePrefixedPostgres(t *testing.T) {
-	url := storagetest.PostgresURL(t)
-	schema := storagetest.NewSchema(t, url, "ws_test")
-	ctx := context.Background()
-	s, err := sqlstreams.OpenPostgres(ctx, url, schema)
+// openPostgres opens a store on a fresh schema of the test database.
+func openPostgres(t *testing.T) (s *sqlstreams.Store, url, schema string) {
+	t.Helper()
+	url = storagetest.PostgresURL(t)
+	schema = storagetest.NewSchema(t, url, "ws_test")
+	s, err := sqlstreams.OpenPostgres(context.Background(), url, schema)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return s, url, schema
+}
+
+func TestTablesArePrefixedPostgres(t *testing.T) {
+	s, url, schema := openPostgres(t)
 	defer s.Close()
 	names := storagetest.Tables(t, url, schema)
 	if fmt.Sprint(names) != "[ws_history ws_schema_migrations ws_streams]" {
@@ -41,14 +47,9 @@ func TestTablesArePrefixedPostgres(t *testing.T) {
 
 // TestSchemaTooNew: a schema migrated by a newer binary is refused.
 func TestSchemaTooNewPostgres(t *testing.T) {
-	url := storagetest.PostgresURL(t)
-	schema := storagetest.NewSchema(t, url, "ws_test")
-	ctx := context.Background()
-	s, err := sqlstreams.OpenPostgres(ctx, url, schema)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, url, schema := openPostgres(t)
 	s.Close()
+	ctx := context.Background()
 	conn, err := pgx.Connect(ctx, url)
 	if err != nil {
 		t.Fatal(err)

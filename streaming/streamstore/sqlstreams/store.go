@@ -394,15 +394,7 @@ func (s *Store) StreamDelete(ctx context.Context, name string) error {
 // pending migrations.
 func OpenSQLite(ctx context.Context, dir string) (*Store, error) {
 	db, err := storage.OpenSQLite(dir, storage.SQLiteOptions{})
-	if err != nil {
-		return nil, fmt.Errorf("stream store: %w", err)
-	}
-	s, err := Open(ctx, db)
-	if err != nil {
-		_ = db.Close()
-		return nil, err
-	}
-	return s, nil
+	return openOwn(ctx, db, err)
 }
 
 // OpenPostgres opens the store in schema ("" for the server's default) of
@@ -410,6 +402,12 @@ func OpenSQLite(ctx context.Context, dir string) (*Store, error) {
 // the streams' pending migrations.
 func OpenPostgres(ctx context.Context, url, schema string) (*Store, error) {
 	db, err := storage.OpenPostgres(ctx, url, storage.PostgresOptions{Schema: schema, ApplicationName: "marlowe-follower streams"})
+	return openOwn(ctx, db, err)
+}
+
+// openOwn opens the store on db, just opened (with err) for it alone:
+// Close closes it, and so does a failure to open the store.
+func openOwn[D storage.DB](ctx context.Context, db D, err error) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("stream store: %w", err)
 	}

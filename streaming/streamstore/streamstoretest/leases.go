@@ -12,11 +12,26 @@ import (
 	"testing"
 	"time"
 
+	"github.com/marlowe-follower/follower/chainsync/waitfor"
 	"github.com/marlowe-follower/follower/streaming/streamstore"
 )
 
 func lease(name, holder string) *streamstore.StreamLeaseParams {
 	return &streamstore.StreamLeaseParams{Name: name, Holder: holder, TTL: time.Minute}
+}
+
+// leaseOnceFree waits until l's holder gets the lease, which another
+// holder has meanwhile (ErrLeased); any other error, or no lease within
+// 10 s, fails the test with what.
+func leaseOnceFree(t *testing.T, s streamstore.Store, l *streamstore.StreamLeaseParams, what string) {
+	t.Helper()
+	var err error
+	if !waitfor.Poll(10*time.Second, func() bool {
+		_, err = s.StreamLease(context.Background(), l)
+		return !errors.Is(err, streamstore.ErrLeased)
+	}) || err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
 }
 
 // testLeaseExclusive: one holder at a time; the holder renews; a release
@@ -69,10 +84,7 @@ func testLeaseExclusive(t *testing.T, open Opener) {
 // longer has changes nothing; a stale one stays ErrStale.
 func testLeaseAckFenced(t *testing.T, open Opener) {
 	ctx := context.Background()
-	s := mustOpen(t, open)
-	if err := s.StreamCreate(ctx, sample("s")); err != nil {
-		t.Fatal(err)
-	}
+	s := withStream(t, open, "s")
 	if _, err := s.StreamLease(ctx, lease("s", "a")); err != nil {
 		t.Fatal(err)
 	}
@@ -116,10 +128,7 @@ func testLeaseAckFenced(t *testing.T, open Opener) {
 // one alone keeps it.
 func testLeaseTakeTurns(t *testing.T, open Opener) {
 	ctx := context.Background()
-	s := mustOpen(t, open)
-	if err := s.StreamCreate(ctx, sample("s")); err != nil {
-		t.Fatal(err)
-	}
+	s := withStream(t, open, "s")
 	// Alone, a takes round trip after round trip.
 	for b := int64(1); b <= 3; b++ {
 		if _, err := s.StreamLease(ctx, lease("s", "a")); err != nil {
@@ -167,17 +176,7 @@ func testLeaseTakeTurns(t *testing.T, open Opener) {
 	if err := s.StreamRelease(ctx, lease("s", holder)); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		_, err := s.StreamLease(ctx, lease("s", holder))
-		if err == nil {
-			break
-		}
-		if !errors.Is(err, streamstore.ErrLeased) || time.Now().After(deadline) {
-			t.Fatalf("%s alone after %s's ask lapsed: %v", holder, gone, err)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	leaseOnceFree(t, s, lease("s", holder), fmt.Sprintf("%s alone after %s's ask lapsed", holder, gone))
 	if err := s.StreamRelease(ctx, lease("s", holder)); err != nil {
 		t.Fatal(err)
 	}
@@ -190,25 +189,12 @@ func testLeaseTakeTurns(t *testing.T, open Opener) {
 // it; the lapsed holder can no longer acknowledge.
 func testLeaseLapses(t *testing.T, open Opener) {
 	ctx := context.Background()
-	s := mustOpen(t, open)
-	if err := s.StreamCreate(ctx, sample("s")); err != nil {
-		t.Fatal(err)
-	}
+	s := withStream(t, open, "s")
 	short := &streamstore.StreamLeaseParams{Name: "s", Holder: "a", TTL: 50 * time.Millisecond}
 	if _, err := s.StreamLease(ctx, short); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		_, err := s.StreamLease(ctx, lease("s", "b"))
-		if err == nil {
-			break
-		}
-		if !errors.Is(err, streamstore.ErrLeased) || time.Now().After(deadline) {
-			t.Fatalf("b's lease after a's lapsed: %v", err)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	leaseOnceFree(t, s, lease("s", "b"), "b's lease after a's lapsed")
 	err := s.StreamAck(ctx, &streamstore.StreamAckParams{Name: "s", Cursor: "300", Batch: 1, Records: 1, Holder: "a"})
 	if !errors.Is(err, streamstore.ErrLeased) {
 		t.Fatalf("ack by the lapsed holder: %v", err)
@@ -219,10 +205,7 @@ func testLeaseLapses(t *testing.T, open Opener) {
 // once, and every acknowledged batch counts exactly once.
 func testLeaseConcurrent(t *testing.T, open Opener) {
 	ctx := context.Background()
-	s := mustOpen(t, open)
-	if err := s.StreamCreate(ctx, sample("s")); err != nil {
-		t.Fatal(err)
-	}
+	s := withStream(t, open, "s")
 	const holders, rounds = 4, 15
 	var inFlight, overlaps, acked atomic.Int64
 	var wg sync.WaitGroup

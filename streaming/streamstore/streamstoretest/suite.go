@@ -61,6 +61,16 @@ func mustOpen(t *testing.T, open Opener) streamstore.Store {
 	return s
 }
 
+// withStream opens the store and creates the stream name (sample) in it.
+func withStream(t *testing.T, open Opener, name string) streamstore.Store {
+	t.Helper()
+	s := mustOpen(t, open)
+	if err := s.StreamCreate(context.Background(), sample(name)); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
 func sample(name string) *streamstore.Stream {
 	return &streamstore.Stream{
 		Name: name,
@@ -100,10 +110,7 @@ func testCreateGet(t *testing.T, open Opener) {
 
 func testCreateDuplicate(t *testing.T, open Opener) {
 	ctx := context.Background()
-	s := mustOpen(t, open)
-	if err := s.StreamCreate(ctx, sample("a")); err != nil {
-		t.Fatal(err)
-	}
+	s := withStream(t, open, "a")
 	other := sample("a")
 	other.Mode = protocol.ModeBroadcast
 	if err := s.StreamCreate(ctx, other); !errors.Is(err, streamstore.ErrExists) {
@@ -151,10 +158,7 @@ func testListPages(t *testing.T, open Opener) {
 
 func testAckMovesForward(t *testing.T, open Opener) {
 	ctx := context.Background()
-	s := mustOpen(t, open)
-	if err := s.StreamCreate(ctx, sample("s")); err != nil {
-		t.Fatal(err)
-	}
+	s := withStream(t, open, "s")
 	created, _ := s.StreamGet(ctx, "s")
 	time.Sleep(2 * time.Millisecond) // updated_at must move
 	if err := s.StreamAck(ctx, &streamstore.StreamAckParams{Name: "s", Cursor: "120:40", Batch: 1, Records: 40}); err != nil {
