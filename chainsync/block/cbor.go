@@ -309,6 +309,24 @@ func (r *reader) more(l *list) (bool, error) {
 	return true, nil
 }
 
+// entries reads a list head with head (minSize bytes at least an entry),
+// then calls entry for every entry of the list, until its end.
+func (r *reader) entries(head func(minSize int) (list, error), minSize int, entry func() error) error {
+	l, err := head(minSize)
+	if err != nil {
+		return err
+	}
+	for {
+		more, err := r.more(&l)
+		if err != nil || !more {
+			return err
+		}
+		if err := entry(); err != nil {
+			return err
+		}
+	}
+}
+
 // array reads an array head. Every entry takes at least minSize bytes, so a
 // declared count that the remaining input cannot hold is an error.
 func (r *reader) array(minSize int) (list, error) {
@@ -356,6 +374,18 @@ func (r *reader) fixedArray(n int, what string) (indef bool, err error) {
 		return false, r.errAt(start, ErrMalformed, "%s: want %d entries, got %d", what, n, l.n)
 	}
 	return l.indef, nil
+}
+
+// fixed reads an array of exactly n entries, the entries with entries.
+func (r *reader) fixed(n int, what string, entries func() error) error {
+	indef, err := r.fixedArray(n, what)
+	if err != nil {
+		return err
+	}
+	if err := entries(); err != nil {
+		return err
+	}
+	return r.closeFixed(indef, what)
 }
 
 // closeFixed checks the end of an array read with fixedArray.

@@ -268,15 +268,7 @@ func (d *decoder) auxDataSet(txs []Tx) error {
 // invalidTxs reads [* transaction_index] and clears IsValid of those listed.
 func (d *decoder) invalidTxs(txs []Tx) error {
 	r := &d.r
-	l, err := r.set(1)
-	if err != nil {
-		return err
-	}
-	for {
-		more, err := r.more(&l)
-		if err != nil || !more {
-			return err
-		}
+	return r.entries(r.set, 1, func() error {
 		at := r.pos
 		i, err := r.uint()
 		if err != nil {
@@ -286,7 +278,8 @@ func (d *decoder) invalidTxs(txs []Tx) error {
 			return r.errAt(at, ErrMalformed, "invalid transaction %d of %d", i, len(txs))
 		}
 		txs[i].IsValid = false
-	}
+		return nil
+	})
 }
 
 // CBOR tags the ledger uses.

@@ -370,76 +370,57 @@ func (d *decoder) value(v *Value) error {
 	if v.Lovelace, err = r.uint(); err != nil {
 		return err
 	}
-	if d.assetBuf == nil {
-		d.assetBuf = make([]Asset, 0, 64)
-	}
-	buf := d.assetBuf[:0]
-	err = d.multiAsset(func(policy chain.Hash28, name []byte) error {
-		q, err := r.uint()
-		if q != 0 {
-			buf = append(buf, Asset{Policy: policy, Name: name, Quantity: q})
-		}
-		return err
+	assets, err := nonZero(d, &d.assetBuf, 64, &d.assets, r.uint, func(policy chain.Hash28, name []byte, q uint64) Asset {
+		return Asset{Policy: policy, Name: name, Quantity: q}
 	})
-	d.assetBuf = buf
 	if err != nil {
 		return inField(err, "assets")
 	}
-	v.Assets = append(d.assets.take(len(buf)), buf...)
+	v.Assets = assets
 	return r.closeFixed(indef, "value")
 }
 
 // mint reads multiasset<int64>, dropping quantities of zero as the ledger
 // does.
 func (d *decoder) mint() ([]MintAsset, error) {
-	r := &d.r
-	if d.mintBuf == nil {
-		d.mintBuf = make([]MintAsset, 0, 16)
+	return nonZero(d, &d.mintBuf, 16, &d.mints, d.r.int64, func(policy chain.Hash28, name []byte, q int64) MintAsset {
+		return MintAsset{Policy: policy, Name: name, Quantity: q}
+	})
+}
+
+// nonZero reads a multi-asset map with quantity reading each quantity, and
+// returns, in a slice from s, the assets (made by asset) whose quantity is
+// not zero. buf is the scratch reused from one call to the next (made with
+// room for size the first time).
+func nonZero[A any, Q uint64 | int64](d *decoder, buf *[]A, size int, s *slab[A], quantity func() (Q, error), asset func(chain.Hash28, []byte, Q) A) ([]A, error) {
+	if *buf == nil {
+		*buf = make([]A, 0, size)
 	}
-	buf := d.mintBuf[:0]
+	kept := (*buf)[:0]
 	err := d.multiAsset(func(policy chain.Hash28, name []byte) error {
-		q, err := r.int64()
+		q, err := quantity()
 		if q != 0 {
-			buf = append(buf, MintAsset{Policy: policy, Name: name, Quantity: q})
+			kept = append(kept, asset(policy, name, q))
 		}
 		return err
 	})
-	d.mintBuf = buf
+	*buf = kept
 	if err != nil {
 		return nil, err
 	}
-	return append(d.mints.take(len(buf)), buf...), nil
+	return append(s.take(len(kept)), kept...), nil
 }
 
 // multiAsset reads {* policy_id => {* asset_name => quantity}}, calling
 // quantity to read each quantity.
 func (d *decoder) multiAsset(quantity func(chain.Hash28, []byte) error) error {
 	r := &d.r
-	pl, err := r.mapHead(minPolicy)
-	if err != nil {
-		return err
-	}
-	for {
-		more, err := r.more(&pl)
-		if err != nil || !more {
-			return err
-		}
+	return r.entries(r.mapHead, minPolicy, func() error {
 		policy, err := r.hash28()
 		if err != nil {
 			return err
 		}
-		nl, err := r.mapHead(minAsset)
-		if err != nil {
-			return err
-		}
-		for {
-			more, err := r.more(&nl)
-			if err != nil {
-				return err
-			}
-			if !more {
-				break
-			}
+		return r.entries(r.mapHead, minAsset, func() error {
 			at := r.pos
 			name, err := r.bytes()
 			if err != nil {
@@ -448,9 +429,7 @@ func (d *decoder) multiAsset(quantity func(chain.Hash28, []byte) error) error {
 			if len(name) > maxAssetName {
 				return r.errAt(at, ErrMalformed, "asset name of %d bytes", len(name))
 			}
-			if err := quantity(policy, name); err != nil {
-				return err
-			}
-		}
-	}
+			return quantity(policy, name)
+		})
+	})
 }

@@ -125,40 +125,20 @@ func addRedeemer(out []Redeemer, rd Redeemer) []Redeemer {
 
 // redeemerEntry reads [tag, index, data, ex_units].
 func (d *decoder) redeemerEntry(rd *Redeemer) error {
-	r := &d.r
-	indef, err := r.fixedArray(4, "redeemer")
-	if err != nil {
-		return err
-	}
-	if err := d.redeemerKey(rd); err != nil {
-		return err
-	}
-	if err := d.redeemerData(rd); err != nil {
-		return err
-	}
-	return r.closeFixed(indef, "redeemer")
+	return d.r.fixed(4, "redeemer", func() error {
+		if err := d.redeemerKey(rd); err != nil {
+			return err
+		}
+		return d.redeemerData(rd)
+	})
 }
 
 // redeemerMapEntry reads [tag, index] => [data, ex_units].
 func (d *decoder) redeemerMapEntry(rd *Redeemer) error {
-	r := &d.r
-	indef, err := r.fixedArray(2, "redeemer key")
-	if err != nil {
+	if err := d.r.fixed(2, "redeemer key", func() error { return d.redeemerKey(rd) }); err != nil {
 		return err
 	}
-	if err := d.redeemerKey(rd); err != nil {
-		return err
-	}
-	if err := r.closeFixed(indef, "redeemer key"); err != nil {
-		return err
-	}
-	if indef, err = r.fixedArray(2, "redeemer value"); err != nil {
-		return err
-	}
-	if err := d.redeemerData(rd); err != nil {
-		return err
-	}
-	return r.closeFixed(indef, "redeemer value")
+	return d.r.fixed(2, "redeemer value", func() error { return d.redeemerData(rd) })
 }
 
 // redeemerKey reads a redeemer's tag and index.
@@ -207,7 +187,6 @@ func (d *decoder) redeemerData(rd *Redeemer) error {
 //	#6.259({? 0: metadata, ? 1: ..., ...})         ; Alonzo and later
 func (d *decoder) auxData(tx *Tx) error {
 	r := &d.r
-	start := r.pos
 	major, err := r.peekMajor()
 	if err != nil {
 		return err
@@ -245,7 +224,7 @@ func (d *decoder) auxData(tx *Tx) error {
 		})
 		return err
 	}
-	return r.errAt(start, ErrMalformed, "want map, array or tag 259, got %s", majorNames[major])
+	return r.errAt(r.pos, ErrMalformed, "want map, array or tag 259, got %s", majorNames[major])
 }
 
 // metadata reads {* label => metadatum}, keeping each value's raw bytes.
