@@ -96,20 +96,7 @@ func benchRaw(b *testing.B, name string, raw []byte, decode func() error) {
 // BenchmarkBuildConwayBlock measures building a full block of random
 // transactions, as the devnet generator does.
 func BenchmarkBuildConwayBlock(b *testing.B) {
-	g := newGen(6)
-	var specs []Tx
-	var size BodySize
-	for {
-		tx := g.tx()
-		next, err := size.Plus(&tx)
-		if err != nil {
-			b.Fatal(err)
-		}
-		if next.Total() > MaxBlockBodySize {
-			break
-		}
-		specs, size = append(specs, tx), next
-	}
+	specs, _ := fullBlock(b, newGen(6).tx)
 	b.ReportMetric(float64(len(specs)), "txs/block")
 	b.ReportAllocs()
 	for b.Loop() {

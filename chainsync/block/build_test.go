@@ -43,9 +43,12 @@ func (g *gen) address() []byte {
 
 // plutusData returns random Plutus Data in the encoding the Plutus
 // serialiser uses: constructors as tags with indefinite-length field lists.
-func (g *gen) plutusData(depth int) []byte {
+func (g *gen) plutusData(depth int) []byte { return encoded(g.writeData, depth) }
+
+// encoded returns what write writes at depth.
+func encoded(write func(*encoder, int), depth int) []byte {
 	var e encoder
-	g.writeData(&e, depth)
+	write(&e, depth)
 	return e.buf
 }
 
@@ -88,11 +91,7 @@ func (g *gen) writeData(e *encoder, depth int) {
 }
 
 // metadatum returns a random transaction metadatum.
-func (g *gen) metadatum(depth int) []byte {
-	var e encoder
-	g.writeMeta(&e, depth)
-	return e.buf
-}
+func (g *gen) metadatum(depth int) []byte { return encoded(g.writeMeta, depth) }
 
 func (g *gen) writeMeta(e *encoder, depth int) {
 	k := g.rng.IntN(5)
@@ -303,9 +302,7 @@ func TestBuildRandomBlocks(t *testing.T) {
 
 func TestBuildFullBlock(t *testing.T) {
 	g := newGen(2)
-	var specs []Tx
-	var size BodySize
-	for {
+	specs, size := fullBlock(t, func() Tx {
 		tx := g.tx()
 		// Filler: a metadata label with random bytes, in 64-byte chunks.
 		var e encoder
@@ -314,17 +311,12 @@ func TestBuildFullBlock(t *testing.T) {
 			e.bytes(g.bytes(64))
 		}
 		tx.Metadata = append(tx.Metadata[:0], Metadatum{Label: 9999, Value: e.buf})
-		next, err := size.Plus(&tx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if next.Total() > MaxBlockBodySize {
-			break
-		}
-		if n, _ := TxSize(&tx); n > MaxTxSize {
+		return tx
+	})
+	for i := range specs {
+		if n, _ := TxSize(&specs[i]); n > MaxTxSize {
 			t.Fatalf("tx of %d bytes", n)
 		}
-		specs, size = append(specs, tx), next
 	}
 	if size.Total() < MaxBlockBodySize-5000 || size.Txs() != len(specs) {
 		t.Fatalf("filled %d of %d bytes with %d txs", size.Total(), MaxBlockBodySize, size.Txs())
@@ -420,5 +412,24 @@ func TestBuildRejects(t *testing.T) {
 	}
 	if _, b, err := BuildConwayBlock(HeaderSpec{}, []Tx{base()}); err != nil || len(b.Txs) != 1 {
 		t.Fatalf("base tx: %v", err)
+	}
+}
+
+// fullBlock draws transactions with tx until one does not fit in a block
+// body and returns those before it, with their size.
+func fullBlock(tb testing.TB, tx func() Tx) ([]Tx, BodySize) {
+	tb.Helper()
+	var specs []Tx
+	var size BodySize
+	for {
+		spec := tx()
+		next, err := size.Plus(&spec)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		if next.Total() > MaxBlockBodySize {
+			return specs, size
+		}
+		specs, size = append(specs, spec), next
 	}
 }

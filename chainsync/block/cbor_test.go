@@ -183,10 +183,17 @@ func TestSkipDepth(t *testing.T) {
 
 // mangler re-encodes CBOR items in randomly chosen non-canonical but valid
 // forms: over-long heads, indefinite-length arrays and maps, and byte strings
-// split into chunks.
+// split into chunks. Without a gen it re-encodes them canonically.
 type mangler struct{ g *gen }
 
+// mangle reports whether to write the next item in a non-canonical form.
+func (m mangler) mangle() bool { return m.g != nil && m.g.rng.IntN(2) == 0 }
+
 func (m mangler) head(e *encoder, major byte, v uint64) {
+	if m.g == nil {
+		e.head(major, v)
+		return
+	}
 	widths := []int{}
 	if v < 24 {
 		widths = append(widths, 0)
@@ -221,7 +228,7 @@ func (m mangler) item(r *reader, e *encoder) {
 		m.head(e, major, arg)
 	case majorBytes, majorText:
 		data := readString(r, info, arg)
-		if major == majorBytes && m.g.rng.IntN(2) == 0 {
+		if major == majorBytes && m.mangle() {
 			e.buf = append(e.buf, 0x5f)
 			for len(data) > 0 {
 				n := 1 + m.g.rng.IntN(len(data))
@@ -236,7 +243,7 @@ func (m mangler) item(r *reader, e *encoder) {
 		e.raw(data)
 	case majorArray, majorMap:
 		inner, n := readItems(r, major, info, arg, m.item)
-		if m.g.rng.IntN(2) == 0 {
+		if m.mangle() {
 			e.buf = append(e.buf, major<<5|infoIndefinite)
 			e.raw(inner)
 			e.buf = append(e.buf, breakByte)
@@ -293,33 +300,8 @@ func readString(r *reader, info byte, arg uint64) []byte {
 func normalize(b []byte) []byte {
 	r := reader{buf: b}
 	var e encoder
-	normItem(&r, &e)
+	mangler{}.item(&r, &e)
 	return e.buf
-}
-
-func normItem(r *reader, e *encoder) {
-	start := r.pos
-	major, info, arg, err := r.head()
-	if err != nil {
-		panic(err)
-	}
-	switch major {
-	case majorUint, majorNegint:
-		e.head(major, arg)
-	case majorBytes, majorText:
-		data := readString(r, info, arg)
-		e.head(major, uint64(len(data)))
-		e.raw(data)
-	case majorArray, majorMap:
-		inner, n := readItems(r, major, info, arg, normItem)
-		e.head(major, n)
-		e.raw(inner)
-	case majorTag:
-		e.head(majorTag, arg)
-		normItem(r, e)
-	default:
-		e.raw(r.buf[start:r.pos])
-	}
 }
 
 // normalTx replaces the raw CBOR fields of a decoded transaction by their

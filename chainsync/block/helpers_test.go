@@ -112,12 +112,7 @@ func canonicalTx(tx Tx) Tx {
 		o := canonicalOut(*c.CollateralReturn)
 		c.CollateralReturn = &o
 	}
-	slices.SortStableFunc(c.Mint, func(a, b MintAsset) int {
-		if x := bytes.Compare(a.Policy[:], b.Policy[:]); x != 0 {
-			return x
-		}
-		return bytes.Compare(a.Name, b.Name)
-	})
+	slices.SortStableFunc(c.Mint, func(a, b MintAsset) int { return assetOrder(a.Policy, a.Name, b.Policy, b.Name) })
 	slices.SortStableFunc(c.Redeemers, func(a, b Redeemer) int {
 		if a.Tag != b.Tag {
 			return int(a.Tag) - int(b.Tag)
@@ -125,43 +120,38 @@ func canonicalTx(tx Tx) Tx {
 		return int(a.Index) - int(b.Index)
 	})
 	slices.SortStableFunc(c.Metadata, func(a, b Metadatum) int { return cmp.Compare(a.Label, b.Label) })
-	if len(c.Mint) == 0 {
-		c.Mint = nil
-	}
 	if len(c.Datums) == 0 {
 		c.Datums = nil
 	}
-	if len(c.Redeemers) == 0 {
-		c.Redeemers = nil
-	}
-	if len(c.Metadata) == 0 {
-		c.Metadata = nil
-	}
-	if len(c.Collateral) == 0 {
-		c.Collateral = nil
-	}
-	if len(c.ReferenceInputs) == 0 {
-		c.ReferenceInputs = nil
-	}
-	if len(c.Inputs) == 0 {
-		c.Inputs = nil
-	}
-	if len(c.Outputs) == 0 {
-		c.Outputs = nil
-	}
+	c.Mint = nilIfEmpty(c.Mint)
+	c.Redeemers = nilIfEmpty(c.Redeemers)
+	c.Metadata = nilIfEmpty(c.Metadata)
+	c.Collateral = nilIfEmpty(c.Collateral)
+	c.ReferenceInputs = nilIfEmpty(c.ReferenceInputs)
+	c.Inputs = nilIfEmpty(c.Inputs)
+	c.Outputs = nilIfEmpty(c.Outputs)
 	return c
 }
 
-func canonicalOut(o TxOut) TxOut {
-	slices.SortStableFunc(o.Value.Assets, func(a, b Asset) int {
-		if x := bytes.Compare(a.Policy[:], b.Policy[:]); x != 0 {
-			return x
-		}
-		return bytes.Compare(a.Name, b.Name)
-	})
-	if len(o.Value.Assets) == 0 {
-		o.Value.Assets = nil
+// assetOrder orders assets by policy, then by name.
+func assetOrder(policyA chain.Hash28, nameA []byte, policyB chain.Hash28, nameB []byte) int {
+	if x := bytes.Compare(policyA[:], policyB[:]); x != 0 {
+		return x
 	}
+	return bytes.Compare(nameA, nameB)
+}
+
+// nilIfEmpty returns s, or nil for an empty s.
+func nilIfEmpty[S ~[]E, E any](s S) S {
+	if len(s) == 0 {
+		return nil
+	}
+	return s
+}
+
+func canonicalOut(o TxOut) TxOut {
+	slices.SortStableFunc(o.Value.Assets, func(a, b Asset) int { return assetOrder(a.Policy, a.Name, b.Policy, b.Name) })
+	o.Value.Assets = nilIfEmpty(o.Value.Assets)
 	for i := range o.Value.Assets {
 		if len(o.Value.Assets[i].Name) == 0 {
 			o.Value.Assets[i].Name = nil

@@ -28,18 +28,25 @@ var mainnetFacts = map[string]struct {
 	"conway":  {159835207, 12069665, 8},
 }
 
+// decoded returns the block as gouroboros reads it and as DecodeBlock does.
+func (mb mainnetBlock) decoded(t *testing.T) (ledger.Block, *Block) {
+	t.Helper()
+	g, err := ledger.NewBlockFromCbor(uint(mb.typ), mb.raw)
+	if err != nil {
+		t.Fatalf("gouroboros: %v", err)
+	}
+	b, err := DecodeBlock(mb.typ, mb.raw, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g, b
+}
+
 func TestMainnetHeaders(t *testing.T) {
 	for _, mb := range mainnetBlocks(t) {
 		t.Run(mb.name, func(t *testing.T) {
-			want, err := ledger.NewBlockFromCbor(uint(mb.typ), mb.raw)
-			if err != nil {
-				t.Fatalf("gouroboros: %v", err)
-			}
+			want, full := mb.decoded(t)
 			got, err := DecodeHeader(mb.typ, mb.raw, Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			full, err := DecodeBlock(mb.typ, mb.raw, Options{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -77,14 +84,7 @@ func TestMainnetTransactions(t *testing.T) {
 			continue
 		}
 		t.Run(mb.name, func(t *testing.T) {
-			gb, err := ledger.NewBlockFromCbor(uint(mb.typ), mb.raw)
-			if err != nil {
-				t.Fatalf("gouroboros: %v", err)
-			}
-			b, err := DecodeBlock(mb.typ, mb.raw, Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
+			gb, b := mb.decoded(t)
 			gtxs := gb.Transactions()
 			if len(b.Txs) != len(gtxs) {
 				t.Fatalf("%d transactions, gouroboros %d", len(b.Txs), len(gtxs))
