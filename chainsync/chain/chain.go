@@ -31,22 +31,20 @@ func (h Hash32) IsZero() bool { return h == Hash32{} }
 func (h Hash32) MarshalText() ([]byte, error) { return []byte(h.String()), nil }
 
 // UnmarshalText reads a hash from hex.
-func (h *Hash32) UnmarshalText(text []byte) error {
-	v, err := ParseHash32(string(text))
-	if err == nil {
-		*h = v
-	}
-	return err
-}
+func (h *Hash32) UnmarshalText(text []byte) error { return unmarshalText(h, text, ParseHash32) }
 
 // MarshalText writes the hash as hex.
 func (h Hash28) MarshalText() ([]byte, error) { return []byte(h.String()), nil }
 
 // UnmarshalText reads a hash from hex.
-func (h *Hash28) UnmarshalText(text []byte) error {
-	v, err := ParseHash28(string(text))
+func (h *Hash28) UnmarshalText(text []byte) error { return unmarshalText(h, text, ParseHash28) }
+
+// unmarshalText sets *dst to what parse reads from text; it leaves *dst as
+// it is when parse fails.
+func unmarshalText[T any](dst *T, text []byte, parse func(string) (T, error)) error {
+	v, err := parse(string(text))
 	if err == nil {
-		*h = v
+		*dst = v
 	}
 	return err
 }
@@ -54,25 +52,26 @@ func (h *Hash28) UnmarshalText(text []byte) error {
 // ParseHash32 reads 64 hex digits.
 func ParseHash32(s string) (Hash32, error) {
 	var h Hash32
-	if len(s) != 64 {
-		return h, fmt.Errorf("hash %q: want 64 hex digits, got %d", s, len(s))
-	}
-	if _, err := hex.Decode(h[:], []byte(s)); err != nil {
-		return h, fmt.Errorf("hash %q: %w", s, err)
-	}
-	return h, nil
+	err := parseHex(h[:], s)
+	return h, err
 }
 
 // ParseHash28 reads 56 hex digits.
 func ParseHash28(s string) (Hash28, error) {
 	var h Hash28
-	if len(s) != 56 {
-		return h, fmt.Errorf("hash %q: want 56 hex digits, got %d", s, len(s))
+	err := parseHex(h[:], s)
+	return h, err
+}
+
+// parseHex reads the hash s, hex digits for all of dst, into dst.
+func parseHex(dst []byte, s string) error {
+	if len(s) != 2*len(dst) {
+		return fmt.Errorf("hash %q: want %d hex digits, got %d", s, 2*len(dst), len(s))
 	}
-	if _, err := hex.Decode(h[:], []byte(s)); err != nil {
-		return h, fmt.Errorf("hash %q: %w", s, err)
+	if _, err := hex.Decode(dst, []byte(s)); err != nil {
+		return fmt.Errorf("hash %q: %w", s, err)
 	}
-	return h, nil
+	return nil
 }
 
 // Point is a position on the chain: a block's slot and hash, or the origin
@@ -152,13 +151,7 @@ func (r TxOutRef) String() string {
 func (r TxOutRef) MarshalText() ([]byte, error) { return []byte(r.String()), nil }
 
 // UnmarshalText reads "TXID#INDEX".
-func (r *TxOutRef) UnmarshalText(text []byte) error {
-	v, err := ParseTxOutRef(string(text))
-	if err == nil {
-		*r = v
-	}
-	return err
-}
+func (r *TxOutRef) UnmarshalText(text []byte) error { return unmarshalText(r, text, ParseTxOutRef) }
 
 // ParseTxOutRef reads "TXID#INDEX".
 func ParseTxOutRef(s string) (TxOutRef, error) {

@@ -170,27 +170,24 @@ func resolveDatum(tx *block.Tx, out *block.TxOut) ([]byte, string) {
 }
 
 func decodeMarloweDatum(raw []byte) (*marlowe.MarloweData, error) {
-	d, err := pd.Decode(raw)
-	if err != nil {
-		return nil, err
-	}
-	md, err := marlowe.MarloweDataFromData(d)
-	if err != nil {
-		return nil, fmt.Errorf("datum is not MarloweData: %w", err)
-	}
-	return md, nil
+	return decodeDatum(raw, marlowe.MarloweDataFromData, "MarloweData")
 }
 
 func decodePayoutDatum(raw []byte) (*marlowe.PayoutDatum, error) {
+	return decodeDatum(raw, marlowe.PayoutDatumFromData, "a payout datum")
+}
+
+// decodeDatum reads the Plutus Data in raw as what with fromData.
+func decodeDatum[T any](raw []byte, fromData func(pd.Data) (*T, error), what string) (*T, error) {
 	d, err := pd.Decode(raw)
 	if err != nil {
 		return nil, err
 	}
-	p, err := marlowe.PayoutDatumFromData(d)
+	v, err := fromData(d)
 	if err != nil {
-		return nil, fmt.Errorf("datum is not a payout datum: %w", err)
+		return nil, fmt.Errorf("datum is not %s: %w", what, err)
 	}
-	return p, nil
+	return v, nil
 }
 
 // spendRedeemer finds the spend redeemer of the input at position sorted in

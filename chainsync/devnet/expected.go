@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"reflect"
 	"slices"
 
 	"github.com/marlowe-follower/follower/chainsync/chain"
@@ -40,6 +41,27 @@ type Activity struct {
 	Spent          []chain.TxOutRef  `json:"spent,omitempty"`    // payouts withdrawn
 	Rejected       []chain.TxOutRef  `json:"rejected,omitempty"` // outputs that cannot be followed
 	Tags           map[string]string `json:"tags,omitempty"`
+}
+
+// ClassifierMismatch compares what a classifier reported (got) with the
+// activity the generator put on chain (want), leaving out of want what the
+// classifier does not see (the tags and the address payouts), and returns
+// an error naming the first difference, or nil. It changes want.
+func ClassifierMismatch(got, want []Activity) error {
+	for i := range want {
+		want[i].Tags, want[i].AddressPayouts = nil, nil
+	}
+	if len(got) != len(want) {
+		return fmt.Errorf("%d activities, generated %d", len(got), len(want))
+	}
+	for i := range want {
+		if !reflect.DeepEqual(got[i], want[i]) {
+			gj, _ := json.Marshal(got[i])
+			wj, _ := json.Marshal(want[i])
+			return fmt.Errorf("activity %d:\n got  %s\n want %s", i, gj, wj)
+		}
+	}
+	return nil
 }
 
 // WriteActivity writes activities as JSON lines.

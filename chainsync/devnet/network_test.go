@@ -39,18 +39,11 @@ func preprodChain(t *testing.T, cfg GeneratorConfig, blocks uint64) (*Generator,
 	t.Helper()
 	clock, _ := NetworkClock(MagicPreprod)
 	cfg.UseClock(clock, time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC).UnixMilli())
-	g, err := NewGenerator(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ops, g := changes(t, cfg, blocks)
 	var out []StoredBlock
-	for g.Tip().BlockNo < blocks {
-		op, err := g.Next()
-		if err != nil {
-			t.Fatal(err)
-		}
+	for _, op := range ops {
 		if op.Rollback != nil {
-			for len(out) > 0 && out[len(out)-1].Header.BlockNo > g.Tip().BlockNo {
+			for len(out) > 0 && out[len(out)-1].Header.Slot > op.Rollback.Slot {
 				out = out[:len(out)-1]
 			}
 			continue
