@@ -249,7 +249,7 @@ func TestMerkleizedCaseAndInput(t *testing.T) {
 	if string(js) != want {
 		t.Fatalf("got  %s\nwant %s", js, want)
 	}
-	checkContract(t, "merkleized when", js)
+	contractCodec.check(t, "merkleized when", js)
 	d := ContractToData(when)
 	if cs := d.(*pd.Constr).Fields[0].(*pd.List).Items[0].(*pd.Constr); cs.Index != 1 {
 		t.Fatalf("merkleized case constructor %d", cs.Index)
@@ -290,7 +290,7 @@ func TestMerkleizedCaseAndInput(t *testing.T) {
 	// Without the continuation it also survives the chain form.
 	dep.Continuation = nil
 	dj, _ = dep.MarshalJSON()
-	checkInput(t, "merkleized deposit without continuation", dj)
+	inputCodec.check(t, "merkleized deposit without continuation", dj)
 }
 
 func TestJSONRejects(t *testing.T) {
@@ -352,5 +352,5 @@ func TestDeepContract(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	checkContract(t, "deep contract", js)
+	contractCodec.check(t, "deep contract", js)
 }

@@ -56,83 +56,55 @@ func mustMarshal(t testing.TB, v any) []byte {
 	return b
 }
 
-// checkContract checks JSON -> types -> JSON and types -> CBOR -> types.
-func checkContract(t *testing.T, where string, raw []byte) {
+// codec is what the round trips of one Marlowe type go through.
+type codec[T any] struct {
+	what     string
+	parse    func([]byte) (T, error)
+	marshal  func(T) ([]byte, error)
+	toData   func(T) pd.Data
+	fromData func(pd.Data) (T, error)
+}
+
+var (
+	contractCodec = codec[Contract]{"contract", ParseContractJSON, ContractJSON, ContractToData, ContractFromData}
+	stateCodec    = codec[*State]{"state", ParseStateJSON, (*State).MarshalJSON, (*State).ToData, StateFromData}
+	inputCodec    = codec[Input]{"input", ParseInputJSON,
+		func(in Input) ([]byte, error) { return in.MarshalJSON() },
+		func(in Input) pd.Data { return in.ToData() }, InputFromData}
+)
+
+// throughData writes v as Plutus Data CBOR and reads it back; it returns
+// what it read and the CBOR.
+func (c codec[T]) throughData(t *testing.T, where string, v T) (T, []byte) {
 	t.Helper()
-	ct, err := ParseContractJSON(raw)
+	enc := pd.Encode(c.toData(v))
+	d, err := pd.Decode(enc)
+	if err != nil {
+		t.Fatalf("%s: %s CBOR: %v", where, c.what, err)
+	}
+	back, err := c.fromData(d)
+	if err != nil {
+		t.Fatalf("%s: %s from data: %v", where, c.what, err)
+	}
+	return back, enc
+}
+
+// check checks JSON -> types -> JSON and types -> CBOR -> types.
+func (c codec[T]) check(t *testing.T, where string, raw []byte) {
+	t.Helper()
+	v, err := c.parse(raw)
 	if err != nil {
 		t.Fatalf("%s: %v", where, err)
 	}
-	out, err := ContractJSON(ct)
+	out, err := c.marshal(v)
 	if err != nil {
 		t.Fatalf("%s: to JSON: %v", where, err)
 	}
 	if !reflect.DeepEqual(normalizeJSON(t, raw), normalizeJSON(t, out)) {
-		t.Fatalf("%s: JSON round trip changed the contract\nin:  %.400s\nout: %.400s", where, raw, out)
+		t.Fatalf("%s: JSON round trip changed the %s\nin:  %.400s\nout: %.400s", where, c.what, raw, out)
 	}
-	enc := pd.Encode(ContractToData(ct))
-	d, err := pd.Decode(enc)
-	if err != nil {
-		t.Fatalf("%s: %v", where, err)
-	}
-	back, err := ContractFromData(d)
-	if err != nil {
-		t.Fatalf("%s: from data: %v", where, err)
-	}
-	if !reflect.DeepEqual(back, ct) {
-		t.Fatalf("%s: CBOR round trip changed the contract", where)
-	}
-}
-
-func checkState(t *testing.T, where string, raw []byte) {
-	t.Helper()
-	st, err := ParseStateJSON(raw)
-	if err != nil {
-		t.Fatalf("%s: %v", where, err)
-	}
-	out, err := st.MarshalJSON()
-	if err != nil {
-		t.Fatalf("%s: %v", where, err)
-	}
-	if !reflect.DeepEqual(normalizeJSON(t, raw), normalizeJSON(t, out)) {
-		t.Fatalf("%s: JSON round trip changed the state\nin:  %s\nout: %s", where, raw, out)
-	}
-	d, err := pd.Decode(pd.Encode(st.ToData()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	back, err := StateFromData(d)
-	if err != nil {
-		t.Fatalf("%s: %v", where, err)
-	}
-	if !reflect.DeepEqual(back, st) {
-		t.Fatalf("%s: CBOR round trip changed the state", where)
-	}
-}
-
-func checkInput(t *testing.T, where string, raw []byte) {
-	t.Helper()
-	in, err := ParseInputJSON(raw)
-	if err != nil {
-		t.Fatalf("%s: %v", where, err)
-	}
-	out, err := in.MarshalJSON()
-	if err != nil {
-		t.Fatalf("%s: %v", where, err)
-	}
-	if !reflect.DeepEqual(normalizeJSON(t, raw), normalizeJSON(t, out)) {
-		t.Fatalf("%s: JSON round trip changed the input\nin:  %s\nout: %s", where, raw, out)
-	}
-	d, err := pd.Decode(pd.Encode(in.ToData()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	back, err := InputFromData(d)
-	if err != nil {
-		t.Fatalf("%s: %v", where, err)
-	}
-	if !reflect.DeepEqual(back, in) {
-		t.Fatalf("%s: CBOR round trip changed the input", where)
+	if back, _ := c.throughData(t, where, v); !reflect.DeepEqual(back, v) {
+		t.Fatalf("%s: CBOR round trip changed the %s", where, c.what)
 	}
 }
 
@@ -167,18 +139,18 @@ func TestReferenceContracts(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		checkContract(t, filepath.Base(f), raw)
+		contractCodec.check(t, filepath.Base(f), raw)
 		counts["contract files"]++
 
 		for i, p := range readJSONFile[[]referencePath](t, strings.TrimSuffix(f, ".contract")+".paths") {
 			where := fmt.Sprintf("%s path %d", filepath.Base(f), i)
-			checkContract(t, where+" contract", p.Contract)
-			checkState(t, where+" state", p.State)
+			contractCodec.check(t, where+" contract", p.Contract)
+			stateCodec.check(t, where+" state", p.State)
 			counts["contracts"]++
 			counts["states"]++
 			for j, tx := range p.Transactions {
 				for k, in := range tx.Input.TxInputs {
-					checkInput(t, fmt.Sprintf("%s tx %d input %d", where, j, k), in)
+					inputCodec.check(t, fmt.Sprintf("%s tx %d input %d", where, j, k), in)
 					counts["inputs"]++
 				}
 				txIn := fmt.Appendf(nil, `{"tx_interval":%s,"tx_inputs":[%s]}`, tx.Input.TxInterval, bytes.Join(toBytes(tx.Input.TxInputs), []byte(",")))
@@ -190,8 +162,8 @@ func TestReferenceContracts(t *testing.T) {
 				if err != nil || !reflect.DeepEqual(normalizeJSON(t, txIn), normalizeJSON(t, tiOut)) {
 					t.Fatalf("%s tx %d: transaction input round trip: %v", where, j, err)
 				}
-				checkContract(t, fmt.Sprintf("%s tx %d output contract", where, j), tx.Output.Contract)
-				checkState(t, fmt.Sprintf("%s tx %d output state", where, j), tx.Output.State)
+				contractCodec.check(t, fmt.Sprintf("%s tx %d output contract", where, j), tx.Output.Contract)
+				stateCodec.check(t, fmt.Sprintf("%s tx %d output state", where, j), tx.Output.State)
 				counts["contracts"]++
 				counts["states"]++
 			}
@@ -228,5 +200,5 @@ func TestReferenceBigIntegers(t *testing.T) {
 	if !bytes.Contains(out, []byte("-98765432109876543210987654321")) || !bytes.Contains(out, []byte("123456789012345678901234567890")) {
 		t.Fatalf("big integers lost: %s", out)
 	}
-	checkContract(t, "big integers", raw)
+	contractCodec.check(t, "big integers", raw)
 }

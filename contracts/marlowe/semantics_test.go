@@ -108,26 +108,11 @@ const adaJSON = `{"currency_symbol":"","token_name":""}`
 // (CBOR and back) unchanged.
 func checkDataRoundTrip(t *testing.T, where string, c Contract, st *State) {
 	t.Helper()
-	cd := pd.Encode(ContractToData(c))
-	d, err := pd.Decode(cd)
-	if err != nil {
-		t.Fatalf("%s: contract CBOR: %v", where, err)
-	}
-	back, err := ContractFromData(d)
-	if err != nil {
-		t.Fatalf("%s: contract from data: %v", where, err)
-	}
+	back, cd := contractCodec.throughData(t, where, c)
 	if !bytes.Equal(pd.Encode(ContractToData(back)), cd) {
 		t.Fatalf("%s: contract changed through Plutus Data", where)
 	}
-	sd := pd.Encode(st.ToData())
-	if d, err = pd.Decode(sd); err != nil {
-		t.Fatalf("%s: state CBOR: %v", where, err)
-	}
-	sback, err := StateFromData(d)
-	if err != nil {
-		t.Fatalf("%s: state from data: %v", where, err)
-	}
+	sback, sd := stateCodec.throughData(t, where, st)
 	if !bytes.Equal(pd.Encode(sback.ToData()), sd) {
 		t.Fatalf("%s: state changed through Plutus Data", where)
 	}
