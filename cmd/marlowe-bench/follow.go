@@ -65,7 +65,7 @@ func runFollowJob(ctx context.Context, raw json.RawMessage) (any, error) {
 		return nil, err
 	}
 	res := &followResult{}
-	cpu0, start := cpuSeconds(), time.Now()
+	m := startMeter("")
 	switch p.Case {
 	case caseRaw:
 		err = devnet.RawSync(ctx, p.Socket, chainsync.DefaultPipelineLimit, p.Tip, 30*time.Minute, func(uint, []byte) error { return nil })
@@ -82,12 +82,17 @@ func runFollowJob(ctx context.Context, raw json.RawMessage) (any, error) {
 		return nil, err
 	}
 	if res.Seconds == 0 {
-		res.Seconds = time.Since(start).Seconds()
-		res.CPU = cpuSeconds() - cpu0
-		m := readMem()
-		res.RSSEnd, res.RSSPeak = m.RSS, m.Peak
+		res.took(m)
 	}
 	return res, nil
+}
+
+// took sets the run's wall and CPU time (from m's start) and this
+// process's memory now.
+func (res *followResult) took(m meter) {
+	res.Seconds, res.CPU = m.elapsed()
+	mem := readMem()
+	res.RSSEnd, res.RSSPeak = mem.RSS, mem.Peak
 }
 
 // classifierSync runs our follower actor with its classifier to the tip
@@ -122,23 +127,14 @@ func classifierSync(ctx context.Context, socket string, tip uint64) error {
 // command does) until it has committed the chain and projected it, and
 // measures before stopping it.
 func serviceSync(ctx context.Context, p followParams, res *followResult) error {
-	cpu0, start := cpuSeconds(), time.Now()
-	pg0 := 0.0
-	if p.Store.DBName != "" {
-		pg0 = postgresBackendCPU(p.Store.DBName)
-	}
+	m := startMeter(p.Store.DBName)
 	svc, err := startService(ctx, p.Socket, p.Store)
 	if err != nil {
 		return err
 	}
 	werr := waitSynced(ctx, svc, p.Tip, "case "+p.Case, 30*time.Minute)
-	res.Seconds = time.Since(start).Seconds()
-	res.CPU = cpuSeconds() - cpu0
-	m := readMem()
-	res.RSSEnd, res.RSSPeak = m.RSS, m.Peak
-	if p.Store.DBName != "" {
-		res.PostgresCPU = postgresBackendCPU(p.Store.DBName) - pg0
-	}
+	res.took(m)
+	res.PostgresCPU = m.postgresCPU()
 	res.Records = svc.Handle().Stats().RecordsCommitted.Load()
 	writeHeapProfile("")
 	serr := svc.Stop(config.DefaultShutdownGrace)

@@ -23,6 +23,39 @@ func cpuSeconds() float64 {
 	return tvSeconds(ru.Utime) + tvSeconds(ru.Stime)
 }
 
+// meter measures a stretch of a job from its start: the wall time, this
+// process's CPU time and, on PostgreSQL (db, the store's database; "" on
+// SQLite), the CPU time of the server processes serving db.
+type meter struct {
+	cpu0  float64
+	start time.Time
+	db    string
+	pg0   float64
+}
+
+// startMeter starts measuring.
+func startMeter(db string) meter {
+	m := meter{cpu0: cpuSeconds(), start: time.Now(), db: db}
+	if db != "" {
+		m.pg0 = postgresBackendCPU(db)
+	}
+	return m
+}
+
+// elapsed returns the wall and CPU seconds since the start.
+func (m meter) elapsed() (secs, cpu float64) {
+	return time.Since(m.start).Seconds(), cpuSeconds() - m.cpu0
+}
+
+// postgresCPU returns the PostgreSQL server's CPU seconds since the start
+// (0 on SQLite).
+func (m meter) postgresCPU() float64 {
+	if m.db == "" {
+		return 0
+	}
+	return postgresBackendCPU(m.db) - m.pg0
+}
+
 // tvSeconds converts a timeval to seconds.
 func tvSeconds(tv syscall.Timeval) float64 {
 	return float64(tv.Sec) + float64(tv.Usec)/1e6

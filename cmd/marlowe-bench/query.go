@@ -94,11 +94,7 @@ func runContractsJob(ctx context.Context, raw json.RawMessage) (any, error) {
 		return nil, err
 	}
 	res := &ContractsPhase{Backend: prm.Store.backendName(), ChainBlocks: prm.Tip}
-	cpu0, start := cpuSeconds(), time.Now()
-	pg0 := 0.0
-	if prm.Store.DBName != "" {
-		pg0 = postgresBackendCPU(prm.Store.DBName)
-	}
+	m := startMeter(prm.Store.DBName)
 	svc, err := startService(ctx, prm.Socket, prm.Store)
 	if err != nil {
 		return nil, err
@@ -112,10 +108,8 @@ func runContractsJob(ctx context.Context, raw json.RawMessage) (any, error) {
 	if err := waitSynced(ctx, svc, prm.Tip, "contracts", 30*time.Minute); err != nil {
 		return nil, err
 	}
-	res.IngestSecs, res.IngestCPU = time.Since(start).Seconds(), cpuSeconds()-cpu0
-	if prm.Store.DBName != "" {
-		res.PostgresCPU = postgresBackendCPU(prm.Store.DBName) - pg0
-	}
+	res.IngestSecs, res.IngestCPU = m.elapsed()
+	res.PostgresCPU = m.postgresCPU()
 	st := svc.Handle().Stats()
 	res.Blocks, res.Records, res.HistorySeq = st.BlocksCommitted.Load(), st.RecordsCommitted.Load(), st.Head.Load()
 	if res.Records > 0 {

@@ -194,12 +194,12 @@ func runCatchUpJob(ctx context.Context, raw json.RawMessage) (any, error) {
 	measure := func(transport string, read func(ctx context.Context) (int64, error)) error {
 		ctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
 		defer cancel()
-		cpu0, start := cpuSeconds(), time.Now()
+		m := startMeter("")
 		n, err := read(ctx)
 		if err != nil {
 			return fmt.Errorf("%s catch-up: %w", transport, err)
 		}
-		secs, cpu := time.Since(start).Seconds(), cpuSeconds()-cpu0
+		secs, cpu := m.elapsed()
 		rows = append(rows, CatchUpRow{Backend: prm.Store.backendName(), Transport: transport, Records: n, Seconds: secs,
 			RecordsPerSec: float64(n) / secs, CPUPer1kRecord: cpu / float64(max(n, 1)) * 1000})
 		progress("  catch-up %s: %d records in %.2fs, %.0f records/s", transport, n, secs, float64(n)/secs)
