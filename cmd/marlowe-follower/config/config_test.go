@@ -82,12 +82,7 @@ func TestValidationNamesTheSetting(t *testing.T) {
 			t.Errorf("%v: got %v, want %q", c.env, err, c.want)
 		}
 	}
-	dir := t.TempDir()
-	bad := filepath.Join(dir, "bad.yaml")
-	_ = os.WriteFile(bad, []byte("node:\n  sockt: /x\n"), 0o600)
-	if _, err := Load(nil, bad, func(string) (string, bool) { return "", false }); err == nil || !strings.Contains(err.Error(), "unknown setting node.sockt") {
-		t.Errorf("unknown key: %v", err)
-	}
+	fileRefused(t, "unknown key", "node:\n  sockt: /x\n", "unknown setting node.sockt")
 }
 
 func TestRedactedAndLevels(t *testing.T) {
@@ -183,15 +178,8 @@ func TestOrigins(t *testing.T) {
 	l = load(t, "", none, "--streaming-origins=https://ws.example", "--cors-origins=https://dapp.example")
 	eq(t, "both set", l.Config.StreamingOrigins(), "https://ws.example")
 
-	bad := filepath.Join(dir, "bad.yaml")
-	_ = os.WriteFile(bad, []byte("cors:\n  origins:\n    a: b\n"), 0o600)
-	if _, err := Load(nil, bad, none); err == nil || !strings.Contains(err.Error(), "cors.origins must be a list or a comma-separated string") {
-		t.Errorf("a map: %v", err)
-	}
-	_ = os.WriteFile(bad, []byte("cors:\n  origins: [https://ok.example, http://x.example/]\n"), 0o600)
-	if _, err := Load(nil, bad, none); err == nil || !strings.Contains(err.Error(), "cors.origins (MARLOWE_RT_CORS_ORIGINS)") {
-		t.Errorf("a bad origin in the file: %v", err)
-	}
+	fileRefused(t, "a map", "cors:\n  origins:\n    a: b\n", "cors.origins must be a list or a comma-separated string")
+	fileRefused(t, "a bad origin in the file", "cors:\n  origins: [https://ok.example, http://x.example/]\n", "cors.origins (MARLOWE_RT_CORS_ORIGINS)")
 
 	t.Run("devnet", func(t *testing.T) {
 		l := load(t, "", none)
@@ -331,15 +319,8 @@ func TestRole(t *testing.T) {
 		!strings.Contains(err.Error(), `role (MARLOWE_RT_ROLE): "standby" is not all, writer or reader`) {
 		t.Errorf("unknown role: %v", err)
 	}
-	bad := filepath.Join(dir, "bad.yaml")
-	_ = os.WriteFile(bad, []byte("role:\n  name: writer\n"), 0o600)
-	if _, err := Load(nil, bad, none); err == nil || !strings.Contains(err.Error(), "role must be a single value") {
-		t.Errorf("role as a section: %v", err)
-	}
-	_ = os.WriteFile(bad, []byte("node: /x.sock\n"), 0o600)
-	if _, err := Load(nil, bad, none); err == nil || !strings.Contains(err.Error(), "node must be a section of settings") {
-		t.Errorf("a section as a value: %v", err)
-	}
+	fileRefused(t, "role as a section", "role:\n  name: writer\n", "role must be a single value")
+	fileRefused(t, "a section as a value", "node: /x.sock\n", "node must be a section of settings")
 }
 
 // TestReadDatabaseURL: the replica URL is a reader's setting, secret when
@@ -447,5 +428,18 @@ func TestWriterLeaseTTLSetting(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), "store.writerLeaseTTL (MARLOWE_RT_WRITER_LEASE_TTL)") {
 			t.Errorf("--writer-lease-ttl %s: %v", bad, err)
 		}
+	}
+}
+
+// fileRefused writes yml as a configuration file and checks that Load
+// refuses it (the environment empty) with an error that contains want.
+func fileRefused(t *testing.T, what, yml, want string) {
+	t.Helper()
+	bad := filepath.Join(t.TempDir(), "bad.yaml")
+	if err := os.WriteFile(bad, []byte(yml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Load(nil, bad, func(string) (string, bool) { return "", false }); err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("%s: %v", what, err)
 	}
 }
