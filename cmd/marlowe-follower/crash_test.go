@@ -12,7 +12,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -76,15 +75,10 @@ func startStderr(t *testing.T, cmd *exec.Cmd, defaults bool) io.ReadCloser {
 }
 
 // startRun starts `marlowe-follower run` on a devnet socket with its store in dir.
-func startRun(t *testing.T, bin, socket, dir string) *exec.Cmd {
+func startRun(t *testing.T, bin, socket, dir string) *child {
 	t.Helper()
-	cmd := exec.Command(bin, "run", "--node-socket", socket, "--network-magic", strconv.Itoa(devnet.NetworkMagic),
+	return startProc(t, "the run in "+dir, bin, "run", "--node-socket", socket, "--network-magic", strconv.Itoa(devnet.NetworkMagic),
 		"--data-dir", dir, "--query-port", "0", "--streaming-port", "0", "--log-level", "error", "--progress-period", "0s")
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	return cmd
 }
 
 // sameLog fails the test unless the log and checkpoint of a run (what
@@ -171,8 +165,7 @@ func checkpointTip(t *testing.T, dir string) uint64 {
 // checkpoints: a crash loses nothing and duplicates nothing.
 func TestCrashSafetyAndDeterminism(t *testing.T) {
 	bin := buildBinary(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
+	ctx := t.Context()
 	socket := filepath.Join(t.TempDir(), "node.socket")
 	gcfg := devnet.DefaultGeneratorConfig()
 	gcfg.Seed, gcfg.MarloweShare, gcfg.MeanBlockSize = 21, 0.4, 2500
@@ -186,16 +179,11 @@ func TestCrashSafetyAndDeterminism(t *testing.T) {
 	<-dn.Done()
 	final := dn.Store().Tip()
 
-	waitTip := func(dir string, cmd *exec.Cmd) {
+	waitTip := func(dir string, run *child) {
 		waitUntil(t, 90*time.Second, fmt.Sprintf("the run in %s to reach block %d", dir, final.BlockNo), func() bool {
 			return checkpointTip(t, dir) == final.BlockNo
 		})
-		if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
-			t.Fatal(err)
-		}
-		if err := cmd.Wait(); err != nil {
-			t.Fatalf("after SIGTERM: %v", err)
-		}
+		run.terminate(t)
 	}
 
 	// Uninterrupted.
@@ -211,17 +199,16 @@ func TestCrashSafetyAndDeterminism(t *testing.T) {
 	kills := 0
 	for kills < 6 {
 		from := checkpointTip(t, dirB)
-		cmd := startRun(t, bin, socket, dirB)
+		run := startRun(t, bin, socket, dirB)
 		if rng.IntN(4) > 0 {
 			at := min(from+1+uint64(rng.IntN(int(final.BlockNo/6))), final.BlockNo)
 			waitUntil(t, 90*time.Second, fmt.Sprintf("the checkpoint at block %d", at), func() bool { return checkpointTip(t, dirB) >= at })
 		}
 		if checkpointTip(t, dirB) == final.BlockNo {
-			waitTip(dirB, cmd)
+			waitTip(dirB, run)
 			break
 		}
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
+		run.kill(t)
 		kills++
 	}
 	if checkpointTip(t, dirB) != final.BlockNo {

@@ -5,7 +5,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -39,17 +38,10 @@ func TestDevnetFlags(t *testing.T) {
 		socket := filepath.Join(t.TempDir(), "node.socket")
 		cmd := exec.Command(bin, append([]string{"devnet", "--socket", socket, "--blocks", "2", "--block-rate", "0"}, args...)...)
 		cmd.Env = append(os.Environ(), env...)
-		out := &lockedBuffer{}
-		cmd.Stderr = out
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		waitUntil(t, 30*time.Second, "the devnet's banner", func() bool { return strings.Contains(out.String(), "follow it with") })
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		if err := cmd.Wait(); err != nil {
-			t.Fatalf("devnet %v: %v\n%s", args, err, out)
-		}
-		return out.String()
+		node := startCmd(t, "the devnet", cmd, false)
+		waitUntil(t, 30*time.Second, "the devnet's banner", func() bool { return strings.Contains(node.stderr.String(), "follow it with") })
+		node.terminate(t)
+		return node.stderr.String()
 	}
 	logLine := func(out, msg string) string {
 		for _, l := range strings.Split(out, "\n") {

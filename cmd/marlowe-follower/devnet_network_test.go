@@ -10,7 +10,6 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -120,14 +119,9 @@ func TestDevnetReplayOnNetworkMagic(t *testing.T) {
 			dir := t.TempDir()
 			qport := freePort(t)
 			base := "http://127.0.0.1:" + strconv.Itoa(qport)
-			run := exec.Command(bin, "run", "--node-socket", socket, "--network-magic", magic, "--data-dir", dir,
+			run := startChild(t, bin, qport, "run", "--node-socket", socket, "--network-magic", magic, "--data-dir", dir,
 				"--query-port", strconv.Itoa(qport), "--streaming-port", "0", "--query-host", "127.0.0.1",
 				"--log-level", "warn", "--progress-bar", "never")
-			runOut := &lockedBuffer{}
-			run.Stderr = runOut
-			if err := run.Start(); err != nil {
-				t.Fatal(err)
-			}
 			type point struct {
 				Slot    uint64 `json:"slot"`
 				BlockNo uint64 `json:"blockNo"`
@@ -147,12 +141,12 @@ func TestDevnetReplayOnNetworkMagic(t *testing.T) {
 				if err == nil && code == 200 && status.CommittedPoint.BlockNo == tip.BlockNo && status.HistorySeq > 0 {
 					return nil
 				}
-				return fmt.Errorf("the service did not commit block %d: %d %v %+v\n%s", tip.BlockNo, code, err, status, runOut)
+				return fmt.Errorf("the service did not commit block %d: %d %v %+v\n%s", tip.BlockNo, code, err, status, run.stderr)
 			})
 			if status.Network != c.name || status.NetworkMagic != c.magic || !status.Connected || status.NodeTip.Hash != tip.Hash.String() {
 				t.Fatalf("status %+v", status)
 			}
-			stopRun(t, run, runOut)
+			run.terminate(t)
 			records, _ := storeState(t, dir)
 			rep, err := historytest.CheckSemantics(records)
 			if err != nil {
@@ -183,18 +177,13 @@ func TestDevnetReplayOnNetworkMagic(t *testing.T) {
 				time.UnixMilli(rep.FirstMillis).UTC().Format(time.RFC3339), time.UnixMilli(rep.LastMillis).UTC().Format(time.RFC3339))
 
 			// A follower of another network is refused at the handshake.
-			other := exec.Command(bin, "run", "--node-socket", socket, "--network-magic", c.another, "--data-dir", t.TempDir(),
+			other := startChild(t, bin, qport, "run", "--node-socket", socket, "--network-magic", c.another, "--data-dir", t.TempDir(),
 				"--query-port", strconv.Itoa(qport), "--streaming-port", "0", "--query-host", "127.0.0.1",
 				"--min-backoff", "100ms", "--log-level", "warn", "--progress-bar", "never")
-			otherOut := &lockedBuffer{}
-			other.Stderr = otherOut
-			if err := other.Start(); err != nil {
-				t.Fatal(err)
-			}
 			cause := "network magic " + c.another + " does not match the node's (" + magic
 			checkFor(t, 30*time.Second, func() error {
-				if !strings.Contains(otherOut.String(), cause) {
-					return fmt.Errorf("the refused follower does not say why:\n%s", otherOut)
+				if !strings.Contains(other.stderr.String(), cause) {
+					return fmt.Errorf("the refused follower does not say why:\n%s", other.stderr)
 				}
 				return nil
 			})
@@ -207,7 +196,7 @@ func TestDevnetReplayOnNetworkMagic(t *testing.T) {
 				}
 				return nil
 			})
-			stopRun(t, other, otherOut)
+			other.terminate(t)
 			if status.Connected || status.HistorySeq != 0 || status.CommittedPoint.BlockNo != 0 {
 				t.Fatalf("a follower of magic %s on the devnet of magic %s: %+v", c.another, magic, status)
 			}
@@ -261,14 +250,9 @@ func TestDevnetGeneratedOnNetworkClock(t *testing.T) {
 			nodeOut := startDevnetProc(t, bin, socket, args...)
 			dir := t.TempDir()
 			qport := freePort(t)
-			run := exec.Command(bin, append([]string{"run", "--node-socket", socket, "--data-dir", dir,
+			run := startChild(t, bin, qport, append([]string{"run", "--node-socket", socket, "--data-dir", dir,
 				"--query-port", strconv.Itoa(qport), "--streaming-port", "0", "--query-host", "127.0.0.1",
 				"--log-level", "warn", "--progress-bar", "never"}, c.network...)...)
-			runOut := &lockedBuffer{}
-			run.Stderr = runOut
-			if err := run.Start(); err != nil {
-				t.Fatal(err)
-			}
 			var status struct {
 				NodeTip        struct{ Slot, BlockNo uint64 } `json:"nodeTip"`
 				CommittedPoint struct{ BlockNo uint64 }       `json:"committedPoint"`
@@ -278,9 +262,9 @@ func TestDevnetGeneratedOnNetworkClock(t *testing.T) {
 				if err == nil && code == 200 && status.CommittedPoint.BlockNo == blocks {
 					return nil
 				}
-				return fmt.Errorf("the service did not commit block %d: %d %v %+v\n%s\n%s", blocks, code, err, status, runOut, nodeOut)
+				return fmt.Errorf("the service did not commit block %d: %d %v %+v\n%s\n%s", blocks, code, err, status, run.stderr, nodeOut)
 			})
-			stopRun(t, run, runOut)
+			run.terminate(t)
 			tipTime := time.UnixMilli(c.slots.SlotStart(status.NodeTip.Slot))
 			if d := tipTime.Sub(c.start); d < 2*time.Hour || d > 4*time.Hour { // 500 blocks of 20 s
 				t.Fatalf("tip at slot %d, %s after the start", status.NodeTip.Slot, d)
@@ -321,16 +305,7 @@ func TestDevnetGeneratedOnNetworkClock(t *testing.T) {
 // the socket is there, with what the node writes on stderr.
 func startDevnetProc(t *testing.T, bin, socket string, args ...string) *lockedBuffer {
 	t.Helper()
-	node := exec.Command(bin, args...)
-	nodeOut := &lockedBuffer{}
-	node.Stderr = nodeOut
-	if err := node.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = node.Process.Signal(syscall.SIGTERM)
-		_ = node.Wait()
-	})
+	node := startCmd(t, "the devnet", exec.Command(bin, args...), false)
 	waitSocket(t, socket)
-	return nodeOut
+	return node.stderr
 }

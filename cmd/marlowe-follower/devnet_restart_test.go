@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -21,31 +20,17 @@ import (
 	"github.com/marlowe-follower/follower/history/record"
 )
 
-// startRunDevnet starts `run --devnet` (the node's default mode, as users
-// run it) with extra arguments, its log (warnings and errors) kept.
-func startRunDevnetArgs(t *testing.T, bin, workDir string, qport int, extra ...string) (*exec.Cmd, *lockedBuffer) {
+// startRunDevnetArgs starts `run --devnet` (the node's default mode, as
+// users run it) in workDir with extra arguments, its log (warnings and
+// errors) kept.
+func startRunDevnetArgs(t *testing.T, bin, workDir string, qport int, extra ...string) *child {
 	t.Helper()
 	args := append([]string{"run", "--devnet", "--devnet-block-rate", "100", "--devnet-seed", "9",
 		"--query-port", strconv.Itoa(qport), "--streaming-port", "0", "--query-host", "127.0.0.1",
 		"--min-backoff", "50ms", "--max-backoff", "500ms", "--log-level", "warn", "--progress-bar", "never"}, extra...)
 	cmd := exec.Command(bin, args...)
 	cmd.Dir = workDir
-	out := &lockedBuffer{}
-	cmd.Stderr = out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	return cmd, out
-}
-
-func stopRun(t *testing.T, cmd *exec.Cmd, out *lockedBuffer) {
-	t.Helper()
-	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Wait(); err != nil {
-		t.Fatalf("exit after SIGTERM: %v\n%s", err, out)
-	}
+	return startCmd(t, "run --devnet", cmd, false)
 }
 
 // waitSeq waits until the service's history passes seq.
@@ -80,11 +65,11 @@ func TestRunDevnetRestartKeepsChain(t *testing.T) {
 	var prev []record.Record
 	var prevTip *chain.BlockHeader // the block the previous run committed last
 	for run := range 3 {
-		cmd, out := startRunDevnetArgs(t, bin, "", qport, "--data-dir", dir)
+		svc := startRunDevnetArgs(t, bin, "", qport, "--data-dir", dir)
 		head := int64(len(prev))
 		waitSeq(t, base, head+40)
-		stopRun(t, cmd, out)
-		if strings.Contains(out.String(), "no intersection") || strings.Contains(out.String(), "ERROR") || strings.Contains(out.String(), `"level":"error"`) {
+		svc.terminate(t)
+		if out := svc.stderr.String(); strings.Contains(out, "no intersection") || strings.Contains(out, "ERROR") || strings.Contains(out, `"level":"error"`) {
 			t.Fatalf("run %d logged:\n%s", run+1, out)
 		}
 		log, cp := storeState(t, dir)
@@ -175,8 +160,7 @@ func TestRunDevnetRefusesAnotherNetwork(t *testing.T) {
 		cmd.Env = append(os.Environ(), c.env...)
 		out, err := cmd.CombinedOutput()
 		cancel()
-		var exit *exec.ExitError
-		if !errors.As(err, &exit) || exit.ExitCode() != 2 || !strings.Contains(string(out), "--devnet serves network magic 42") ||
+		if !exitCode(err, 2) || !strings.Contains(string(out), "--devnet serves network magic 42") ||
 			!strings.Contains(string(out), c.names) || !strings.Contains(string(out), "marlowe-follower devnet --socket PATH --network-magic N") {
 			t.Errorf("run --devnet %v %v: %v\n%s", c.args, c.env, err, out)
 		}
@@ -185,9 +169,9 @@ func TestRunDevnetRefusesAnotherNetwork(t *testing.T) {
 		t.Fatalf("a refused run left files: %v", entries)
 	}
 	qport := freePort(t)
-	cmd, out := startRunDevnetArgs(t, bin, work, qport, "--network-magic", "42")
+	svc := startRunDevnetArgs(t, bin, work, qport, "--network-magic", "42")
 	waitSeq(t, "http://127.0.0.1:"+strconv.Itoa(qport), 1)
-	stopRun(t, cmd, out)
+	svc.terminate(t)
 }
 
 // TestRunDevnetWithoutDataDir: without a data directory everything is in a
@@ -196,17 +180,18 @@ func TestRunDevnetWithoutDataDir(t *testing.T) {
 	bin := buildBinary(t)
 	qport := freePort(t)
 	work := t.TempDir()
-	cmd, out := startRunDevnetArgs(t, bin, work, qport)
+	svc := startRunDevnetArgs(t, bin, work, qport)
 	waitSeq(t, "http://127.0.0.1:"+strconv.Itoa(qport), 5)
-	stopRun(t, cmd, out)
-	m := regexp.MustCompile(`devnet node: +(\S+)/node\.socket`).FindStringSubmatch(out.String())
+	svc.terminate(t)
+	out := svc.stderr.String()
+	m := regexp.MustCompile(`devnet node: +(\S+)/node\.socket`).FindStringSubmatch(out)
 	if m == nil {
 		t.Fatalf("no devnet node line:\n%s", out)
 	}
 	if _, err := os.Stat(m[1]); !os.IsNotExist(err) {
 		t.Fatalf("the temporary directory %s is still there: %v", m[1], err)
 	}
-	if strings.Contains(out.String(), "devnet chain:") {
+	if strings.Contains(out, "devnet chain:") {
 		t.Fatalf("a chain was kept:\n%s", out)
 	}
 	if entries, _ := os.ReadDir(work); len(entries) != 0 {
@@ -220,21 +205,20 @@ func TestRunDevnetWithoutDataDir(t *testing.T) {
 func TestRunDevnetSecondSignal(t *testing.T) {
 	bin := buildBinary(t)
 	qport := freePort(t)
-	cmd, out := startRunDevnetArgs(t, bin, t.TempDir(), qport)
+	svc := startRunDevnetArgs(t, bin, t.TempDir(), qport)
 	waitSeq(t, "http://127.0.0.1:"+strconv.Itoa(qport), 5)
-	m := regexp.MustCompile(`devnet node: +(\S+)/node\.socket`).FindStringSubmatch(out.String())
+	m := regexp.MustCompile(`devnet node: +(\S+)/node\.socket`).FindStringSubmatch(svc.stderr.String())
 	if m == nil {
-		t.Fatalf("no devnet node line:\n%s", out)
+		t.Fatalf("no devnet node line:\n%s", svc.stderr)
 	}
 	// Both at once, so that the forced exit is taken, not the clean one:
 	// the second is queued while the first starts the shutdown. (Two
 	// SIGINTs sent at once may arrive as one; a SIGINT and a SIGTERM
 	// cannot.)
-	_ = cmd.Process.Signal(syscall.SIGINT)
-	_ = cmd.Process.Signal(syscall.SIGTERM)
-	err := cmd.Wait()
-	var exit *exec.ExitError
-	if !errors.As(err, &exit) || exit.ExitCode() != 130 || !strings.Contains(out.String(), "again: exiting now") {
+	_ = svc.cmd.Process.Signal(syscall.SIGINT)
+	_ = svc.cmd.Process.Signal(syscall.SIGTERM)
+	err, out := svc.exit(t, time.Minute, "no exit a minute after SIGINT and SIGTERM")
+	if !exitCode(err, 130) || !strings.Contains(out, "again: exiting now") {
 		t.Fatalf("after SIGINT and SIGTERM: %v\n%s", err, out)
 	}
 	if _, err := os.Stat(m[1]); !os.IsNotExist(err) {

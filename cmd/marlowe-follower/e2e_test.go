@@ -7,11 +7,9 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"os"
 	"os/exec"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -49,18 +47,13 @@ func getJSON(url string, v any) (int, error) {
 }
 
 // runDevnet starts `run --devnet` with a journal devnet and its store in dir.
-func runDevnet(t *testing.T, bin, dir string, qport, sport int, extra ...string) *exec.Cmd {
+func runDevnet(t *testing.T, bin, dir string, qport, sport int, extra ...string) *child {
 	t.Helper()
 	args := append([]string{"run", "--devnet", "--devnet-journal", "--devnet-block-rate", "200", "--devnet-seed", "5",
 		"--data-dir", dir, "--query-port", strconv.Itoa(qport), "--streaming-port", strconv.Itoa(sport),
 		"--query-host", "127.0.0.1", "--streaming-host", "127.0.0.1",
 		"--min-backoff", "50ms", "--max-backoff", "500ms", "--log-level", "error", "--progress-bar", "never"}, extra...)
-	cmd := exec.Command(bin, args...)
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	return cmd
+	return startChild(t, bin, qport, args...)
 }
 
 // TestRunDevnetEndToEnd runs the built binary with its built-in devnet: the
@@ -72,7 +65,7 @@ func TestRunDevnetEndToEnd(t *testing.T) {
 	qport, sport := freePort(t), freePort(t)
 	base := "http://127.0.0.1:" + strconv.Itoa(qport)
 
-	cmd := runDevnet(t, bin, dir, qport, sport)
+	svc := runDevnet(t, bin, dir, qport, sport)
 	var status struct {
 		Connected  bool  `json:"connected"`
 		HistorySeq int64 `json:"historySeq"`
@@ -162,17 +155,12 @@ func TestRunDevnetEndToEnd(t *testing.T) {
 		t.Fatalf("events: %q", first[:n])
 	}
 
-	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Wait(); err != nil {
-		t.Fatalf("exit after SIGTERM: %v", err)
-	}
+	svc.terminate(t)
 	logA, cpA := storeState(t, dir)
 
 	// Restart on the same store (without the explorer this time): the log
 	// continues exactly.
-	cmd = runDevnet(t, bin, dir, qport, sport, "--no-ui")
+	svc = runDevnet(t, bin, dir, qport, sport, "--no-ui")
 	checkFor(t, 60*time.Second, func() error {
 		code, err := getJSON(base+"/status", &status)
 		if err == nil && code == 200 && status.HistorySeq > cpA.Head+20 {
@@ -183,12 +171,7 @@ func TestRunDevnetEndToEnd(t *testing.T) {
 	if ctype, code := contentType(t, base+"/"); code != 404 || ctype != "application/json" {
 		t.Fatalf("GET / with --no-ui: %d %q", code, ctype)
 	}
-	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Wait(); err != nil {
-		t.Fatalf("exit after SIGTERM: %v", err)
-	}
+	svc.terminate(t)
 	logB, _ := storeState(t, dir)
 	for i, r := range logB {
 		if r.Seq != int64(i+1) {

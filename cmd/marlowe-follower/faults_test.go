@@ -1,23 +1,15 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"errors"
-	"io"
-	"net/http"
-	"os/exec"
 	"path/filepath"
 	"reflect"
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 
-	"github.com/marlowe-follower/follower/chainsync/chain"
 	"github.com/marlowe-follower/follower/chainsync/devnet"
 	"github.com/marlowe-follower/follower/history/record"
 )
@@ -27,192 +19,6 @@ import (
 // snapshot, on another chain, killed; and against a second writer. Each
 // checks what the operator sees: the log, /readyz, /status, /metrics and
 // the exit status.
-
-// lockedBuffer collects a child's stderr.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
-// child is a running marlowe-follower run.
-type child struct {
-	cmd    *exec.Cmd
-	stderr *lockedBuffer
-	base   string
-	done   chan struct{}
-	err    error // once done is closed
-}
-
-// startFollower runs the binary on socket with its store in dir and the
-// query API on a free port; it is stopped when the test ends.
-func startFollower(t *testing.T, bin, socket, dir string, magic uint32) *child {
-	t.Helper()
-	qport := freePort(t)
-	return startChild(t, bin, qport, "run", "--node-socket", socket, "--network-magic", strconv.FormatUint(uint64(magic), 10),
-		"--data-dir", dir, "--query-host", "127.0.0.1", "--query-port", strconv.Itoa(qport), "--streaming-port", "0",
-		"--min-backoff", "50ms", "--max-backoff", "300ms", "--log-level", "info", "--progress-bar", "never", "--progress-period", "0s")
-}
-
-// startChild runs the binary with args, its query API on qport; it is
-// stopped (SIGCONT and SIGTERM, then SIGKILL after 20 s) when the test ends, and its
-// stderr's end is logged if the test failed.
-func startChild(t *testing.T, bin string, qport int, args ...string) *child {
-	t.Helper()
-	c := &child{stderr: &lockedBuffer{}, base: "http://127.0.0.1:" + strconv.Itoa(qport), done: make(chan struct{})}
-	c.cmd = exec.Command(bin, args...)
-	c.cmd.Stderr = c.stderr
-	if err := c.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() {
-		c.err = c.cmd.Wait()
-		close(c.done)
-	}()
-	t.Cleanup(func() {
-		if !c.exited() {
-			_ = c.cmd.Process.Signal(syscall.SIGCONT) // a test may have stopped it
-			_ = c.cmd.Process.Signal(syscall.SIGTERM)
-			select {
-			case <-c.done:
-			case <-time.After(20 * time.Second):
-				_ = c.cmd.Process.Kill()
-				<-c.done
-			}
-		}
-		if t.Failed() {
-			out := c.stderr.String()
-			t.Logf("stderr of %s (last 6000 bytes):\n%s", c.base, out[max(0, len(out)-6000):])
-		}
-	})
-	return c
-}
-
-func (c *child) exited() bool {
-	select {
-	case <-c.done:
-		return true
-	default:
-		return false
-	}
-}
-
-// stop sends SIGTERM and returns the exit error.
-func (c *child) stop(t *testing.T) error {
-	t.Helper()
-	_ = c.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-c.done:
-	case <-time.After(30 * time.Second):
-		t.Fatal("no exit 30 s after SIGTERM")
-	}
-	return c.err
-}
-
-type readyAnswer struct {
-	Ready    bool     `json:"ready"`
-	Reasons  []string `json:"reasons"`
-	NotReady map[string]struct {
-		Message string  `json:"message"`
-		Value   *uint64 `json:"value"`
-		Limit   *uint64 `json:"limit"`
-		Action  string  `json:"action"`
-	} `json:"notReady"`
-}
-
-func (c *child) ready() (int, readyAnswer) {
-	var r readyAnswer
-	code, err := getJSON(c.base+"/readyz", &r)
-	if err != nil {
-		return 0, r
-	}
-	return code, r
-}
-
-type statusAnswer struct {
-	Connected    bool                     `json:"connected"`
-	NodeTipBlock struct{ BlockNo uint64 } `json:"nodeTip"`
-	Follower     chain.BlockHeader        `json:"followerPoint"`
-	Committed    chain.BlockHeader        `json:"committedPoint"`
-	HistorySeq   int64                    `json:"historySeq"`
-	NodeError    string                   `json:"nodeError"`
-	Handshake    *struct {
-		Reason, Message string
-	} `json:"handshakeFailure"`
-	Waiting *struct {
-		NodeTip      struct{ BlockNo uint64 } `json:"nodeTip"`
-		Follower     chain.BlockHeader        `json:"followerPoint"`
-		BlocksBehind uint64                   `json:"blocksBehind"`
-	} `json:"waitingForNode"`
-	Diverged *struct {
-		Reason, Action string
-	} `json:"diverged"`
-}
-
-func (c *child) status(t *testing.T) statusAnswer {
-	t.Helper()
-	var st statusAnswer
-	if code, err := getJSON(c.base+"/status", &st); err != nil || code != http.StatusOK {
-		t.Fatalf("GET /status: %d %v", code, err)
-	}
-	return st
-}
-
-// connected reports whether /status answers and says connected.
-func (c *child) connected() bool {
-	var st statusAnswer
-	code, err := getJSON(c.base+"/status", &st)
-	return err == nil && code == http.StatusOK && st.Connected
-}
-
-// attempts returns how many times the follower has connected to the node
-// (marlowe_node_connection_attempts_total).
-func (c *child) attempts(t *testing.T) int {
-	t.Helper()
-	return int(metricValue(c.metrics(t), "marlowe_node_connection_attempts_total"))
-}
-
-func (c *child) metrics(t *testing.T) string {
-	t.Helper()
-	resp, err := http.Get(c.base + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(resp.Body)
-	return string(body)
-}
-
-// reasonHolds reports whether /readyz is 503 with reason among its fields.
-func (c *child) reasonHolds(reason string) bool {
-	code, r := c.ready()
-	_, ok := r.NotReady[reason]
-	return code == http.StatusServiceUnavailable && ok && !r.Ready
-}
-
-func (c *child) isReady() bool {
-	code, r := c.ready()
-	return code == http.StatusOK && r.Ready
-}
-
-func (c *child) committed(t *testing.T) uint64 {
-	var st statusAnswer
-	if code, err := getJSON(c.base+"/status", &st); err != nil || code != http.StatusOK {
-		return 0
-	}
-	return st.Committed.BlockNo
-}
 
 func noRollbacks(t *testing.T, log []record.Record) {
 	t.Helper()
@@ -231,8 +37,7 @@ func noRollbacks(t *testing.T, log []record.Record) {
 // service follows and is ready.
 func TestWrongNetworkMagicIsNamed(t *testing.T) {
 	bin := buildBinary(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
+	ctx := t.Context()
 	socket := filepath.Join(t.TempDir(), "node.socket")
 	gcfg := devnet.DefaultGeneratorConfig()
 	gcfg.RollbackEvery = 0
@@ -257,7 +62,7 @@ func TestWrongNetworkMagicIsNamed(t *testing.T) {
 		!strings.Contains(m, `marlowe_chainsync_handshake_failures_total{reason="closed"} 0`) {
 		t.Fatal("metrics do not name the handshake failure")
 	}
-	st := f.status(t)
+	st := f.mustStatus(t)
 	if st.Connected || st.Handshake == nil || st.Handshake.Reason != "network_magic" || !strings.Contains(st.Handshake.Message, cause) ||
 		!strings.Contains(st.NodeError, cause) {
 		t.Fatalf("status %+v", st)
@@ -280,7 +85,7 @@ func TestWrongNetworkMagicIsNamed(t *testing.T) {
 	}
 	defer dn.Close()
 	waitUntil(t, 30*time.Second, "ready with the right magic", func() bool { return f.isReady() && f.committed(t) == 20 })
-	if st := f.status(t); st.Handshake != nil || !st.Connected {
+	if st := f.mustStatus(t); st.Handshake != nil || !st.Connected {
 		t.Fatalf("status after the node came back with our magic: %+v", st)
 	}
 }
@@ -294,8 +99,7 @@ func TestWrongNetworkMagicIsNamed(t *testing.T) {
 // caught up (Reveal) it follows on.
 func TestNodeBehindWaits(t *testing.T) {
 	bin := buildBinary(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
+	ctx := t.Context()
 	tmp := t.TempDir()
 	socket, chainFile, dir := filepath.Join(tmp, "node.socket"), filepath.Join(tmp, "devnet.chain"), filepath.Join(tmp, "data")
 	gcfg := devnet.DefaultGeneratorConfig()
@@ -309,7 +113,7 @@ func TestNodeBehindWaits(t *testing.T) {
 
 	for _, c := range []struct{ served, grown int }{{2900, 3100}, {700, 3300}} {
 		before, _ := storeState(t, dir)
-		ours := f.status(t).Committed
+		ours := f.mustStatus(t).Committed
 		_ = dn.Close()
 		dn, err = devnet.Start(ctx, devnet.RunConfig{SocketPath: socket, Generator: gcfg, Blocks: uint64(c.grown), ChainFile: chainFile, PrefixBlocks: c.served})
 		if err != nil {
@@ -318,7 +122,7 @@ func TestNodeBehindWaits(t *testing.T) {
 		took := waitUntil(t, 20*time.Second, "503 waiting_for_node", func() bool { return f.reasonHolds("waiting_for_node") })
 		want := ours.BlockNo - uint64(c.served)
 		t.Logf("node restarted %d blocks behind: /readyz 503 waiting_for_node after %s", want, took.Round(time.Millisecond))
-		st := f.status(t)
+		st := f.mustStatus(t)
 		if st.Waiting == nil || st.Waiting.NodeTip.BlockNo != uint64(c.served) || st.Waiting.Follower != ours || st.Waiting.BlocksBehind != want ||
 			st.Connected || st.Diverged != nil || st.NodeTipBlock.BlockNo != uint64(c.served) {
 			t.Fatalf("status while the node is behind: %+v (ours %+v)", st, ours)
@@ -348,7 +152,7 @@ func TestNodeBehindWaits(t *testing.T) {
 			t.Fatal("the records of the blocks before the restart changed (seqs or marks)")
 		}
 		noRollbacks(t, after)
-		if st := f.status(t); st.Waiting != nil || !st.Connected {
+		if st := f.mustStatus(t); st.Waiting != nil || !st.Connected {
 			t.Fatalf("status after the node caught up: %+v", st)
 		}
 	}
@@ -365,8 +169,7 @@ func TestNodeBehindWaits(t *testing.T) {
 // untouched and the process goes on serving.
 func TestDivergedStops(t *testing.T) {
 	bin := buildBinary(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
+	ctx := t.Context()
 	tmp := t.TempDir()
 	socket, dir := filepath.Join(tmp, "node.socket"), filepath.Join(tmp, "data")
 	gcfg := devnet.DefaultGeneratorConfig()
@@ -391,7 +194,7 @@ func TestDivergedStops(t *testing.T) {
 	if d := r.NotReady["diverged"]; !strings.Contains(d.Action, "marlowe-follower reset --yes") || !strings.Contains(d.Message, "none of the") {
 		t.Fatalf("diverged: %+v", d)
 	}
-	st := f.status(t)
+	st := f.mustStatus(t)
 	if st.Diverged == nil || !strings.Contains(st.Diverged.Action, "marlowe-follower reset --yes") || st.Connected {
 		t.Fatalf("status: %+v", st)
 	}
@@ -420,23 +223,15 @@ func TestNotReadyWhileTheNodeIsGone(t *testing.T) {
 	bin := buildBinary(t)
 	tmp := t.TempDir()
 	socket := filepath.Join(tmp, "node.socket")
-	startNode := func() *exec.Cmd {
-		cmd := exec.Command(bin, "devnet", "--socket", socket, "--seed", "3", "--blocks", "40", "--pregenerate",
+	startNode := func() *child {
+		return startProc(t, "the devnet", bin, "devnet", "--socket", socket, "--seed", "3", "--blocks", "40", "--pregenerate",
 			"--block-rate", "0", "--rollback-every", "0", "--log-level", "error")
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		return cmd
 	}
 	node := startNode()
-	defer func() { _ = node.Process.Kill(); _ = node.Wait() }()
 	f := startFollower(t, bin, socket, filepath.Join(tmp, "data"), devnet.NetworkMagic)
 	waitUntil(t, 60*time.Second, "ready", func() bool { return f.committed(t) == 40 && f.isReady() })
 
-	if err := node.Process.Kill(); err != nil {
-		t.Fatal(err)
-	}
-	_ = node.Wait()
+	node.kill(t)
 	took := waitUntil(t, 5*time.Second, "503 node_disconnected", func() bool { return f.reasonHolds("node_disconnected") })
 	t.Logf("/readyz 503 node_disconnected %s after the node was killed", took.Round(time.Millisecond))
 	if took > 2*time.Second {
@@ -445,10 +240,10 @@ func TestNotReadyWhileTheNodeIsGone(t *testing.T) {
 	holdsFor(t, 5*time.Second, "503 node_disconnected on every probe while the node is gone", func() bool {
 		return f.reasonHolds("node_disconnected")
 	})
-	if st := f.status(t); st.Connected || st.NodeError == "" {
+	if st := f.mustStatus(t); st.Connected || st.NodeError == "" {
 		t.Fatalf("status while the node is gone: %+v", st)
 	}
-	node = startNode()
+	startNode()
 	took = waitUntil(t, 30*time.Second, "ready again", f.isReady)
 	t.Logf("/readyz 200 %s after the node was started again", took.Round(time.Millisecond))
 }
@@ -486,8 +281,7 @@ func serveChain(t *testing.T, ctx context.Context, socket string, blocks []devne
 // A writer stopped by SIGTERM or killed with SIGKILL leaves the lock free.
 func TestSecondWriterExits(t *testing.T) {
 	bin := buildBinary(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
+	ctx := t.Context()
 	tmp := t.TempDir()
 	dir := filepath.Join(tmp, "data")
 	blocks := genBlocks(t, 9, 90)
@@ -496,16 +290,10 @@ func TestSecondWriterExits(t *testing.T) {
 	first := startFollower(t, bin, filepath.Join(tmp, "a.socket"), dir, devnet.NetworkMagic)
 	waitUntil(t, 60*time.Second, "the first writer at block 50", func() bool { return first.committed(t) == 50 })
 	second := startFollower(t, bin, filepath.Join(tmp, "b.socket"), dir, devnet.NetworkMagic)
-	select {
-	case <-second.done:
-	case <-time.After(30 * time.Second):
-		t.Fatal("the second writer did not exit")
+	err, out := second.exit(t, 30*time.Second, "the second writer did not exit")
+	if !exitCode(err, 1) {
+		t.Fatalf("the second writer exited with %v", err)
 	}
-	var exit *exec.ExitError
-	if !errors.As(second.err, &exit) || exit.ExitCode() != 1 {
-		t.Fatalf("the second writer exited with %v", second.err)
-	}
-	out := second.stderr.String()
 	if !strings.Contains(out, "marlowe-follower: another writer holds this store: another marlowe-follower service writes the data directory") ||
 		strings.Contains(out, "resuming") {
 		t.Fatalf("stderr: %s", out)
@@ -532,10 +320,7 @@ func TestSecondWriterExits(t *testing.T) {
 	// The lock goes with its process, however it ends.
 	third := startFollower(t, bin, filepath.Join(tmp, "b.socket"), dir, devnet.NetworkMagic)
 	waitUntil(t, 60*time.Second, "a writer after the first stopped, at block 80", func() bool { return third.committed(t) == 80 })
-	if err := third.cmd.Process.Kill(); err != nil {
-		t.Fatal(err)
-	}
-	<-third.done
+	third.kill(t)
 	fourth := startFollower(t, bin, filepath.Join(tmp, "b.socket"), dir, devnet.NetworkMagic)
 	waitUntil(t, 60*time.Second, "a writer after a kill -9, ready", func() bool { return fourth.committed(t) == 80 && fourth.isReady() })
 }

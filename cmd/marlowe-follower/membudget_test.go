@@ -86,10 +86,9 @@ func TestStreamingMemoryBudget(t *testing.T) {
 	const subscribers, batchSize = 200, 50
 	budget := int64(*membudgetMB) << 20
 	bin := buildBinary(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
+	ctx := t.Context()
 	c, dataDir, wsURL := startStreamingService(t, ctx, bin, 4000, *membudgetMB)
-	head := c.status(t).HistorySeq
+	head := c.mustStatus(t).HistorySeq
 	dbBytes := int64(0)
 	if fi, err := os.Stat(filepath.Join(dataDir, "history.sqlite")); err == nil {
 		dbBytes = fi.Size()

@@ -31,15 +31,14 @@ func TestReaderQueryThroughput(t *testing.T) {
 	dbURL, _ := soakDatabase(t, base)
 	socket := filepath.Join(t.TempDir(), "node.socket")
 	const blocks = 3000
-	startProc(t, "devnet", bin, "devnet", "--socket", socket, "--block-rate", "0", "--blocks", strconv.Itoa(blocks),
+	startDevnetProc(t, bin, socket, "devnet", "--socket", socket, "--block-rate", "0", "--blocks", strconv.Itoa(blocks),
 		"--rollback-every", "0", "--marlowe-share", "0.5", "--seed", "17", "--log-level", "error")
-	waitSocket(t, socket)
 	writer := startService(t, bin, "all", dbURL, socket)
 	waitUntil(t, 5*time.Minute, "the writer at the devnet's last block", func() bool {
 		st, err := writer.status()
 		return err == nil && st.Committed.BlockNo >= blocks
 	})
-	readers := []*proc{startService(t, bin, "reader", dbURL, ""), startService(t, bin, "reader", dbURL, "")}
+	readers := []*child{startService(t, bin, "reader", dbURL, ""), startService(t, bin, "reader", dbURL, "")}
 	for _, r := range readers {
 		waitUntil(t, time.Minute, "a reader answers", func() bool { _, err := r.status(); return err == nil })
 	}
@@ -49,7 +48,7 @@ func TestReaderQueryThroughput(t *testing.T) {
 	}
 	const clients = 16
 	paths := []string{"/contracts?limit=50", "/contracts?limit=10&status=open", "/payouts?limit=50", "/status"}
-	round := func(targets []*proc) float64 {
+	round := func(targets []*child) float64 {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Duration(seconds)*time.Second)
 		defer cancel()
 		var done, failed atomic.Int64
@@ -62,7 +61,7 @@ func TestReaderQueryThroughput(t *testing.T) {
 				defer wg.Done()
 				target := targets[i%len(targets)]
 				for n := 0; ctx.Err() == nil; n++ {
-					req, _ := http.NewRequestWithContext(ctx, http.MethodGet, target.base()+paths[(i+n)%len(paths)], nil)
+					req, _ := http.NewRequestWithContext(ctx, http.MethodGet, target.base+paths[(i+n)%len(paths)], nil)
 					resp, err := client.Do(req)
 					if err != nil {
 						if ctx.Err() == nil {
@@ -87,7 +86,7 @@ func TestReaderQueryThroughput(t *testing.T) {
 		return float64(done.Load()) / time.Since(start).Seconds()
 	}
 	var one, two []float64
-	measured := func(name string, targets []*proc) float64 {
+	measured := func(name string, targets []*child) float64 {
 		busy0, total0 := machineCPU(t)
 		cpu0 := procCPU(t, readers)
 		qps := round(targets)
@@ -126,7 +125,7 @@ func machineCPU(t *testing.T) (busy, total float64) {
 }
 
 // procCPU returns the CPU seconds the processes used so far.
-func procCPU(t *testing.T, ps []*proc) float64 {
+func procCPU(t *testing.T, ps []*child) float64 {
 	t.Helper()
 	var sum float64
 	for _, p := range ps {

@@ -7,18 +7,15 @@ import (
 	"fmt"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/coder/websocket"
 
-	"github.com/marlowe-follower/follower/chainsync/devnet"
 	"github.com/marlowe-follower/follower/history/historytest"
 	"github.com/marlowe-follower/follower/history/record"
 	"github.com/marlowe-follower/follower/streaming/protocol"
@@ -32,113 +29,6 @@ func testDatabaseURL(t *testing.T) string {
 	t.Helper()
 	base := storagetest.DatabaseURL(t)
 	return base
-}
-
-// proc is a running marlowe-follower, stopped when the test ends.
-type proc struct {
-	name         string
-	cmd          *exec.Cmd
-	out          *lockedBuffer
-	qport, sport int
-	done         chan struct{}
-}
-
-func startProc(t *testing.T, name, bin string, args ...string) *proc {
-	t.Helper()
-	p := &proc{name: name, out: &lockedBuffer{}, done: make(chan struct{})}
-	p.cmd = exec.Command(bin, args...)
-	p.cmd.Stdout, p.cmd.Stderr = p.out, p.out
-	if err := p.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() {
-		_ = p.cmd.Wait()
-		close(p.done)
-	}()
-	t.Cleanup(func() {
-		_ = p.cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-p.done:
-		case <-time.After(20 * time.Second):
-			_ = p.cmd.Process.Kill()
-			<-p.done
-		}
-		if t.Failed() {
-			out := p.out.String()
-			t.Logf("output of %s (last 4000 bytes):\n%s", p.name, out[max(0, len(out)-4000):])
-		}
-	})
-	return p
-}
-
-// startService runs `run` in a role on the database, its ports free ones.
-func startService(t *testing.T, bin, role, dbURL, socket string, extra ...string) *proc {
-	t.Helper()
-	return startServiceOn(t, bin, role, dbURL, socket, freePort(t), freePort(t), extra...)
-}
-
-// startServiceOn runs `run` in a role on the database and the given ports.
-func startServiceOn(t *testing.T, bin, role, dbURL, socket string, qport, sport int, extra ...string) *proc {
-	t.Helper()
-	args := []string{"run", "--role", role, "--database-url", dbURL, "--network-magic", strconv.Itoa(devnet.NetworkMagic),
-		"--query-port", strconv.Itoa(qport), "--streaming-port", strconv.Itoa(sport), "--log-level", "info",
-		"--progress-bar", "never", "--progress-period", "0s", "--no-ui"}
-	if socket != "" {
-		args = append(args, "--node-socket", socket, "--min-backoff", "50ms", "--max-backoff", "300ms",
-			"--writer-lease-ttl", testLeaseTTL.String())
-	}
-	p := startProc(t, role, bin, append(args, extra...)...)
-	p.qport, p.sport = qport, sport
-	return p
-}
-
-// kill ends the process with SIGKILL and waits for it.
-func (p *proc) kill() {
-	_ = p.cmd.Process.Kill()
-	<-p.done
-}
-
-func (p *proc) base() string { return "http://127.0.0.1:" + strconv.Itoa(p.qport) }
-
-type readerStatusAnswer struct {
-	statusAnswer
-	Role   string `json:"role"`
-	Reader *struct {
-		Head       int64 `json:"head"`
-		WriterHead int64 `json:"writerHead"`
-		Listening  bool  `json:"listening"`
-		Notices    int64 `json:"notices"`
-		Replica    *struct {
-			Head     int64  `json:"head"`
-			LagSeqs  int64  `json:"lagSeqs"`
-			LagBytes *int64 `json:"lagBytes"`
-		} `json:"replica"`
-	} `json:"reader"`
-}
-
-func (p *proc) status() (readerStatusAnswer, error) {
-	var st readerStatusAnswer
-	code, err := getJSON(p.base()+"/status", &st)
-	if err == nil && code != http.StatusOK {
-		err = fmt.Errorf("/status answered %d", code)
-	}
-	return st, err
-}
-
-// headAt waits until the writer p has committed the devnet's last block,
-// blocks, and returns its history head then.
-func (p *proc) headAt(t *testing.T, blocks uint64) int64 {
-	t.Helper()
-	var head int64
-	waitUntil(t, 3*time.Minute, "the writer at the devnet's last block", func() bool {
-		st, err := p.status()
-		if err != nil || st.Committed.BlockNo < blocks {
-			return false
-		}
-		head = st.HistorySeq
-		return true
-	})
-	return head
 }
 
 // wsCollector subscribes to a streaming port from a cursor and keeps every
@@ -279,7 +169,7 @@ func TestReaderServesTheWritersLog(t *testing.T) {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	var current atomic.Pointer[proc]
+	var current atomic.Pointer[child]
 	current.Store(reader)
 	col := &wsCollector{port: func() int { return current.Load().sport }}
 	var wg sync.WaitGroup
@@ -297,12 +187,12 @@ func TestReaderServesTheWritersLog(t *testing.T) {
 
 	// The writer is killed while it follows; another takes over the store.
 	waitUntil(t, 3*time.Minute, "the writer a third of the way", committed(blocks/3))
-	writer.kill()
+	writer.kill(t)
 	writer = startService(t, bin, "all", dbURL, socket)
 	// The reader is killed; another serves on its ports, and the
 	// subscriber resumes from its cursor.
 	waitUntil(t, 3*time.Minute, "the new writer two thirds of the way", committed(2*blocks/3))
-	reader.kill()
+	reader.kill(t)
 	reader = startServiceOn(t, bin, "reader", dbURL, "", reader.qport, reader.sport)
 	current.Store(reader)
 
@@ -315,7 +205,7 @@ func TestReaderServesTheWritersLog(t *testing.T) {
 		}
 		return last >= head
 	})
-	code, hdr, err := getHeader(reader.base()+"/contracts?minSeq="+strconv.FormatInt(head, 10), "X-Marlowe-Seq")
+	code, hdr, err := getHeader(reader.base+"/contracts?minSeq="+strconv.FormatInt(head, 10), "X-Marlowe-Seq")
 	if err != nil || code != http.StatusOK {
 		t.Fatalf("minSeq=%d on the reader: %d, %v", head, code, err)
 	}
@@ -369,13 +259,12 @@ func getHeader(url, name string) (int, string, error) {
 // 2,000 with MARLOWE_TEST_LONG=1, at rate a second, a rollback every 10,
 // 60% Marlowe, from seed) and a writer (role all) following it into
 // dbURL; it returns the writer and the number of blocks.
-func startWriterOnDevnet(t *testing.T, bin, dbURL, socket string, blocks uint64, rate, seed int) (*proc, uint64) {
+func startWriterOnDevnet(t *testing.T, bin, dbURL, socket string, blocks uint64, rate, seed int) (*child, uint64) {
 	t.Helper()
 	if os.Getenv("MARLOWE_TEST_LONG") == "1" {
 		blocks = 2000
 	}
-	startProc(t, "devnet", bin, "devnet", "--socket", socket, "--block-rate", strconv.Itoa(rate), "--blocks", strconv.FormatUint(blocks, 10),
+	startDevnetProc(t, bin, socket, "devnet", "--socket", socket, "--block-rate", strconv.Itoa(rate), "--blocks", strconv.FormatUint(blocks, 10),
 		"--rollback-every", "10", "--marlowe-share", "0.6", "--seed", strconv.Itoa(seed), "--log-level", "error")
-	waitSocket(t, socket)
 	return startService(t, bin, "all", dbURL, socket), blocks
 }

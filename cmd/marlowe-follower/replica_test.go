@@ -182,7 +182,7 @@ func TestReaderOnAReplica(t *testing.T) {
 		defer fromOrigin.mu.Unlock()
 		return fromOrigin.start != ""
 	})
-	code, _, err := getHeader(reader.base()+"/contracts?minSeq="+strconv.FormatInt(writerHead, 10), "X-Marlowe-Seq")
+	code, _, err := getHeader(reader.base+"/contracts?minSeq="+strconv.FormatInt(writerHead, 10), "X-Marlowe-Seq")
 	if err != nil || code != http.StatusServiceUnavailable {
 		t.Fatalf("minSeq=%d on the reader while the replica is at %d: %d, %v (want 503)", writerHead, replicaHead, code, err)
 	}
@@ -200,7 +200,7 @@ func TestReaderOnAReplica(t *testing.T) {
 	}
 	answered := make(chan answer, 1)
 	go func() {
-		code, seq, err := getHeader(reader.base()+"/contracts?minSeq="+strconv.FormatInt(writerHead, 10), "X-Marlowe-Seq")
+		code, seq, err := getHeader(reader.base+"/contracts?minSeq="+strconv.FormatInt(writerHead, 10), "X-Marlowe-Seq")
 		answered <- answer{code, seq, err}
 	}()
 	pgExec(t, repURL, `SELECT pg_wal_replay_resume()`)

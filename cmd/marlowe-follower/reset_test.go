@@ -25,8 +25,7 @@ import (
 // it is not refused; once the service stopped, reset deletes the store.
 func TestResetRefusedWhileServiceRuns(t *testing.T) {
 	bin := buildBinary(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
+	ctx := t.Context()
 	tmp := t.TempDir()
 	dir := filepath.Join(tmp, "data")
 	serveChain(t, ctx, filepath.Join(tmp, "node.socket"), genBlocks(t, 5, 20), 20)
@@ -125,14 +124,13 @@ func TestResetPostgresRefusedWhileHeld(t *testing.T) {
 // --streams it starts and follows on from the restored head.
 func TestOlderHistoryThanStreamsRefused(t *testing.T) {
 	bin := buildBinary(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
+	ctx := t.Context()
 	tmp := t.TempDir()
 	dir, backup, socket := filepath.Join(tmp, "data"), filepath.Join(tmp, "backup"), filepath.Join(tmp, "node.socket")
 	node := serveChain(t, ctx, socket, genBlocks(t, 7, 40), 10)
 	f := startFollower(t, bin, socket, dir, devnet.NetworkMagic)
 	waitUntil(t, 60*time.Second, "block 10 committed", func() bool { return f.committed(t) == 10 })
-	older := f.status(t).HistorySeq
+	older := f.mustStatus(t).HistorySeq
 	if err := f.stop(t); err != nil {
 		t.Fatal(err)
 	}
@@ -142,7 +140,7 @@ func TestOlderHistoryThanStreamsRefused(t *testing.T) {
 	}
 	f = startFollower(t, bin, socket, dir, devnet.NetworkMagic)
 	waitUntil(t, 60*time.Second, "block 40 committed", func() bool { return f.committed(t) == 40 })
-	head := f.status(t).HistorySeq
+	head := f.mustStatus(t).HistorySeq
 	if err := f.stop(t); err != nil {
 		t.Fatal(err)
 	}
@@ -167,12 +165,7 @@ func TestOlderHistoryThanStreamsRefused(t *testing.T) {
 	}
 	copyStore(t, backup, dir, "history.sqlite", "contracts.sqlite")
 	f = startFollower(t, bin, socket, dir, devnet.NetworkMagic)
-	select {
-	case <-f.done:
-	case <-time.After(60 * time.Second):
-		t.Fatal("the service started on a history older than its streams")
-	}
-	out := f.stderr.String()
+	_, out := f.exit(t, 60*time.Second, "the service started on a history older than its streams")
 	for _, want := range []string{
 		"the durable streams do not match the history log",
 		"orders at " + strconv.FormatInt(head, 10), "beyond the history's head " + strconv.FormatInt(older, 10),
@@ -187,7 +180,7 @@ func TestOlderHistoryThanStreamsRefused(t *testing.T) {
 	}
 	f = startFollower(t, bin, socket, dir, devnet.NetworkMagic)
 	waitUntil(t, 60*time.Second, "block 40 committed again", func() bool { return f.committed(t) == 40 })
-	if got := f.status(t).HistorySeq; got != head {
+	if got := f.mustStatus(t).HistorySeq; got != head {
 		t.Fatalf("head %d after following on from the backup, %d before", got, head)
 	}
 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"net/url"
 	"os/exec"
@@ -84,7 +83,7 @@ func TestRunDevnetOnTheWallClock(t *testing.T) {
 	work := t.TempDir()
 	qport := freePort(t)
 	base := "http://127.0.0.1:" + strconv.Itoa(qport)
-	cmd, out := startRunDevnetArgs(t, bin, work, qport, "--devnet-block-rate", "20", "--data-dir", "data")
+	svc := startRunDevnetArgs(t, bin, work, qport, "--devnet-block-rate", "20", "--data-dir", "data")
 	waitSeq(t, base, 20)
 	at, _ := tipTime(t, base)
 	if d := time.Since(at); d < -time.Second || d > 30*time.Second {
@@ -96,19 +95,18 @@ func TestRunDevnetOnTheWallClock(t *testing.T) {
 		return offering > 0
 	})
 	t.Logf("tip at %s; %d of %d open contracts take inputs at now", at.UTC().Format(time.RFC3339), offering, open)
-	stopRun(t, cmd, out)
+	svc.terminate(t)
 
 	// The kept chain is on the wall clock: another is refused.
 	refused := exec.Command(bin, "run", "--devnet", "--data-dir", "data", "--devnet-clock", "traces", "--query-port", "0", "--streaming-port", "0")
 	refused.Dir = work
 	msg, err := refused.CombinedOutput()
-	var exit *exec.ExitError
-	if !errors.As(err, &exit) || exit.ExitCode() != 2 || !strings.Contains(string(msg), "was made on the wall clock") {
+	if !exitCode(err, 2) || !strings.Contains(string(msg), "was made on the wall clock") {
 		t.Fatalf("run --devnet --devnet-clock traces on a chain on the wall clock: %v\n%s", err, msg)
 	}
 
 	// A chain at rest, made at once: it ends before now.
-	cmd, out = startRunDevnetArgs(t, bin, work, qport, "--devnet-block-rate", "0", "--devnet-blocks", "300", "--data-dir", "rest")
+	svc = startRunDevnetArgs(t, bin, work, qport, "--devnet-block-rate", "0", "--devnet-blocks", "300", "--data-dir", "rest")
 	waitUntil(t, 90*time.Second, "the chain at rest", func() bool {
 		_, blocks, err := readTip(base)
 		return err == nil && blocks == 300
@@ -123,19 +121,19 @@ func TestRunDevnetOnTheWallClock(t *testing.T) {
 		return offering > 0
 	})
 	t.Logf("chain at rest: tip %s ago; %d of %d open contracts take inputs at now", time.Since(at).Round(time.Second), offering, open)
-	stopRun(t, cmd, out)
+	svc.terminate(t)
 
 	// The reference traces' times; a chain kept so (as an earlier version
 	// kept every chain) goes on so, with a warning, when no clock is asked.
 	for _, args := range [][]string{{"--devnet-clock", "traces"}, nil} {
-		cmd, out = startRunDevnetArgs(t, bin, work, qport, append([]string{"--data-dir", "traces"}, args...)...)
+		svc = startRunDevnetArgs(t, bin, work, qport, append([]string{"--data-dir", "traces"}, args...)...)
 		waitSeq(t, base, 5)
 		if at, _ = tipTime(t, base); at.Year() != 1969 && at.Year() != 1970 {
 			t.Fatalf("--devnet-clock traces %v: tip at %s", args, at.UTC())
 		}
-		stopRun(t, cmd, out)
-		if warned := strings.Contains(out.String(), "is on the reference traces' clock"); warned != (args == nil) {
-			t.Fatalf("run --devnet %v on a chain kept on the traces' clock: warned %v\n%s", args, warned, out)
+		svc.terminate(t)
+		if warned := strings.Contains(svc.stderr.String(), "is on the reference traces' clock"); warned != (args == nil) {
+			t.Fatalf("run --devnet %v on a chain kept on the traces' clock: warned %v\n%s", args, warned, svc.stderr)
 		}
 	}
 }

@@ -9,7 +9,6 @@ import (
 	"math/rand/v2"
 	"net/url"
 	"reflect"
-	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -37,8 +36,7 @@ var scaleOutKills = flag.Int("scaleout.kills", 2, "TestScaleOut: how many times 
 func TestScaleOut(t *testing.T) {
 	bin := buildBinary(t)
 	admin := adminConn(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
+	ctx := t.Context()
 	kills := *scaleOutKills
 	blocks := uint64(160 + 60*kills)
 	dn, socket := failoverDevnet(t, ctx, blocks, 40)
@@ -48,7 +46,7 @@ func TestScaleOut(t *testing.T) {
 
 	ref := startWriter(t, bin, socket, refURL, "all")
 	active, standby := startWriterPair(t, bin, socket, haURL)
-	readers := []*proc{startService(t, bin, "reader", haURL, ""), startService(t, bin, "reader", haURL, "")}
+	readers := []*child{startService(t, bin, "reader", haURL, ""), startService(t, bin, "reader", haURL, "")}
 	for i, r := range readers {
 		waitUntil(t, 60*time.Second, fmt.Sprintf("reader %d serving", i+1), func() bool {
 			st, err := r.status()
@@ -91,11 +89,8 @@ func TestScaleOut(t *testing.T) {
 		if !readerKilled {
 			readerKilled = true
 			r := readers[1]
-			_ = r.cmd.Process.Kill()
-			<-r.done
-			readers[1] = startService(t, bin, "reader", haURL, "", "--query-port", strconv.Itoa(r.qport),
-				"--streaming-port", strconv.Itoa(r.sport))
-			readers[1].qport, readers[1].sport = r.qport, r.sport
+			r.kill(t)
+			readers[1] = startServiceOn(t, bin, "reader", haURL, "", r.qport, r.sport)
 		}
 	}
 	if len(took) == 0 {

@@ -36,10 +36,9 @@ import (
 func TestStreamingStorm(t *testing.T) {
 	const subscribers, batchSize, budgetMiB, cacheMiB = 300, 50, 64, 16
 	bin := buildBinary(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
+	ctx := t.Context()
 	c, _, wsURL := startStreamingService(t, ctx, bin, 1000, budgetMiB, "--streaming-catchup-cache-mb", strconv.Itoa(cacheMiB))
-	head := c.status(t).HistorySeq
+	head := c.mustStatus(t).HistorySeq
 
 	// Every subscriber connects and reads (so that it answers the
 	// server's pings while the others connect); then all subscribe at once.

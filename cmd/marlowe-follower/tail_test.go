@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/marlowe-follower/follower/history"
 	"github.com/marlowe-follower/follower/history/historytest"
 	"github.com/marlowe-follower/follower/history/record"
 	"github.com/marlowe-follower/follower/streaming/protocol"
@@ -209,14 +210,7 @@ func TestTailFilterFlags(t *testing.T) {
 	}
 	head := h.Handle.Head()
 	for _, f := range append(sample.Filters(), protocol.Filter{All: true}) {
-		hf, err := f.History()
-		if err != nil {
-			t.Fatal(err)
-		}
-		want, err := streamtest.Expected(ctx, h.Backend, hf, record.Cursor{Snapshot: head}, head)
-		if err != nil {
-			t.Fatal(err)
-		}
+		want := selected(t, h.Backend, f, head)
 		for _, alias := range []bool{false, true} {
 			args := tailArgs(f, alias)
 			if alias && len(f.Contracts) == 0 {
@@ -232,6 +226,21 @@ func TestTailFilterFlags(t *testing.T) {
 			}
 		}
 	}
+}
+
+// selected returns the records of b's log up to head that f selects, as
+// a subscription from the snapshot at head delivers them.
+func selected(t *testing.T, b history.Backend, f protocol.Filter, head int64) []record.Record {
+	t.Helper()
+	hf, err := f.History()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := streamtest.Expected(t.Context(), b, hf, record.Cursor{Snapshot: head}, head)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return want
 }
 
 // tailArgs are the tail flags of a filter (--contract instead of

@@ -81,14 +81,7 @@ func TestFilterVocabularyAcrossSurfaces(t *testing.T) {
 		t.Fatalf("the chain lacks values for some filter: %+v", sample)
 	}
 	for i, f := range filters {
-		hf, err := f.History()
-		if err != nil {
-			t.Fatal(err)
-		}
-		want, err := streamtest.Expected(ctx, p.History, hf, record.Cursor{Snapshot: head}, head)
-		if err != nil {
-			t.Fatal(err)
-		}
+		want := selected(t, p.History, f, head)
 		if len(want) == 0 {
 			t.Fatalf("filter %d %+v selects nothing", i, f)
 		}

@@ -318,8 +318,7 @@ func (c *child) atTip(tip uint64) bool {
 func TestWriterFailover(t *testing.T) {
 	bin := buildBinary(t)
 	admin := adminConn(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
+	ctx := t.Context()
 	kills := *writerKills
 	blocks := uint64(200 + 120*kills) // a failover waits for the lease (testLeaseTTL) besides the start
 	dn, socket := failoverDevnet(t, ctx, blocks, 40)
@@ -440,8 +439,7 @@ func dnDone(dn *devnet.Devnet) bool {
 func TestReaderWithoutWriter(t *testing.T) {
 	bin := buildBinary(t)
 	admin := adminConn(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
+	ctx := t.Context()
 	_, socket := failoverDevnet(t, ctx, 100000, 10)
 	dbURL := pgSchema(t, admin, "nowriter")
 	writer := startWriter(t, bin, socket, dbURL, "writer")
@@ -469,10 +467,7 @@ func TestReaderWithoutWriter(t *testing.T) {
 		t.Fatalf("marlowe_not_ready{no_writer}, marlowe_reader_writer_present beside a writer: %v", v)
 	}
 
-	if err := writer.cmd.Process.Kill(); err != nil {
-		t.Fatal(err)
-	}
-	<-writer.done
+	writer.kill(t)
 	killed := time.Now()
 	waitUntil(t, 30*time.Second, "the reader's /readyz 503 no_writer", func() bool { return reader.reasonHolds("no_writer") })
 	t.Logf("the reader answered no_writer %s after the kill (TTL %s)", time.Since(killed).Round(time.Millisecond), testLeaseTTL)

@@ -89,8 +89,7 @@ var eventually = waitfor.Until // (t, d, what, cond)
 // /readyz is 503 commit_failing while they fail, with /status saying why
 // since when, and 200 again once a commit succeeds.
 func TestReadyWhileCommitsFail(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
+	ctx := t.Context()
 	dir := t.TempDir()
 	socket := filepath.Join(dir, "node.socket")
 	gcfg := devnet.DefaultGeneratorConfig()
