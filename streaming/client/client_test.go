@@ -70,6 +70,22 @@ func (fx *fixture) expected(t *testing.T, filter record.Filter, from record.Curs
 	return exp
 }
 
+// subscribeAll subscribes c to every record with req (its filter all)
+// and returns the stream and the records it is to get: those from its
+// start cursor up to the head.
+func (fx *fixture) subscribeAll(t *testing.T, c *client.Client, req client.Request) (*client.Stream, []record.Record) {
+	t.Helper()
+	s, err := c.Subscribe(context.Background(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	start, err := record.ParseCursor(s.Cursor())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, fx.expected(t, record.Filter{}, start)
+}
+
 func newClient(t *testing.T, url string) *client.Client {
 	t.Helper()
 	c, err := client.New(client.Options{URL: url, MinBackoff: 10 * time.Millisecond, MaxBackoff: 100 * time.Millisecond})
@@ -111,12 +127,7 @@ func TestSubscribeReceiveAck(t *testing.T) {
 	fx := newFixture(t, 80, streamtest.ServerOptions{})
 	c := newClient(t, fx.srv.URL)
 	ctx := context.Background()
-	s, err := c.Subscribe(ctx, client.Request{Stream: "all", Filter: protocol.Filter{All: true}, BatchSize: 9})
-	if err != nil {
-		t.Fatal(err)
-	}
-	start, _ := record.ParseCursor(s.Cursor())
-	want := fx.expected(t, record.Filter{}, start)
+	s, want := fx.subscribeAll(t, c, client.Request{Stream: "all", Filter: protocol.Filter{All: true}, BatchSize: 9})
 	var applied streamtest.Collector
 	consume(t, s, &applied, len(want))
 	if err := streamtest.Same(applied.Records, want); err != nil || applied.Dups != 0 {
@@ -142,12 +153,7 @@ func TestReconnectResumesEphemeralStream(t *testing.T) {
 	proxy := streamtest.NewProxy(t, fx.srv.Addr().String())
 	c := newClient(t, proxy.URL())
 	ctx := context.Background()
-	s, err := c.Subscribe(ctx, client.Request{Stream: "e", Filter: protocol.Filter{All: true}, BatchSize: 10})
-	if err != nil {
-		t.Fatal(err)
-	}
-	start, _ := record.ParseCursor(s.Cursor())
-	want := fx.expected(t, record.Filter{}, start)
+	s, want := fx.subscribeAll(t, c, client.Request{Stream: "e", Filter: protocol.Filter{All: true}, BatchSize: 10})
 	var applied streamtest.Collector
 	drops := 0
 	ctx2, cancel := context.WithTimeout(ctx, 30*time.Second)
