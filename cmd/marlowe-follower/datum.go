@@ -60,34 +60,35 @@ func datumTypeFlag(cmd *cobra.Command) (marlowe.DatumType, error) {
 }
 
 func newDatumDecodeCommand() *cobra.Command {
-	cmd := &cobra.Command{
-		Use:   "decode --type TYPE",
-		Short: "Read CBOR hex on stdin, write JSON on stdout",
-		Args:  exactArgs(0),
-		RunE: datumFilter(func(t marlowe.DatumType, in []byte) (string, error) {
+	return newDatumFilterCommand("decode", "Read CBOR hex on stdin, write JSON on stdout", "CBOR",
+		func(t marlowe.DatumType, in []byte) (string, error) {
 			raw, err := marlowe.ParseHexInput(in)
 			if err != nil {
 				return "", err
 			}
 			js, err := marlowe.DecodeDatum(t, raw)
 			return string(js), err
-		}),
-	}
-	cmd.Flags().String("type", "", "what the CBOR holds: "+typeList())
-	return cmd
+		})
 }
 
 func newDatumEncodeCommand() *cobra.Command {
-	cmd := &cobra.Command{
-		Use:   "encode --type TYPE",
-		Short: "Read JSON on stdin, write canonical CBOR hex on stdout",
-		Args:  exactArgs(0),
-		RunE: datumFilter(func(t marlowe.DatumType, in []byte) (string, error) {
+	return newDatumFilterCommand("encode", "Read JSON on stdin, write canonical CBOR hex on stdout", "JSON",
+		func(t marlowe.DatumType, in []byte) (string, error) {
 			cbor, err := marlowe.EncodeDatum(t, in)
 			return hex.EncodeToString(cbor), err
-		}),
+		})
+}
+
+// newDatumFilterCommand is decode or encode (name): stdin, whose format
+// is input, converted for --type (datumFilter).
+func newDatumFilterCommand(name, short, input string, convert func(t marlowe.DatumType, in []byte) (string, error)) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   name + " --type TYPE",
+		Short: short,
+		Args:  exactArgs(0),
+		RunE:  datumFilter(convert),
 	}
-	cmd.Flags().String("type", "", "what the JSON holds: "+typeList())
+	cmd.Flags().String("type", "", "what the "+input+" holds: "+typeList())
 	return cmd
 }
 
