@@ -12,6 +12,21 @@ import (
 	"github.com/marlowe-follower/follower/streaming/streamstore/sqlstreams"
 )
 
+// OpenDevnetStore opens a new embedded store (in a temporary directory)
+// for the devnet's network: for this package's tests, internal and
+// external.
+func OpenDevnetStore(t *testing.T) (*Stores, *config.Config) {
+	t.Helper()
+	cfg := &config.Config{}
+	cfg.Store.DataDir = t.TempDir()
+	cfg.Node.NetworkMagic = devnet.NetworkMagic
+	st, err := Open(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st, cfg
+}
+
 // TestOpenFailingLastStoreCloses: when the stream store, the last of the
 // three, fails to open (here its schema is newer than the binary's, as a
 // cancelled start-up fails it in the same place), what did open is closed
@@ -19,13 +34,7 @@ import (
 // start-up once panicked there: a nil *sqlstreams.Store in the interface).
 func TestOpenFailingLastStoreCloses(t *testing.T) {
 	ctx := context.Background()
-	cfg := &config.Config{}
-	cfg.Store.DataDir = t.TempDir()
-	cfg.Node.NetworkMagic = devnet.NetworkMagic
-	st, err := Open(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	st, cfg := OpenDevnetStore(t)
 	if err := st.Close(); err != nil {
 		t.Fatal(err)
 	}

@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"github.com/marlowe-follower/follower/chainsync/devnet"
-	"github.com/marlowe-follower/follower/cmd/marlowe-follower/config"
 	"github.com/marlowe-follower/follower/cmd/marlowe-follower/stores"
 	"github.com/marlowe-follower/follower/history/record"
 )
@@ -17,13 +16,7 @@ import (
 // another network is refused with record.ErrWrongNetwork.
 func TestOpen(t *testing.T) {
 	ctx := context.Background()
-	cfg := &config.Config{}
-	cfg.Store.DataDir = t.TempDir()
-	cfg.Node.NetworkMagic = devnet.NetworkMagic
-	st, err := stores.Open(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	st, cfg := stores.OpenDevnetStore(t)
 	if st.History == nil || st.Contracts == nil || st.Streams == nil || st.Postgres() != nil {
 		t.Fatalf("stores: %+v", st)
 	}
