@@ -79,23 +79,13 @@ func (m *Metrics) RegisterRole(role string, w Writer) {
 	}
 	m.Registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "marlowe_writer_lease_held",
 		Help: "1 while this process holds the writer lease and may commit; 0 while it stands by (or its lease lapsed)."},
-		func() float64 {
-			if w.Held() {
-				return 1
-			}
-			return 0
-		}))
+		func() float64 { return oneIf(w.Held()) }))
 	m.Registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "marlowe_writer_epoch",
 		Help: "The writer epoch this process took with the writer lease (0 before it holds it)."},
 		func() float64 { return float64(w.Epoch()) }))
 	m.Registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "marlowe_writer_lease_session_locked",
 		Help: "1 while this process's lease connection holds the writer lease's session lock: holding the lease, a standby takes over the moment this process or its session dies (0: only the expiry decides, as behind a pooling proxy)."},
-		func() float64 {
-			if w.Held() && w.SessionLocked() {
-				return 1
-			}
-			return 0
-		}))
+		func() float64 { return oneIf(w.Held() && w.SessionLocked()) }))
 }
 
 // Writer is what the writer metrics read of a process that writes
@@ -133,19 +123,9 @@ func (m *Metrics) RegisterFollower(p *chainsync.Progress) {
 	gauge("marlowe_node_tip_block_number", "Number of the node's tip block.", func(s chainsync.ProgressSnapshot) float64 { return float64(s.Tip.BlockNo) })
 	gauge("marlowe_sync_progress_ratio", "Followed slot over the node's tip slot.", func(s chainsync.ProgressSnapshot) float64 { return s.Fraction() })
 	gauge("marlowe_sync_blocks_behind", "Blocks between the followed point and the node's tip.", func(s chainsync.ProgressSnapshot) float64 { return float64(s.BlocksBehind()) })
-	gauge("marlowe_node_connected", "1 while connected to the node.", func(s chainsync.ProgressSnapshot) float64 {
-		if s.Connected {
-			return 1
-		}
-		return 0
-	})
+	gauge("marlowe_node_connected", "1 while connected to the node.", func(s chainsync.ProgressSnapshot) float64 { return oneIf(s.Connected) })
 	gauge("marlowe_chainsync_waiting_for_node", "1 while the node's tip is behind the follower's point and the follower waits for it.",
-		func(s chainsync.ProgressSnapshot) float64 {
-			if s.Waiting != nil {
-				return 1
-			}
-			return 0
-		})
+		func(s chainsync.ProgressSnapshot) float64 { return oneIf(s.Waiting != nil) })
 	gauge("marlowe_chainsync_node_behind_blocks", "While waiting for the node: how many blocks its tip is behind the follower's point (0 otherwise).",
 		func(s chainsync.ProgressSnapshot) float64 {
 			if s.Waiting != nil {
@@ -154,12 +134,7 @@ func (m *Metrics) RegisterFollower(p *chainsync.Progress) {
 			return 0
 		})
 	gauge("marlowe_chainsync_diverged", "1 once following stopped because the node's chain and the stored history part (operator action needed).",
-		func(s chainsync.ProgressSnapshot) float64 {
-			if s.Diverged != nil {
-				return 1
-			}
-			return 0
-		})
+		func(s chainsync.ProgressSnapshot) float64 { return oneIf(s.Diverged != nil) })
 	gauge("marlowe_rollback_last_depth_blocks", "Depth of the newest rollback, in blocks.", func(s chainsync.ProgressSnapshot) float64 { return float64(s.LastRollback) })
 	counter("marlowe_blocks_total", "Blocks rolled forward (use rate() for blocks per second).", func(s chainsync.ProgressSnapshot) float64 { return float64(s.Blocks) })
 	counter("marlowe_block_bytes_total", "Raw bytes of the blocks rolled forward.", func(s chainsync.ProgressSnapshot) float64 { return float64(s.Bytes) })
@@ -223,12 +198,7 @@ func (m *Metrics) RegisterStore(st *history.StoreStats) {
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "marlowe_history_commit_failures_total", Help: "Failed commits (retried)."},
 			func() float64 { return float64(st.CommitFailures.Load()) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "marlowe_history_commit_failing", Help: "1 while the history store's commits fail."},
-			func() float64 {
-				if st.Failing.Load() {
-					return 1
-				}
-				return 0
-			}),
+			func() float64 { return oneIf(st.Failing.Load()) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "marlowe_history_committed_block_number", Help: "Number of the newest committed block (where a restart resumes)."},
 			func() float64 {
 				if h := st.Committed.Load(); h != nil {
@@ -249,10 +219,8 @@ func (m *Metrics) RegisterLeaseWatch(w *storage.LeaseWatch) {
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "marlowe_reader_writer_present",
 			Help: "1 while the writer lease runs, as this reader last read it (0 once it has expired or its holder's session has ended: nobody writes; 0 also before the first read)."},
 			func() float64 {
-				if v := w.View(); v != nil && !v.NoWriter(time.Now()) {
-					return 1
-				}
-				return 0
+				v := w.View()
+				return oneIf(v != nil && !v.NoWriter(time.Now()))
 			}),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "marlowe_reader_writer_lease_renewal_age_seconds",
 			Help: "Age of the writer lease's last renewal, as this reader last read it (0 before the first read)."},
@@ -289,12 +257,7 @@ func (m *Metrics) RegisterMirror(mr *history.Mirror) {
 		gauge("marlowe_reader_lag_records", "Records the writer has committed that this reader has not delivered yet.",
 			func() float64 { return max(0, writerHead()-float64(mr.Store().Stats().Head.Load())) }),
 		gauge("marlowe_reader_listening", "1 while a connection listens for the writer's commit notices (else the reader polls).",
-			func() float64 {
-				if st.Listening.Load() {
-					return 1
-				}
-				return 0
-			}),
+			func() float64 { return oneIf(st.Listening.Load()) }),
 		counter("marlowe_reader_notices_total", "Commit notices received.", &st.Notices),
 		counter("marlowe_reader_bad_notices_total", "Notifications on the commit channel that were not commit notices.", &st.BadNotices),
 		counter("marlowe_reader_polls_total", "Timed polls of the writer's progress.", &st.Polls),
@@ -314,4 +277,12 @@ func (m *Metrics) RegisterMirror(mr *history.Mirror) {
 				func() float64 { return float64(st.LagBytes.Load()) }),
 		)
 	}
+}
+
+// oneIf is a gauge's value for a condition: 1 while it holds, else 0.
+func oneIf(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
 }
