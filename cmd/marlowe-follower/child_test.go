@@ -287,13 +287,23 @@ func (c *child) attempts(t *testing.T) int {
 
 func (c *child) metrics(t *testing.T) string {
 	t.Helper()
-	resp, err := http.Get(c.base + "/metrics")
+	body, err := scrape(c.base)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return body
+}
+
+// scrape returns the /metrics answer of the service whose query API is at
+// base.
+func scrape(base string) (string, error) {
+	resp, err := http.Get(base + "/metrics")
+	if err != nil {
+		return "", err
+	}
 	defer resp.Body.Close()
-	body, _ := io.ReadAll(resp.Body)
-	return string(body)
+	body, err := io.ReadAll(resp.Body)
+	return string(body), err
 }
 
 // reasonHolds reports whether /readyz is 503 with reason among its fields.

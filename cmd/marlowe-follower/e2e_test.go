@@ -115,16 +115,14 @@ func TestRunDevnetEndToEnd(t *testing.T) {
 		t.Fatalf("WebSocket from another origin under --devnet: %v", err)
 	}
 	ws.Close(websocket.StatusNormalClosure, "")
-	resp, err := http.Get(base + "/metrics")
+	metrics, err := scrape(base)
 	if err != nil {
 		t.Fatal(err)
 	}
-	metrics, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
 	for _, name := range []string{"marlowe_chain_slot", "marlowe_node_tip_slot", "marlowe_blocks_total", "marlowe_history_records_committed_total",
 		"marlowe_store_commit_seconds_bucket", "marlowe_rollbacks_total", "marlowe_decode_failures_total", "marlowe_history_live_subscribers",
 		"marlowe_rejected_outputs_total"} {
-		if !strings.Contains(string(metrics), name) {
+		if !strings.Contains(metrics, name) {
 			t.Errorf("metric %s missing", name)
 		}
 	}
@@ -145,7 +143,7 @@ func TestRunDevnetEndToEnd(t *testing.T) {
 	if !strings.HasPrefix(string(first[:n]), `{"seq":1,`) {
 		t.Fatalf("tail printed %q", first[:n])
 	}
-	resp, err = http.Get(base + "/events?all=true&from=origin")
+	resp, err := http.Get(base + "/events?all=true&from=origin")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"os/exec"
 	"strconv"
@@ -80,13 +79,10 @@ func TestCleanShutdownLogsNoWarning(t *testing.T) {
 			}
 			defer resp.Body.Close()
 			waitUntil(t, 30*time.Second, "the two tails subscribed and the events stream open", func() bool {
-				r, err := http.Get(base + "/metrics")
+				m, err := scrape(base)
 				if err != nil {
 					return false
 				}
-				defer r.Body.Close()
-				body, _ := io.ReadAll(r.Body)
-				m := string(body)
 				return metricValue(m, "marlowe_streaming_subscribers") >= 2 && metricValue(m, "marlowe_streaming_sse_clients") >= 1
 			})
 			if err := cmd.Process.Signal(sig); err != nil {

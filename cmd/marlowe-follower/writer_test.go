@@ -6,7 +6,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	mrand "math/rand/v2"
 	"net/http"
 	"net/url"
@@ -169,13 +168,11 @@ func (c *child) metricsOf(names ...string) []float64 {
 	for i := range out {
 		out[i] = -1
 	}
-	resp, err := http.Get(c.base + "/metrics")
+	body, err := scrape(c.base)
 	if err != nil {
 		return out
 	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(resp.Body)
-	for _, line := range strings.Split(string(body), "\n") {
+	for _, line := range strings.Split(body, "\n") {
 		for i, name := range names {
 			if rest, ok := strings.CutPrefix(line, name+" "); ok {
 				if v, err := strconv.ParseFloat(strings.TrimSpace(rest), 64); err == nil {
