@@ -37,7 +37,7 @@ const replyQueue = 16
 // opening stashes the commands after the subscribe until its stream
 // answers; finishing and closing take only acks and nacks.
 type connActor struct {
-	srv       *Server
+	d         *connDeps
 	ws        *websocket.Conn
 	id        uint64
 	log       *zap.Logger
@@ -83,14 +83,14 @@ type connSub struct {
 }
 
 // newConnActor makes the actor of an accepted WebSocket.
-func newConnActor(s *Server, ws *websocket.Conn, id uint64, p auth.Principal, remote string) *connActor {
+func newConnActor(d *connDeps, ws *websocket.Conn, id uint64, p auth.Principal, remote string) *connActor {
 	ctx, cancel := context.WithCancel(context.Background())
 	writeCtx, endWrite := context.WithCancel(context.Background())
-	c := &connActor{srv: s, ws: ws, id: id, principal: p, ctx: ctx, cancel: cancel, writeCtx: writeCtx, endWrite: endWrite,
+	c := &connActor{d: d, ws: ws, id: id, principal: p, ctx: ctx, cancel: cancel, writeCtx: writeCtx, endWrite: endWrite,
 		credits: make(chan struct{}, replyQueue), gone: make(chan struct{}), pings: make(chan struct{}), subs: map[string]*connSub{},
-		log: s.log.With(zap.Uint64("connection", id), zap.String("remote", remote))}
-	c.delivery = newDelivery(&s.cfg, c.slowConsumer)
-	c.q.budget = &s.budget
+		log: d.log.With(zap.Uint64("connection", id), zap.String("remote", remote))}
+	c.delivery = newDelivery(&d.cfg, c.slowConsumer)
+	c.q.budget = d.budget
 	c.state.Become(c.serving)
 	return c
 }
@@ -174,7 +174,7 @@ func (c *connActor) opening(ac actor.Context) {
 		}
 		sub := c.subs[m.Name]
 		sub.stream, sub.durable, sub.owner = m.Stream, m.Durable, m.Owner
-		c.srv.m.subscribers.Inc()
+		c.d.m.subscribers.Inc()
 		c.awaiting = ""
 		c.state.Become(c.serving)
 		c.enqueue(ac, waiting{frame: m.Frame})
@@ -236,7 +236,7 @@ func (c *connActor) live(ac actor.Context) {
 		c.goroutines += 3 // the reader, the writer, the pinger
 		go c.writeLoop()
 		go c.pingLoop()
-		c.srv.m.connections.Inc()
+		c.d.m.connections.Inc()
 		c.log.Debug("connected")
 	case *readEnded:
 		c.goroutines--
@@ -274,7 +274,7 @@ func (c *connActor) ending(ac actor.Context) bool {
 		<-c.credits // the reader may read the next frame
 		if m.err == nil && m.cmd != nil && (m.cmd.Type == protocol.TypeAck || m.cmd.Type == protocol.TypeNack) {
 			if code, _ := c.reply(m.cmd); code != "" {
-				c.srv.m.badFrames.WithLabelValues(code).Inc()
+				c.d.m.badFrames.WithLabelValues(code).Inc()
 			}
 		}
 	case *wire.Attached, *wire.SubscribeRefused, *wire.AttachRefused:
@@ -294,12 +294,12 @@ func (c *connActor) ending(ac actor.Context) bool {
 func (c *connActor) stopping() {
 	for _, s := range c.subs {
 		if s.stream != nil {
-			c.srv.m.subscribers.Dec()
+			c.d.m.subscribers.Dec()
 		}
 	}
 	c.subs = nil
 	c.stopTimer()
-	c.srv.m.connections.Dec()
+	c.d.m.connections.Dec()
 	close(c.gone)
 	c.state.Become(c.stopped)
 }
@@ -358,7 +358,7 @@ func (c *connActor) drop(name string, stream *actor.PID) bool {
 		return false
 	}
 	delete(c.subs, name)
-	c.srv.m.subscribers.Dec()
+	c.d.m.subscribers.Dec()
 	return true
 }
 
@@ -386,12 +386,12 @@ func (c *connActor) leaseLost(ac actor.Context, name string) {
 func (c *connActor) cutOff(ac actor.Context, m *cut) {
 	switch m.why {
 	case "slow":
-		c.srv.m.slowDropped.Inc()
+		c.d.m.slowDropped.Inc()
 		c.log.Warn("disconnecting a client that does not read", zap.String("reason", protocol.CloseSlowConsumer))
 	case "budget":
-		c.srv.m.budgetCuts.Inc()
+		c.d.m.budgetCuts.Inc()
 		c.log.Warn("disconnecting a client that does not read (or the one with the most queued frames): the streaming queue budget is reached",
-			zap.String("reason", protocol.CloseMemoryBudget), zap.Int64("budget", c.srv.cfg.QueueBudget),
+			zap.String("reason", protocol.CloseMemoryBudget), zap.Int64("budget", c.d.cfg.queueBudget),
 			zap.Int64("bytesTaken", c.q.written.Load()), zap.Duration("writeIdle", c.q.idle()))
 		// The budget took back the frame in the writer: a write the
 		// client does not take is ended soon (which closes the socket),
@@ -405,7 +405,7 @@ func (c *connActor) cutOff(ac actor.Context, m *cut) {
 // slowConsumer cuts off a client that does not read: a frame waited for
 // room in its queue for WriteTimeout.
 func (c *connActor) slowConsumer(ac actor.Context) {
-	c.srv.m.slowDropped.Inc()
+	c.d.m.slowDropped.Inc()
 	c.log.Warn("disconnecting a client that does not read", zap.String("reason", protocol.CloseSlowConsumer))
 	c.close(ac, websocket.StatusPolicyViolation, protocol.CloseSlowConsumer)
 }
@@ -422,7 +422,7 @@ func (c *connActor) close(ac actor.Context, code websocket.StatusCode, reason st
 	}
 	c.state.Become(c.closing)
 	if reason != "" {
-		c.srv.m.disconnects.WithLabelValues(reason).Inc()
+		c.d.m.disconnects.WithLabelValues(reason).Inc()
 	}
 	c.cancel()
 	c.shut()

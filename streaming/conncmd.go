@@ -45,11 +45,11 @@ func (c *connActor) handle(ac actor.Context, m *inbound) {
 			return
 		}
 		delete(c.subs, cmd.Stream)
-		c.srv.m.subscribers.Dec()
+		c.d.m.subscribers.Dec()
 		wire.Tell(c.sys, s.stream, &wire.Detach{Conn: c.self})
 		c.send(ac, &protocol.Frame{Type: protocol.TypeUnsubscribed, Stream: cmd.Stream})
 	case protocol.TypePing:
-		t := c.srv.tip()
+		t := c.d.tips.Tip()
 		c.send(ac, &protocol.Frame{Type: protocol.TypePong, Tip: &t})
 	}
 }
@@ -65,7 +65,7 @@ func (c *connActor) reply(cmd *protocol.Command) (code, msg string) {
 		return protocol.CodeForbidden, fmt.Sprintf("durable stream %q belongs to another credential", cmd.Stream)
 	}
 	if s.replying.Load() >= replyQueue {
-		c.srv.m.staleAcks.Inc()
+		c.d.m.staleAcks.Inc()
 		return "", ""
 	}
 	s.replying.Add(1)
@@ -77,20 +77,20 @@ func (c *connActor) reply(cmd *protocol.Command) (code, msg string) {
 // subscribe checks a subscribe command and asks the server for its
 // stream; the commands after it wait for the answer (opening).
 func (c *connActor) subscribe(ac actor.Context, cmd *protocol.Command) {
-	cfg := &c.srv.cfg
+	cfg := &c.d.cfg
 	_, exists := c.subs[cmd.Stream]
 	switch {
 	case exists:
 		c.reject(ac, protocol.CodeStreamExists, fmt.Sprintf("a subscription named %q is already on this connection", cmd.Stream), cmd.Stream, true)
 		return
-	case len(c.subs) >= cfg.MaxSubscriptions:
-		c.reject(ac, protocol.CodeTooManySubscriptions, fmt.Sprintf("at most %d subscriptions per connection", cfg.MaxSubscriptions), cmd.Stream, true)
+	case len(c.subs) >= cfg.maxSubscriptions:
+		c.reject(ac, protocol.CodeTooManySubscriptions, fmt.Sprintf("at most %d subscriptions per connection", cfg.maxSubscriptions), cmd.Stream, true)
 		return
-	case cmd.BatchSize > cfg.MaxBatchSize:
-		c.reject(ac, protocol.CodeBadRequest, fmt.Sprintf("batchSize %d is above the limit %d", cmd.BatchSize, cfg.MaxBatchSize), cmd.Stream, true)
+	case cmd.BatchSize > cfg.maxBatchSize:
+		c.reject(ac, protocol.CodeBadRequest, fmt.Sprintf("batchSize %d is above the limit %d", cmd.BatchSize, cfg.maxBatchSize), cmd.Stream, true)
 		return
-	case time.Duration(cmd.BatchTimeout) > cfg.MaxBatchTimeout:
-		c.reject(ac, protocol.CodeBadRequest, fmt.Sprintf("batchTimeout is above the limit %s", cfg.MaxBatchTimeout), cmd.Stream, true)
+	case time.Duration(cmd.BatchTimeout) > cfg.maxBatchTimeout:
+		c.reject(ac, protocol.CodeBadRequest, fmt.Sprintf("batchTimeout is above the limit %s", cfg.maxBatchTimeout), cmd.Stream, true)
 		return
 	}
 	var filter record.Filter
@@ -114,13 +114,13 @@ func (c *connActor) subscribe(ac actor.Context, cmd *protocol.Command) {
 // reject answers a command with an error frame; abusive errors count
 // toward MaxBadFrames, after which the connection is closed.
 func (c *connActor) reject(ac actor.Context, code, msg, stream string, abusive bool) {
-	c.srv.m.badFrames.WithLabelValues(code).Inc()
+	c.d.m.badFrames.WithLabelValues(code).Inc()
 	c.send(ac, &protocol.Frame{Type: protocol.TypeError, Code: code, Message: msg, Stream: stream})
 	if !abusive {
 		return
 	}
 	c.bad++
-	if c.bad >= c.srv.cfg.MaxBadFrames && c.ctx.Err() == nil {
+	if c.bad >= c.d.cfg.maxBadFrames && c.ctx.Err() == nil {
 		c.log.Info("closing a connection that sends bad frames", zap.Int("badFrames", c.bad))
 		c.close(ac, websocket.StatusPolicyViolation, protocol.CloseTooManyErrors)
 	}

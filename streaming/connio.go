@@ -20,7 +20,7 @@ import (
 // at a time, until the connection starts to end; a client that does not
 // answer within PingTimeout is disconnected.
 func (c *connActor) pingLoop() {
-	ctx, ws, sys, self, timeout := c.ctx, c.ws, c.sys, c.self, c.srv.cfg.PingTimeout
+	ctx, ws, sys, self, timeout := c.ctx, c.ws, c.sys, c.self, c.d.cfg.pingTimeout
 	defer wire.Tell(sys, self, &ended{})
 	for {
 		select {
@@ -62,7 +62,7 @@ func (c *connActor) writeLoop() {
 		if c.q.roomWanted.CompareAndSwap(true, false) {
 			wire.Tell(sys, self, &room{})
 		}
-		watchdog.Reset(c.srv.cfg.WriteTimeout)
+		watchdog.Reset(c.d.cfg.writeTimeout)
 		var err error
 		if f.parts != nil {
 			err = writeParts(c.writeCtx, c.ws, f.parts, c.q.progressed)

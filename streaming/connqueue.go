@@ -44,9 +44,9 @@ type delivery struct {
 	overflowGen   int
 }
 
-func newDelivery(cfg *Config, slow func(actor.Context)) delivery {
-	return delivery{q: newSendQueue(cfg.SendQueueFrames, cfg.SendQueueBytes), wait: cfg.WriteTimeout,
-		maxFrames: cfg.SendQueueFrames, maxBytes: cfg.SendQueueBytes, slow: slow}
+func newDelivery(cfg *connConfig, slow func(actor.Context)) delivery {
+	return delivery{q: newSendQueue(cfg.sendQueueFrames, cfg.sendQueueBytes), wait: cfg.writeTimeout,
+		maxFrames: cfg.sendQueueFrames, maxBytes: cfg.sendQueueBytes, slow: slow}
 }
 
 // enqueue puts a frame in the send queue, or behind the frames waiting

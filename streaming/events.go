@@ -26,7 +26,7 @@ import (
 // WriteTimeout for room and the server stopping all close it.
 type eventsActor struct {
 	delivery
-	srv   *Server
+	d     *connDeps
 	log   *zap.Logger
 	state actor.Behavior
 	open  *wire.OpenStream // the subscription, sent when the actor starts
@@ -44,12 +44,13 @@ type (
 	eventsEnded struct{ slow bool }
 )
 
-func newEventsActor(s *Server, ctx context.Context, f protocol.Filter, filter record.Filter, start record.Cursor, who auth.Principal) *eventsActor {
-	e := &eventsActor{srv: s, start: start, log: s.log.Named("events"),
+func newEventsActor(d *connDeps, ctx context.Context, id uint64, f protocol.Filter, filter record.Filter, start record.Cursor,
+	who auth.Principal) *eventsActor {
+	e := &eventsActor{d: d, start: start, log: d.log.Named("events"),
 		open: &wire.OpenStream{Cmd: &protocol.Command{Type: protocol.TypeSubscribe, Stream: "events", Mode: protocol.ModeBroadcast,
-			From: start.String(), Filter: &f}, Filter: filter, Who: who, ID: s.nextID.Add(1)}}
+			From: start.String(), Filter: &f}, Filter: filter, Who: who, ID: id}}
 	e.ctx, e.cancel = context.WithCancel(ctx)
-	e.delivery = newDelivery(&s.cfg, e.slowConsumer)
+	e.delivery = newDelivery(&d.cfg, e.slowConsumer)
 	e.open.Queue = e.q
 	e.state.Become(e.opening)
 	return e
@@ -63,7 +64,7 @@ func (e *eventsActor) opening(ac actor.Context) {
 	switch m := ac.Message().(type) {
 	case *actor.Started:
 		e.self, e.sys = ac.Self(), ac.ActorSystem()
-		e.srv.m.sseClients.Inc()
+		e.d.m.sseClients.Inc()
 		e.open.Conn = e.self
 		wire.Tell(e.sys, ac.Parent(), e.open)
 	case *wire.Attached:
@@ -93,7 +94,7 @@ func (e *eventsActor) serving(ac actor.Context) {
 		e.enqueue(ac, waiting{parts: m.Parts, stream: m.Stream, number: m.Number, notify: m.Notify})
 	case *wire.Heartbeat:
 		if len(e.overflow) == 0 {
-			_ = e.q.tryPush(heartbeatEvent(e.srv.tipJSON()), false)
+			_ = e.q.tryPush(heartbeatEvent(e.d.tips.JSON()), false)
 		}
 	case *eventsEnded:
 		if m.slow {
@@ -148,14 +149,14 @@ func (e *eventsActor) slowConsumer(actor.Context) {
 }
 
 func (e *eventsActor) countSlow() {
-	e.srv.m.slowDropped.Inc()
-	e.srv.m.disconnects.WithLabelValues(protocol.CloseSlowConsumer).Inc()
+	e.d.m.slowDropped.Inc()
+	e.d.m.disconnects.WithLabelValues(protocol.CloseSlowConsumer).Inc()
 }
 
 // stopping ends the actor's account; the stream watches it and lets it go.
 func (e *eventsActor) stopping() {
 	e.stopTimer()
-	e.srv.m.sseClients.Dec()
+	e.d.m.sseClients.Dec()
 	e.state.Become(e.stopped)
 }
 

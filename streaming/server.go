@@ -82,6 +82,7 @@ type Server struct {
 	// last jobs. reads is the reads' context, which the server's end
 	// cancels (endReads) with the cache's loads.
 	streams  stream.Deps
+	conns    connDeps // what the connection actors share
 	workers  sync.WaitGroup
 	reads    context.Context
 	endReads context.CancelFunc
@@ -142,6 +143,7 @@ func New(cfg Config, deps Deps) (*Server, error) {
 	s.view.Store(&streamsView{})
 	s.m = newMetrics(s)
 	s.streams = s.streamDeps()
+	s.conns = s.connDeps()
 	if deps.Registerer != nil {
 		if err := s.m.register(deps.Registerer); err != nil {
 			return nil, fmt.Errorf("streaming: registering metrics: %w", err)
@@ -328,7 +330,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ws.SetReadLimit(s.cfg.MaxFrameBytes)
-	c := newConnActor(s, ws, s.nextID.Add(1), p, r.RemoteAddr)
+	c := newConnActor(&s.conns, ws, s.nextID.Add(1), p, r.RemoteAddr)
 	res, ok := s.ask(&connOpened{a: c, q: c.q})
 	pid, _ := res.(*actor.PID)
 	if !ok || pid == nil {

@@ -55,7 +55,7 @@ func (s *Server) serveEvents(w http.ResponseWriter, r *http.Request) {
 		s.leave()
 		return
 	}
-	e := newEventsActor(s, r.Context(), req.wire, req.filter, req.start, req.who)
+	e := newEventsActor(&s.conns, r.Context(), s.nextID.Add(1), req.wire, req.filter, req.start, req.who)
 	res, ok := s.ask(&connOpened{a: e, q: e.q})
 	pid, _ := res.(*actor.PID)
 	if !ok || pid == nil {
@@ -63,7 +63,7 @@ func (s *Server) serveEvents(w http.ResponseWriter, r *http.Request) {
 		s.leave()
 		return
 	}
-	e.writeEvents(&eventWriter{timeout: s.cfg.WriteTimeout, rc: http.NewResponseController(w), bw: bufio.NewWriterSize(w, 32<<10)}, s.sys, pid)
+	e.writeEvents(&eventWriter{timeout: s.conns.cfg.writeTimeout, rc: http.NewResponseController(w), bw: bufio.NewWriterSize(w, 32<<10)}, s.sys, pid)
 }
 
 // eventsRequest is what GET /events asks for.
