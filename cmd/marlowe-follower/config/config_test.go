@@ -12,11 +12,7 @@ import (
 )
 
 func TestPrecedence(t *testing.T) {
-	dir := t.TempDir()
-	file := filepath.Join(dir, "config.yaml")
-	if err := os.WriteFile(file, []byte("node:\n  socket: /file.sock\n  networkMagic: 2\nquery:\n  port: 4000\nstore:\n  databaseURL: postgres://u:secret@h/db\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	file := configFile(t, "node:\n  socket: /file.sock\n  networkMagic: 2\nquery:\n  port: 4000\nstore:\n  databaseURL: postgres://u:secret@h/db\n")
 	env := map[string]string{"MARLOWE_RT_NODE_SOCKET": "/env.sock", "MARLOWE_RT_QUERY_PORT": "4001"}
 	lookup := func(k string) (string, bool) { v, ok := env[k]; return v, ok }
 	cases := []struct {
@@ -149,9 +145,7 @@ func TestOrigins(t *testing.T) {
 			t.Errorf("%s: %q, want %q", what, got, want)
 		}
 	}
-	dir := t.TempDir()
-	yamlList := filepath.Join(dir, "list.yaml")
-	_ = os.WriteFile(yamlList, []byte("cors:\n  origins:\n    - https://dapp.example\n    - http://localhost:5173\nstreaming:\n  origins: https://ws.example, http://localhost:8000\n"), 0o600)
+	yamlList := configFile(t, "cors:\n  origins:\n    - https://dapp.example\n    - http://localhost:5173\nstreaming:\n  origins: https://ws.example, http://localhost:8000\n")
 
 	l := load(t, "", none)
 	eq(t, "default cors.origins", l.Config.CORS.Origins)
@@ -216,11 +210,8 @@ func TestSwitches(t *testing.T) {
 	envOf := func(m map[string]string) func(string) (string, bool) {
 		return func(k string) (string, bool) { v, ok := m[k]; return v, ok }
 	}
-	dir := t.TempDir()
-	off := filepath.Join(dir, "off.yaml")
-	_ = os.WriteFile(off, []byte("query:\n  ui: no\n"), 0o600)
-	bad := filepath.Join(dir, "bad.yaml")
-	_ = os.WriteFile(bad, []byte("query:\n  ui: maybe\n"), 0o600)
+	off := configFile(t, "query:\n  ui: no\n")
+	bad := configFile(t, "query:\n  ui: maybe\n")
 	cases := []struct {
 		file  string
 		env   map[string]string
@@ -279,11 +270,7 @@ func TestRole(t *testing.T) {
 		t.Fatalf("default role: %v %+v", err, l)
 	}
 	const pg = "postgres://u@h/db"
-	dir := t.TempDir()
-	file := filepath.Join(dir, "c.yaml")
-	if err := os.WriteFile(file, []byte("role: writer\nstore:\n  databaseURL: "+pg+"\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	file := configFile(t, "role: writer\nstore:\n  databaseURL: "+pg+"\n")
 	l, err = Load(nil, file, none)
 	if err != nil || l.Config.Role != RoleWriter || l.Sources["role"] != FromFile {
 		t.Fatalf("role from the file: %v", err)
@@ -389,10 +376,7 @@ func TestStreamingLeaseSettings(t *testing.T) {
 // file, the environment and a flag (each over the one before), and refused
 // below storage.MinLeaseTTL with a message naming the setting.
 func TestWriterLeaseTTLSetting(t *testing.T) {
-	file := filepath.Join(t.TempDir(), "c.yaml")
-	if err := os.WriteFile(file, []byte("store:\n  writerLeaseTTL: 4s\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	file := configFile(t, "store:\n  writerLeaseTTL: 4s\n")
 	load := func(t *testing.T, file string, env map[string]string, flags ...string) (*Loaded, error) {
 		t.Helper()
 		fs := pflag.NewFlagSet("x", pflag.ContinueOnError)
@@ -435,11 +419,17 @@ func TestWriterLeaseTTLSetting(t *testing.T) {
 // refuses it (the environment empty) with an error that contains want.
 func fileRefused(t *testing.T, what, yml, want string) {
 	t.Helper()
-	bad := filepath.Join(t.TempDir(), "bad.yaml")
-	if err := os.WriteFile(bad, []byte(yml), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := Load(nil, bad, func(string) (string, bool) { return "", false }); err == nil || !strings.Contains(err.Error(), want) {
+	if _, err := Load(nil, configFile(t, yml), func(string) (string, bool) { return "", false }); err == nil || !strings.Contains(err.Error(), want) {
 		t.Errorf("%s: %v", what, err)
 	}
+}
+
+// configFile writes yml to a new configuration file and returns its path.
+func configFile(t *testing.T, yml string) string {
+	t.Helper()
+	file := filepath.Join(t.TempDir(), "config.yaml")
+	if err := os.WriteFile(file, []byte(yml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return file
 }

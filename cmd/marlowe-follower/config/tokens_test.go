@@ -1,8 +1,6 @@
 package config
 
 import (
-	"os"
-	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -15,12 +13,7 @@ import (
 // token named default, refuses bad lists naming the setting, and redacts
 // the secrets when the configuration is shown.
 func TestStreamingTokens(t *testing.T) {
-	dir := t.TempDir()
-	file := filepath.Join(dir, "config.yaml")
-	yml := "streaming:\n  tokens:\n    - app1:s3cret-one\n    - ops:s3cret-two:admin\n    - feeds:s3cret-three:subscribe+streams\n  token: legacy-secret\n"
-	if err := os.WriteFile(file, []byte(yml), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	file := configFile(t, "streaming:\n  tokens:\n    - app1:s3cret-one\n    - ops:s3cret-two:admin\n    - feeds:s3cret-three:subscribe+streams\n  token: legacy-secret\n")
 	none := func(string) (string, bool) { return "", false }
 	l, err := Load(nil, file, none)
 	if err != nil {
