@@ -200,17 +200,7 @@ func TestSnapshotThenLive(t *testing.T) {
 
 	// The whole log, for the expectations.
 	ctx := context.Background()
-	var log []record.Record
-	for {
-		page, err := f.backend.RecordList(ctx, &record.RecordListParams{After: int64(len(log)), Limit: 10000})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(page) == 0 {
-			break
-		}
-		log = append(log, page...)
-	}
+	log := historytest.Log(t, f.backend)
 	for i, r := range log {
 		if r.Seq != int64(i+1) {
 			t.Fatalf("log seq %d at position %d", r.Seq, i)

@@ -119,17 +119,7 @@ func backendState(t *testing.T, b history.Backend) ([]record.Record, *history.Ch
 	if err != nil {
 		t.Fatal(err)
 	}
-	var log []record.Record
-	for {
-		page, err := b.RecordList(ctx, &record.RecordListParams{After: int64(len(log)), Limit: record.MaxListLimit})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(page) == 0 {
-			return log, cp
-		}
-		log = append(log, page...)
-	}
+	return historytest.Log(t, b), cp
 }
 
 // checkpointTip returns the newest committed breadcrumb, or zero, also

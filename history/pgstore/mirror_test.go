@@ -192,17 +192,7 @@ func seqsOf(rs []record.Record) []int64 {
 func fullLog(t *testing.T, b history.Backend) ([]record.Record, map[chain.TxOutRef]*record.ContractIndex) {
 	t.Helper()
 	ctx := context.Background()
-	var log []record.Record
-	for {
-		page, err := b.RecordList(ctx, &record.RecordListParams{After: int64(len(log)), Limit: record.MaxListLimit})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(page) == 0 {
-			break
-		}
-		log = append(log, page...)
-	}
+	log := historytest.Log(t, b)
 	index := map[chain.TxOutRef]*record.ContractIndex{}
 	for _, r := range log {
 		if r.Contract == nil {
