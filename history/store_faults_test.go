@@ -13,8 +13,8 @@ import (
 
 	"github.com/marlowe-follower/follower/chainsync/chain"
 	"github.com/marlowe-follower/follower/history"
+	"github.com/marlowe-follower/follower/history/historytest"
 	"github.com/marlowe-follower/follower/history/record"
-	"github.com/marlowe-follower/follower/history/sqlitestore"
 
 	"github.com/marlowe-follower/follower/chainsync/waitfor"
 )
@@ -65,13 +65,7 @@ type faultFixture struct {
 func newFaultFixture(t *testing.T, dir string) *faultFixture {
 	t.Helper()
 	ctx := context.Background()
-	b, err := sqlitestore.Open(ctx, dir, sqlitestore.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := b.Init(ctx, &history.InitParams{NetworkMagic: 42}); err != nil {
-		t.Fatal(err)
-	}
+	b := historytest.OpenSQLite(t, dir, 42)
 	fb := &faultyBackend{Backend: b}
 	cfg := history.DefaultStoreConfig()
 	cfg.RetryDelay, cfg.BatchDelay = 20*time.Millisecond, 10*time.Millisecond

@@ -18,7 +18,6 @@ import (
 	"github.com/marlowe-follower/follower/history"
 	"github.com/marlowe-follower/follower/history/historytest"
 	"github.com/marlowe-follower/follower/history/record"
-	"github.com/marlowe-follower/follower/history/sqlitestore"
 
 	"github.com/marlowe-follower/follower/chainsync/waitfor"
 )
@@ -40,13 +39,7 @@ func newStoreFixture(t testing.TB, cfg history.StoreConfig, dir string) *storeFi
 	if dir == "" {
 		dir = t.TempDir()
 	}
-	b, err := sqlitestore.Open(ctx, dir, sqlitestore.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := b.Init(ctx, &history.InitParams{NetworkMagic: 42}); err != nil {
-		t.Fatal(err)
-	}
+	b := historytest.OpenSQLite(t, dir, 42)
 	st, err := history.NewStore(ctx, b, cfg, zap.NewNop())
 	if err != nil {
 		t.Fatal(err)

@@ -24,7 +24,6 @@ import (
 	"github.com/marlowe-follower/follower/history"
 	"github.com/marlowe-follower/follower/history/historytest"
 	"github.com/marlowe-follower/follower/history/record"
-	"github.com/marlowe-follower/follower/history/sqlitestore"
 	"github.com/marlowe-follower/follower/streaming"
 	"github.com/marlowe-follower/follower/streaming/client"
 	"github.com/marlowe-follower/follower/streaming/protocol"
@@ -107,14 +106,8 @@ func runDevnet(t *testing.T, inject bool) runOutcome {
 		t.Fatal(err)
 	}
 	defer dn.Close()
-	hb, err := sqlitestore.Open(ctx, dir, sqlitestore.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	hb := historytest.OpenSQLite(t, dir, devnet.NetworkMagic)
 	defer hb.Close()
-	if err := hb.Init(ctx, &history.InitParams{NetworkMagic: devnet.NetworkMagic}); err != nil {
-		t.Fatal(err)
-	}
 	// A follower restarted at a block the chain was rolled back to goes on
 	// from where its committed log stands: before the fork or after its
 	// rollback.
@@ -325,7 +318,7 @@ func TestFaultInjection(t *testing.T) {
 }
 
 // readLog reads the whole log.
-func readLog(ctx context.Context, hb *sqlitestore.Store) ([]record.Record, error) {
+func readLog(ctx context.Context, hb history.Backend) ([]record.Record, error) {
 	var out []record.Record
 	for after := int64(0); ; {
 		recs, err := hb.RecordList(ctx, &record.RecordListParams{After: after, Limit: 1000})

@@ -22,9 +22,9 @@ import (
 	"github.com/marlowe-follower/follower/chainsync/classify"
 	"github.com/marlowe-follower/follower/chainsync/devnet"
 	"github.com/marlowe-follower/follower/history"
+	"github.com/marlowe-follower/follower/history/historytest"
 	"github.com/marlowe-follower/follower/history/processor"
 	"github.com/marlowe-follower/follower/history/record"
-	"github.com/marlowe-follower/follower/history/sqlitestore"
 )
 
 // History is a running history store over an embedded backend: a
@@ -51,13 +51,7 @@ func NewHistory(t testing.TB, dir string, cfg *history.StoreConfig) *History {
 	if dir == "" {
 		dir = t.TempDir()
 	}
-	b, err := sqlitestore.Open(ctx, dir, sqlitestore.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := b.Init(ctx, &history.InitParams{NetworkMagic: devnet.NetworkMagic}); err != nil {
-		t.Fatal(err)
-	}
+	b := historytest.OpenSQLite(t, dir, devnet.NetworkMagic)
 	c := history.DefaultStoreConfig()
 	if cfg != nil {
 		c = *cfg
