@@ -3,7 +3,6 @@ package streaming_test
 import (
 	"context"
 	"encoding/json"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -77,35 +76,6 @@ func subscribeRaw(t *testing.T, raw *streamtest.Raw, stream, filter string, n in
 	return got.Records
 }
 
-// eventRecords reads n records of GET /events with a query string.
-func eventRecords(t *testing.T, base string, q url.Values, n int) []record.Record {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, base+"/events?"+q.Encode(), nil)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		body, _ := io.ReadAll(resp.Body)
-		t.Fatalf("/events?%s: %s %s", q.Encode(), resp.Status, body)
-	}
-	var out []record.Record
-	for _, e := range readEvents(t, resp, n) {
-		if e.event != "record" {
-			continue
-		}
-		var r record.Record
-		if err := json.Unmarshal([]byte(e.data), &r); err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, r)
-	}
-	return out
-}
-
 // TestFilterVocabulary puts the same filters, spelled with the vocabulary's
 // names and with the older aliases, to the WebSocket and to GET /events:
 // each spelling selects the records the backend says it must.
@@ -142,7 +112,7 @@ func TestFilterVocabulary(t *testing.T) {
 			}
 		}
 		for _, q := range []url.Values{f.Query(), aliasQuery(f)} {
-			got := eventRecords(t, ts.URL, q, len(want))
+			got := streamtest.EventRecords(t, ts.URL, q, len(want))
 			if err := streamtest.Same(got, want); err != nil {
 				t.Fatalf("/events?%s: %v", q.Encode(), err)
 			}

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"io"
@@ -9,7 +8,6 @@ import (
 	"net/url"
 	"slices"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -102,7 +100,7 @@ func TestFilterVocabularyAcrossSurfaces(t *testing.T) {
 			}
 		}
 		// GET /events.
-		if err := streamtest.Same(events(t, base, f.Query(), len(want)), want); err != nil {
+		if err := streamtest.Same(streamtest.EventRecords(t, base, f.Query(), len(want)), want); err != nil {
 			t.Fatalf("/events?%s: %v", f.Query().Encode(), err)
 		}
 		// The WebSocket.
@@ -167,36 +165,6 @@ func listContracts(t *testing.T, base string, q url.Values) []string {
 		path = ""
 		if page.Next != nil {
 			path = *page.Next
-		}
-	}
-	return out
-}
-
-// events reads n records of GET /events.
-func events(t *testing.T, base string, q url.Values, n int) []record.Record {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, base+"/events?"+q.Encode(), nil)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		body, _ := io.ReadAll(resp.Body)
-		t.Fatalf("/events?%s: %s %s", q.Encode(), resp.Status, body)
-	}
-	var out []record.Record
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 1<<20), 16<<20)
-	for len(out) < n && sc.Scan() {
-		if data, ok := strings.CutPrefix(sc.Text(), "data: "); ok && strings.HasPrefix(data, `{"seq"`) {
-			var r record.Record
-			if err := json.Unmarshal([]byte(data), &r); err != nil {
-				t.Fatal(err)
-			}
-			out = append(out, r)
 		}
 	}
 	return out
