@@ -16,6 +16,7 @@ import (
 
 	"github.com/marlowe-follower/follower/chainsync/classify"
 	"github.com/marlowe-follower/follower/chainsync/devnet"
+	"github.com/marlowe-follower/follower/chainsync/devnet/devnettest"
 )
 
 // TestHandshakeWrongNetworkMagic follows a devnet node of network magic 43
@@ -29,12 +30,7 @@ func TestHandshakeWrongNetworkMagic(t *testing.T) {
 	core, logs := observer.New(zapcore.InfoLevel)
 	log := zap.New(core)
 	socket := filepath.Join(t.TempDir(), "node.socket")
-	gcfg := devnet.DefaultGeneratorConfig()
-	gcfg.RollbackEvery = 0
-	dn, err := devnet.Start(ctx, devnet.RunConfig{SocketPath: socket, NetworkMagic: 43, Generator: gcfg, Blocks: 20, Pregenerate: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	dn := devnettest.StartWrongMagic(ctx, t, socket)
 	f, view, system, pid := spawnFollower(t, log, Config{SocketPath: socket, NetworkMagic: devnet.NetworkMagic, MinBackoff: 20 * time.Millisecond, MaxBackoff: 100 * time.Millisecond})
 	defer system.Shutdown()
 	waitFor(t, 10*time.Second, "three failed handshakes", func() bool {
@@ -69,11 +65,7 @@ func TestHandshakeWrongNetworkMagic(t *testing.T) {
 	}
 
 	// The node comes back with our magic: backoff continued, the follower follows.
-	_ = dn.Close()
-	dn, err = devnet.Start(ctx, devnet.RunConfig{SocketPath: socket, Generator: gcfg, Blocks: 20, Pregenerate: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	dn.Restart(ctx, t)
 	defer dn.Close()
 	waitFor(t, 10*time.Second, "the follower to reach the tip", func() bool { return view.tip().BlockNo == 20 })
 	if snap := f.Progress().Snapshot(); !snap.Connected || snap.Handshake != nil {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/marlowe-follower/follower/chainsync/devnet"
+	"github.com/marlowe-follower/follower/chainsync/devnet/devnettest"
 	"github.com/marlowe-follower/follower/history/record"
 )
 
@@ -39,12 +40,7 @@ func TestWrongNetworkMagicIsNamed(t *testing.T) {
 	bin := buildBinary(t)
 	ctx := t.Context()
 	socket := filepath.Join(t.TempDir(), "node.socket")
-	gcfg := devnet.DefaultGeneratorConfig()
-	gcfg.RollbackEvery = 0
-	dn, err := devnet.Start(ctx, devnet.RunConfig{SocketPath: socket, NetworkMagic: 43, Generator: gcfg, Blocks: 20, Pregenerate: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	dn := devnettest.StartWrongMagic(ctx, t, socket)
 	f := startFollower(t, bin, socket, t.TempDir(), devnet.NetworkMagic)
 	const cause = "network magic 42 does not match the node's (43)"
 	took := waitUntil(t, 30*time.Second, "503 node_handshake_failed", func() bool { return f.reasonHolds("node_handshake_failed") })
@@ -78,11 +74,7 @@ func TestWrongNetworkMagicIsNamed(t *testing.T) {
 		t.Fatalf("log lines:\n%s", logs)
 	}
 
-	_ = dn.Close()
-	dn, err = devnet.Start(ctx, devnet.RunConfig{SocketPath: socket, Generator: gcfg, Blocks: 20, Pregenerate: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	dn.Restart(ctx, t)
 	defer dn.Close()
 	waitUntil(t, 30*time.Second, "ready with the right magic", func() bool { return f.isReady() && f.committed(t) == 20 })
 	if st := f.mustStatus(t); st.Handshake != nil || !st.Connected {
