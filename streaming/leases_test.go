@@ -6,7 +6,6 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -28,13 +27,7 @@ import (
 // skipped, except under CI.
 func postgresStreams(t *testing.T) func() streamstore.Store {
 	t.Helper()
-	url := os.Getenv("MARLOWE_TEST_DATABASE_URL")
-	if url == "" {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("MARLOWE_TEST_DATABASE_URL is not set under CI")
-		}
-		t.Skip("MARLOWE_TEST_DATABASE_URL is not set")
-	}
+	url := storagetest.DatabaseURL(t)
 	ctx := context.Background()
 	schema := storagetest.NewSchema(t, url, "ws_lease")
 	return func() streamstore.Store {
