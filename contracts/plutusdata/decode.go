@@ -268,33 +268,49 @@ func (r *reader) byteString(arg uint64, indef bool) ([]byte, error) {
 		r.pos += n
 		return b, nil
 	}
-	var out []byte
-	for {
-		brk, err := r.atBreak()
+	out := []byte{}
+	err := r.untilBreak(func() error {
+		size, err := r.chunk(majorBytes, "a chunk of an indefinite byte string must be a definite byte string")
 		if err != nil {
-			return nil, err
-		}
-		if brk {
-			if out == nil {
-				out = []byte{}
-			}
-			return out, nil
-		}
-		off := r.pos
-		major, n, chunkIndef, err := r.head()
-		if err != nil {
-			return nil, err
-		}
-		if major != majorBytes || chunkIndef {
-			return nil, r.fail(off, "a chunk of an indefinite byte string must be a definite byte string")
-		}
-		size, err := r.capacity(n, 1)
-		if err != nil {
-			return nil, err
+			return err
 		}
 		out = append(out, r.buf[r.pos:r.pos+size]...)
 		r.pos += size
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
+	return out, nil
+}
+
+// untilBreak calls item for each item of an indefinite-length item, until
+// the break that ends it, which it consumes.
+func (r *reader) untilBreak(item func() error) error {
+	for {
+		brk, err := r.atBreak()
+		if err != nil || brk {
+			return err
+		}
+		if err := item(); err != nil {
+			return err
+		}
+	}
+}
+
+// chunk reads the head of a chunk of an indefinite-length string of type
+// major (bad names the error when it is not a definite string of that type)
+// and returns the size of its content.
+func (r *reader) chunk(major byte, bad string) (int, error) {
+	off := r.pos
+	m, n, indef, err := r.head()
+	if err != nil {
+		return 0, err
+	}
+	if m != major || indef {
+		return 0, r.fail(off, "%s", bad)
+	}
+	return r.capacity(n, 1)
 }
 
 func (r *reader) items(arg uint64, indef bool, depth int) ([]Data, error) {
@@ -314,24 +330,22 @@ func (r *reader) items(arg uint64, indef bool, depth int) ([]Data, error) {
 	// Gather the items on the shared stack, then copy them out at their
 	// final size. Nested lists push above this one's items and pop back.
 	mark := len(r.stack)
-	for {
-		brk, err := r.atBreak()
-		if err != nil {
-			return nil, err
-		}
-		if brk {
-			items := make([]Data, len(r.stack)-mark)
-			copy(items, r.stack[mark:])
-			clear(r.stack[mark:])
-			r.stack = r.stack[:mark]
-			return items, nil
-		}
+	err := r.untilBreak(func() error {
 		d, err := r.data(depth + 1)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		r.stack = append(r.stack, d)
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
+	items := make([]Data, len(r.stack)-mark)
+	copy(items, r.stack[mark:])
+	clear(r.stack[mark:])
+	r.stack = r.stack[:mark]
+	return items, nil
 }
 
 func (r *reader) mapItems(arg uint64, indef bool, depth int) (Data, error) {
@@ -353,24 +367,22 @@ func (r *reader) mapItems(arg uint64, indef bool, depth int) (Data, error) {
 		return m, nil
 	}
 	m.Pairs = []Pair{}
-	for {
-		brk, err := r.atBreak()
-		if err != nil {
-			return nil, err
-		}
-		if brk {
-			return m, nil
-		}
+	err := r.untilBreak(func() error {
 		k, err := r.data(depth + 1)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		v, err := r.data(depth + 1)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		m.Pairs = append(m.Pairs, Pair{Key: k, Value: v})
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
+	return m, nil
 }
 
 func (r *reader) tagged(start int, tag uint64, depth int) (Data, error) {
@@ -460,28 +472,11 @@ func (r *reader) skip(depth int) error {
 			r.pos += n
 			return nil
 		}
-		for {
-			brk, err := r.atBreak()
-			if err != nil {
-				return err
-			}
-			if brk {
-				return nil
-			}
-			off := r.pos
-			m, n, ci, err := r.head()
-			if err != nil {
-				return err
-			}
-			if m != major || ci {
-				return r.fail(off, "bad chunk in an indefinite string")
-			}
-			size, err := r.capacity(n, 1)
-			if err != nil {
-				return err
-			}
+		return r.untilBreak(func() error {
+			size, err := r.chunk(major, "bad chunk in an indefinite string")
 			r.pos += size
-		}
+			return err
+		})
 	case majorArray, majorMap:
 		per := 1
 		if major == majorMap {
@@ -498,20 +493,14 @@ func (r *reader) skip(depth int) error {
 			}
 			return nil
 		}
-		for {
-			brk, err := r.atBreak()
-			if err != nil {
-				return err
-			}
-			if brk {
-				return nil
-			}
+		return r.untilBreak(func() error {
 			for i := 0; i < per; i++ {
 				if err := r.skip(depth + 1); err != nil {
 					return err
 				}
 			}
-		}
+			return nil
+		})
 	case majorTag:
 		return r.skip(depth + 1)
 	case majorSimple:
