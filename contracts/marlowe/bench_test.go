@@ -26,70 +26,38 @@ func largestDatum(b *testing.B) []byte {
 func BenchmarkDatum(b *testing.B) {
 	raw := largestDatum(b)
 	b.Logf("datum of %d bytes", len(raw))
-
-	b.Run("decode/plutigo-data", func(b *testing.B) {
-		b.SetBytes(int64(len(raw)))
-		b.ReportAllocs()
-		for b.Loop() {
-			if _, err := plutigo.Decode(raw); err != nil {
-				b.Fatal(err)
-			}
-		}
-	})
-	b.Run("decode/plutusdata", func(b *testing.B) {
-		b.SetBytes(int64(len(raw)))
-		b.ReportAllocs()
-		for b.Loop() {
-			if _, err := pd.Decode(raw); err != nil {
-				b.Fatal(err)
-			}
-		}
-	})
-	b.Run("decode/marlowe-data", func(b *testing.B) {
-		b.SetBytes(int64(len(raw)))
-		b.ReportAllocs()
-		for b.Loop() {
-			d, err := pd.Decode(raw)
-			if err != nil {
-				b.Fatal(err)
-			}
-			if _, err := MarloweDataFromData(d); err != nil {
-				b.Fatal(err)
-			}
-		}
-	})
 	d, _ := pd.Decode(raw)
 	md, _ := MarloweDataFromData(d)
 	pdata, _ := plutigo.Decode(raw)
-	b.Run("encode/plutigo-data", func(b *testing.B) {
-		b.SetBytes(int64(len(raw)))
-		b.ReportAllocs()
-		for b.Loop() {
-			if _, err := plutigo.Encode(pdata); err != nil {
-				b.Fatal(err)
+	for _, c := range []struct {
+		name    string
+		perByte bool // throughput over the datum's bytes
+		run     func() error
+	}{
+		{"decode/plutigo-data", true, func() error { _, err := plutigo.Decode(raw); return err }},
+		{"decode/plutusdata", true, func() error { _, err := pd.Decode(raw); return err }},
+		{"decode/marlowe-data", true, func() error {
+			d, err := pd.Decode(raw)
+			if err == nil {
+				_, err = MarloweDataFromData(d)
 			}
-		}
-	})
-	b.Run("encode/plutusdata", func(b *testing.B) {
-		b.SetBytes(int64(len(raw)))
-		b.ReportAllocs()
-		for b.Loop() {
-			_ = pd.Encode(d)
-		}
-	})
-	b.Run("encode/marlowe-data", func(b *testing.B) {
-		b.SetBytes(int64(len(raw)))
-		b.ReportAllocs()
-		for b.Loop() {
-			_ = pd.Encode(md.ToData())
-		}
-	})
-	b.Run("json/marlowe-data", func(b *testing.B) {
-		b.ReportAllocs()
-		for b.Loop() {
-			if _, err := md.MarshalJSON(); err != nil {
-				b.Fatal(err)
+			return err
+		}},
+		{"encode/plutigo-data", true, func() error { _, err := plutigo.Encode(pdata); return err }},
+		{"encode/plutusdata", true, func() error { _ = pd.Encode(d); return nil }},
+		{"encode/marlowe-data", true, func() error { _ = pd.Encode(md.ToData()); return nil }},
+		{"json/marlowe-data", false, func() error { _, err := md.MarshalJSON(); return err }},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			if c.perByte {
+				b.SetBytes(int64(len(raw)))
 			}
-		}
-	})
+			b.ReportAllocs()
+			for b.Loop() {
+				if err := c.run(); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
 }

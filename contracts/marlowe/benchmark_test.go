@@ -63,18 +63,27 @@ func listedHash(t *testing.T, b benchmarkFile, datum pd.Data, hash [32]byte) {
 	t.Fatalf("%s: hash %x of the datum is not in txInfoData", b.name, hash)
 }
 
+// readDatum reads the datum of b with fromData and checks that it encodes
+// back to the same bytes, whose hash the transaction lists; it returns what
+// it read and that encoding.
+func readDatum[T interface{ ToData() pd.Data }](t *testing.T, b benchmarkFile, fromData func(pd.Data) (T, error)) (T, []byte) {
+	t.Helper()
+	v, err := fromData(b.datum)
+	if err != nil {
+		t.Fatalf("%s: datum: %v", b.name, err)
+	}
+	enc := pd.Encode(v.ToData())
+	if !bytes.Equal(enc, pd.Encode(b.datum)) {
+		t.Fatalf("%s: re-encoded datum differs", b.name)
+	}
+	listedHash(t, b, b.datum, DatumHash(enc))
+	return v, enc
+}
+
 func TestSemanticsBenchmarks(t *testing.T) {
 	merkleized := 0
 	for _, b := range loadBenchmarks(t, "semantics") {
-		md, err := MarloweDataFromData(b.datum)
-		if err != nil {
-			t.Fatalf("%s: datum: %v", b.name, err)
-		}
-		enc := pd.Encode(md.ToData())
-		if !bytes.Equal(enc, pd.Encode(b.datum)) {
-			t.Fatalf("%s: re-encoded datum differs", b.name)
-		}
-		listedHash(t, b, b.datum, DatumHash(enc))
+		md, enc := readDatum(t, b, MarloweDataFromData)
 
 		red, err := RedeemerFromData(b.redeemer)
 		if err != nil {
@@ -137,15 +146,7 @@ func TestSemanticsBenchmarks(t *testing.T) {
 
 func TestRolePayoutBenchmarks(t *testing.T) {
 	for _, b := range loadBenchmarks(t, "rolepayout") {
-		p, err := PayoutDatumFromData(b.datum)
-		if err != nil {
-			t.Fatalf("%s: datum: %v", b.name, err)
-		}
-		enc := pd.Encode(p.ToData())
-		if !bytes.Equal(enc, pd.Encode(b.datum)) {
-			t.Fatalf("%s: re-encoded datum differs", b.name)
-		}
-		listedHash(t, b, b.datum, DatumHash(enc))
+		p, enc := readDatum(t, b, PayoutDatumFromData)
 		if r, ok := b.redeemer.(*pd.Constr); !ok || r.Index != 0 || len(r.Fields) != 0 {
 			t.Fatalf("%s: payout redeemer is not Constr 0 []", b.name)
 		}

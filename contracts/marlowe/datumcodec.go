@@ -73,6 +73,47 @@ func checkWrapper(b []byte) error {
 	return nil
 }
 
+// datumCodec converts the Plutus Data of one datum type to its JSON and
+// back.
+type datumCodec struct {
+	toJSON   func(pd.Data) ([]byte, error)
+	fromJSON func([]byte) (pd.Data, error)
+}
+
+// codecOf is the datumCodec of a Marlowe type, key naming it in the path of
+// an error.
+func codecOf[T any](key string, fromData func(pd.Data) (T, error), marshal func(T) ([]byte, error),
+	parse func([]byte) (T, error), toData func(T) pd.Data) datumCodec {
+	return datumCodec{
+		toJSON: func(d pd.Data) ([]byte, error) {
+			v, err := fromData(d)
+			if err != nil {
+				return nil, at(key, err)
+			}
+			return marshal(v)
+		},
+		fromJSON: func(text []byte) (pd.Data, error) {
+			v, err := parse(text)
+			if err != nil {
+				return nil, at(key, err)
+			}
+			return toData(v), nil
+		},
+	}
+}
+
+var datumCodecs = map[DatumType]datumCodec{
+	TypePlutusData: {
+		toJSON:   func(d pd.Data) ([]byte, error) { return pd.MarshalJSON(d), nil },
+		fromJSON: pd.UnmarshalJSON,
+	},
+	TypeMarloweData: codecOf("marloweData", MarloweDataFromData, (*MarloweData).MarshalJSON, ParseMarloweDataJSON, (*MarloweData).ToData),
+	TypeContract:    codecOf("contract", ContractFromData, ContractJSON, ParseContractJSON, ContractToData),
+	TypeState:       codecOf("state", StateFromData, (*State).MarshalJSON, ParseStateJSON, (*State).ToData),
+	TypeRedeemer:    codecOf("redeemer", RedeemerFromData, Redeemer.MarshalJSON, ParseRedeemerJSON, Redeemer.ToData),
+	TypePayoutDatum: codecOf("payoutDatum", PayoutDatumFromData, (*PayoutDatum).MarshalJSON, ParsePayoutDatumJSON, (*PayoutDatum).ToData),
+}
+
 // DecodeDatum reads CBOR of the given type and returns its JSON.
 func DecodeDatum(t DatumType, cbor []byte) ([]byte, error) {
 	if err := checkWrapper(cbor); err != nil {
@@ -82,85 +123,22 @@ func DecodeDatum(t DatumType, cbor []byte) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	switch t {
-	case TypePlutusData:
-		return pd.MarshalJSON(d), nil
-	case TypeMarloweData:
-		md, err := MarloweDataFromData(d)
-		if err != nil {
-			return nil, at("marloweData", err)
-		}
-		return md.MarshalJSON()
-	case TypeContract:
-		ct, err := ContractFromData(d)
-		if err != nil {
-			return nil, at("contract", err)
-		}
-		return ContractJSON(ct)
-	case TypeState:
-		st, err := StateFromData(d)
-		if err != nil {
-			return nil, at("state", err)
-		}
-		return st.MarshalJSON()
-	case TypeRedeemer:
-		r, err := RedeemerFromData(d)
-		if err != nil {
-			return nil, at("redeemer", err)
-		}
-		return r.MarshalJSON()
-	case TypePayoutDatum:
-		p, err := PayoutDatumFromData(d)
-		if err != nil {
-			return nil, at("payoutDatum", err)
-		}
-		return p.MarshalJSON()
+	c, ok := datumCodecs[t]
+	if !ok {
+		return nil, fmt.Errorf("unknown type %q", t)
 	}
-	return nil, fmt.Errorf("unknown type %q", t)
+	return c.toJSON(d)
 }
 
 // EncodeDatum reads JSON of the given type and returns its canonical CBOR.
 func EncodeDatum(t DatumType, text []byte) ([]byte, error) {
-	var d pd.Data
-	switch t {
-	case TypePlutusData:
-		v, err := pd.UnmarshalJSON(text)
-		if err != nil {
-			return nil, err
-		}
-		d = v
-	case TypeMarloweData:
-		md, err := ParseMarloweDataJSON(text)
-		if err != nil {
-			return nil, at("marloweData", err)
-		}
-		d = md.ToData()
-	case TypeContract:
-		ct, err := ParseContractJSON(text)
-		if err != nil {
-			return nil, at("contract", err)
-		}
-		d = ContractToData(ct)
-	case TypeState:
-		st, err := ParseStateJSON(text)
-		if err != nil {
-			return nil, at("state", err)
-		}
-		d = st.ToData()
-	case TypeRedeemer:
-		r, err := ParseRedeemerJSON(text)
-		if err != nil {
-			return nil, at("redeemer", err)
-		}
-		d = r.ToData()
-	case TypePayoutDatum:
-		p, err := ParsePayoutDatumJSON(text)
-		if err != nil {
-			return nil, at("payoutDatum", err)
-		}
-		d = p.ToData()
-	default:
+	c, ok := datumCodecs[t]
+	if !ok {
 		return nil, fmt.Errorf("unknown type %q", t)
+	}
+	d, err := c.fromJSON(text)
+	if err != nil {
+		return nil, err
 	}
 	return pd.Encode(d), nil
 }
