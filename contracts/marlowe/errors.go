@@ -73,3 +73,16 @@ func atIndex(i int, err error) error {
 	}
 	return at(fmt.Sprintf("[%d]", i), err)
 }
+
+// eachOf reads every item of a list with item; a failure is marked with the
+// index of the item.
+func eachOf[S, T any](items []S, item func(S) (T, error)) ([]T, error) {
+	out := make([]T, len(items))
+	for i, it := range items {
+		var err error
+		if out[i], err = item(it); err != nil {
+			return nil, atIndex(i, err)
+		}
+	}
+	return out, nil
+}

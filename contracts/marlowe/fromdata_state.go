@@ -1,6 +1,10 @@
 package marlowe
 
-import pd "github.com/marlowe-follower/follower/contracts/plutusdata"
+import (
+	"math/big"
+
+	pd "github.com/marlowe-follower/follower/contracts/plutusdata"
+)
 
 // The Plutus Data readers of what a contract carries on the chain: its
 // datum (MarloweData, with the state), the redeemer's inputs and the
@@ -38,59 +42,61 @@ func StateFromData(d pd.Data) (*State, error) {
 		return nil, err
 	}
 	st := &State{}
-	accounts, err := mapOf(c.Fields[0], "accounts")
-	if err != nil {
-		return nil, at("accounts", err)
-	}
-	st.Accounts = make([]AccountEntry, len(accounts))
-	for i, p := range accounts {
-		e := &st.Accounts[i]
-		k, err := constr(p.Key, "account key", []int{2})
+	st.Accounts, err = stateMap(c.Fields[0], "accounts", "amount", func(k pd.Data, e *AccountEntry) error {
+		kc, err := constr(k, "account key", []int{2})
 		if err != nil {
-			return nil, at("accounts", atIndex(i, err))
+			return err
 		}
-		if e.Party, err = PartyFromData(k.Fields[0]); err != nil {
-			return nil, at("accounts", atIndex(i, atIndex(0, err)))
+		if e.Party, err = PartyFromData(kc.Fields[0]); err != nil {
+			return atIndex(0, err)
 		}
-		if e.Token, err = TokenFromData(k.Fields[1]); err != nil {
-			return nil, at("accounts", atIndex(i, atIndex(0, err)))
-		}
-		if e.Amount, err = intOf(p.Value, "amount"); err != nil {
-			return nil, at("accounts", atIndex(i, atIndex(1, err)))
-		}
-	}
-	choices, err := mapOf(c.Fields[1], "choices")
+		e.Token, err = TokenFromData(kc.Fields[1])
+		return atIndex(0, err)
+	}, func(e *AccountEntry, v *big.Int) { e.Amount = v })
 	if err != nil {
-		return nil, at("choices", err)
+		return nil, err
 	}
-	st.Choices = make([]ChoiceEntry, len(choices))
-	for i, p := range choices {
-		e := &st.Choices[i]
-		if e.Choice, err = ChoiceIDFromData(p.Key); err != nil {
-			return nil, at("choices", atIndex(i, atIndex(0, err)))
-		}
-		if e.Value, err = intOf(p.Value, "chosen number"); err != nil {
-			return nil, at("choices", atIndex(i, atIndex(1, err)))
-		}
-	}
-	bound, err := mapOf(c.Fields[2], "boundValues")
+	st.Choices, err = stateMap(c.Fields[1], "choices", "chosen number", func(k pd.Data, e *ChoiceEntry) (err error) {
+		e.Choice, err = ChoiceIDFromData(k)
+		return atIndex(0, err)
+	}, func(e *ChoiceEntry, v *big.Int) { e.Value = v })
 	if err != nil {
-		return nil, at("boundValues", err)
+		return nil, err
 	}
-	st.BoundValues = make([]BoundValueEntry, len(bound))
-	for i, p := range bound {
-		e := &st.BoundValues[i]
-		if e.Name, err = valueIDFromData(p.Key); err != nil {
-			return nil, at("boundValues", atIndex(i, atIndex(0, err)))
-		}
-		if e.Value, err = intOf(p.Value, "bound value"); err != nil {
-			return nil, at("boundValues", atIndex(i, atIndex(1, err)))
-		}
+	st.BoundValues, err = stateMap(c.Fields[2], "boundValues", "bound value", func(k pd.Data, e *BoundValueEntry) (err error) {
+		e.Name, err = valueIDFromData(k)
+		return atIndex(0, err)
+	}, func(e *BoundValueEntry, v *big.Int) { e.Value = v })
+	if err != nil {
+		return nil, err
 	}
 	if st.MinTime, err = intOf(c.Fields[3], "minTime"); err != nil {
 		return nil, at("minTime", err)
 	}
 	return st, nil
+}
+
+// stateMap reads the map of a state's field name into entries: key reads a
+// pair's key into its entry, and set gives it the pair's value, an integer
+// (valueWhat naming it in a shape error). A failure names the field and the
+// pair's index, and for the value [1].
+func stateMap[E any](d pd.Data, name, valueWhat string, key func(pd.Data, *E) error, set func(*E, *big.Int)) ([]E, error) {
+	pairs, err := mapOf(d, name)
+	if err != nil {
+		return nil, at(name, err)
+	}
+	out := make([]E, len(pairs))
+	for i, p := range pairs {
+		if err := key(p.Key, &out[i]); err != nil {
+			return nil, at(name, atIndex(i, err))
+		}
+		v, err := intOf(p.Value, valueWhat)
+		if err != nil {
+			return nil, at(name, atIndex(i, atIndex(1, err)))
+		}
+		set(&out[i], v)
+	}
+	return out, nil
 }
 
 // InputContentFromData reads the content of an input.
@@ -155,13 +161,7 @@ func RedeemerFromData(d pd.Data) (Redeemer, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := make(Redeemer, len(items))
-	for i, it := range items {
-		if r[i], err = InputFromData(it); err != nil {
-			return nil, atIndex(i, err)
-		}
-	}
-	return r, nil
+	return eachOf(items, InputFromData)
 }
 
 // PayoutDatumFromData reads the datum of a role-payout validator output.

@@ -159,13 +159,7 @@ func redeemerFromJSON(v any) (Redeemer, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := make(Redeemer, len(arr))
-	for i, e := range arr {
-		if r[i], err = inputFromJSON(e); err != nil {
-			return nil, atIndex(i, err)
-		}
-	}
-	return r, nil
+	return eachOf(arr, inputFromJSON)
 }
 
 func transactionInputFromJSON(v any) (*TransactionInput, error) {

@@ -440,67 +440,51 @@ func (w *jsonWriter) done() ([]byte, error) {
 
 func newWriter() *jsonWriter { return &jsonWriter{buf: make([]byte, 0, 512)} }
 
-// ContractJSON returns the core JSON of a contract.
-func ContractJSON(ct Contract) ([]byte, error) {
+// writeJSON returns the JSON that write writes of v.
+func writeJSON[T any](v T, write func(*jsonWriter, T)) ([]byte, error) {
 	w := newWriter()
-	w.contract(ct)
+	write(w, v)
 	return w.done()
 }
+
+// inputs writes the inputs, separated by commas.
+func (w *jsonWriter) inputs(ins []Input) {
+	for i := range ins {
+		if i > 0 {
+			w.raw(",")
+		}
+		w.input(&ins[i])
+	}
+}
+
+// ContractJSON returns the core JSON of a contract.
+func ContractJSON(ct Contract) ([]byte, error) { return writeJSON(ct, (*jsonWriter).contract) }
 
 // ValueJSON returns the core JSON of a value.
-func ValueJSON(v Value) ([]byte, error) {
-	w := newWriter()
-	w.value(v)
-	return w.done()
-}
+func ValueJSON(v Value) ([]byte, error) { return writeJSON(v, (*jsonWriter).value) }
 
 // ObservationJSON returns the core JSON of an observation.
-func ObservationJSON(o Observation) ([]byte, error) {
-	w := newWriter()
-	w.observation(o)
-	return w.done()
-}
+func ObservationJSON(o Observation) ([]byte, error) { return writeJSON(o, (*jsonWriter).observation) }
 
 // MarshalJSON returns the core JSON of a party.
-func (p Party) MarshalJSON() ([]byte, error) {
-	w := newWriter()
-	w.party(p)
-	return w.done()
-}
+func (p Party) MarshalJSON() ([]byte, error) { return writeJSON(p, (*jsonWriter).party) }
 
 // MarshalJSON returns the core JSON of a token.
-func (t Token) MarshalJSON() ([]byte, error) {
-	w := newWriter()
-	w.token(t)
-	return w.done()
-}
+func (t Token) MarshalJSON() ([]byte, error) { return writeJSON(t, (*jsonWriter).token) }
 
 // MarshalJSON returns the core JSON of a state.
-func (st *State) MarshalJSON() ([]byte, error) {
-	w := newWriter()
-	w.state(st)
-	return w.done()
-}
+func (st *State) MarshalJSON() ([]byte, error) { return writeJSON(st, (*jsonWriter).state) }
 
 // MarshalJSON returns the core JSON of an input. A merkleized input has
 // "continuation_hash" and, once its continuation is known,
 // "merkleized_continuation" beside the content's keys.
-func (in *Input) MarshalJSON() ([]byte, error) {
-	w := newWriter()
-	w.input(in)
-	return w.done()
-}
+func (in *Input) MarshalJSON() ([]byte, error) { return writeJSON(in, (*jsonWriter).input) }
 
 // MarshalJSON returns the JSON array of a redeemer's inputs.
 func (r Redeemer) MarshalJSON() ([]byte, error) {
 	w := newWriter()
 	w.raw("[")
-	for i := range r {
-		if i > 0 {
-			w.raw(",")
-		}
-		w.input(&r[i])
-	}
+	w.inputs(r)
 	w.raw("]")
 	return w.done()
 }
@@ -509,12 +493,7 @@ func (r Redeemer) MarshalJSON() ([]byte, error) {
 func (t *TransactionInput) MarshalJSON() ([]byte, error) {
 	w := newWriter()
 	w.raw(`{"tx_inputs":[`)
-	for i := range t.Inputs {
-		if i > 0 {
-			w.raw(",")
-		}
-		w.input(&t.Inputs[i])
-	}
+	w.inputs(t.Inputs)
 	w.raw(`],"tx_interval":{"from":`)
 	w.int(t.Interval.From)
 	w.raw(`,"to":`)

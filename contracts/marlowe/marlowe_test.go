@@ -257,14 +257,7 @@ func TestMerkleizedCaseAndInput(t *testing.T) {
 
 	// A merkleized notify input, with its continuation resolved.
 	in := Input{Content: notifyInput, ContinuationHash: h[:], Continuation: cont}
-	ij, err := in.MarshalJSON()
-	if err != nil {
-		t.Fatal(err)
-	}
-	back, err := ParseInputJSON(ij)
-	if err != nil || !reflect.DeepEqual(back, in) {
-		t.Fatalf("merkleized notify: %s -> %+v, %v", ij, back, err)
-	}
+	ij := inputThroughJSON(t, "merkleized notify", in)
 	if !strings.HasPrefix(string(ij), `{"continuation_hash":`) {
 		t.Fatalf("merkleized notify JSON %s", ij)
 	}
@@ -279,18 +272,26 @@ func TestMerkleizedCaseAndInput(t *testing.T) {
 	}
 	// A merkleized deposit keeps its content keys beside the merkleization keys.
 	dep := Input{Content: &IDeposit{IntoAccount: Party{Role: []byte("A")}, From: Party{Role: []byte("A")}, Token: Token{Currency: []byte{}, Name: []byte{}}, Amount: big.NewInt(7)}, ContinuationHash: h[:], Continuation: cont}
-	dj, err := dep.MarshalJSON()
+	inputThroughJSON(t, "merkleized deposit", dep)
+	// Without the continuation it also survives the chain form.
+	dep.Continuation = nil
+	dj, _ := dep.MarshalJSON()
+	inputCodec.check(t, "merkleized deposit without continuation", dj)
+}
+
+// inputThroughJSON writes in as JSON and reads it back, which must give in;
+// it returns the JSON.
+func inputThroughJSON(t *testing.T, what string, in Input) []byte {
+	t.Helper()
+	js, err := in.MarshalJSON()
 	if err != nil {
 		t.Fatal(err)
 	}
-	dback, err := ParseInputJSON(dj)
-	if err != nil || !reflect.DeepEqual(dback, dep) {
-		t.Fatalf("merkleized deposit: %s -> %+v, %v", dj, dback, err)
+	back, err := ParseInputJSON(js)
+	if err != nil || !reflect.DeepEqual(back, in) {
+		t.Fatalf("%s: %s -> %+v, %v", what, js, back, err)
 	}
-	// Without the continuation it also survives the chain form.
-	dep.Continuation = nil
-	dj, _ = dep.MarshalJSON()
-	inputCodec.check(t, "merkleized deposit without continuation", dj)
+	return js
 }
 
 func TestJSONRejects(t *testing.T) {

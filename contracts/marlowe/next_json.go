@@ -101,30 +101,16 @@ func (n Next) MarshalJSON() ([]byte, error) {
 // MarshalJSON returns {"choices":[CanChoose..],"deposits":[CanDeposit..]},
 // with "notify":CanNotify too when a notification applies.
 func (a ApplicableInputs) MarshalJSON() ([]byte, error) {
-	w := newWriter()
-	w.applicableInputs(&a)
-	return w.done()
+	return writeJSON(&a, (*jsonWriter).applicableInputs)
 }
 
 // MarshalJSON returns {"case_index":n,"is_merkleized_continuation":bool}.
-func (n CanNotify) MarshalJSON() ([]byte, error) {
-	w := newWriter()
-	w.canNotify(&n)
-	return w.done()
-}
+func (n CanNotify) MarshalJSON() ([]byte, error) { return writeJSON(&n, (*jsonWriter).canNotify) }
 
 // MarshalJSON returns {"can_deposit":n,"case_index":n,"into_account":Party,
 // "is_merkleized_continuation":bool,"of_token":Token,"party":Party}.
-func (d CanDeposit) MarshalJSON() ([]byte, error) {
-	w := newWriter()
-	w.canDeposit(&d)
-	return w.done()
-}
+func (d CanDeposit) MarshalJSON() ([]byte, error) { return writeJSON(&d, (*jsonWriter).canDeposit) }
 
 // MarshalJSON returns {"can_choose_between":[{"from":n,"to":n}..],
 // "case_index":n,"for_choice":ChoiceId,"is_merkleized_continuation":bool}.
-func (c CanChoose) MarshalJSON() ([]byte, error) {
-	w := newWriter()
-	w.canChoose(&c)
-	return w.done()
-}
+func (c CanChoose) MarshalJSON() ([]byte, error) { return writeJSON(&c, (*jsonWriter).canChoose) }

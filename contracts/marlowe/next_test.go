@@ -352,25 +352,23 @@ func mentionsTimeStart(a Action) bool {
 	var value func(Value) bool
 	var obs func(Observation) bool
 	value = func(v Value) bool {
+		if l, r, ok := ValueOperands(v); ok {
+			return value(l) || value(r)
+		}
 		switch x := v.(type) {
 		case *TimeIntervalStart:
 			return true
 		case *NegValue:
 			return value(x.Value)
-		case *AddValue:
-			return value(x.Left) || value(x.Right)
-		case *SubValue:
-			return value(x.Left) || value(x.Right)
-		case *MulValue:
-			return value(x.Left) || value(x.Right)
-		case *DivValue:
-			return value(x.Left) || value(x.Right)
 		case *Cond:
 			return obs(x.Observation) || value(x.Then) || value(x.Else)
 		}
 		return false
 	}
 	obs = func(o Observation) bool {
+		if l, r, ok := ValueOperands(o); ok {
+			return value(l) || value(r)
+		}
 		switch x := o.(type) {
 		case *AndObs:
 			return obs(x.Left) || obs(x.Right)
@@ -378,16 +376,6 @@ func mentionsTimeStart(a Action) bool {
 			return obs(x.Left) || obs(x.Right)
 		case *NotObs:
 			return obs(x.Observation)
-		case *ValueGE:
-			return value(x.Left) || value(x.Right)
-		case *ValueGT:
-			return value(x.Left) || value(x.Right)
-		case *ValueLT:
-			return value(x.Left) || value(x.Right)
-		case *ValueLE:
-			return value(x.Left) || value(x.Right)
-		case *ValueEQ:
-			return value(x.Left) || value(x.Right)
 		}
 		return false
 	}

@@ -447,11 +447,8 @@ func transactionResultFromJSON(v any) (transactionResult, error) {
 	if err != nil {
 		return transactionResult{}, at("payments", err)
 	}
-	o.Payments = make([]Payment, len(payments))
-	for i, pv := range payments {
-		if o.Payments[i], err = paymentFromJSON(pv); err != nil {
-			return transactionResult{}, at("payments", atIndex(i, err))
-		}
+	if o.Payments, err = eachOf(payments, paymentFromJSON); err != nil {
+		return transactionResult{}, at("payments", err)
 	}
 	st, err := stateFromJSON(m["state"])
 	if err != nil {
@@ -462,11 +459,8 @@ func transactionResultFromJSON(v any) (transactionResult, error) {
 	if err != nil {
 		return transactionResult{}, at("warnings", err)
 	}
-	o.Warnings = make([]TransactionWarning, len(warnings))
-	for i, wv := range warnings {
-		if o.Warnings[i], err = warningFromJSON(wv); err != nil {
-			return transactionResult{}, at("warnings", atIndex(i, err))
-		}
+	if o.Warnings, err = eachOf(warnings, warningFromJSON); err != nil {
+		return transactionResult{}, at("warnings", err)
 	}
 	return transactionResult{out: o}, nil
 }
