@@ -17,6 +17,7 @@ import (
 
 	"github.com/marlowe-follower/follower/streaming/client"
 	"github.com/marlowe-follower/follower/streaming/protocol"
+	"github.com/marlowe-follower/follower/streaming/streamtest"
 )
 
 // The client process of BenchmarkFanOut, and the process's own figures
@@ -165,25 +166,14 @@ func rawSubscriber(t *testing.T, ctx context.Context, url, from string, keep boo
 			rest = rest[k+len(blockKey):]
 			k = bytes.Index(rest, []byte(`"blockNo":`))
 			rest = rest[k+len(`"blockNo":`):]
-			*out = append(*out, receipt{uint64(leadingInt(rest)), now})
+			*out = append(*out, receipt{uint64(streamtest.LeadingDigits(rest)), now})
 		}
 		k := bytes.Index(data, batchKey)
-		ack := `{"type":"ack","stream":"f","batch":` + strconv.FormatInt(leadingInt(data[k+len(batchKey):]), 10) + `}`
+		ack := `{"type":"ack","stream":"f","batch":` + strconv.FormatInt(streamtest.LeadingDigits(data[k+len(batchKey):]), 10) + `}`
 		if err := ws.Write(context.Background(), websocket.MessageText, []byte(ack)); err != nil {
 			return
 		}
 	}
-}
-
-func leadingInt(b []byte) int64 {
-	var n int64
-	for _, c := range b {
-		if c < '0' || c > '9' {
-			break
-		}
-		n = n*10 + int64(c-'0')
-	}
-	return n
 }
 
 // cpuTime returns the CPU time this process used.

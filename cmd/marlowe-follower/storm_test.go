@@ -14,6 +14,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/marlowe-follower/follower/chainsync/devnet"
+	"github.com/marlowe-follower/follower/streaming/streamtest"
 )
 
 // TestStreamingStorm runs the binary over a history of about 1,600
@@ -160,7 +161,7 @@ func (s *stormSubscriber) read() {
 				break
 			}
 			rest = rest[k+len(`{"seq":`):]
-			seq := leadingDigits(rest)
+			seq := streamtest.LeadingDigits(rest)
 			if seq != s.last+1 {
 				s.fail(fmt.Errorf("seq %d after %d", seq, s.last))
 				return
@@ -172,24 +173,12 @@ func (s *stormSubscriber) read() {
 			s.fail(fmt.Errorf("a batch without its number: %.200s", data))
 			return
 		}
-		ack := `{"type":"ack","stream":"s","batch":` + strconv.FormatInt(leadingDigits(data[k+len(`"batch":`):]), 10) + `}`
+		ack := `{"type":"ack","stream":"s","batch":` + strconv.FormatInt(streamtest.LeadingDigits(data[k+len(`"batch":`):]), 10) + `}`
 		if err := s.ws.Write(context.Background(), websocket.MessageText, []byte(ack)); err != nil {
 			s.fail(err)
 			return
 		}
 	}
-}
-
-// leadingDigits parses the decimal digits at the start of b.
-func leadingDigits(b []byte) int64 {
-	var n int64
-	for _, c := range b {
-		if c < '0' || c > '9' {
-			break
-		}
-		n = n*10 + int64(c-'0')
-	}
-	return n
 }
 
 // startStreamingService runs the binary (its store in dataDir) on a
