@@ -30,14 +30,7 @@ func appendContractHeader(b []byte, c *contractstore.Contract) []byte {
 	b = api.AppendString(b, string(c.Status))
 	b = append(b, `,"block":`...)
 	b = api.AppendBlock(b, c.Block)
-	b = append(b, `,"seq":`...)
-	b = strconv.AppendInt(b, c.Seq, 10)
-	b = append(b, `,"steps":`...)
-	b = strconv.AppendInt(b, int64(c.Steps), 10)
-	b = append(b, `,"lastSeq":`...)
-	b = strconv.AppendInt(b, c.LastSeq, 10)
-	b = append(b, `,"lastBlock":`...)
-	b = api.AppendBlock(b, c.LastBlock)
+	b = api.AppendProgress(b, c.Seq, c.Steps, c.LastSeq, c.LastBlock, api.AppendBlock)
 	return append(b, '}')
 }
 

@@ -55,14 +55,39 @@ func (s *Server) contractList() http.HandlerFunc {
 	})
 }
 
+// byPath parses a request that names its resource by one path value and
+// takes no parameter but minSeq.
+func byPath[K any](name string, parse func(string) (K, error)) func(*http.Request, *api.Query) (K, error) {
+	return func(r *http.Request, q *api.Query) (K, error) {
+		if err := q.Allow(); err != nil {
+			var none K
+			return none, err
+		}
+		return parse(r.PathValue(name))
+	}
+}
+
+// refOf parses an output reference, its errors naming it as what.
+func refOf(what string) func(string) (chain.TxOutRef, error) {
+	return func(v string) (chain.TxOutRef, error) { return api.ParseRef(what, v) }
+}
+
+// getOne answers one resource: parse names it, get reads it, an unknown
+// one is what(key) not found, and view is its JSON.
+func getOne[K, V, J any](s *Server, parse func(*http.Request, *api.Query) (K, error),
+	get func(context.Context, K) (V, contractstore.Position, error), what func(K) string, view func(V) J) http.HandlerFunc {
+	return handle(s, parse, func(ctx context.Context, key K) (api.Answer, error) {
+		v, at, err := get(ctx, key)
+		if err != nil {
+			return api.Answer{At: at}, api.NotFound(err, what(key))
+		}
+		return api.JSONAnswer(at, view(v))
+	})
+}
+
 // contractGet answers a contract, from the cache when it has it.
 func (s *Server) contractGet() http.HandlerFunc {
-	return handle(s, func(r *http.Request, q *api.Query) (chain.TxOutRef, error) {
-		if err := q.Allow(); err != nil {
-			return chain.TxOutRef{}, err
-		}
-		return api.ParseRef("contract_id", r.PathValue("contractId"))
-	}, func(ctx context.Context, id chain.TxOutRef) (api.Answer, error) {
+	return handle(s, byPath("contractId", refOf("contract_id")), func(ctx context.Context, id chain.TxOutRef) (api.Answer, error) {
 		if cache := s.cfg.Cache; cache != nil {
 			applied := s.cfg.Projection.Applied()
 			if body, at, ok := cache.get(id); ok {
@@ -124,40 +149,25 @@ type stepRef struct {
 }
 
 func (s *Server) transactionGet() http.HandlerFunc {
-	return handle(s, func(r *http.Request, q *api.Query) (stepRef, error) {
-		if err := q.Allow(); err != nil {
-			return stepRef{}, err
-		}
-		id, err := api.ParseRef("contract_id", r.PathValue("contractId"))
+	return getOne(s, func(r *http.Request, q *api.Query) (stepRef, error) {
+		id, err := byPath("contractId", refOf("contract_id"))(r, q)
 		if err != nil {
 			return stepRef{}, err
 		}
 		tx, err := api.ParseTxID(r.PathValue("txId"))
 		return stepRef{id, tx}, err
-	}, func(ctx context.Context, ref stepRef) (api.Answer, error) {
-		t, at, err := s.cfg.Contracts.TransactionGet(ctx, ref.contract, ref.tx)
-		if err != nil {
-			return api.Answer{At: at}, api.NotFound(err, "transaction "+ref.tx.String()+" of contract "+ref.contract.String())
-		}
-		return api.JSONAnswer(at, transactionOf(t))
-	})
+	}, func(ctx context.Context, ref stepRef) (*contractstore.Transaction, contractstore.Position, error) {
+		return s.cfg.Contracts.TransactionGet(ctx, ref.contract, ref.tx)
+	}, func(ref stepRef) string {
+		return "transaction " + ref.tx.String() + " of contract " + ref.contract.String()
+	}, transactionOf)
 }
 
 // transactionOfTx answers the step a transaction made, of whichever
 // contract (a search by transaction id alone: the explorer's search box).
 func (s *Server) transactionOfTx() http.HandlerFunc {
-	return handle(s, func(r *http.Request, q *api.Query) (chain.Hash32, error) {
-		if err := q.Allow(); err != nil {
-			return chain.Hash32{}, err
-		}
-		return api.ParseTxID(r.PathValue("txId"))
-	}, func(ctx context.Context, tx chain.Hash32) (api.Answer, error) {
-		t, at, err := s.cfg.Contracts.TransactionOfTx(ctx, tx)
-		if err != nil {
-			return api.Answer{At: at}, api.NotFound(err, "step of transaction "+tx.String())
-		}
-		return api.JSONAnswer(at, transactionOf(t))
-	})
+	return getOne(s, byPath("txId", api.ParseTxID), s.cfg.Contracts.TransactionOfTx,
+		func(tx chain.Hash32) string { return "step of transaction " + tx.String() }, transactionOf)
 }
 
 // contractNext answers /next (api.Next) with the native API's errors.

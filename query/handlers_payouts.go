@@ -89,18 +89,8 @@ func contractIDs(q *api.Query) ([]chain.TxOutRef, error) {
 }
 
 func (s *Server) payoutGet() http.HandlerFunc {
-	return handle(s, func(r *http.Request, q *api.Query) (chain.TxOutRef, error) {
-		if err := q.Allow(); err != nil {
-			return chain.TxOutRef{}, err
-		}
-		return api.ParseRef("payout_id", r.PathValue("payoutId"))
-	}, func(ctx context.Context, id chain.TxOutRef) (api.Answer, error) {
-		p, at, err := s.cfg.Contracts.PayoutGet(ctx, id)
-		if err != nil {
-			return api.Answer{At: at}, api.NotFound(err, "payout "+id.String())
-		}
-		return api.JSONAnswer(at, payoutOf(p))
-	})
+	return getOne(s, byPath("payoutId", refOf("payout_id")), s.cfg.Contracts.PayoutGet,
+		func(id chain.TxOutRef) string { return "payout " + id.String() }, payoutOf)
 }
 
 func (s *Server) withdrawalList() http.HandlerFunc {
@@ -133,16 +123,6 @@ func (s *Server) withdrawalList() http.HandlerFunc {
 }
 
 func (s *Server) withdrawalGet() http.HandlerFunc {
-	return handle(s, func(r *http.Request, q *api.Query) (chain.Hash32, error) {
-		if err := q.Allow(); err != nil {
-			return chain.Hash32{}, err
-		}
-		return api.ParseTxID(r.PathValue("txId"))
-	}, func(ctx context.Context, tx chain.Hash32) (api.Answer, error) {
-		wd, at, err := s.cfg.Contracts.WithdrawalGet(ctx, tx)
-		if err != nil {
-			return api.Answer{At: at}, api.NotFound(err, "withdrawal "+tx.String())
-		}
-		return api.JSONAnswer(at, withdrawalOf(wd))
-	})
+	return getOne(s, byPath("txId", api.ParseTxID), s.cfg.Contracts.WithdrawalGet,
+		func(tx chain.Hash32) string { return "withdrawal " + tx.String() }, withdrawalOf)
 }

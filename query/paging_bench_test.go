@@ -37,13 +37,7 @@ func BenchmarkListPaging(b *testing.B) {
 	clients := envInt("PAGING_CLIENTS", 16)
 	phase := time.Duration(envInt("PAGING_SECONDS", 3)) * time.Second
 	rounds := envInt("PAGING_ROUNDS", 3)
-	var store contractstore.Backend
-	if os.Getenv("PAGING_BACKEND") == "sqlite" {
-		store = contractstoretest.OpenSQLite(b, b.TempDir())
-	} else {
-		u := storagetest.PostgresURL(b)
-		store = contractstoretest.OpenPostgres(b, u, storagetest.NewSchema(b, u, "cvtest"))
-	}
+	store := openPagingStore(b)
 	defer store.Close()
 	head := fillContracts(b, store, n)
 	f := serveStore(b, store, head)
@@ -239,19 +233,23 @@ func fillContracts(b testing.TB, store contractstore.Backend, n int) contractsto
 	return head
 }
 
+// openPagingStore opens the paging benchmarks' contract store: PostgreSQL,
+// or SQLite with PAGING_BACKEND=sqlite.
+func openPagingStore(b *testing.B) contractstore.Backend {
+	if os.Getenv("PAGING_BACKEND") == "sqlite" {
+		return contractstoretest.OpenSQLite(b, b.TempDir())
+	}
+	u := storagetest.PostgresURL(b)
+	return contractstoretest.OpenPostgres(b, u, storagetest.NewSchema(b, u, "cvtest"))
+}
+
 // BenchmarkListPage measures one page of 100 contracts of each list in the
 // handler (no network, one goroutine), from a place in the middle of the
 // list: the server's cost per page, and its allocations, alone.
 //
 //	go test -run '^$' -bench BenchmarkListPage -benchmem ./query/
 func BenchmarkListPage(b *testing.B) {
-	var store contractstore.Backend
-	if os.Getenv("PAGING_BACKEND") == "sqlite" {
-		store = contractstoretest.OpenSQLite(b, b.TempDir())
-	} else {
-		u := storagetest.PostgresURL(b)
-		store = contractstoretest.OpenPostgres(b, u, storagetest.NewSchema(b, u, "cvtest"))
-	}
+	store := openPagingStore(b)
 	defer store.Close()
 	head := fillContracts(b, store, 2000)
 	f := serveStore(b, store, head)

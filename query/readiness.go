@@ -160,13 +160,10 @@ func (s *Server) readiness(ctx context.Context, st Status, at contractstore.Posi
 // readyz answers 200 when every readiness condition holds, else 503 with
 // each failing one: its text in reasons and its details in notReady.
 func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
-	if err := s.noParameters(r); err != nil {
-		native{s}.Fail(w, r, err)
+	st, at, ok := s.ownAnswer(w, r)
+	if !ok {
 		return
 	}
-	st := s.cfg.Status()
-	at := s.cfg.Projection.Applied()
-	api.SetPosition(w, at, st.NodeTip)
 	out := readyJSON{Ready: true, Reasons: []string{}, NotReady: map[string]notReadyJSON{}}
 	for _, c := range s.readiness(r.Context(), st, at) {
 		out.Ready = false

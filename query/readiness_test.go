@@ -24,11 +24,9 @@ type readyAnswer struct {
 	} `json:"notReady"`
 }
 
-// TestReadiness drives /readyz, /status and the readiness metrics through
-// each condition (answers checked against the OpenAPI document): every
-// reason is a named field of the 503 body, a line of reasons and a
-// marlowe_not_ready series, and /status shows the state behind it.
-func TestReadiness(t *testing.T) {
+// newStatusFixture is a fixture whose Status is the service's as changed
+// by the function set last (none at first).
+func newStatusFixture(t *testing.T) (*fixture, func(func(*query.Status))) {
 	var (
 		mu     sync.Mutex
 		change func(*query.Status)
@@ -45,11 +43,19 @@ func TestReadiness(t *testing.T) {
 			return st
 		}
 	})
-	set := func(fn func(*query.Status)) {
+	return f, func(fn func(*query.Status)) {
 		mu.Lock()
 		change = fn
 		mu.Unlock()
 	}
+}
+
+// TestReadiness drives /readyz, /status and the readiness metrics through
+// each condition (answers checked against the OpenAPI document): every
+// reason is a named field of the 503 body, a line of reasons and a
+// marlowe_not_ready series, and /status shows the state behind it.
+func TestReadiness(t *testing.T) {
+	f, set := newStatusFixture(t)
 	ready := func(want int) readyAnswer {
 		t.Helper()
 		var r readyAnswer
@@ -151,32 +157,19 @@ func TestReadiness(t *testing.T) {
 // writer that does not hold the lease is 503 writer_standby, one whose
 // lease lapsed 503 writer_lease_lapsed.
 func TestReadinessWriterLease(t *testing.T) {
-	var (
-		mu     sync.Mutex
-		lease  *query.WriterLease
-		reader bool
-	)
-	f := newFixture(t, projectiontest.SQLite, 16, 60, func(c *query.Config) {
-		base := c.Status
-		c.Status = func() query.Status {
-			st := base()
-			mu.Lock()
-			defer mu.Unlock()
-			st.WriterLease = lease
-			if reader {
+	f, setStatus := newStatusFixture(t)
+	set := func(asReader bool, l *query.WriterLease) {
+		setStatus(func(st *query.Status) {
+			st.WriterLease = l
+			if asReader {
 				st.Role = "reader"
 				st.Reader = &query.ReaderStatus{Head: st.HistorySeq, WriterHead: st.HistorySeq, Listening: true}
 			} else {
 				st.Role = "writer"
 			}
-			return st
-		}
-	})
-	set := func(asReader bool, l *query.WriterLease) {
-		mu.Lock()
-		reader, lease = asReader, l
-		mu.Unlock()
+		})
 	}
+	set(false, nil)
 	ready := func(want int) (r readyAnswer) {
 		t.Helper()
 		f.get("/readyz", want).decode(t, &r)

@@ -76,12 +76,7 @@ func (s *Server) sourceGet() http.HandlerFunc {
 }
 
 func (s *Server) sourceClosure() http.HandlerFunc {
-	return handle(s, func(r *http.Request, q *api.Query) (chain.Hash32, error) {
-		if err := q.Allow(); err != nil {
-			return chain.Hash32{}, err
-		}
-		return api.ParseSourceID(r.PathValue("sourceId"))
-	}, func(ctx context.Context, h chain.Hash32) (api.Answer, error) {
+	return handle(s, byPath("sourceId", api.ParseSourceID), func(ctx context.Context, h chain.Hash32) (api.Answer, error) {
 		cl, at, err := s.cfg.Contracts.SourceClosure(ctx, h, false)
 		if err != nil {
 			return api.Answer{At: at}, api.NotFound(err, "contract source "+h.String())

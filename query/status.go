@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/marlowe-follower/follower/chainsync/chain"
+	"github.com/marlowe-follower/follower/contracts/contractstore"
 	"github.com/marlowe-follower/follower/query/internal/api"
 )
 
@@ -168,13 +169,10 @@ func behind(tip chain.Tip, h chain.BlockHeader) uint64 {
 }
 
 func (s *Server) status(w http.ResponseWriter, r *http.Request) {
-	if err := s.noParameters(r); err != nil {
-		native{s}.Fail(w, r, err)
+	st, at, ok := s.ownAnswer(w, r)
+	if !ok {
 		return
 	}
-	st := s.cfg.Status()
-	at := s.cfg.Projection.Applied()
-	api.SetPosition(w, at, st.NodeTip)
 	out := statusJSON{
 		Network: st.Network, NetworkMagic: st.NetworkMagic, Version: st.Version, Connected: st.Connected,
 		NodeTip: tipOf(st.NodeTip), Follower: st.Follower, Committed: st.Committed, SyncProgress: st.SyncProgress,
@@ -210,20 +208,16 @@ type healthJSON struct {
 
 // healthz answers while the process serves.
 func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
-	if err := s.noParameters(r); err != nil {
-		native{s}.Fail(w, r, err)
+	if _, _, ok := s.ownAnswer(w, r); !ok {
 		return
 	}
-	api.SetPosition(w, s.cfg.Projection.Applied(), s.cfg.Status().NodeTip)
 	api.WriteJSON(w, http.StatusOK, healthJSON{Status: "ok"})
 }
 
 func (s *Server) openAPI(w http.ResponseWriter, r *http.Request) {
-	if err := s.noParameters(r); err != nil {
-		native{s}.Fail(w, r, err)
+	if _, _, ok := s.ownAnswer(w, r); !ok {
 		return
 	}
-	api.SetPosition(w, s.cfg.Projection.Applied(), s.cfg.Status().NodeTip)
 	h := w.Header()
 	h.Set("Content-Type", "application/json")
 	h.Set("Cache-Control", "public, max-age=300")
@@ -231,12 +225,22 @@ func (s *Server) openAPI(w http.ResponseWriter, r *http.Request) {
 	_, _ = w.Write(openAPIDocument)
 }
 
-// noParameters refuses any parameter but minSeq (which these answers do
-// not wait for).
-func (s *Server) noParameters(r *http.Request) error {
+// ownAnswer begins an answer of the service's own endpoints (/status,
+// /readyz, /healthz, /openapi.json): it refuses any parameter but minSeq
+// (which these answers do not wait for) and writes the position headers.
+// It returns the status and the projection's position they show, and
+// false when it answered an error.
+func (s *Server) ownAnswer(w http.ResponseWriter, r *http.Request) (Status, contractstore.Position, bool) {
 	q, err := api.ParseQuery(r)
 	if err == nil {
 		err = q.Allow()
 	}
-	return err
+	if err != nil {
+		native{s}.Fail(w, r, err)
+		return Status{}, contractstore.Position{}, false
+	}
+	st := s.cfg.Status()
+	at := s.cfg.Projection.Applied()
+	api.SetPosition(w, at, st.NodeTip)
+	return st, at, true
 }

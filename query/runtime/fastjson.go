@@ -41,14 +41,7 @@ func appendContractHeader(b []byte, c *contractstore.Contract) []byte {
 	b = api.AppendString(b, string(c.Status))
 	b = append(b, `,"address":`...)
 	b = api.AppendString(b, c.Address)
-	b = append(b, `,"seq":`...)
-	b = strconv.AppendInt(b, c.Seq, 10)
-	b = append(b, `,"steps":`...)
-	b = strconv.AppendInt(b, int64(c.Steps), 10)
-	b = append(b, `,"lastSeq":`...)
-	b = strconv.AppendInt(b, c.LastSeq, 10)
-	b = append(b, `,"lastBlock":`...)
-	b = appendBlock(b, c.LastBlock)
+	b = api.AppendProgress(b, c.Seq, c.Steps, c.LastSeq, c.LastBlock, appendBlock)
 	return append(b, '}')
 }
 

@@ -107,6 +107,21 @@ func AppendBlock(b []byte, h chain.BlockHeader) []byte {
 	return append(b, `"}`...)
 }
 
+// AppendProgress appends a contract header's last fields, the same in both
+// APIs: its seq, steps, last step's seq and last block (written by block,
+// each API's block shape).
+func AppendProgress(b []byte, seq int64, steps int, lastSeq int64, last chain.BlockHeader,
+	block func([]byte, chain.BlockHeader) []byte) []byte {
+	b = append(b, `,"seq":`...)
+	b = strconv.AppendInt(b, seq, 10)
+	b = append(b, `,"steps":`...)
+	b = strconv.AppendInt(b, int64(steps), 10)
+	b = append(b, `,"lastSeq":`...)
+	b = strconv.AppendInt(b, lastSeq, 10)
+	b = append(b, `,"lastBlock":`...)
+	return block(b, last)
+}
+
 // AppendRaw appends stored JSON (compact, as the projection wrote it), or
 // def when there is none.
 func AppendRaw(b []byte, raw json.RawMessage, def string) []byte {

@@ -3,10 +3,13 @@
 package apitest
 
 import (
+	"bytes"
 	"encoding/json"
+	"testing"
 
 	"github.com/marlowe-follower/follower/chainsync/chain"
 	"github.com/marlowe-follower/follower/contracts/contractstore"
+	"github.com/marlowe-follower/follower/query/internal/api"
 )
 
 // OddContracts are contract headers whose strings (version, address,
@@ -33,4 +36,17 @@ func OddContracts() []contractstore.Contract {
 	}
 	cs[0].Tags, cs[0].Metadata = nil, nil
 	return cs
+}
+
+// MatchesEncodingJSON fails t unless got, a hand-written answer, is byte
+// for byte what api.EncodeJSON writes for v.
+func MatchesEncodingJSON(t testing.TB, got []byte, v any) {
+	t.Helper()
+	want, err := api.EncodeJSON(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Fatalf("hand-written:\n%s\nencoding/json:\n%s", got, want)
+	}
 }
