@@ -149,20 +149,26 @@ func TestStoreReportsFailingCommits(t *testing.T) {
 	f.noFatal()
 }
 
+// newLostAnswerFixture is a fault fixture whose commits fail with "conn
+// closed" after landing (until failWith(nil)), its store's stats and the
+// counter its blocks release.
+func newLostAnswerFixture(t *testing.T) (*faultFixture, *history.StoreStats, *atomic.Int64) {
+	f := newFaultFixture(t, t.TempDir())
+	f.backend.landFirst.Store(true)
+	f.backend.failWith(errors.New("conn closed"))
+	return f, f.store.Stats(), new(atomic.Int64)
+}
+
 // TestStoreCommitAnswerLost: a commit that landed although it reported an
 // error is recognised on the retry (not taken for another writer).
 func TestStoreCommitAnswerLost(t *testing.T) {
-	f := newFaultFixture(t, t.TempDir())
+	f, stats, released := newLostAnswerFixture(t)
 	defer f.stop()
-	stats := f.store.Stats()
-	var released atomic.Int64
-	f.backend.landFirst.Store(true)
-	f.backend.failWith(errors.New("conn closed"))
-	f.send(block(1, &released))
+	f.send(block(1, released))
 	waitfor.Until(t, time.Minute, "a failed commit", func() bool { return stats.CommitFailures.Load() >= 1 })
 	f.backend.failWith(nil)
 	waitfor.Until(t, time.Minute, "block 1 committed", func() bool { return committedNo(stats) == 1 && released.Load() == 1 })
-	f.send(block(2, &released))
+	f.send(block(2, released))
 	waitfor.Until(t, time.Minute, "block 2 committed", func() bool { return committedNo(stats) == 2 && stats.Head.Load() == 2 })
 	f.noFatal()
 }
@@ -175,15 +181,11 @@ func TestStoreCommitAnswerLost(t *testing.T) {
 // ahead of it and stopped the writer as if another held the store: seen in
 // TestSoak after a database cut.)
 func TestStoreCommitAnswerLostWhileStepsCome(t *testing.T) {
-	f := newFaultFixture(t, t.TempDir())
+	f, stats, released := newLostAnswerFixture(t)
 	defer f.stop()
-	stats := f.store.Stats()
-	var released atomic.Int64
-	f.backend.landFirst.Store(true)
-	f.backend.failWith(errors.New("conn closed"))
-	next := func() { f.send(block(2, &released)) } // queued before the retry's flush
+	next := func() { f.send(block(2, released)) } // queued before the retry's flush
 	f.backend.onFail.Store(&next)
-	f.send(block(1, &released))
+	f.send(block(1, released))
 	waitfor.Until(t, time.Minute, "block 1 committed", func() bool { return committedNo(stats) >= 1 && released.Load() >= 1 })
 	f.backend.failWith(nil)
 	waitfor.Until(t, time.Minute, "block 2 committed", func() bool { return committedNo(stats) == 2 && stats.Head.Load() == 2 && released.Load() == 2 })

@@ -13,6 +13,7 @@ import (
 
 	"github.com/marlowe-follower/follower/actors/pipeline/projectiontest"
 	"github.com/marlowe-follower/follower/query"
+	"github.com/marlowe-follower/follower/query/internal/apitest"
 )
 
 // Checks of the runtime view beyond its routes' shapes: Total-Count,
@@ -210,25 +211,13 @@ func addressParty(t *testing.T, f *fixture, c *contractJSON) string {
 	}
 	f.rtGet("/contracts/"+pathEscape(c.ContractID), nil, http.StatusOK).decode(t, &d)
 	var found string
-	var walk func(any)
-	walk = func(v any) {
-		switch x := v.(type) {
-		case map[string]any:
-			if a, ok := x["address"].(string); ok && len(x) == 1 && found == "" {
-				found = a
-			}
-			for _, e := range x {
-				walk(e)
-			}
-		case []any:
-			for _, e := range x {
-				walk(e)
-			}
-		}
-	}
 	var v any
 	must(t, json.Unmarshal(d.Resource.Initial, &v))
-	walk(v)
+	apitest.WalkJSON(v, func(x map[string]any) {
+		if a, ok := x["address"].(string); ok && len(x) == 1 && found == "" {
+			found = a
+		}
+	})
 	return found
 }
 

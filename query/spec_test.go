@@ -19,6 +19,7 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/marlowe-follower/follower/query"
+	"github.com/marlowe-follower/follower/query/internal/apitest"
 )
 
 // spec validates requests and answers against an OpenAPI document and
@@ -98,14 +99,14 @@ func readGoldenSpec() (*spec, error) {
 	input := bodies["components"].(map[string]any)["schemas"].(map[string]any)["Input"].(map[string]any)
 	input["anyOf"] = input["oneOf"]
 	delete(input, "oneOf")
-	walkJSON(bodies, func(x map[string]any) {
+	apitest.WalkJSON(bodies, func(x map[string]any) {
 		if tags, ok := x["tags"].(map[string]any); ok {
 			if ap, ok := tags["additionalProperties"]; ok {
 				tags["additionalProperties"] = map[string]any{"anyOf": []any{ap, map[string]any{"type": "null"}}}
 			}
 		}
 	})
-	walkJSON(kinDoc, func(x map[string]any) {
+	apitest.WalkJSON(kinDoc, func(x map[string]any) {
 		if items, ok := x["items"].([]any); ok {
 			x["items"] = map[string]any{"anyOf": items}
 		}
@@ -151,21 +152,6 @@ func newSpec(raw []byte, bodies any, complete bool) (*spec, error) {
 		}
 	}
 	return s, nil
-}
-
-// walkJSON calls fn on every object of a JSON document.
-func walkJSON(v any, fn func(map[string]any)) {
-	switch x := v.(type) {
-	case map[string]any:
-		fn(x)
-		for _, e := range x {
-			walkJSON(e, fn)
-		}
-	case []any:
-		for _, e := range x {
-			walkJSON(e, fn)
-		}
-	}
 }
 
 func (s *spec) check(t testing.TB, req *http.Request, a *answer) {

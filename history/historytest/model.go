@@ -47,6 +47,16 @@ type genBlock struct {
 	Changes   classify.UTxOChanges
 }
 
+// spendOne spends one of *from, chosen with rng, in c and takes it out of
+// *from.
+func spendOne(rng *rand.Rand, from *[]classify.TrackedUTxO, c *classify.UTxOChanges) classify.TrackedUTxO {
+	k := rng.IntN(len(*from))
+	u := (*from)[k]
+	spendIn(c, u)
+	*from = slices.Delete(*from, k, k+1)
+	return u
+}
+
 // spendIn records that u is spent in the block of c. Changes stay net as
 // the classifier makes them: an output created and spent in the same block
 // appears in neither list.
@@ -116,12 +126,9 @@ func (g generator) next(st *genState, fork uint64) (genBlock, *genState) {
 			blk.Contracts = append(blk.Contracts, idx)
 			rec.Kind, rec.Contract = record.KindContractCreated, &id
 		case x < 75:
-			k := rng.IntN(len(next.Open))
-			spent := next.Open[k]
+			spent := spendOne(rng, &next.Open, &blk.Changes)
 			id := spent.ContractID
 			rec.Kind, rec.Contract = record.KindInputsApplied, &id
-			spendIn(&blk.Changes, spent)
-			next.Open = slices.Delete(next.Open, k, k+1)
 			if rng.IntN(10) < 7 {
 				cont := spent
 				cont.Ref = chain.TxOutRef{TxID: txID}
@@ -141,12 +148,8 @@ func (g generator) next(st *genState, fork uint64) (genBlock, *genState) {
 					Parties: []record.Party{{Address: address(100 + rng.IntN(20))}}})
 			}
 		case x < 88 && len(next.Payouts) > 0:
-			k := rng.IntN(len(next.Payouts))
-			p := next.Payouts[k]
-			id := p.ContractID
+			id := spendOne(rng, &next.Payouts, &blk.Changes).ContractID
 			rec.Kind, rec.Contract = record.KindPayoutWithdrawn, &id
-			spendIn(&blk.Changes, p)
-			next.Payouts = slices.Delete(next.Payouts, k, k+1)
 		case x < 95:
 			id := next.Open[rng.IntN(len(next.Open))].ContractID
 			rec.Kind, rec.Contract = record.KindApplyInputsRejected, &id

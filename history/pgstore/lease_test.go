@@ -52,18 +52,11 @@ func TestWriterLeaseHandover(t *testing.T) {
 
 	var mu sync.Mutex
 	var seen []storage.LeaseRow
-	took := make(chan *storage.Lease, 1)
-	go func() {
-		l, err := acquireLease(ctx, b.pg, storage.LeaseOptions{TTL: time.Hour, Holder: "b", Waiting: func(r storage.LeaseRow) {
-			mu.Lock()
-			defer mu.Unlock()
-			seen = append(seen, r)
-		}})
-		if err != nil {
-			t.Errorf("the standby: %v", err)
-		}
-		took <- l
-	}()
+	standby := acquireAsync(t, b, storage.LeaseOptions{TTL: time.Hour, Holder: "b", Waiting: func(r storage.LeaseRow) {
+		mu.Lock()
+		defer mu.Unlock()
+		seen = append(seen, r)
+	}})
 	waitFor(t, 30*time.Second, "the standby waiting", func() bool {
 		mu.Lock()
 		defer mu.Unlock()
@@ -75,7 +68,7 @@ func TestWriterLeaseHandover(t *testing.T) {
 	}
 	mu.Unlock()
 	select {
-	case <-took:
+	case <-standby:
 		t.Fatal("the standby took a lease that is held and renewed")
 	default:
 	}
@@ -86,16 +79,7 @@ func TestWriterLeaseHandover(t *testing.T) {
 	if err := la.Release(); err != nil {
 		t.Fatal(err)
 	}
-	var lb *storage.Lease
-	select {
-	case lb = <-took:
-	case <-time.After(30 * time.Second):
-		t.Fatal("the standby did not take the lease its holder let go")
-	}
-	if lb == nil {
-		t.FailNow()
-	}
-	defer lb.Release()
+	lb := took(t, standby, "its holder let it go")
 	if lb.Epoch() != 2 || lb.Takeover() != storage.TakeoverReleased {
 		t.Fatalf("the standby's epoch %d, taken as %q", lb.Epoch(), lb.Takeover())
 	}
@@ -122,24 +106,14 @@ func TestWriterLeaseHandover(t *testing.T) {
 // lost (Lost, its error naming the new holder) and its writes fail with
 // record.ErrFenced.
 func TestWriterLeaseHungHolder(t *testing.T) {
-	ts := openTest(t)
-	t.Cleanup(func() { _ = ts.Close() })
-	a, proxy := openBehindProxy(t, ts)
-	b, reader := openProcess(t, ts), openProcess(t, ts)
+	ts, a, proxy, b, reader := openTakeover(t)
 	ctx := context.Background()
 	const ttl = 1200 * time.Millisecond
 	la := a.acquire(t, ctx, storage.LeaseOptions{TTL: ttl, Holder: "a"})
 	if err := a.commitTip(1); err != nil {
 		t.Fatal(err)
 	}
-	standby := make(chan *storage.Lease, 1)
-	go func() {
-		l, err := acquireLease(ctx, b.pg, storage.LeaseOptions{TTL: ttl, Holder: "b"})
-		if err != nil {
-			t.Errorf("the standby: %v", err)
-		}
-		standby <- l
-	}()
+	standby := acquireAsync(t, b, storage.LeaseOptions{TTL: ttl, Holder: "b"})
 
 	waitFor(t, 30*time.Second, "the standby waiting for the holder's session", waitingForSessionLock(t, reader, ts))
 	proxy.Pause()
@@ -147,16 +121,7 @@ func TestWriterLeaseHungHolder(t *testing.T) {
 	if err := a.commitTip(2); !errors.Is(err, storage.ErrLeaseLapsed) {
 		t.Fatalf("a commit of the lapsed holder: %v, want storage.ErrLeaseLapsed", err)
 	}
-	var lb *storage.Lease
-	select {
-	case lb = <-standby:
-	case <-time.After(30 * time.Second):
-		t.Fatal("the standby did not take the expired lease")
-	}
-	if lb == nil {
-		t.FailNow()
-	}
-	defer lb.Release()
+	lb := took(t, standby, "it expired")
 	if lb.Epoch() != la.Epoch()+1 || lb.Takeover() != storage.TakeoverExpired {
 		t.Fatalf("the standby's epoch %d after %d, taken as %q", lb.Epoch(), la.Epoch(), lb.Takeover())
 	}
@@ -226,6 +191,17 @@ func handedOver(t *testing.T, la *storage.Lease, a, b, reader *fencedProcess, n 
 }
 
 // openBehindProxy opens a process on ts whose connections go through a
+// openTakeover opens the processes of a takeover on a new test schema: a,
+// the holder, whose traffic goes through proxy, b, the standby, and a
+// reader.
+func openTakeover(t *testing.T) (ts *testStore, a *fencedProcess, proxy *storagetest.Proxy, b, reader *fencedProcess) {
+	t.Helper()
+	ts = openTest(t)
+	t.Cleanup(func() { _ = ts.Close() })
+	a, proxy = openBehindProxy(t, ts)
+	return ts, a, proxy, openProcess(t, ts), openProcess(t, ts)
+}
+
 // proxy the test can pause (a partition) or close (its sessions cut).
 func openBehindProxy(t *testing.T, ts *testStore) (*fencedProcess, *storagetest.Proxy) {
 	t.Helper()

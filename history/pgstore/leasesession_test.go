@@ -88,10 +88,7 @@ func took(t *testing.T, standby <-chan *storage.Lease, what string) *storage.Lea
 // writes, although the lease runs for an hour; a standby that comes takes
 // it at once, with the next epoch, and names its own session.
 func TestWriterLeaseHolderGone(t *testing.T) {
-	ts := openTest(t)
-	t.Cleanup(func() { _ = ts.Close() })
-	a, proxy := openBehindProxy(t, ts)
-	b, reader := openProcess(t, ts), openProcess(t, ts)
+	_, a, proxy, b, reader := openTakeover(t)
 	ctx := context.Background()
 	la := a.acquire(t, ctx, storage.LeaseOptions{TTL: time.Hour, Holder: "a"})
 	if la.Takeover() != storage.TakeoverNew {

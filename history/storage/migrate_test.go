@@ -80,6 +80,17 @@ type database interface {
 
 // runnerCases: --check on a fresh database reports everything pending,
 // Migrate applies every line in order, then everything is current; a
+// openSQLite opens the SQLite database in dir, closed when t ends.
+func openSQLite(t *testing.T, dir string) *storage.SQLite {
+	t.Helper()
+	db, err := storage.OpenSQLite(dir, storage.SQLiteOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = db.Close() })
+	return db
+}
+
 // second Migrate does nothing; a newer schema is refused.
 func runnerCases(t *testing.T, db database, tables func() []string, setVersion func(table string, v int)) {
 	ctx := t.Context()
@@ -133,11 +144,7 @@ func runnerCases(t *testing.T, db database, tables func() []string, setVersion f
 
 func TestSQLiteRunner(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "data")
-	db, err := storage.OpenSQLite(dir, storage.SQLiteOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db := openSQLite(t, dir)
 	tables := func() []string {
 		var out []string
 		for _, f := range []string{"a.sqlite", "b.sqlite"} {
@@ -165,11 +172,7 @@ func TestSQLiteRunner(t *testing.T) {
 // exist reports every migration pending and leaves no directory behind.
 func TestSQLiteCheckCreatesNothing(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "absent")
-	db, err := storage.OpenSQLite(dir, storage.SQLiteOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db := openSQLite(t, dir)
 	sts, err := db.Check(t.Context(), testLines(t)...)
 	if err != nil || len(sts) != 2 || sts[0].Current() || sts[1].Current() {
 		t.Fatalf("check: %+v %v", sts, err)
@@ -191,11 +194,7 @@ func TestSQLiteFailedMigrationRollsBack(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	db, err := storage.OpenSQLite(dir, storage.SQLiteOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db := openSQLite(t, dir)
 	if _, err := db.Migrate(t.Context(), l); err == nil || !strings.Contains(err.Error(), "0002_bad.sql") {
 		t.Fatalf("migrate: %v", err)
 	}
@@ -219,11 +218,7 @@ func TestSQLiteEarlierVersionTable(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	db, err := storage.OpenSQLite(dir, storage.SQLiteOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db := openSQLite(t, dir)
 	res, err := db.Migrate(t.Context(), testLines(t)[1])
 	if err != nil || res[0].From != 1 || res[0].To != 1 {
 		t.Fatalf("migrate: %+v %v", res, err)

@@ -110,22 +110,41 @@ func one(at contractstore.Position, v any) (api.Answer, error) {
 	return api.Answer{At: at, ContentType: jsonContentType, Body: body}, err
 }
 
-func rangeStartRef(pr *pageRange, what string) (chain.TxOutRef, error) {
-	ref, err := chain.ParseTxOutRef(pr.value)
-	if err != nil {
-		return ref, &rangeError{fmt.Sprintf("Invalid range value: %s %q: want TXID#INDEX", what, api.Clip(pr.value))}
+// ranged is a list's Range: the range and, when it names one, the item
+// it starts from.
+type ranged[K any] struct {
+	pr    *pageRange
+	start K
+}
+
+// parseRanged reads the Range header of a list whose items the range names
+// by field (the item called what in errors), read by start.
+func parseRanged[K any](h http.Header, field, what string, start func(*pageRange, string) (K, error)) (ranged[K], error) {
+	var rg ranged[K]
+	var err error
+	if rg.pr, err = parseRange(h, field); err == nil && rg.pr.hasVal {
+		rg.start, err = start(rg.pr, what)
 	}
-	pr.value = ref.String()
-	return ref, nil
+	return rg, err
+}
+
+// rangeStart reads the item a range starts from with parse (want says
+// what it takes) and writes the range's value as the item's own text.
+func rangeStart[K fmt.Stringer](pr *pageRange, what, want string, parse func(string) (K, error)) (K, error) {
+	k, err := parse(pr.value)
+	if err != nil {
+		return k, &rangeError{fmt.Sprintf("Invalid range value: %s %q: want %s", what, api.Clip(pr.value), want)}
+	}
+	pr.value = k.String()
+	return k, nil
+}
+
+func rangeStartRef(pr *pageRange, what string) (chain.TxOutRef, error) {
+	return rangeStart(pr, what, "TXID#INDEX", chain.ParseTxOutRef)
 }
 
 func rangeStartTx(pr *pageRange, what string) (chain.Hash32, error) {
-	h, err := chain.ParseHash32(pr.value)
-	if err != nil {
-		return h, &rangeError{fmt.Sprintf("Invalid range value: %s %q: want 64 hex digits", what, api.Clip(pr.value))}
-	}
-	pr.value = h.String()
-	return h, nil
+	return rangeStart(pr, what, "64 hex digits", chain.ParseHash32)
 }
 
 // pathRef reads an output reference of a view path.
@@ -149,8 +168,7 @@ func pathTx(r *http.Request, name, what string) (chain.Hash32, error) {
 // contractListRequest is a contract list's filter and range.
 type contractListRequest struct {
 	filter contractstore.ContractFilter
-	pr     *pageRange
-	start  chain.TxOutRef
+	ranged[chain.TxOutRef]
 }
 
 func (v *View) contractList() http.HandlerFunc {
@@ -160,9 +178,7 @@ func (v *View) contractList() http.HandlerFunc {
 			return nil, err
 		}
 		req := &contractListRequest{filter: f}
-		if req.pr, err = parseRange(r.Header, "contractId"); err == nil && req.pr.hasVal {
-			req.start, err = rangeStartRef(req.pr, "contract id")
-		}
+		req.ranged, err = parseRanged(r.Header, "contractId", "contract id", rangeStartRef)
 		return req, err
 	}, v.readContracts)
 }
@@ -176,17 +192,14 @@ func (v *View) readContracts(ctx context.Context, req *contractListRequest) (api
 	if pr.hasVal {
 		p.From = &req.start
 	}
-	var at contractstore.Position
-	var total *int64
+	var first firstRead
 	items, err := readRange(pr, func(limit int) ([]contractstore.Contract, bool, error) {
 		p.Limit = limit
 		page, err := v.env.Contracts.ContractList(ctx, p)
 		if err != nil {
 			return nil, false, err
 		}
-		if p.Count {
-			total, at, p.Count = page.Total, page.At, false // the first read's count and position
-		}
+		first.keep(&p.Count, page.Total, page.At)
 		p.From = nil
 		if n := len(page.Contracts); n > 0 {
 			p.After = page.Contracts[n-1].Seq
@@ -198,7 +211,7 @@ func (v *View) readContracts(ctx context.Context, req *contractListRequest) (api
 	}
 	bp, release := api.Buffer()
 	*bp = appendContractList(*bp, items)
-	a := pageAnswer(pr, at, spanOf(items, func(c *contractstore.Contract) string { return c.ID.String() }), total)
+	a := pageAnswer(pr, first.at, spanOf(items, func(c *contractstore.Contract) string { return c.ID.String() }), first.total)
 	a.Body, a.Release = *bp, release
 	return a, nil
 }

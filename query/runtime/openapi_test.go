@@ -8,6 +8,8 @@ import (
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/marlowe-follower/follower/query/internal/apitest"
 )
 
 var update = flag.Bool("update", false, "write openapi.json from the golden document")
@@ -109,7 +111,7 @@ func correctSchemas(doc, schemas object) error {
 		s["anyOf"] = s["oneOf"]
 		delete(s, "oneOf")
 	}
-	walk(doc, func(x object) {
+	apitest.WalkJSON(doc, func(x object) {
 		if items, ok := x["items"].([]any); ok {
 			x["items"] = object{"anyOf": items}
 		}
@@ -120,21 +122,6 @@ func correctSchemas(doc, schemas object) error {
 		}
 	})
 	return nil
-}
-
-// walk calls fn on every object of a JSON document, parents first.
-func walk(v any, fn func(object)) {
-	switch x := v.(type) {
-	case object:
-		fn(x)
-		for _, e := range x {
-			walk(e, fn)
-		}
-	case []any:
-		for _, e := range x {
-			walk(e, fn)
-		}
-	}
 }
 
 // addExtras adds the follower's fields and the error body, and closes the
@@ -276,7 +263,7 @@ func prune(doc, schemas object) {
 	reached := map[string]bool{}
 	var visit func(v any)
 	visit = func(v any) {
-		walk(v, func(x object) {
+		apitest.WalkJSON(v, func(x object) {
 			r, ok := x["$ref"].(string)
 			name, isSchema := strings.CutPrefix(r, "#/components/schemas/")
 			if !ok || !isSchema || reached[name] {

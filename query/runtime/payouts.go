@@ -16,9 +16,8 @@ import (
 
 // payoutListRequest is a payout list's filter and range.
 type payoutListRequest struct {
-	p     contractstore.PayoutListParams
-	pr    *pageRange
-	start chain.TxOutRef
+	p contractstore.PayoutListParams
+	ranged[chain.TxOutRef]
 }
 
 func (v *View) payoutList() http.HandlerFunc {
@@ -55,9 +54,7 @@ func (v *View) payoutList() http.HandlerFunc {
 		if err != nil {
 			return nil, err
 		}
-		if req.pr, err = parseRange(r.Header, "payoutId"); err == nil && req.pr.hasVal {
-			req.start, err = rangeStartRef(req.pr, "payout id")
-		}
+		req.ranged, err = parseRanged(r.Header, "payoutId", "payout id", rangeStartRef)
 		return req, err
 	}, v.readPayouts)
 }
@@ -65,7 +62,7 @@ func (v *View) payoutList() http.HandlerFunc {
 func (v *View) readPayouts(ctx context.Context, req *payoutListRequest) (api.Answer, error) {
 	pr, p := req.pr, &req.p
 	p.Descending = pr.desc
-	var first []contractstore.Payout
+	var starting []contractstore.Payout
 	if pr.hasVal {
 		po, _, err := v.env.Contracts.PayoutGet(ctx, req.start)
 		if err == nil && !payoutMatches(po, p) {
@@ -77,21 +74,18 @@ func (v *View) readPayouts(ctx context.Context, req *payoutListRequest) (api.Ans
 		if err != nil {
 			return api.Answer{}, err
 		}
-		first = []contractstore.Payout{*po}
+		starting = []contractstore.Payout{*po}
 		p.After = &contractstore.PayoutKey{Seq: po.Seq, ID: po.ID}
 	}
-	var at contractstore.Position
-	var total *int64
+	var first firstRead
 	p.Count = true
-	rest, err := collect(reads(pr)-len(first), func(limit int) ([]contractstore.Payout, bool, error) {
+	rest, err := collect(reads(pr)-len(starting), func(limit int) ([]contractstore.Payout, bool, error) {
 		p.Limit = limit
 		page, err := v.env.Contracts.PayoutList(ctx, p)
 		if err != nil {
 			return nil, false, err
 		}
-		if p.Count {
-			total, at, p.Count = page.Total, page.At, false // the first read's count and position
-		}
+		first.keep(&p.Count, page.Total, page.At)
 		if n := len(page.Payouts); n > 0 {
 			p.After = &contractstore.PayoutKey{Seq: page.Payouts[n-1].Seq, ID: page.Payouts[n-1].ID}
 		}
@@ -100,16 +94,16 @@ func (v *View) readPayouts(ctx context.Context, req *payoutListRequest) (api.Ans
 	if err != nil {
 		return api.Answer{}, err
 	}
-	if at == (contractstore.Position{}) {
-		at = v.env.Projection.Applied()
+	if first.at == (contractstore.Position{}) {
+		first.at = v.env.Projection.Applied()
 	}
-	items := window(append(first, rest...), pr)
+	items := window(append(starting, rest...), pr)
 	out := make([]item, len(items))
 	for i := range items {
 		po := &items[i]
 		out[i] = item{Resource: payoutHeaderOf(po), Links: payoutLink{Payout: linkPayout(po.ID)}}
 	}
-	return page(pr, at, spanOf(items, func(po *contractstore.Payout) string { return po.ID.String() }), out, total)
+	return page(pr, first.at, spanOf(items, func(po *contractstore.Payout) string { return po.ID.String() }), out, first.total)
 }
 
 // payoutMatches reports whether a payout is in the list p selects.

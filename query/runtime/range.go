@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/marlowe-follower/follower/contracts/contractstore"
 	"github.com/marlowe-follower/follower/query/internal/api"
 )
 
@@ -182,4 +183,19 @@ func setPageHeaders(h http.Header, pr *pageRange, sp span) {
 	}
 	h.Set("Next-Range", pr.field+" "+encodeRangeValue(sp.last)+";limit "+strconv.Itoa(pr.limit)+";offset "+strconv.Itoa(offset)+
 		";order "+pr.order())
+}
+
+// firstRead is what the first read of a list's range answered: the list's
+// count (the reads ask for it once) and the position the answer shows.
+type firstRead struct {
+	at    contractstore.Position
+	total *int64
+}
+
+// keep notes a read's count and position when it is the first (*count,
+// the read's Count, is true) and turns Count off for the next reads.
+func (f *firstRead) keep(count *bool, total *int64, at contractstore.Position) {
+	if *count {
+		f.total, f.at, *count = total, at, false
+	}
 }

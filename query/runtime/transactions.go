@@ -24,8 +24,7 @@ func decodeStep(t *contractstore.Transaction) (*stepPayload, error) {
 // transactionListRequest is a step list's contract and range.
 type transactionListRequest struct {
 	contract chain.TxOutRef
-	pr       *pageRange
-	start    chain.Hash32
+	ranged[chain.Hash32]
 }
 
 func (v *View) transactionList() http.HandlerFunc {
@@ -35,9 +34,7 @@ func (v *View) transactionList() http.HandlerFunc {
 			return nil, err
 		}
 		req := &transactionListRequest{contract: id}
-		if req.pr, err = parseRange(r.Header, "transactionId"); err == nil && req.pr.hasVal {
-			req.start, err = rangeStartTx(req.pr, "transaction id")
-		}
+		req.ranged, err = parseRanged(r.Header, "transactionId", "transaction id", rangeStartTx)
 		return req, err
 	}, v.readTransactions)
 }
@@ -61,8 +58,7 @@ func (v *View) readTransactions(ctx context.Context, req *transactionListRequest
 			p.After = t.Seq + 1
 		}
 	}
-	var at contractstore.Position
-	var total *int64
+	var first firstRead
 	p.Count = true
 	items, err := readRange(pr, func(limit int) ([]contractstore.Transaction, bool, error) {
 		p.Limit = limit
@@ -73,9 +69,7 @@ func (v *View) readTransactions(ctx context.Context, req *transactionListRequest
 		if err != nil {
 			return nil, false, err
 		}
-		if p.Count {
-			total, at, p.Count = page.Total, page.At, false // the first read's count and position
-		}
+		first.keep(&p.Count, page.Total, page.At)
 		if n := len(page.Transactions); n > 0 {
 			p.After = page.Transactions[n-1].Seq
 		}
@@ -93,7 +87,7 @@ func (v *View) readTransactions(ctx context.Context, req *transactionListRequest
 		}
 		out[i] = item{Resource: txHeaderOf(t, sp), Links: transactionLink{Transaction: linkTransaction(t.ContractID, t.TxID)}}
 	}
-	return page(pr, at, spanOf(items, func(t *contractstore.Transaction) string { return t.TxID.String() }), out, total)
+	return page(pr, first.at, spanOf(items, func(t *contractstore.Transaction) string { return t.TxID.String() }), out, first.total)
 }
 
 // stepRef names a step: its contract and transaction.

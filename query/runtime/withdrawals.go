@@ -12,9 +12,8 @@ import (
 
 // withdrawalListRequest is a withdrawal list's filter and range.
 type withdrawalListRequest struct {
-	p     contractstore.WithdrawalListParams
-	pr    *pageRange
-	start chain.Hash32
+	p contractstore.WithdrawalListParams
+	ranged[chain.Hash32]
 }
 
 func (v *View) withdrawalList() http.HandlerFunc {
@@ -28,9 +27,7 @@ func (v *View) withdrawalList() http.HandlerFunc {
 		if err != nil {
 			return nil, err
 		}
-		if req.pr, err = parseRange(r.Header, "withdrawalId"); err == nil && req.pr.hasVal {
-			req.start, err = rangeStartTx(req.pr, "withdrawal id")
-		}
+		req.ranged, err = parseRanged(r.Header, "withdrawalId", "withdrawal id", rangeStartTx)
 		return req, err
 	}, v.readWithdrawals)
 }
@@ -51,8 +48,7 @@ func (v *View) readWithdrawals(ctx context.Context, req *withdrawalListRequest) 
 			p.After = wd.LastSeq + 1
 		}
 	}
-	var at contractstore.Position
-	var total *int64
+	var first firstRead
 	p.Count = true
 	items, err := readRange(pr, func(limit int) ([]contractstore.Withdrawal, bool, error) {
 		p.Limit = limit
@@ -60,9 +56,7 @@ func (v *View) readWithdrawals(ctx context.Context, req *withdrawalListRequest) 
 		if err != nil {
 			return nil, false, err
 		}
-		if p.Count {
-			total, at, p.Count = page.Total, page.At, false // the first read's count and position
-		}
+		first.keep(&p.Count, page.Total, page.At)
 		if n := len(page.Withdrawals); n > 0 {
 			p.After = page.Withdrawals[n-1].LastSeq
 			if pr.desc {
@@ -83,7 +77,7 @@ func (v *View) readWithdrawals(ctx context.Context, req *withdrawalListRequest) 
 		}
 		out[i] = item{Resource: withdrawalHeaderOf(wd), Links: links}
 	}
-	return page(pr, at, spanOf(items, func(wd *contractstore.Withdrawal) string { return wd.TxID.String() }), out, total)
+	return page(pr, first.at, spanOf(items, func(wd *contractstore.Withdrawal) string { return wd.TxID.String() }), out, first.total)
 }
 
 func (v *View) withdrawalGet() http.HandlerFunc {

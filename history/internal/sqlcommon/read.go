@@ -60,11 +60,16 @@ func Head(ctx context.Context, q Querier, d Dialect) (int64, error) {
 // builds (scan: see there).
 func RecordList(ctx context.Context, q Querier, d Dialect, p *record.RecordListParams, scan bool) ([]record.Record, error) {
 	query, args := RecordListQuery(d, p, scan)
-	out := make([]record.Record, 0, min(Limit(p.Limit), 1024))
 	var row RecordRow
-	err := q.Each(ctx, query, args, row.Dest(), func() error {
-		rec, err := row.Record()
-		out = append(out, rec)
+	return collect(ctx, q, query, args, row.Dest(), make([]record.Record, 0, min(Limit(p.Limit), 1024)), row.Record)
+}
+
+// collect appends to out every row of query, each scanned into dest and
+// decoded by decode.
+func collect[T any](ctx context.Context, q Querier, query string, args, dest []any, out []T, decode func() (T, error)) ([]T, error) {
+	err := q.Each(ctx, query, args, dest, func() error {
+		v, err := decode()
+		out = append(out, v)
 		return err
 	})
 	if err != nil {
@@ -80,16 +85,8 @@ func RecordRecent(ctx context.Context, q Querier, d Dialect, afterSlot uint64) (
 	if err != nil {
 		return nil, err
 	}
-	var out []record.RecordRef
 	var row RecordRefRow
-	if err := q.Each(ctx, reads[d].recordRecent, []any{slot}, row.Dest(), func() error {
-		ref, err := row.Ref()
-		out = append(out, ref)
-		return err
-	}); err != nil {
-		return nil, err
-	}
-	return out, nil
+	return collect(ctx, q, reads[d].recordRecent, []any{slot}, row.Dest(), nil, row.Ref)
 }
 
 // RecordGet reads one record.
@@ -151,27 +148,16 @@ func CheckpointGet(ctx context.Context, q Querier, d Dialect) (*history.Checkpoi
 		return nil, err
 	}
 	var h HeaderRow
-	if err := q.Each(ctx, reads[d].breadcrumbs, nil, []any{&h.Slot, &h.BlockNo, &h.Hash}, func() error {
-		b, err := h.Header()
-		cp.Breadcrumbs = append(cp.Breadcrumbs, b)
-		return err
-	}); err != nil {
+	header := func() (chain.BlockHeader, error) { return h.Header() }
+	if cp.Breadcrumbs, err = collect(ctx, q, reads[d].breadcrumbs, nil, []any{&h.Slot, &h.BlockNo, &h.Hash}, nil, header); err != nil {
 		return nil, err
 	}
 	var u UTxORow
-	if err := q.Each(ctx, reads[d].utxos, nil, u.Dest(), func() error {
-		t, err := u.UTxO()
-		cp.UTxOs = append(cp.UTxOs, t)
-		return err
-	}); err != nil {
+	if cp.UTxOs, err = collect(ctx, q, reads[d].utxos, nil, u.Dest(), nil, u.UTxO); err != nil {
 		return nil, err
 	}
 	var c ChangeRow
-	if err := q.Each(ctx, reads[d].changes, nil, c.Dest(), func() error {
-		ch, err := c.Changes()
-		cp.Recent = append(cp.Recent, ch)
-		return err
-	}); err != nil {
+	if cp.Recent, err = collect(ctx, q, reads[d].changes, nil, c.Dest(), nil, c.Changes); err != nil {
 		return nil, err
 	}
 	return cp, nil

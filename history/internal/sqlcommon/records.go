@@ -80,14 +80,23 @@ func (r *RecordRow) Record() (record.Record, error) {
 	if rec.TxID, err = HashFromBytes(r.TxID); err != nil {
 		return rec, fmt.Errorf("record %d: transaction id: %w", r.Seq, err)
 	}
-	if r.ContractID != nil {
-		ref, err := RefFromBytes(r.ContractID)
-		if err != nil {
-			return rec, fmt.Errorf("record %d: contract id: %w", r.Seq, err)
-		}
-		rec.Contract = &ref
+	if rec.Contract, err = recordContract(r.Seq, r.ContractID); err != nil {
+		return rec, err
 	}
 	return rec, nil
+}
+
+// recordContract decodes the contract id column of record seq: nil for
+// NULL, a record about no contract.
+func recordContract(seq int64, b []byte) (*chain.TxOutRef, error) {
+	if b == nil {
+		return nil, nil
+	}
+	id, err := RefFromBytes(b)
+	if err != nil {
+		return nil, fmt.Errorf("record %d: contract id: %w", seq, err)
+	}
+	return &id, nil
 }
 
 // internKind returns the shared constant for a known kind, so that a page of
@@ -231,12 +240,8 @@ func (r *RecordRefRow) Ref() (record.RecordRef, error) {
 	if ref.Slot, err = Uint64("slot", r.Slot); err != nil {
 		return ref, fmt.Errorf("record %d: %w", r.Seq, err)
 	}
-	if r.ContractID != nil {
-		id, err := RefFromBytes(r.ContractID)
-		if err != nil {
-			return ref, fmt.Errorf("record %d: contract id: %w", r.Seq, err)
-		}
-		ref.Contract = &id
+	if ref.Contract, err = recordContract(r.Seq, r.ContractID); err != nil {
+		return ref, err
 	}
 	return ref, nil
 }
