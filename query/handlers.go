@@ -18,6 +18,19 @@ type listed[P any] struct {
 	q *api.Query
 }
 
+// listOf answers a list: a request that takes the parameters allow names
+// (and minSeq), read by params, answered by read.
+func listOf[P any](s *Server, allow []string, params func(r *http.Request, q *api.Query) (P, error),
+	read func(ctx context.Context, l *listed[P]) (api.Answer, error)) http.HandlerFunc {
+	return handle(s, func(r *http.Request, q *api.Query) (*listed[P], error) {
+		if err := q.Allow(allow...); err != nil {
+			return nil, err
+		}
+		p, err := params(r, q)
+		return &listed[P]{p, r, q}, err
+	}, read)
+}
+
 // listAnswer encodes a page in the envelope; next is the next page's
 // cursor ("" on the last page).
 func (s *Server) listAnswer(l *http.Request, q *api.Query, at contractstore.Position, results any, next string) (api.Answer, error) {
@@ -29,12 +42,9 @@ func (s *Server) listAnswer(l *http.Request, q *api.Query, at contractstore.Posi
 }
 
 func (s *Server) contractList() http.HandlerFunc {
-	return handle(s, func(r *http.Request, q *api.Query) (*listed[*contractstore.ContractListParams], error) {
-		if err := q.Allow("contractId", "roleCurrency", "tag", "partyAddress", "partyRole", "status", "order", "limit", "cursor"); err != nil {
-			return nil, err
-		}
-		p, err := contractListParams(q)
-		return &listed[*contractstore.ContractListParams]{p, r, q}, err
+	allow := []string{"contractId", "roleCurrency", "tag", "partyAddress", "partyRole", "status", "order", "limit", "cursor"}
+	return listOf(s, allow, func(_ *http.Request, q *api.Query) (*contractstore.ContractListParams, error) {
+		return contractListParams(q)
 	}, func(ctx context.Context, l *listed[*contractstore.ContractListParams]) (api.Answer, error) {
 		page, err := s.cfg.Contracts.ContractList(ctx, l.p)
 		if err != nil {
@@ -110,10 +120,7 @@ func (s *Server) contractGet() http.HandlerFunc {
 }
 
 func (s *Server) transactionList() http.HandlerFunc {
-	return handle(s, func(r *http.Request, q *api.Query) (*listed[*contractstore.TransactionListParams], error) {
-		if err := q.Allow("limit", "cursor"); err != nil {
-			return nil, err
-		}
+	return listOf(s, []string{"limit", "cursor"}, func(r *http.Request, q *api.Query) (*contractstore.TransactionListParams, error) {
 		p := &contractstore.TransactionListParams{}
 		var err error
 		if p.Contract, err = api.ParseRef("contract_id", r.PathValue("contractId")); err != nil {
@@ -123,7 +130,7 @@ func (s *Server) transactionList() http.HandlerFunc {
 			return nil, err
 		}
 		p.After, err = cursorAfter(q, cursorTransactions)
-		return &listed[*contractstore.TransactionListParams]{p, r, q}, err
+		return p, err
 	}, func(ctx context.Context, l *listed[*contractstore.TransactionListParams]) (api.Answer, error) {
 		page, err := s.cfg.Contracts.TransactionList(ctx, l.p)
 		if err != nil {

@@ -12,12 +12,9 @@ import (
 )
 
 func (s *Server) payoutList() http.HandlerFunc {
-	return handle(s, func(r *http.Request, q *api.Query) (*listed[*contractstore.PayoutListParams], error) {
-		if err := q.Allow("contractId", "roleToken", "status", "limit", "cursor"); err != nil {
-			return nil, err
-		}
-		p, err := payoutListParams(q)
-		return &listed[*contractstore.PayoutListParams]{p, r, q}, err
+	allow := []string{"contractId", "roleToken", "status", "limit", "cursor"}
+	return listOf(s, allow, func(_ *http.Request, q *api.Query) (*contractstore.PayoutListParams, error) {
+		return payoutListParams(q)
 	}, func(ctx context.Context, l *listed[*contractstore.PayoutListParams]) (api.Answer, error) {
 		page, err := s.cfg.Contracts.PayoutList(ctx, l.p)
 		if err != nil {
@@ -60,13 +57,9 @@ func payoutListParams(q *api.Query) (*contractstore.PayoutListParams, error) {
 	default:
 		return nil, api.Bad("bad_status", fmt.Sprintf("status %q: want available, withdrawn or paid", api.Clip(status)))
 	}
-	c, err := q.One("cursor")
-	if err != nil || c == "" {
+	parts, err := cursorParam(q, cursorPayouts)
+	if err != nil || parts == nil {
 		return p, err
-	}
-	parts, err := decodeCursor(c, cursorPayouts)
-	if err != nil {
-		return nil, err
 	}
 	seq, err1 := strconv.ParseInt(parts[0], 10, 64)
 	ref, err2 := chain.ParseTxOutRef(parts[1] + "#" + parts[2])
@@ -94,10 +87,7 @@ func (s *Server) payoutGet() http.HandlerFunc {
 }
 
 func (s *Server) withdrawalList() http.HandlerFunc {
-	return handle(s, func(r *http.Request, q *api.Query) (*listed[*contractstore.WithdrawalListParams], error) {
-		if err := q.Allow("contractId", "limit", "cursor"); err != nil {
-			return nil, err
-		}
+	return listOf(s, []string{"contractId", "limit", "cursor"}, func(_ *http.Request, q *api.Query) (*contractstore.WithdrawalListParams, error) {
 		p := &contractstore.WithdrawalListParams{}
 		var err error
 		if p.Limit, err = q.Limit(); err != nil {
@@ -107,7 +97,7 @@ func (s *Server) withdrawalList() http.HandlerFunc {
 			return nil, err
 		}
 		p.After, err = cursorAfter(q, cursorWithdrawals)
-		return &listed[*contractstore.WithdrawalListParams]{p, r, q}, err
+		return p, err
 	}, func(ctx context.Context, l *listed[*contractstore.WithdrawalListParams]) (api.Answer, error) {
 		page, err := s.cfg.Contracts.WithdrawalList(ctx, l.p)
 		if err != nil {

@@ -78,15 +78,21 @@ func decodeCursor(s, kind string) ([]string, error) {
 	return parts[1:], nil
 }
 
-// cursorOf reads the request's cursor parameter as the non-negative
-// integers of a cursor of kind; nil when there is none.
-func cursorOf(q *api.Query, kind string) ([]int64, error) {
+// cursorParam reads the request's cursor parameter as the parts of a
+// cursor of kind; nil when there is none.
+func cursorParam(q *api.Query, kind string) ([]string, error) {
 	c, err := q.One("cursor")
 	if err != nil || c == "" {
 		return nil, err
 	}
-	parts, err := decodeCursor(c, kind)
-	if err != nil {
+	return decodeCursor(c, kind)
+}
+
+// cursorOf reads the request's cursor parameter as the non-negative
+// integers of a cursor of kind; nil when there is none.
+func cursorOf(q *api.Query, kind string) ([]int64, error) {
+	parts, err := cursorParam(q, kind)
+	if err != nil || parts == nil {
 		return nil, err
 	}
 	out := make([]int64, len(parts))
