@@ -61,7 +61,7 @@ func newMetrics(s *Server) *metrics {
 			"Connections closed because the frames queued on all connections reached the queue budget (the largest queues first)."),
 		queued: prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "queued_bytes",
 			Help: "Bytes of frames queued or being written on all connections (bounded by the queue budget)."},
-			func() float64 { return float64(s.budget.used.Load()) }),
+			func() float64 { now, _ := s.budget.Bytes(); return float64(now) }),
 		lag: &lagCollector{s: s},
 	}
 }

@@ -38,6 +38,7 @@ import (
 	"github.com/marlowe-follower/follower/query/origin"
 	"github.com/marlowe-follower/follower/streaming/auth"
 	"github.com/marlowe-follower/follower/streaming/catchup"
+	"github.com/marlowe-follower/follower/streaming/conn"
 	"github.com/marlowe-follower/follower/streaming/protocol"
 	"github.com/marlowe-follower/follower/streaming/stream"
 	"github.com/marlowe-follower/follower/streaming/streamstore"
@@ -75,14 +76,14 @@ type Server struct {
 	nextID atomic.Uint64
 	tips   *wire.Tips
 	enc    wire.RecordCache // the JSON of the records near the head
-	budget queueBudget      // the frames queued on all connections
+	budget *conn.Budget     // the frames queued on all connections
 	cu     *catchup.Cache   // the pages of the log streams catch up through
 	// streams is what the stream actors share. workers are the streams'
 	// database workers (dbWorker) and catch-up reads: Done waits for their
 	// last jobs. reads is the reads' context, which the server's end
 	// cancels (endReads) with the cache's loads.
 	streams  stream.Deps
-	conns    connDeps // what the connection actors share
+	conns    conn.Deps // what the connection actors share
 	workers  sync.WaitGroup
 	reads    context.Context
 	endReads context.CancelFunc
@@ -133,7 +134,7 @@ func New(cfg Config, deps Deps) (*Server, error) {
 	authn, _ := auth.New(cfg.AllTokens()) // Validate checked them
 	s := &Server{cfg: cfg, auth: authn, deps: deps, h: deps.History, store: deps.Streams, log: log.Named("streaming"),
 		sys: deps.System, done: make(chan struct{})}
-	s.budget = queueBudget{limit: cfg.QueueBudget}
+	s.budget = conn.NewBudget(cfg.QueueBudget)
 	s.tips = wire.NewTips(deps.Tip, deps.History.Head)
 	s.reads, s.endReads = context.WithCancel(context.Background())
 	s.cu = catchup.New(deps.History, catchup.Config{MaxBytes: cfg.CatchUpCacheBytes, MaxReads: cfg.CatchUpReads,
@@ -330,16 +331,16 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ws.SetReadLimit(s.cfg.MaxFrameBytes)
-	c := newConnActor(&s.conns, ws, s.nextID.Add(1), p, r.RemoteAddr)
-	res, ok := s.ask(&connOpened{a: c, q: c.q})
+	c := conn.New(&s.conns, ws, s.nextID.Add(1), p, r.RemoteAddr)
+	res, ok := s.ask(&connOpened{a: c, q: c.Queue()})
 	pid, _ := res.(*actor.PID)
 	if !ok || pid == nil {
-		c.cancel()
+		c.Cancel()
 		s.leave()
 		_ = ws.Close(websocket.StatusGoingAway, protocol.CloseShuttingDown)
 		return
 	}
-	c.readLoop(s.sys, pid)
+	c.ReadLoop(s.sys, pid)
 }
 
 // Shutdown stops the server: it accepts no more clients, lets every round
@@ -412,4 +413,22 @@ func httpErrorLogger(l *zap.Logger) *zap.Logger {
 		return l
 	}
 	return l.WithOptions(zap.IncreaseLevel(zap.WarnLevel))
+}
+
+// QueuedBytes returns the bytes of frames queued or being written on all
+// connections, and the most there were at once since the server started:
+// what Config.QueueBudget bounds.
+func (s *Server) QueuedBytes() (now, peak int64) { return s.budget.Bytes() }
+
+// connDeps is what the server's connection actors share.
+func (s *Server) connDeps() conn.Deps {
+	m, cfg := s.m, &s.cfg
+	return conn.Deps{
+		Config: conn.Config{MaxSubscriptions: cfg.MaxSubscriptions, MaxBatchSize: cfg.MaxBatchSize, MaxBatchTimeout: cfg.MaxBatchTimeout,
+			MaxBadFrames: cfg.MaxBadFrames, SendQueueFrames: cfg.SendQueueFrames, SendQueueBytes: cfg.SendQueueBytes,
+			WriteTimeout: cfg.WriteTimeout, PingTimeout: cfg.PingTimeout, QueueBudget: cfg.QueueBudget},
+		Metrics: &conn.Metrics{Connections: m.connections, Subscribers: m.subscribers, SSEClients: m.sseClients, StaleAcks: m.staleAcks,
+			BadFrames: m.badFrames, Disconnects: m.disconnects, SlowDropped: m.slowDropped, BudgetCuts: m.budgetCuts},
+		Tips: s.tips, Budget: s.budget, Log: s.log,
+	}
 }

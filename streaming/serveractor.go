@@ -11,6 +11,7 @@ import (
 	"github.com/coder/websocket"
 	"go.uber.org/zap"
 
+	"github.com/marlowe-follower/follower/streaming/conn"
 	"github.com/marlowe-follower/follower/streaming/protocol"
 	"github.com/marlowe-follower/follower/streaming/stream"
 	"github.com/marlowe-follower/follower/streaming/streamstore"
@@ -34,7 +35,7 @@ type (
 	// stream's) with its send queue.
 	connOpened struct {
 		a actor.Actor
-		q *sendQueue
+		q *conn.SendQueue
 	}
 	deleteRequest struct{ name string }
 	tick          struct{}
@@ -45,7 +46,7 @@ type (
 // connRef is a connection actor and its send queue.
 type connRef struct {
 	pid *actor.PID
-	q   *sendQueue
+	q   *conn.SendQueue
 }
 
 // serverActor is the streaming server's actor: the parent of a connection
@@ -132,12 +133,7 @@ func (a *serverActor) connOpened(c actor.Context, m *connOpened) {
 	}
 	s := a.s
 	pid := c.Spawn(s.childProps(m.a))
-	if q, sys := m.q, c.ActorSystem(); q.budget != nil {
-		q.onBudgetCut = func() {
-			wire.Tell(sys, pid, &cut{code: websocket.StatusPolicyViolation, reason: protocol.CloseMemoryBudget, why: "budget"})
-		}
-		s.budget.add(q)
-	}
+	m.q.Join(c.ActorSystem(), pid)
 	a.conns[pid.Id] = connRef{pid: pid, q: m.q}
 	c.Respond(pid)
 }
@@ -158,7 +154,7 @@ func (a *serverActor) terminated(who *actor.PID) {
 	if cr, ok := a.conns[who.Id]; ok {
 		delete(a.conns, who.Id)
 		a.clients--
-		a.s.budget.remove(cr.q)
+		cr.q.Leave()
 	}
 	if ref, ok := a.refs[who.Id]; ok {
 		delete(a.refs, who.Id)
@@ -410,7 +406,7 @@ func (a *serverActor) advance(c actor.Context) {
 	if !a.streamsDone && len(a.refs) == 0 {
 		a.streamsDone = true
 		for _, cr := range a.conns {
-			wire.Tell(c.ActorSystem(), cr.pid, &cut{code: websocket.StatusGoingAway, reason: protocol.CloseShuttingDown})
+			wire.Tell(c.ActorSystem(), cr.pid, &conn.Cut{Code: websocket.StatusGoingAway, Reason: protocol.CloseShuttingDown})
 		}
 	}
 	if a.streamsDone && len(a.conns) == 0 && !a.httpPending {

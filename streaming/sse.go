@@ -1,8 +1,6 @@
 package streaming
 
 import (
-	"bufio"
-	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -10,14 +8,13 @@ import (
 	"slices"
 	"sort"
 	"strings"
-	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/marlowe-follower/follower/history/record"
 	"github.com/marlowe-follower/follower/streaming/auth"
+	"github.com/marlowe-follower/follower/streaming/conn"
 	"github.com/marlowe-follower/follower/streaming/protocol"
-	"github.com/marlowe-follower/follower/streaming/wire"
 )
 
 // EventsHandler serves the history as Server-Sent Events, for clients that
@@ -55,15 +52,15 @@ func (s *Server) serveEvents(w http.ResponseWriter, r *http.Request) {
 		s.leave()
 		return
 	}
-	e := newEventsActor(&s.conns, r.Context(), s.nextID.Add(1), req.wire, req.filter, req.start, req.who)
-	res, ok := s.ask(&connOpened{a: e, q: e.q})
+	e := conn.NewEvents(&s.conns, r.Context(), s.nextID.Add(1), req.wire, req.filter, req.start, req.who)
+	res, ok := s.ask(&connOpened{a: e, q: e.Queue()})
 	pid, _ := res.(*actor.PID)
 	if !ok || pid == nil {
-		e.cancel()
+		e.Cancel()
 		s.leave()
 		return
 	}
-	e.writeEvents(&eventWriter{timeout: s.conns.cfg.writeTimeout, rc: http.NewResponseController(w), bw: bufio.NewWriterSize(w, 32<<10)}, s.sys, pid)
+	e.Serve(w, s.sys, pid)
 }
 
 // eventsRequest is what GET /events asks for.
@@ -128,35 +125,6 @@ func (s *Server) eventsRequest(w http.ResponseWriter, r *http.Request) (eventsRe
 	return req, true
 }
 
-// writeEvents is the event stream's writer, on the HTTP handler's
-// goroutine: it writes what the actor queued as events until the stream
-// ends (the actor closes it, the client goes, a write fails or times
-// out), then tells the actor.
-func (e *eventsActor) writeEvents(ev *eventWriter, sys *actor.ActorSystem, pid *actor.PID) {
-	slow := false
-	for {
-		f, ok := e.q.pop(e.ctx.Done())
-		if !ok {
-			break
-		}
-		if e.q.roomWanted.CompareAndSwap(true, false) {
-			wire.Tell(sys, pid, &room{})
-		}
-		var err error
-		if f.parts != nil {
-			err = ev.records(f.parts)
-		} else {
-			err = ev.write(f.b)
-		}
-		e.q.done(f)
-		if err != nil {
-			slow = errors.Is(err, errEventTimeout)
-			break
-		}
-	}
-	wire.Tell(sys, pid, &eventsEnded{slow: slow})
-}
-
 // eventsParams are the query parameters of GET /events: the filter's
 // (protocol.QueryNames), from, and access_token.
 var eventsParams = append(protocol.QueryNames(), "from", "access_token")
@@ -199,62 +167,4 @@ func clip(s string) string {
 		s = s[:80] + "…"
 	}
 	return strings.ToValidUTF8(s, "\uFFFD")
-}
-
-var errEventTimeout = errors.New("event stream: write timed out")
-
-// eventWriter writes events with a write deadline per batch.
-type eventWriter struct {
-	timeout time.Duration
-	rc      *http.ResponseController
-	bw      *bufio.Writer
-}
-
-// begin sets the deadline of the writes that follow.
-func (e *eventWriter) begin() {
-	_ = e.rc.SetWriteDeadline(time.Now().Add(e.timeout))
-}
-
-func (e *eventWriter) flush() error {
-	if err := e.bw.Flush(); err != nil {
-		return e.classify(err)
-	}
-	if err := e.rc.Flush(); err != nil {
-		return e.classify(err)
-	}
-	return nil
-}
-
-func (e *eventWriter) classify(err error) error {
-	if errors.Is(err, context.DeadlineExceeded) || strings.Contains(err.Error(), "timeout") {
-		return errEventTimeout
-	}
-	return err
-}
-
-// write writes an event (or comment) whole.
-func (e *eventWriter) write(b []byte) error {
-	e.begin()
-	e.bw.Write(b)
-	return e.flush()
-}
-
-// records writes a batch's records, an event each, whose id is the
-// cursor right after the record.
-func (e *eventWriter) records(f *wire.FrameParts) error {
-	e.begin()
-	for i := range f.Records {
-		e.bw.WriteString("id: ")
-		e.bw.WriteString(f.CursorAfter(i).String())
-		e.bw.WriteString("\nevent: record\ndata: ")
-		e.bw.Write(f.Recs[i])
-		e.bw.WriteString("\n\n")
-		if e.bw.Buffered() > 16<<10 {
-			if err := e.flush(); err != nil {
-				return err
-			}
-			e.begin()
-		}
-	}
-	return e.flush()
 }

@@ -55,7 +55,7 @@ var actorTypes = []struct {
 	// A stream or connection actor that fails escalates: the pipeline
 	// restarts the whole streaming server, as for its own actor.
 	{Streamer, "*stream.Actor", "*history.Delivery"},
-	{Streamer, "*streaming.connActor", "*wire.Deliver"},
+	{Streamer, "*conn.Actor", "*wire.Deliver"},
 }
 
 func (f *faults) arm(actorType string) {

@@ -1,16 +1,21 @@
-package streaming
+package conn
 
 import (
 	"context"
 	"errors"
 	"testing"
+	"testing/synctest"
 	"time"
 )
 
 // TestSendQueueBounds: the queue holds at most its frames and bytes (one
 // oversized frame when empty), refuses at once or after the wait, and
-// frees its waiters when room is made or it closes.
-func TestSendQueueBounds(t *testing.T) {
+// frees its waiters when room is made or it closes. It runs in a synctest
+// bubble: synctest.Wait returns once a producer waits for room, and the
+// waits' timers run on the bubble's clock.
+func TestSendQueueBounds(t *testing.T) { synctest.Test(t, testSendQueueBounds) }
+
+func testSendQueueBounds(t *testing.T) {
 	q := newSendQueue(2, 10)
 	if err := q.tryPush(make([]byte, 50), false); err != nil {
 		t.Fatalf("an oversized frame into an empty queue: %v", err)
@@ -38,7 +43,7 @@ func TestSendQueueBounds(t *testing.T) {
 	// A waiting producer gets in when the writer takes a frame.
 	done := make(chan error, 1)
 	go func() { done <- q.push(context.Background(), []byte("e"), false, 5*time.Second) }()
-	time.Sleep(10 * time.Millisecond)
+	synctest.Wait()
 	if f, _ := q.pop(nil); !f.pooled || string(f.b) != "abc" {
 		t.Fatalf("pop %+v", f)
 	}
@@ -50,7 +55,7 @@ func TestSendQueueBounds(t *testing.T) {
 	}
 	// Closing wakes waiters and refuses frames; pop ends on its done channel.
 	go func() { done <- q.push(context.Background(), []byte("f"), false, 5*time.Second) }()
-	time.Sleep(10 * time.Millisecond)
+	synctest.Wait()
 	q.close()
 	if err := <-done; !errors.Is(err, errQueueClosed) {
 		t.Fatalf("push after close: %v", err)
@@ -77,9 +82,9 @@ func TestSendQueueBounds(t *testing.T) {
 // took its frame, not the one that took its frame earlier but hands the
 // socket part after part of it (a reader catching up).
 func TestBudgetVictimMadeNoProgress(t *testing.T) {
-	b := &queueBudget{limit: 1 << 20}
+	b := &Budget{limit: 1 << 20}
 	reader, stuck := newSendQueue(4, 1<<20), newSendQueue(4, 1<<20)
-	for _, q := range []*sendQueue{reader, stuck} {
+	for _, q := range []*SendQueue{reader, stuck} {
 		b.add(q)
 		if err := q.tryPush(make([]byte, 100<<10), false); err != nil {
 			t.Fatal(err)

@@ -1,4 +1,4 @@
-package streaming
+package conn
 
 import (
 	"errors"
@@ -16,7 +16,7 @@ import (
 )
 
 // handle decodes and executes a frame from the client.
-func (c *connActor) handle(ac actor.Context, m *inbound) {
+func (c *Actor) handle(ac actor.Context, m *inbound) {
 	<-c.credits // the reader may read the next frame
 	if m.typ != websocket.MessageText {
 		c.reject(ac, protocol.CodeBadFrame, "only text frames holding JSON commands are accepted", "", true)
@@ -45,18 +45,18 @@ func (c *connActor) handle(ac actor.Context, m *inbound) {
 			return
 		}
 		delete(c.subs, cmd.Stream)
-		c.d.m.subscribers.Dec()
+		c.d.Metrics.Subscribers.Dec()
 		wire.Tell(c.sys, s.stream, &wire.Detach{Conn: c.self})
 		c.send(ac, &protocol.Frame{Type: protocol.TypeUnsubscribed, Stream: cmd.Stream})
 	case protocol.TypePing:
-		t := c.d.tips.Tip()
+		t := c.d.Tips.Tip()
 		c.send(ac, &protocol.Frame{Type: protocol.TypePong, Tip: &t})
 	}
 }
 
 // reply hands an ack or a nack to its stream; the error code and message
 // when it cannot.
-func (c *connActor) reply(cmd *protocol.Command) (code, msg string) {
+func (c *Actor) reply(cmd *protocol.Command) (code, msg string) {
 	s := c.subs[cmd.Stream]
 	if s == nil || s.stream == nil {
 		return protocol.CodeUnknownStream, fmt.Sprintf("no subscription named %q on this connection", cmd.Stream)
@@ -65,7 +65,7 @@ func (c *connActor) reply(cmd *protocol.Command) (code, msg string) {
 		return protocol.CodeForbidden, fmt.Sprintf("durable stream %q belongs to another credential", cmd.Stream)
 	}
 	if s.replying.Load() >= replyQueue {
-		c.d.m.staleAcks.Inc()
+		c.d.Metrics.StaleAcks.Inc()
 		return "", ""
 	}
 	s.replying.Add(1)
@@ -76,21 +76,21 @@ func (c *connActor) reply(cmd *protocol.Command) (code, msg string) {
 
 // subscribe checks a subscribe command and asks the server for its
 // stream; the commands after it wait for the answer (opening).
-func (c *connActor) subscribe(ac actor.Context, cmd *protocol.Command) {
-	cfg := &c.d.cfg
+func (c *Actor) subscribe(ac actor.Context, cmd *protocol.Command) {
+	cfg := &c.d.Config
 	_, exists := c.subs[cmd.Stream]
 	switch {
 	case exists:
 		c.reject(ac, protocol.CodeStreamExists, fmt.Sprintf("a subscription named %q is already on this connection", cmd.Stream), cmd.Stream, true)
 		return
-	case len(c.subs) >= cfg.maxSubscriptions:
-		c.reject(ac, protocol.CodeTooManySubscriptions, fmt.Sprintf("at most %d subscriptions per connection", cfg.maxSubscriptions), cmd.Stream, true)
+	case len(c.subs) >= cfg.MaxSubscriptions:
+		c.reject(ac, protocol.CodeTooManySubscriptions, fmt.Sprintf("at most %d subscriptions per connection", cfg.MaxSubscriptions), cmd.Stream, true)
 		return
-	case cmd.BatchSize > cfg.maxBatchSize:
-		c.reject(ac, protocol.CodeBadRequest, fmt.Sprintf("batchSize %d is above the limit %d", cmd.BatchSize, cfg.maxBatchSize), cmd.Stream, true)
+	case cmd.BatchSize > cfg.MaxBatchSize:
+		c.reject(ac, protocol.CodeBadRequest, fmt.Sprintf("batchSize %d is above the limit %d", cmd.BatchSize, cfg.MaxBatchSize), cmd.Stream, true)
 		return
-	case time.Duration(cmd.BatchTimeout) > cfg.maxBatchTimeout:
-		c.reject(ac, protocol.CodeBadRequest, fmt.Sprintf("batchTimeout is above the limit %s", cfg.maxBatchTimeout), cmd.Stream, true)
+	case time.Duration(cmd.BatchTimeout) > cfg.MaxBatchTimeout:
+		c.reject(ac, protocol.CodeBadRequest, fmt.Sprintf("batchTimeout is above the limit %s", cfg.MaxBatchTimeout), cmd.Stream, true)
 		return
 	}
 	var filter record.Filter
@@ -113,14 +113,14 @@ func (c *connActor) subscribe(ac actor.Context, cmd *protocol.Command) {
 
 // reject answers a command with an error frame; abusive errors count
 // toward MaxBadFrames, after which the connection is closed.
-func (c *connActor) reject(ac actor.Context, code, msg, stream string, abusive bool) {
-	c.d.m.badFrames.WithLabelValues(code).Inc()
+func (c *Actor) reject(ac actor.Context, code, msg, stream string, abusive bool) {
+	c.d.Metrics.BadFrames.WithLabelValues(code).Inc()
 	c.send(ac, &protocol.Frame{Type: protocol.TypeError, Code: code, Message: msg, Stream: stream})
 	if !abusive {
 		return
 	}
 	c.bad++
-	if c.bad >= c.d.cfg.maxBadFrames && c.ctx.Err() == nil {
+	if c.bad >= c.d.Config.MaxBadFrames && c.ctx.Err() == nil {
 		c.log.Info("closing a connection that sends bad frames", zap.Int("badFrames", c.bad))
 		c.close(ac, websocket.StatusPolicyViolation, protocol.CloseTooManyErrors)
 	}
@@ -128,6 +128,6 @@ func (c *connActor) reject(ac actor.Context, code, msg, stream string, abusive b
 
 // send queues a control frame; when the queue has no room it waits for
 // some (the client is cut off if it does not read within WriteTimeout).
-func (c *connActor) send(ac actor.Context, f *protocol.Frame) {
+func (c *Actor) send(ac actor.Context, f *protocol.Frame) {
 	c.enqueue(ac, waiting{frame: wire.ControlFrame(f)})
 }

@@ -1,4 +1,4 @@
-package streaming
+package conn
 
 import (
 	"context"
@@ -9,25 +9,25 @@ import (
 	"time"
 )
 
-// Errors of sendQueue.push.
+// Errors of SendQueue.push.
 var (
 	errQueueFull   = errors.New("send queue full")
 	errQueueClosed = errors.New("connection closed")
 )
 
-// sendQueue is a connection's bounded queue of frames waiting for its
+// SendQueue is a connection's bounded queue of frames waiting for its
 // writer: at most maxFrames frames and maxBytes bytes (a single frame larger
 // than maxBytes is let in when the queue is empty). Producers either wait
 // for room, bounded by a timeout, or give up at once; the writer never
 // waits for a producer.
-type sendQueue struct {
+type SendQueue struct {
 	mu     sync.Mutex
 	frames []queued
 	bytes  int64
 	// budget is the server's account of the bytes queued on every
 	// connection (nil: none); a frame counts from push until it is written
 	// (done) or dropped (close).
-	budget    *queueBudget
+	budget    *Budget
 	maxFrames int
 	maxBytes  int64
 	closed    bool
@@ -55,14 +55,14 @@ type sendQueue struct {
 }
 
 // HasRoom reports whether a small frame would join the queue now.
-func (q *sendQueue) HasRoom() bool {
+func (q *SendQueue) HasRoom() bool {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	return !q.closed && (len(q.frames) == 0 || len(q.frames) < q.maxFrames && q.bytes < q.maxBytes)
 }
 
 // isClosed reports whether the queue takes no more frames.
-func (q *sendQueue) isClosed() bool {
+func (q *SendQueue) isClosed() bool {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	return q.closed
@@ -88,13 +88,13 @@ func (f *queued) size() int {
 	return len(f.b)
 }
 
-func newSendQueue(maxFrames int, maxBytes int64) *sendQueue {
-	return &sendQueue{maxFrames: maxFrames, maxBytes: maxBytes, ready: make(chan struct{}, 1), space: make(chan struct{})}
+func newSendQueue(maxFrames int, maxBytes int64) *SendQueue {
+	return &SendQueue{maxFrames: maxFrames, maxBytes: maxBytes, ready: make(chan struct{}, 1), space: make(chan struct{})}
 }
 
 // done ends the account of a frame taken with pop: it was written (or the
 // write failed).
-func (q *sendQueue) done(f queued) {
+func (q *SendQueue) done(f queued) {
 	q.writing.Store(0)
 	q.written.Add(int64(f.size()))
 	if n := q.inWrite.Swap(0); n > 0 && q.budget != nil {
@@ -103,14 +103,14 @@ func (q *sendQueue) done(f queued) {
 }
 
 // pending returns the bytes queued and not yet taken by the writer.
-func (q *sendQueue) pending() int64 {
+func (q *SendQueue) pending() int64 {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	return q.bytes
 }
 
 // fits reports whether a frame of n bytes may join the queue (q.mu held).
-func (q *sendQueue) fits(n int) bool {
+func (q *SendQueue) fits(n int) bool {
 	if len(q.frames) == 0 {
 		return true
 	}
@@ -118,12 +118,12 @@ func (q *sendQueue) fits(n int) bool {
 }
 
 // tryPush adds a frame if there is room.
-func (q *sendQueue) tryPush(frame []byte, pooled bool) error {
+func (q *SendQueue) tryPush(frame []byte, pooled bool) error {
 	return q.tryPushFrame(queued{b: frame, pooled: pooled})
 }
 
 // tryPushFrame adds a frame if there is room.
-func (q *sendQueue) tryPushFrame(f queued) error {
+func (q *SendQueue) tryPushFrame(f queued) error {
 	n := f.size()
 	q.reserve(n)
 	q.mu.Lock()
@@ -141,19 +141,19 @@ func (q *sendQueue) tryPushFrame(f queued) error {
 }
 
 // reserve and unreserve account a frame in the server's budget.
-func (q *sendQueue) reserve(n int) {
+func (q *SendQueue) reserve(n int) {
 	if q.budget != nil {
 		q.budget.reserve(int64(n))
 	}
 }
 
-func (q *sendQueue) unreserve(n int) {
+func (q *SendQueue) unreserve(n int) {
 	if q.budget != nil {
 		q.budget.release(int64(n))
 	}
 }
 
-func (q *sendQueue) add(f queued) {
+func (q *SendQueue) add(f queued) {
 	q.frames = append(q.frames, f)
 	q.bytes += int64(f.size())
 	select {
@@ -165,7 +165,7 @@ func (q *sendQueue) add(f queued) {
 // push adds a frame, waiting up to timeout for room: errQueueFull when the
 // wait times out, errQueueClosed when the connection ends, ctx's error when
 // ctx ends first.
-func (q *sendQueue) push(ctx context.Context, frame []byte, pooled bool, timeout time.Duration) (err error) {
+func (q *SendQueue) push(ctx context.Context, frame []byte, pooled bool, timeout time.Duration) (err error) {
 	q.reserve(len(frame))
 	defer func() {
 		if err != nil {
@@ -205,7 +205,7 @@ func (q *sendQueue) push(ctx context.Context, frame []byte, pooled bool, timeout
 
 // progressed notes that the writer handed the socket a part of the frame
 // it is writing (writeParts), unless it is done with it meanwhile.
-func (q *sendQueue) progressed() {
+func (q *SendQueue) progressed() {
 	if w := q.writing.Load(); w != 0 {
 		q.writing.CompareAndSwap(w, time.Now().UnixNano())
 	}
@@ -213,7 +213,7 @@ func (q *sendQueue) progressed() {
 
 // idle is how long the writer made no progress on the frame it writes (0
 // when it writes none).
-func (q *sendQueue) idle() time.Duration {
+func (q *SendQueue) idle() time.Duration {
 	if since := q.writing.Load(); since != 0 {
 		return time.Duration(max(1, time.Now().UnixNano()-since))
 	}
@@ -221,7 +221,7 @@ func (q *sendQueue) idle() time.Duration {
 }
 
 // pop takes the oldest frame, waiting for one until done is closed.
-func (q *sendQueue) pop(done <-chan struct{}) (queued, bool) {
+func (q *SendQueue) pop(done <-chan struct{}) (queued, bool) {
 	for {
 		q.mu.Lock()
 		if len(q.frames) > 0 {
@@ -249,7 +249,7 @@ func (q *sendQueue) pop(done <-chan struct{}) (queued, bool) {
 }
 
 // close refuses further frames, drops the queued ones and wakes waiters.
-func (q *sendQueue) close() {
+func (q *SendQueue) close() {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if q.closed {
@@ -264,7 +264,7 @@ func (q *sendQueue) close() {
 }
 
 // len returns the number of queued frames.
-func (q *sendQueue) len() int {
+func (q *SendQueue) len() int {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	return len(q.frames)

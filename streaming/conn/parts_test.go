@@ -1,4 +1,4 @@
-package streaming
+package conn
 
 import (
 	"context"

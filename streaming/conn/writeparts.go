@@ -1,4 +1,4 @@
-package streaming
+package conn
 
 import (
 	"bufio"
@@ -24,7 +24,7 @@ const partsBuffer = 32 << 10
 // message. progress, when not nil, is called each time a part of a larger
 // frame has been handed to the socket: a client that reads lets the writer
 // on, one that does not holds it in one write (the budget tells them
-// apart by it: sendQueue.progressed).
+// apart by it: SendQueue.progressed).
 func writeParts(ctx context.Context, ws *websocket.Conn, f *wire.FrameParts, progress func()) error {
 	if f.Size() <= partsBuffer {
 		buf := wire.GetFrameBuf(f.Size())

@@ -1,4 +1,4 @@
-package streaming
+package conn
 
 import (
 	"context"
@@ -12,7 +12,7 @@ import (
 	"github.com/marlowe-follower/follower/streaming/wire"
 )
 
-// eventsActor is one server-sent events stream (GET /events), a child of
+// Events is one server-sent events stream (GET /events), a child of
 // the server actor: a connection whose client sends nothing. It subscribes
 // one broadcast stream through the server actor, as a WebSocket
 // subscription does, and queues the stream's batches, the heartbeats and
@@ -24,9 +24,9 @@ import (
 //
 // A refused subscription, a client gone, a write timeout, a frame waiting
 // WriteTimeout for room and the server stopping all close it.
-type eventsActor struct {
+type Events struct {
 	delivery
-	d     *connDeps
+	d     *Deps
 	log   *zap.Logger
 	state actor.Behavior
 	open  *wire.OpenStream // the subscription, sent when the actor starts
@@ -44,27 +44,33 @@ type (
 	eventsEnded struct{ slow bool }
 )
 
-func newEventsActor(d *connDeps, ctx context.Context, id uint64, f protocol.Filter, filter record.Filter, start record.Cursor,
-	who auth.Principal) *eventsActor {
-	e := &eventsActor{d: d, start: start, log: d.log.Named("events"),
+func NewEvents(d *Deps, ctx context.Context, id uint64, f protocol.Filter, filter record.Filter, start record.Cursor,
+	who auth.Principal) *Events {
+	e := &Events{d: d, start: start, log: d.Log.Named("events"),
 		open: &wire.OpenStream{Cmd: &protocol.Command{Type: protocol.TypeSubscribe, Stream: "events", Mode: protocol.ModeBroadcast,
 			From: start.String(), Filter: &f}, Filter: filter, Who: who, ID: id}}
 	e.ctx, e.cancel = context.WithCancel(ctx)
-	e.delivery = newDelivery(&d.cfg, e.slowConsumer)
+	e.delivery = newDelivery(&d.Config, e.slowConsumer)
 	e.open.Queue = e.q
 	e.state.Become(e.opening)
 	return e
 }
 
+// Queue is the event stream's send queue.
+func (e *Events) Queue() *SendQueue { return e.q }
+
+// Cancel ends an event stream whose actor was never spawned.
+func (e *Events) Cancel() { e.cancel() }
+
 // Receive handles a message in the event stream's state.
-func (e *eventsActor) Receive(ac actor.Context) { e.state.Receive(ac) }
+func (e *Events) Receive(ac actor.Context) { e.state.Receive(ac) }
 
 // opening waits for the stream.
-func (e *eventsActor) opening(ac actor.Context) {
+func (e *Events) opening(ac actor.Context) {
 	switch m := ac.Message().(type) {
 	case *actor.Started:
 		e.self, e.sys = ac.Self(), ac.ActorSystem()
-		e.d.m.sseClients.Inc()
+		e.d.Metrics.SSEClients.Inc()
 		e.open.Conn = e.self
 		wire.Tell(e.sys, ac.Parent(), e.open)
 	case *wire.Attached:
@@ -84,7 +90,7 @@ func (e *eventsActor) opening(ac actor.Context) {
 }
 
 // serving queues the stream's batches and the heartbeats.
-func (e *eventsActor) serving(ac actor.Context) {
+func (e *Events) serving(ac actor.Context) {
 	switch m := ac.Message().(type) {
 	case *wire.Deliver:
 		if m.Parts == nil || m.Parts.Records == nil || !m.Stream.Equal(e.stream) {
@@ -94,7 +100,7 @@ func (e *eventsActor) serving(ac actor.Context) {
 		e.enqueue(ac, waiting{parts: m.Parts, stream: m.Stream, number: m.Number, notify: m.Notify})
 	case *wire.Heartbeat:
 		if len(e.overflow) == 0 {
-			_ = e.q.tryPush(heartbeatEvent(e.d.tips.JSON()), false)
+			_ = e.q.tryPush(heartbeatEvent(e.d.Tips.JSON()), false)
 		}
 	case *eventsEnded:
 		if m.slow {
@@ -102,7 +108,7 @@ func (e *eventsActor) serving(ac actor.Context) {
 		}
 		e.close()
 		ac.Stop(e.self)
-	case *wire.DropSub, *cut:
+	case *wire.DropSub, *Cut:
 		e.close()
 	case *room:
 		e.flush()
@@ -115,7 +121,7 @@ func (e *eventsActor) serving(ac actor.Context) {
 }
 
 // closing waits for the writer to return; the stream sends nothing more.
-func (e *eventsActor) closing(ac actor.Context) {
+func (e *Events) closing(ac actor.Context) {
 	switch m := ac.Message().(type) {
 	case *eventsEnded:
 		ac.Stop(e.self)
@@ -128,11 +134,11 @@ func (e *eventsActor) closing(ac actor.Context) {
 	}
 }
 
-func (e *eventsActor) stopped(actor.Context) {}
+func (e *Events) stopped(actor.Context) {}
 
 // close ends the event stream (from opening or serving): nothing more is
 // queued, the writer returns, the stream is told.
-func (e *eventsActor) close() {
+func (e *Events) close() {
 	e.state.Become(e.closing)
 	e.cancel()
 	e.shut()
@@ -143,20 +149,20 @@ func (e *eventsActor) close() {
 
 // slowConsumer ends the stream of a client that does not read: a frame
 // waited WriteTimeout for room.
-func (e *eventsActor) slowConsumer(actor.Context) {
+func (e *Events) slowConsumer(actor.Context) {
 	e.countSlow()
 	e.close()
 }
 
-func (e *eventsActor) countSlow() {
-	e.d.m.slowDropped.Inc()
-	e.d.m.disconnects.WithLabelValues(protocol.CloseSlowConsumer).Inc()
+func (e *Events) countSlow() {
+	e.d.Metrics.SlowDropped.Inc()
+	e.d.Metrics.Disconnects.WithLabelValues(protocol.CloseSlowConsumer).Inc()
 }
 
 // stopping ends the actor's account; the stream watches it and lets it go.
-func (e *eventsActor) stopping() {
+func (e *Events) stopping() {
 	e.stopTimer()
-	e.d.m.sseClients.Dec()
+	e.d.Metrics.SSEClients.Dec()
 	e.state.Become(e.stopped)
 }
 

@@ -1,4 +1,4 @@
-package streaming
+package conn
 
 import (
 	"context"
@@ -18,7 +18,7 @@ import (
 // may have handed to its stream and not seen taken.
 const replyQueue = 16
 
-// connActor is one WebSocket connection, a child of the server actor. It
+// Actor is one WebSocket connection, a child of the server actor. It
 // owns the connection's state (its subscriptions, its send queue and the
 // frames waiting for room in it) and decides everything in Receive; three
 // goroutines do the blocking I/O: the reader (the HTTP handler's
@@ -36,8 +36,8 @@ const replyQueue = 16
 //
 // opening stashes the commands after the subscribe until its stream
 // answers; finishing and closing take only acks and nacks.
-type connActor struct {
-	d         *connDeps
+type Actor struct {
+	d         *Deps
 	ws        *websocket.Conn
 	id        uint64
 	log       *zap.Logger
@@ -82,18 +82,25 @@ type connSub struct {
 	replying atomic.Int32
 }
 
-// newConnActor makes the actor of an accepted WebSocket.
-func newConnActor(d *connDeps, ws *websocket.Conn, id uint64, p auth.Principal, remote string) *connActor {
+// New makes the actor of an accepted WebSocket.
+func New(d *Deps, ws *websocket.Conn, id uint64, p auth.Principal, remote string) *Actor {
 	ctx, cancel := context.WithCancel(context.Background())
 	writeCtx, endWrite := context.WithCancel(context.Background())
-	c := &connActor{d: d, ws: ws, id: id, principal: p, ctx: ctx, cancel: cancel, writeCtx: writeCtx, endWrite: endWrite,
+	c := &Actor{d: d, ws: ws, id: id, principal: p, ctx: ctx, cancel: cancel, writeCtx: writeCtx, endWrite: endWrite,
 		credits: make(chan struct{}, replyQueue), gone: make(chan struct{}), pings: make(chan struct{}), subs: map[string]*connSub{},
-		log: d.log.With(zap.Uint64("connection", id), zap.String("remote", remote))}
-	c.delivery = newDelivery(&d.cfg, c.slowConsumer)
-	c.q.budget = d.budget
+		log: d.Log.With(zap.Uint64("connection", id), zap.String("remote", remote))}
+	c.delivery = newDelivery(&d.Config, c.slowConsumer)
+	c.q.budget = d.Budget
 	c.state.Become(c.serving)
 	return c
 }
+
+// Queue is the connection's send queue (the server actor puts it in the
+// budget's account: SendQueue.Join).
+func (c *Actor) Queue() *SendQueue { return c.q }
+
+// Cancel ends a connection whose actor was never spawned.
+func (c *Actor) Cancel() { c.cancel() }
 
 // Messages of a connection actor.
 type (
@@ -110,23 +117,25 @@ type (
 	// ended: one of the connection's other goroutines returned.
 	ended struct{ writer bool }
 	// room: the writer took a frame while frames waited for room.
-	room struct{}
-	// cut ends the connection with a close frame (the writer's watchdog,
-	// the queue budget, the server shutting down).
-	cut struct {
-		code   websocket.StatusCode
-		reason string
-		why    string // the metric counted: slow, budget or none
-	}
+	room        struct{}
 	overflowDue struct{ gen int }
 	pingFailed  struct{}
 )
 
+// Cut ends a connection (WebSocket or event stream) with a close frame:
+// the writer's watchdog, the queue budget and the server shutting down
+// send it.
+type Cut struct {
+	Code   websocket.StatusCode
+	Reason string
+	Why    string // the metric counted: slow, budget or none
+}
+
 // Receive handles a message in the connection's state.
-func (c *connActor) Receive(ac actor.Context) { c.state.Receive(ac) }
+func (c *Actor) Receive(ac actor.Context) { c.state.Receive(ac) }
 
 // serving is the open connection: it takes every command.
-func (c *connActor) serving(ac actor.Context) {
+func (c *Actor) serving(ac actor.Context) {
 	switch m := ac.Message().(type) {
 	case *inbound:
 		c.handle(ac, m)
@@ -163,7 +172,7 @@ func (c *connActor) serving(ac actor.Context) {
 
 // opening waits for the stream of the subscription being set up; the
 // commands after it are stashed and taken, in order, once it answers.
-func (c *connActor) opening(ac actor.Context) {
+func (c *Actor) opening(ac actor.Context) {
 	switch m := ac.Message().(type) {
 	case *inbound:
 		c.stash = append(c.stash, m)
@@ -174,7 +183,7 @@ func (c *connActor) opening(ac actor.Context) {
 		}
 		sub := c.subs[m.Name]
 		sub.stream, sub.durable, sub.owner = m.Stream, m.Durable, m.Owner
-		c.d.m.subscribers.Inc()
+		c.d.Metrics.Subscribers.Inc()
 		c.awaiting = ""
 		c.state.Become(c.serving)
 		c.enqueue(ac, waiting{frame: m.Frame})
@@ -194,7 +203,7 @@ func (c *connActor) opening(ac actor.Context) {
 
 // finishing: a final frame is queued (lease_lost); nothing more is, and
 // the connection closes once the writer has written it.
-func (c *connActor) finishing(ac actor.Context) {
+func (c *Actor) finishing(ac actor.Context) {
 	switch ac.Message().(type) {
 	case *wire.Heartbeat, *wire.Control, *wire.LeaseLost:
 	default:
@@ -207,7 +216,7 @@ func (c *connActor) finishing(ac actor.Context) {
 // closing: the connection is ending. Nothing more is queued; it takes
 // acks and nacks until the socket's reads end, and stops once its
 // goroutines are done.
-func (c *connActor) closing(ac actor.Context) {
+func (c *Actor) closing(ac actor.Context) {
 	switch ac.Message().(type) {
 	case *readEnded, *ended:
 		c.goroutines--
@@ -225,18 +234,18 @@ func (c *connActor) closing(ac actor.Context) {
 }
 
 // stopped: after Stopping, nothing is left to do.
-func (c *connActor) stopped(actor.Context) {}
+func (c *Actor) stopped(actor.Context) {}
 
 // live handles what the states before closing handle alike: the
 // goroutines' reports, the cuts, the overflow's room and timer.
-func (c *connActor) live(ac actor.Context) {
+func (c *Actor) live(ac actor.Context) {
 	switch m := ac.Message().(type) {
 	case *actor.Started:
 		c.self, c.sys = ac.Self(), ac.ActorSystem()
 		c.goroutines += 3 // the reader, the writer, the pinger
 		go c.writeLoop()
 		go c.pingLoop()
-		c.d.m.connections.Inc()
+		c.d.Metrics.Connections.Inc()
 		c.log.Debug("connected")
 	case *readEnded:
 		c.goroutines--
@@ -251,7 +260,7 @@ func (c *connActor) live(ac actor.Context) {
 		}
 	case *pingFailed:
 		c.close(ac, websocket.StatusPolicyViolation, protocol.ClosePingTimeout)
-	case *cut:
+	case *Cut:
 		c.cutOff(ac, m)
 	case *room:
 		c.flush()
@@ -268,13 +277,13 @@ func (c *connActor) live(ac actor.Context) {
 // ending handles what finishing and closing handle alike: the replies the
 // client still sends, and the streams that answer too late; false for
 // other messages.
-func (c *connActor) ending(ac actor.Context) bool {
+func (c *Actor) ending(ac actor.Context) bool {
 	switch m := ac.Message().(type) {
 	case *inbound:
 		<-c.credits // the reader may read the next frame
 		if m.err == nil && m.cmd != nil && (m.cmd.Type == protocol.TypeAck || m.cmd.Type == protocol.TypeNack) {
 			if code, _ := c.reply(m.cmd); code != "" {
-				c.d.m.badFrames.WithLabelValues(code).Inc()
+				c.d.Metrics.BadFrames.WithLabelValues(code).Inc()
 			}
 		}
 	case *wire.Attached, *wire.SubscribeRefused, *wire.AttachRefused:
@@ -291,15 +300,15 @@ func (c *connActor) ending(ac actor.Context) bool {
 
 // stopping ends the actor's account: the streams watch it, and its
 // Terminated detaches it from them, after the replies it handed them.
-func (c *connActor) stopping() {
+func (c *Actor) stopping() {
 	for _, s := range c.subs {
 		if s.stream != nil {
-			c.d.m.subscribers.Dec()
+			c.d.Metrics.Subscribers.Dec()
 		}
 	}
 	c.subs = nil
 	c.stopTimer()
-	c.d.m.connections.Dec()
+	c.d.Metrics.Connections.Dec()
 	close(c.gone)
 	c.state.Become(c.stopped)
 }
@@ -314,7 +323,7 @@ func (s stashed) Message() any { return s.m }
 
 // unstash hands the stashed commands to the current state, in order: one
 // that starts another subscription's opening stashes those after it again.
-func (c *connActor) unstash(ac actor.Context) {
+func (c *Actor) unstash(ac actor.Context) {
 	pending := c.stash
 	c.stash = nil
 	for i, m := range pending {
@@ -325,7 +334,7 @@ func (c *connActor) unstash(ac actor.Context) {
 
 // unawaited detaches a stream that answers a subscription the connection
 // no longer waits for (it is ending), and forgets that subscription.
-func (c *connActor) unawaited(m any) {
+func (c *Actor) unawaited(m any) {
 	var name string
 	switch m := m.(type) {
 	case *wire.Attached:
@@ -342,7 +351,7 @@ func (c *connActor) unawaited(m any) {
 }
 
 // refusedSub ends the opening of a subscription its stream refused.
-func (c *connActor) refusedSub(ac actor.Context, name, code, msg string, abusive bool) {
+func (c *Actor) refusedSub(ac actor.Context, name, code, msg string, abusive bool) {
 	delete(c.subs, name)
 	c.awaiting = ""
 	c.state.Become(c.serving)
@@ -352,13 +361,13 @@ func (c *connActor) refusedSub(ac actor.Context, name, code, msg string, abusive
 
 // drop forgets a subscription its stream ended; false when the stream is
 // not the subscription's.
-func (c *connActor) drop(name string, stream *actor.PID) bool {
+func (c *Actor) drop(name string, stream *actor.PID) bool {
 	s := c.subs[name]
 	if s == nil || s.stream == nil || !s.stream.Equal(stream) {
 		return false
 	}
 	delete(c.subs, name)
-	c.d.m.subscribers.Dec()
+	c.d.Metrics.Subscribers.Dec()
 	return true
 }
 
@@ -367,7 +376,7 @@ func (c *connActor) drop(name string, stream *actor.PID) bool {
 // streams send it nothing more, and once the writer has written the frame
 // the connection closes (1013, "lease lost"). Its client connects again
 // and gets the records it would otherwise have seen twice, redelivered.
-func (c *connActor) leaseLost(ac actor.Context, name string) {
+func (c *Actor) leaseLost(ac actor.Context, name string) {
 	c.log.Warn("closing a connection whose durable stream another process took", zap.String("stream", name))
 	c.state.Become(c.finishing)
 	for _, s := range c.subs {
@@ -383,15 +392,15 @@ func (c *connActor) leaseLost(ac actor.Context, name string) {
 
 // cutOff ends the connection on a cut (the writer's watchdog, the queue
 // budget, the server shutting down).
-func (c *connActor) cutOff(ac actor.Context, m *cut) {
-	switch m.why {
+func (c *Actor) cutOff(ac actor.Context, m *Cut) {
+	switch m.Why {
 	case "slow":
-		c.d.m.slowDropped.Inc()
+		c.d.Metrics.SlowDropped.Inc()
 		c.log.Warn("disconnecting a client that does not read", zap.String("reason", protocol.CloseSlowConsumer))
 	case "budget":
-		c.d.m.budgetCuts.Inc()
+		c.d.Metrics.BudgetCuts.Inc()
 		c.log.Warn("disconnecting a client that does not read (or the one with the most queued frames): the streaming queue budget is reached",
-			zap.String("reason", protocol.CloseMemoryBudget), zap.Int64("budget", c.d.cfg.queueBudget),
+			zap.String("reason", protocol.CloseMemoryBudget), zap.Int64("budget", c.d.Config.QueueBudget),
 			zap.Int64("bytesTaken", c.q.written.Load()), zap.Duration("writeIdle", c.q.idle()))
 		// The budget took back the frame in the writer: a write the
 		// client does not take is ended soon (which closes the socket),
@@ -399,13 +408,13 @@ func (c *connActor) cutOff(ac actor.Context, m *cut) {
 		// frames and the close frame meanwhile.
 		time.AfterFunc(budgetCloseGrace, c.endWrite)
 	}
-	c.close(ac, m.code, m.reason)
+	c.close(ac, m.Code, m.Reason)
 }
 
 // slowConsumer cuts off a client that does not read: a frame waited for
 // room in its queue for WriteTimeout.
-func (c *connActor) slowConsumer(ac actor.Context) {
-	c.d.m.slowDropped.Inc()
+func (c *Actor) slowConsumer(ac actor.Context) {
+	c.d.Metrics.SlowDropped.Inc()
 	c.log.Warn("disconnecting a client that does not read", zap.String("reason", protocol.CloseSlowConsumer))
 	c.close(ac, websocket.StatusPolicyViolation, protocol.CloseSlowConsumer)
 }
@@ -416,13 +425,13 @@ func (c *connActor) slowConsumer(ac actor.Context) {
 // background (it may take seconds with a peer that does not read). The
 // reader goes on taking acks and nacks until the socket ends; then the
 // actor stops, and the round trips bound to it end.
-func (c *connActor) close(ac actor.Context, code websocket.StatusCode, reason string) {
+func (c *Actor) close(ac actor.Context, code websocket.StatusCode, reason string) {
 	if c.ctx.Err() != nil {
 		return
 	}
 	c.state.Become(c.closing)
 	if reason != "" {
-		c.d.m.disconnects.WithLabelValues(reason).Inc()
+		c.d.Metrics.Disconnects.WithLabelValues(reason).Inc()
 	}
 	c.cancel()
 	c.shut()

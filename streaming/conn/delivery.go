@@ -1,4 +1,4 @@
-package streaming
+package conn
 
 import (
 	"errors"
@@ -28,7 +28,7 @@ type waiting struct {
 // waiting for room in it, oldest first; the oldest waits at most wait
 // (WriteTimeout), then slow cuts the client off as a slow consumer.
 type delivery struct {
-	q    *sendQueue
+	q    *SendQueue
 	sys  *actor.ActorSystem
 	self *actor.PID
 	wait time.Duration
@@ -44,9 +44,9 @@ type delivery struct {
 	overflowGen   int
 }
 
-func newDelivery(cfg *connConfig, slow func(actor.Context)) delivery {
-	return delivery{q: newSendQueue(cfg.sendQueueFrames, cfg.sendQueueBytes), wait: cfg.writeTimeout,
-		maxFrames: cfg.sendQueueFrames, maxBytes: cfg.sendQueueBytes, slow: slow}
+func newDelivery(cfg *Config, slow func(actor.Context)) delivery {
+	return delivery{q: newSendQueue(cfg.SendQueueFrames, cfg.SendQueueBytes), wait: cfg.WriteTimeout,
+		maxFrames: cfg.SendQueueFrames, maxBytes: cfg.SendQueueBytes, slow: slow}
 }
 
 // enqueue puts a frame in the send queue, or behind the frames waiting

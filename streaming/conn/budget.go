@@ -1,12 +1,18 @@
-package streaming
+package conn
 
 import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/coder/websocket"
+
+	"github.com/marlowe-follower/follower/streaming/protocol"
+	"github.com/marlowe-follower/follower/streaming/wire"
 )
 
-// queueBudget is the server's account of the frames queued on all its
+// Budget is the server's account of the frames queued on all its
 // connections (Config.QueueBudget): bytes reserved before a frame joins a
 // send queue and released when the frame is written, fails, or is dropped
 // with its queue; the frame a connection's writer is writing counts until
@@ -22,14 +28,14 @@ import (
 // after budgetCloseGrace is ended (the socket closed), which frees the
 // frame. Only when nothing is left to cut does a reservation pass the
 // limit.
-type queueBudget struct {
+type Budget struct {
 	limit int64
 	used  atomic.Int64
 	peak  atomic.Int64
 	mu    sync.Mutex // one reservation cuts at a time
 
 	qmu    sync.Mutex
-	queues map[*sendQueue]struct{} // the connections' send queues
+	queues map[*SendQueue]struct{} // the connections' send queues
 }
 
 // budgetCloseGrace is how long a connection the budget cut may take to
@@ -40,7 +46,7 @@ const budgetCloseGrace = 100 * time.Millisecond
 
 // reserve accounts n bytes, cutting connections off first when they would
 // not fit.
-func (b *queueBudget) reserve(n int64) {
+func (b *Budget) reserve(n int64) {
 	for {
 		cur := b.used.Load()
 		if cur+n <= b.limit {
@@ -69,31 +75,53 @@ func (b *queueBudget) reserve(n int64) {
 	}
 }
 
-func (b *queueBudget) release(n int64) { b.used.Add(-n) }
+func (b *Budget) release(n int64) { b.used.Add(-n) }
 
-func (b *queueBudget) notePeak(v int64) {
+func (b *Budget) notePeak(v int64) {
 	for p := b.peak.Load(); v > p && !b.peak.CompareAndSwap(p, v); p = b.peak.Load() {
 	}
 }
 
-// QueuedBytes returns the bytes of frames queued or being written on all
-// connections, and the most there were at once since the server started:
-// what Config.QueueBudget bounds.
-func (s *Server) QueuedBytes() (now, peak int64) {
-	return s.budget.used.Load(), s.budget.peak.Load()
+// NewBudget returns a budget of limit bytes.
+func NewBudget(limit int64) *Budget { return &Budget{limit: limit} }
+
+// Bytes returns the bytes of frames queued or being written on all
+// connections, and the most there were at once since the budget was made.
+func (b *Budget) Bytes() (now, peak int64) {
+	return b.used.Load(), b.peak.Load()
+}
+
+// Join puts q, the send queue of the connection actor pid, in its
+// budget's account (a queue without a budget, an event stream's: none); a
+// budget cut tells the actor (Cut). Call it before the queue is shared.
+func (q *SendQueue) Join(sys *actor.ActorSystem, pid *actor.PID) {
+	if q.budget == nil {
+		return
+	}
+	q.onBudgetCut = func() {
+		wire.Tell(sys, pid, &Cut{Code: websocket.StatusPolicyViolation, Reason: protocol.CloseMemoryBudget, Why: "budget"})
+	}
+	q.budget.add(q)
+}
+
+// Leave takes q out of its budget's account (its connection stopped).
+func (q *SendQueue) Leave() {
+	if q.budget != nil {
+		q.budget.remove(q)
+	}
 }
 
 // add and remove register a connection's send queue with the budget.
-func (b *queueBudget) add(q *sendQueue) {
+func (b *Budget) add(q *SendQueue) {
 	b.qmu.Lock()
 	defer b.qmu.Unlock()
 	if b.queues == nil {
-		b.queues = map[*sendQueue]struct{}{}
+		b.queues = map[*SendQueue]struct{}{}
 	}
 	b.queues[q] = struct{}{}
 }
 
-func (b *queueBudget) remove(q *sendQueue) {
+func (b *Budget) remove(q *SendQueue) {
 	b.qmu.Lock()
 	defer b.qmu.Unlock()
 	delete(b.queues, q)
@@ -103,10 +131,10 @@ func (b *queueBudget) remove(q *sendQueue) {
 // bytes of the account (queued, or in their writer): the one whose writer
 // is still writing a frame and made progress on it the longest ago, else
 // the one with the most bytes queued; nil when none holds any.
-func (b *queueBudget) victim() *sendQueue {
+func (b *Budget) victim() *SendQueue {
 	b.qmu.Lock()
 	defer b.qmu.Unlock()
-	var best *sendQueue
+	var best *SendQueue
 	var bestSince, most int64
 	for q := range b.queues {
 		if q.isClosed() {
@@ -131,7 +159,7 @@ func (b *queueBudget) victim() *sendQueue {
 // account of the frame in its writer) and tells its connection actor,
 // which closes the connection with a close frame naming the reason and
 // ends a write still stuck after budgetCloseGrace.
-func (q *sendQueue) cutOverBudget() {
+func (q *SendQueue) cutOverBudget() {
 	q.close()
 	if n := q.inWrite.Swap(0); n > 0 && q.budget != nil {
 		q.budget.release(n)

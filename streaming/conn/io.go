@@ -1,4 +1,4 @@
-package streaming
+package conn
 
 import (
 	"bytes"
@@ -19,8 +19,8 @@ import (
 // pingLoop pings the client when the actor asks (a heartbeat), one ping
 // at a time, until the connection starts to end; a client that does not
 // answer within PingTimeout is disconnected.
-func (c *connActor) pingLoop() {
-	ctx, ws, sys, self, timeout := c.ctx, c.ws, c.sys, c.self, c.d.cfg.pingTimeout
+func (c *Actor) pingLoop() {
+	ctx, ws, sys, self, timeout := c.ctx, c.ws, c.sys, c.self, c.d.Config.PingTimeout
 	defer wire.Tell(sys, self, &ended{})
 	for {
 		select {
@@ -42,7 +42,7 @@ func (c *connActor) pingLoop() {
 // the client off; a timer reset per write costs less than a context with
 // a deadline. The writes take writeCtx, which only endWrite ends (a budget
 // cut whose write is stuck).
-func (c *connActor) writeLoop() {
+func (c *Actor) writeLoop() {
 	sys, self := c.sys, c.self
 	defer wire.Tell(sys, self, &ended{writer: true})
 	defer c.endWrite()
@@ -50,7 +50,7 @@ func (c *connActor) writeLoop() {
 		// The close handshake waits (up to its 5 s) for the stuck write,
 		// so a client that reads again in that time gets its frames, then
 		// the close frame with the reason.
-		wire.Tell(sys, self, &cut{code: websocket.StatusPolicyViolation, reason: protocol.CloseSlowConsumer, why: "slow"})
+		wire.Tell(sys, self, &Cut{Code: websocket.StatusPolicyViolation, Reason: protocol.CloseSlowConsumer, Why: "slow"})
 	})
 	watchdog.Stop()
 	defer watchdog.Stop()
@@ -62,7 +62,7 @@ func (c *connActor) writeLoop() {
 		if c.q.roomWanted.CompareAndSwap(true, false) {
 			wire.Tell(sys, self, &room{})
 		}
-		watchdog.Reset(c.d.cfg.writeTimeout)
+		watchdog.Reset(c.d.Config.WriteTimeout)
 		var err error
 		if f.parts != nil {
 			err = writeParts(c.writeCtx, c.ws, f.parts, c.q.progressed)
@@ -80,17 +80,18 @@ func (c *connActor) writeLoop() {
 			return
 		}
 		if f.final {
-			wire.Tell(sys, self, &cut{code: websocket.StatusTryAgainLater, reason: protocol.CloseLeaseLost})
+			wire.Tell(sys, self, &Cut{Code: websocket.StatusTryAgainLater, Reason: protocol.CloseLeaseLost})
 		}
 	}
 }
 
-// readLoop is the reader: it hands every frame to the actor, at most
+// ReadLoop is the reader (the HTTP handler's goroutine, once the
+// server actor spawned the actor pid): it hands every frame to the actor, at most
 // cap(credits) ahead of it, until the socket's reads end. Reads take no
 // context: one with a Done channel costs a registration per read, and
 // cancelling it would drop the socket without a close handshake. Closing
 // the connection ends a read.
-func (c *connActor) readLoop(sys *actor.ActorSystem, pid *actor.PID) {
+func (c *Actor) ReadLoop(sys *actor.ActorSystem, pid *actor.PID) {
 	var buf bytes.Buffer
 	for {
 		typ, data, err := c.read(&buf)
@@ -113,7 +114,7 @@ func (c *connActor) readLoop(sys *actor.ActorSystem, pid *actor.PID) {
 }
 
 // read reads one message into buf (reused: most commands are small).
-func (c *connActor) read(buf *bytes.Buffer) (websocket.MessageType, []byte, error) {
+func (c *Actor) read(buf *bytes.Buffer) (websocket.MessageType, []byte, error) {
 	typ, r, err := c.ws.Reader(context.Background())
 	if err != nil {
 		return 0, nil, err
