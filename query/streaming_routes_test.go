@@ -13,6 +13,7 @@ import (
 	"github.com/getkin/kin-openapi/openapi3filter"
 
 	"github.com/marlowe-follower/follower/actors/pipeline/projectiontest"
+	"github.com/marlowe-follower/follower/actors/pipeline/streamingtest"
 	"github.com/marlowe-follower/follower/chainsync/chain"
 	"github.com/marlowe-follower/follower/chainsync/devnet"
 	"github.com/marlowe-follower/follower/query"
@@ -41,7 +42,7 @@ func TestStreamingRoutesAgainstSpec(t *testing.T) {
 	streams, err := sqlstreams.OpenSQLite(ctx, t.TempDir())
 	must(t, err)
 	t.Cleanup(func() { streams.Close() })
-	cfg := streamtest.TestConfig()
+	cfg := streamingtest.TestConfig()
 	cfg.Token = "tok"
 	ws, err := streaming.New(cfg, streaming.Deps{History: p.Handle, System: p.System, Streams: streams,
 		Tip: func() chain.Tip { h := p.Tip(); return chain.Tip{Point: h.Point(), BlockNo: h.BlockNo} }})

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/marlowe-follower/follower/actors/pipeline/streamingtest"
 	"github.com/marlowe-follower/follower/history/record"
 	"github.com/marlowe-follower/follower/streaming/protocol"
 	"github.com/marlowe-follower/follower/streaming/streamstore"
@@ -43,7 +44,7 @@ func (c *cutAtAck) StreamAck(ctx context.Context, a *streamstore.StreamAckParams
 // process), on SQLite and PostgreSQL.
 func TestDurableAckStoreFailureNeverStepsBack(t *testing.T) {
 	ctx := context.Background()
-	h := streamtest.NewHistory(t, "", nil)
+	h := streamingtest.NewHistory(t, "", nil)
 	newFeed(t, h, 7, 0, 200, false)
 	stores := map[string]func(t *testing.T) streamstore.Store{
 		"sqlite":   func(t *testing.T) streamstore.Store { return sqliteStreams(t, t.TempDir()) },
@@ -57,11 +58,11 @@ func TestDurableAckStoreFailureNeverStepsBack(t *testing.T) {
 			}
 			t.Run(name, func(t *testing.T) {
 				store := &cutAtAck{partitionable: partitionable{Store: stores[db](t)}}
-				opts := streamtest.ServerOptions{Streams: store}
+				opts := streamingtest.ServerOptions{Streams: store}
 				if lease {
 					opts.Config = leased("process-a")
 				}
-				srv := streamtest.StartServer(t, h, opts)
+				srv := streamingtest.StartServer(t, h, opts)
 				start := record.Cursor{Snapshot: h.Handle.Head()}
 				want, err := streamtest.Expected(ctx, h.Backend, record.Filter{}, start, h.Handle.Head())
 				if err != nil {

@@ -17,12 +17,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/marlowe-follower/follower/actors/pipeline/streamingtest"
 	"github.com/marlowe-follower/follower/chainsync/waitfor"
 	"github.com/marlowe-follower/follower/history/record"
 	"github.com/marlowe-follower/follower/streaming"
 	"github.com/marlowe-follower/follower/streaming/client"
 	"github.com/marlowe-follower/follower/streaming/protocol"
-	"github.com/marlowe-follower/follower/streaming/streamtest"
 )
 
 // benchRecords is the size of the catch-up benchmark's history.
@@ -35,11 +35,11 @@ const benchRecords = 100_000
 // included.
 func BenchmarkCatchUp(b *testing.B) {
 	ctx := context.Background()
-	h := streamtest.NewHistory(b, "", nil)
+	h := streamingtest.NewHistory(b, "", nil)
 	feed := newFeed(b, h, 1, 0, 2000, true)
 	replicate(b, feed, benchRecords-int(h.Handle.Head()), 50)
 	total := int(h.Handle.Head())
-	srv := streamtest.StartServer(b, h, streamtest.ServerOptions{})
+	srv := streamingtest.StartServer(b, h, streamingtest.ServerOptions{})
 	for _, size := range []int{200, 1000} {
 		b.Run(fmt.Sprintf("batch=%d", size), func(b *testing.B) {
 			c, err := client.New(client.Options{URL: srv.URL})
@@ -111,7 +111,7 @@ func BenchmarkFanOut(b *testing.B) {
 
 func fanOut(b *testing.B, kind string, subscribers, rate int, dur time.Duration) {
 	ctx := context.Background()
-	h := streamtest.NewHistory(b, "", nil)
+	h := streamingtest.NewHistory(b, "", nil)
 	if v := os.Getenv("FANOUT_PAGE"); v != "" {
 		// The history handle's catch-up page: what a subscription that fell
 		// behind holds at a time.
@@ -126,7 +126,7 @@ func fanOut(b *testing.B, kind string, subscribers, rate int, dur time.Duration)
 		commits[blockNo] = now
 		mu.Unlock()
 	}
-	srv := streamtest.StartServer(b, h, streamtest.ServerOptions{Config: func(c *streaming.Config) {
+	srv := streamingtest.StartServer(b, h, streamingtest.ServerOptions{Config: func(c *streaming.Config) {
 		c.MaxConnections = subscribers + 10
 		c.HeartbeatInterval = 10 * time.Second
 		c.PingTimeout = 20 * time.Second
@@ -191,7 +191,7 @@ func fanOut(b *testing.B, kind string, subscribers, rate int, dur time.Duration)
 }
 
 // waitCaughtUp waits until every subscription acknowledged the head.
-func waitCaughtUp(b *testing.B, srv *streamtest.Server, limit time.Duration) {
+func waitCaughtUp(b *testing.B, srv *streamingtest.Server, limit time.Duration) {
 	waitfor.NoError(b, limit, func() error {
 		if lag := srv.Metric(b, "marlowe_streaming_max_lag"); lag > 0 {
 			return fmt.Errorf("the subscribers are still %v records behind", lag)
@@ -275,10 +275,10 @@ func BenchmarkCatchUpStorm(b *testing.B) {
 }
 
 func catchUpStorm(b *testing.B, subscribers, records int, shared bool) {
-	h := streamtest.NewHistory(b, "", nil)
+	h := streamingtest.NewHistory(b, "", nil)
 	feed := newFeed(b, h, 2, 0, 1000, true)
 	replicate(b, feed, records-int(h.Handle.Head()), 50)
-	srv := streamtest.StartServer(b, h, streamtest.ServerOptions{Config: func(c *streaming.Config) {
+	srv := streamingtest.StartServer(b, h, streamingtest.ServerOptions{Config: func(c *streaming.Config) {
 		c.MaxConnections = subscribers + 10
 		c.HeartbeatInterval = 10 * time.Second
 		c.PingTimeout = 30 * time.Second
@@ -322,7 +322,7 @@ func catchUpStorm(b *testing.B, subscribers, records int, shared bool) {
 
 // snapshotRecords counts the records a subscription from the origin gets:
 // those current at the head (not rolled back, no markers).
-func snapshotRecords(b *testing.B, h *streamtest.History) int {
+func snapshotRecords(b *testing.B, h *streamingtest.History) int {
 	head := h.Handle.Head()
 	n := 0
 	for after := int64(0); ; {

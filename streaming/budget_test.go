@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/marlowe-follower/follower/actors/pipeline/streamingtest"
 	"github.com/marlowe-follower/follower/streaming"
 	"github.com/marlowe-follower/follower/streaming/protocol"
 	"github.com/marlowe-follower/follower/streaming/streamtest"
@@ -20,10 +21,10 @@ import (
 // receiving every record, old and new.
 func TestQueueBudgetBoundsNonReadingSubscribers(t *testing.T) {
 	const subscribers, budget, perConn, batch = 200, 8 << 20, 512 << 10, 20
-	h := streamtest.NewHistory(t, "", nil)
+	h := streamingtest.NewHistory(t, "", nil)
 	feed := newFeed(t, h, 9, 0, 100, true)
 	replicate(t, feed, 1500, 50) // about 2.5 MB of records
-	srv := streamtest.StartServer(t, h, streamtest.ServerOptions{Config: func(c *streaming.Config) {
+	srv := streamingtest.StartServer(t, h, streamingtest.ServerOptions{Config: func(c *streaming.Config) {
 		c.QueueBudget, c.SendQueueBytes, c.SendQueueFrames = budget, perConn, 1000
 		// Only the budget cuts anyone off here (a client that does not
 		// read does not answer pings either).
@@ -90,12 +91,12 @@ func TestQueueBudgetCutsTheClientsThatDoNotRead(t *testing.T) {
 	const nonReaders, perConn, budget, batch = 8, 1 << 20, 7 << 19, 20
 	const fit = budget / perConn // full queues within the budget
 	ctx := context.Background()
-	h := streamtest.NewHistory(t, "", nil)
+	h := streamingtest.NewHistory(t, "", nil)
 	feed := newFeed(t, h, 9, 0, 100, true)
 	// About 25 MB of records: more than a connection's queue and the
 	// kernel's socket buffers take.
 	replicate(t, feed, 15000, 50)
-	srv := streamtest.StartServer(t, h, streamtest.ServerOptions{Config: func(c *streaming.Config) {
+	srv := streamingtest.StartServer(t, h, streamingtest.ServerOptions{Config: func(c *streaming.Config) {
 		c.QueueBudget, c.SendQueueBytes, c.SendQueueFrames = budget, perConn, 1000
 		c.WriteTimeout, c.HeartbeatInterval, c.PingTimeout = 10*time.Minute, 10*time.Minute, 10*time.Minute
 	}})

@@ -13,10 +13,10 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/marlowe-follower/follower/actors/pipeline/streamingtest"
 	"github.com/marlowe-follower/follower/query"
 	"github.com/marlowe-follower/follower/streaming"
 	"github.com/marlowe-follower/follower/streaming/protocol"
-	"github.com/marlowe-follower/follower/streaming/streamtest"
 )
 
 // TestHeaderLimitsMatchTheQueryPort: the streaming port refuses request
@@ -31,8 +31,8 @@ func TestHeaderLimitsMatchTheQueryPort(t *testing.T) {
 	if c := streaming.DefaultConfig(); c.MaxHeaderBytes != query.DefaultMaxHeaderBytes || c.ReadHeaderTimeout != query.DefaultReadHeaderTimeout {
 		t.Fatalf("DefaultConfig: %d bytes, %s", c.MaxHeaderBytes, c.ReadHeaderTimeout)
 	}
-	h := streamtest.NewHistory(t, "", nil)
-	srv := streamtest.StartServer(t, h, streamtest.ServerOptions{Config: func(c *streaming.Config) {
+	h := streamingtest.NewHistory(t, "", nil)
+	srv := streamingtest.StartServer(t, h, streamingtest.ServerOptions{Config: func(c *streaming.Config) {
 		c.ReadHeaderTimeout = 300 * time.Millisecond
 	}})
 	base := "http://" + srv.Addr().String() + "/"
@@ -102,7 +102,7 @@ func TestHeaderLimitsMatchTheQueryPort(t *testing.T) {
 // end of the connection.
 func TestSlowConsumerGetsCloseFrame(t *testing.T) {
 	ctx := context.Background()
-	h := streamtest.NewHistory(t, "", nil)
+	h := streamingtest.NewHistory(t, "", nil)
 	feed := newFeed(t, h, 9, 0, 100, true)
 	// About 10 MB of records: more than the socket buffers of both ends
 	// hold (the client's window is 64 KiB, the server's send buffer grows
@@ -110,7 +110,7 @@ func TestSlowConsumerGetsCloseFrame(t *testing.T) {
 	// does not read. (With the default window the client's buffer grows to
 	// 32 MiB, and a history of 40 MB was barely more than both.)
 	replicate(t, feed, 6000, 50)
-	srv := streamtest.StartServer(t, h, streamtest.ServerOptions{Config: func(c *streaming.Config) {
+	srv := streamingtest.StartServer(t, h, streamingtest.ServerOptions{Config: func(c *streaming.Config) {
 		c.SendQueueFrames, c.SendQueueBytes, c.WriteTimeout = 4, 256<<10, 300*time.Millisecond
 	}})
 	slow := dialSocketBuffer(t, srv.URL, 64<<10)

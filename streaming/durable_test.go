@@ -13,6 +13,7 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/marlowe-follower/follower/actors/pipeline/streamingtest"
 	"github.com/marlowe-follower/follower/history/record"
 	"github.com/marlowe-follower/follower/streaming"
 	"github.com/marlowe-follower/follower/streaming/protocol"
@@ -62,8 +63,8 @@ func TestDurableLoadBalancedAcrossThreeConnections(t *testing.T) {
 func TestDurableStreamSurvivesRestart(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
-	h := streamtest.NewHistory(t, dir, nil)
-	feed, err := streamtest.NewFeed(h, 5, 0.6, 0)
+	h := streamingtest.NewHistory(t, dir, nil)
+	feed, err := streamingtest.NewFeed(h, 5, 0.6, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,7 +77,7 @@ func TestDurableStreamSurvivesRestart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := streamtest.StartServer(t, h, streamtest.ServerOptions{Streams: streams})
+	srv := streamingtest.StartServer(t, h, streamingtest.ServerOptions{Streams: streams})
 	raw := streamtest.Dial(t, srv.URL, nil)
 	sub := raw.Subscribe(protocol.Command{Stream: "orders", Durable: true, Filter: filter, BatchSize: 8})
 	start, _ := record.ParseCursor(sub.Cursor)
@@ -97,13 +98,13 @@ func TestDurableStreamSurvivesRestart(t *testing.T) {
 	h.Stop()
 
 	// The next process.
-	h2 := streamtest.NewHistory(t, dir, nil)
+	h2 := streamingtest.NewHistory(t, dir, nil)
 	streams2, err := sqlstreams.OpenSQLite(ctx, dir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer streams2.Close()
-	srv2 := streamtest.StartServer(t, h2, streamtest.ServerOptions{Streams: streams2})
+	srv2 := streamingtest.StartServer(t, h2, streamingtest.ServerOptions{Streams: streams2})
 	info, err := srv2.GetStream(ctx, "orders")
 	if err != nil {
 		t.Fatal(err)

@@ -17,6 +17,7 @@ import (
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
 
+	"github.com/marlowe-follower/follower/actors/pipeline/streamingtest"
 	"github.com/marlowe-follower/follower/chainsync/waitfor"
 	"github.com/marlowe-follower/follower/history/record"
 	"github.com/marlowe-follower/follower/streaming"
@@ -36,9 +37,9 @@ func TestMain(m *testing.M) {
 // seedFixture is a history with records, a server with durable streams,
 // and a log observer that catches warnings and errors.
 type seedFixture struct {
-	h    *streamtest.History
-	feed *streamtest.Feed
-	srv  *streamtest.Server
+	h    *streamingtest.History
+	feed *streamingtest.Feed
+	srv  *streamingtest.Server
 	logs *observer.ObservedLogs
 }
 
@@ -51,19 +52,19 @@ func newSeedFixture(t *testing.T, records int64) *seedFixture {
 // server's configuration (nil: the tests' defaults).
 func newSeedFixtureConfig(t *testing.T, records int64, config func(*streaming.Config)) *seedFixture {
 	t.Helper()
-	h := streamtest.NewHistory(t, "", nil)
+	h := streamingtest.NewHistory(t, "", nil)
 	feed := newFeed(t, h, 3, 0, records, false)
 	core, logs := observer.New(zapcore.WarnLevel)
-	srv := streamtest.StartServer(t, h, streamtest.ServerOptions{Streams: sqliteStreams(t, h.Dir), Logger: zap.New(core), Config: config})
+	srv := streamingtest.StartServer(t, h, streamingtest.ServerOptions{Streams: sqliteStreams(t, h.Dir), Logger: zap.New(core), Config: config})
 	return &seedFixture{h: h, feed: feed, srv: srv, logs: logs}
 }
 
 // newFeed steps a feed of the devnet chain (seed, rollbackEvery: 0 for
 // none) into h until h holds records. With farTip the store takes itself
 // for far behind the node and commits in bulk; the feed stays so.
-func newFeed(t testing.TB, h *streamtest.History, seed int64, rollbackEvery int, records int64, farTip bool) *streamtest.Feed {
+func newFeed(t testing.TB, h *streamingtest.History, seed int64, rollbackEvery int, records int64, farTip bool) *streamingtest.Feed {
 	t.Helper()
-	feed, err := streamtest.NewFeed(h, seed, 0.6, rollbackEvery)
+	feed, err := streamingtest.NewFeed(h, seed, 0.6, rollbackEvery)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,7 +77,7 @@ func newFeed(t testing.TB, h *streamtest.History, seed int64, rollbackEvery int,
 
 // replicate appends n copies of the records the feed generated, perBlock
 // to a block, and waits until the store has committed them.
-func replicate(t testing.TB, feed *streamtest.Feed, n, perBlock int) {
+func replicate(t testing.TB, feed *streamingtest.Feed, n, perBlock int) {
 	t.Helper()
 	if err := feed.Replicate(n, perBlock); err != nil {
 		t.Fatal(err)
@@ -224,7 +225,7 @@ func subscribeBare(t *testing.T, ws *websocket.Conn, stream string, batch int) {
 
 // disconnectReasons lists the reasons srv counted disconnections for
 // (marlowe_streaming_disconnects_total's reason labels).
-func disconnectReasons(t *testing.T, srv *streamtest.Server) []string {
+func disconnectReasons(t *testing.T, srv *streamingtest.Server) []string {
 	t.Helper()
 	mfs, err := srv.Registry.Gather()
 	if err != nil {

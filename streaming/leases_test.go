@@ -12,6 +12,7 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/marlowe-follower/follower/actors/pipeline/streamingtest"
 	"github.com/marlowe-follower/follower/history/record"
 	"github.com/marlowe-follower/follower/history/storage/storagetest"
 	"github.com/marlowe-follower/follower/streaming"
@@ -91,11 +92,11 @@ func leased(holder string) func(*streaming.Config) {
 func TestDurableStreamAcrossTwoServers(t *testing.T) {
 	open := postgresStreams(t)
 	ctx := context.Background()
-	h := streamtest.NewHistory(t, "", nil)
+	h := streamingtest.NewHistory(t, "", nil)
 	newFeed(t, h, 5, 0, 240, false)
 	storeA := &partitionable{Store: open()}
-	srvA := streamtest.StartServer(t, h, streamtest.ServerOptions{Streams: storeA, Config: leased("process-a")})
-	srvB := streamtest.StartServer(t, h, streamtest.ServerOptions{Streams: open(), Config: leased("process-b")})
+	srvA := streamingtest.StartServer(t, h, streamingtest.ServerOptions{Streams: storeA, Config: leased("process-a")})
+	srvB := streamingtest.StartServer(t, h, streamingtest.ServerOptions{Streams: open(), Config: leased("process-b")})
 	start := record.Cursor{Snapshot: h.Handle.Head()}
 	want, err := streamtest.Expected(ctx, h.Backend, record.Filter{}, start, h.Handle.Head())
 	if err != nil {
@@ -205,9 +206,9 @@ func (p *partitionable) StreamDelete(ctx context.Context, name string) error {
 // query API does, never 500 (the soak saw 500s during a database cut); once
 // it answers again so do they.
 func TestStreamRoutesWhileTheStoreIsDown(t *testing.T) {
-	h := streamtest.NewHistory(t, "", nil)
+	h := streamingtest.NewHistory(t, "", nil)
 	store := &partitionable{Store: sqliteStreams(t, h.Dir)}
-	srv := streamtest.StartServer(t, h, streamtest.ServerOptions{Streams: store})
+	srv := streamingtest.StartServer(t, h, streamingtest.ServerOptions{Streams: store})
 	hs := httptest.NewServer(srv.StreamsHandler()) // mounted on the query port in the service
 	defer hs.Close()
 	do := func(method, path string) (int, string, string) {

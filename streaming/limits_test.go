@@ -15,6 +15,7 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/marlowe-follower/follower/actors/pipeline/streamingtest"
 	"github.com/marlowe-follower/follower/streaming"
 	"github.com/marlowe-follower/follower/streaming/protocol"
 	"github.com/marlowe-follower/follower/streaming/streamtest"
@@ -55,10 +56,10 @@ func dialSocketBuffer(t *testing.T, url string, size int) *websocket.Conn {
 // receives every record, old and new, and the store keeps committing.
 func TestSlowClientCutOffFastOneKeepsUp(t *testing.T) {
 	ctx := context.Background()
-	h := streamtest.NewHistory(t, "", nil)
+	h := streamingtest.NewHistory(t, "", nil)
 	feed := newFeed(t, h, 9, 0, 100, true)
 	replicate(t, feed, 6000, 50) // about 10 MB of records
-	srv := streamtest.StartServer(t, h, streamtest.ServerOptions{Config: func(c *streaming.Config) {
+	srv := streamingtest.StartServer(t, h, streamingtest.ServerOptions{Config: func(c *streaming.Config) {
 		c.SendQueueFrames, c.SendQueueBytes, c.WriteTimeout = 4, 256<<10, 500*time.Millisecond
 	}})
 
@@ -160,8 +161,8 @@ func TestProtocolErrors(t *testing.T) {
 // TestLimits: frame size, subscriptions per connection, and duplicate
 // stream names; unsubscribe frees a slot.
 func TestLimits(t *testing.T) {
-	h := streamtest.NewHistory(t, "", nil)
-	srv := streamtest.StartServer(t, h, streamtest.ServerOptions{Config: func(c *streaming.Config) {
+	h := streamingtest.NewHistory(t, "", nil)
+	srv := streamingtest.StartServer(t, h, streamingtest.ServerOptions{Config: func(c *streaming.Config) {
 		c.MaxSubscriptions, c.MaxFrameBytes = 2, 1024
 	}})
 	raw := streamtest.Dial(t, srv.URL, nil)
@@ -199,8 +200,8 @@ func TestLimits(t *testing.T) {
 // TestAuthAndOrigin: the bearer token (header or access_token) and the
 // origin check.
 func TestAuthAndOrigin(t *testing.T) {
-	h := streamtest.NewHistory(t, "", nil)
-	srv := streamtest.StartServer(t, h, streamtest.ServerOptions{Config: func(c *streaming.Config) {
+	h := streamingtest.NewHistory(t, "", nil)
+	srv := streamingtest.StartServer(t, h, streamingtest.ServerOptions{Config: func(c *streaming.Config) {
 		c.Token, c.Origins = "s3cret", []string{"https://dapp.example"}
 	}})
 	ctx := context.Background()
@@ -240,7 +241,7 @@ func TestAuthAndOrigin(t *testing.T) {
 // TestWebSocketOrigins: a browser's Origin is checked against the allowed
 // origins and the server's own listening address, never the Host header.
 func TestWebSocketOrigins(t *testing.T) {
-	h := streamtest.NewHistory(t, "", nil)
+	h := streamingtest.NewHistory(t, "", nil)
 	ctx := context.Background()
 	dial := func(url, origin, host string) (int, string) {
 		t.Helper()
@@ -261,9 +262,9 @@ func TestWebSocketOrigins(t *testing.T) {
 		}
 		return resp.StatusCode, string(body)
 	}
-	port := func(srv *streamtest.Server) string { return strconv.Itoa(srv.Addr().(*net.TCPAddr).Port) }
+	port := func(srv *streamingtest.Server) string { return strconv.Itoa(srv.Addr().(*net.TCPAddr).Port) }
 
-	listed := streamtest.StartServer(t, h, streamtest.ServerOptions{Config: func(c *streaming.Config) {
+	listed := streamingtest.StartServer(t, h, streamingtest.ServerOptions{Config: func(c *streaming.Config) {
 		c.Origins = []string{"https://dapp.example", "http://localhost:5173"}
 	}})
 	p := port(listed)
@@ -296,7 +297,7 @@ func TestWebSocketOrigins(t *testing.T) {
 	}
 
 	// Nothing configured: the server's own origins only.
-	own := streamtest.StartServer(t, h, streamtest.ServerOptions{})
+	own := streamingtest.StartServer(t, h, streamingtest.ServerOptions{})
 	p = port(own)
 	for origin, want := range map[string]int{
 		"http://127.0.0.1:" + p: http.StatusSwitchingProtocols, "http://[::1]:" + p: http.StatusSwitchingProtocols,
@@ -312,7 +313,7 @@ func TestWebSocketOrigins(t *testing.T) {
 	}
 
 	// *: any origin.
-	anyOrigin := streamtest.StartServer(t, h, streamtest.ServerOptions{Config: func(c *streaming.Config) { c.Origins = []string{"*"} }})
+	anyOrigin := streamingtest.StartServer(t, h, streamingtest.ServerOptions{Config: func(c *streaming.Config) { c.Origins = []string{"*"} }})
 	for _, origin := range []string{"https://evil.example", "null", "http://localhost:1"} {
 		if code, body := dial(anyOrigin.URL, origin, ""); code != http.StatusSwitchingProtocols {
 			t.Errorf("*, Origin %q: %d (%s)", origin, code, body)
@@ -320,7 +321,7 @@ func TestWebSocketOrigins(t *testing.T) {
 	}
 
 	// Bad origins are refused by New.
-	cfg := streamtest.TestConfig()
+	cfg := streamingtest.TestConfig()
 	cfg.Origins = []string{"dapp.example"}
 	if _, err := streaming.New(cfg, streaming.Deps{History: h.Handle}); err == nil || !strings.Contains(err.Error(), `"dapp.example"`) {
 		t.Errorf("a bad origin: %v", err)
@@ -356,10 +357,10 @@ func FuzzServerFrames(f *testing.F) {
 	} {
 		f.Add([]byte(s))
 	}
-	h := streamtest.NewHistory(f, "", nil)
+	h := streamingtest.NewHistory(f, "", nil)
 	newFeed(f, h, 11, 5, 20, false)
 	streams := sqliteStreams(f, h.Dir)
-	srv := streamtest.StartServer(f, h, streamtest.ServerOptions{Streams: streams, Config: func(c *streaming.Config) {
+	srv := streamingtest.StartServer(f, h, streamingtest.ServerOptions{Streams: streams, Config: func(c *streaming.Config) {
 		c.MaxFrameBytes = 4096
 	}})
 	f.Fuzz(func(t *testing.T, data []byte) {

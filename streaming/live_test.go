@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/marlowe-follower/follower/actors/pipeline/streamingtest"
 	"github.com/marlowe-follower/follower/history/record"
 	"github.com/marlowe-follower/follower/streaming/protocol"
 	"github.com/marlowe-follower/follower/streaming/streamtest"
@@ -109,7 +110,7 @@ func checkBatch(fr *protocol.Frame) error {
 // of the log in seq order, rollback markers included, nothing twice.
 func TestSnapshotThenLiveUnderAppendsAndRollbacks(t *testing.T) {
 	ctx := context.Background()
-	h := streamtest.NewHistory(t, "", nil)
+	h := streamingtest.NewHistory(t, "", nil)
 	feed := newFeed(t, h, 7, 12, 0, true)
 	if err := feed.Steps(400); err != nil {
 		t.Fatal(err)
@@ -118,7 +119,7 @@ func TestSnapshotThenLiveUnderAppendsAndRollbacks(t *testing.T) {
 		t.Fatal(err)
 	}
 	feed.FarTip = false // commit every block from now on: live delivery
-	srv := streamtest.StartServer(t, h, streamtest.ServerOptions{})
+	srv := streamingtest.StartServer(t, h, streamingtest.ServerOptions{})
 	some, err := h.Backend.RecordList(ctx, &record.RecordListParams{Limit: 50,
 		Filter: record.Filter{Kinds: []record.Kind{record.KindContractCreated}}})
 	if err != nil || len(some) < 3 {

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/marlowe-follower/follower/actors/pipeline/streamingtest"
 	"github.com/marlowe-follower/follower/history/record"
 	"github.com/marlowe-follower/follower/streaming"
 	"github.com/marlowe-follower/follower/streaming/auth"
@@ -121,7 +122,7 @@ func TestStreamStealingRefused(t *testing.T) {
 // stream; an admin token may start another owner's stream.
 func TestScopes(t *testing.T) {
 	sf := newSeedFixture(t, 20)
-	srv := streamtest.StartServer(t, sf.h, streamtest.ServerOptions{Streams: nil, Config: func(c *streaming.Config) {
+	srv := streamingtest.StartServer(t, sf.h, streamingtest.ServerOptions{Streams: nil, Config: func(c *streaming.Config) {
 		c.Tokens = []auth.Token{
 			{Name: "durable-only", Secret: "d-secret", Scopes: []auth.Scope{auth.ScopeStreams}},
 			{Name: "reader", Secret: "r-secret", Scopes: []auth.Scope{auth.ScopeSubscribe}},
@@ -150,7 +151,7 @@ func TestScopes(t *testing.T) {
 	}
 
 	// The admin scope: another owner's stream, on the fixture's server.
-	admin := streamtest.StartServer(t, sf.h, streamtest.ServerOptions{Streams: sqliteStreams(t, t.TempDir()), Config: func(c *streaming.Config) {
+	admin := streamingtest.StartServer(t, sf.h, streamingtest.ServerOptions{Streams: sqliteStreams(t, t.TempDir()), Config: func(c *streaming.Config) {
 		c.Tokens = []auth.Token{{Name: "a", Secret: "a-secret"}, {Name: "ops", Secret: "o-secret", Scopes: []auth.Scope{auth.ScopeAdmin}}}
 	}})
 	a := streamtest.Dial(t, admin.URL, http.Header{"Authorization": {"Bearer a-secret"}})
@@ -162,7 +163,7 @@ func TestScopes(t *testing.T) {
 // metricsNameTheOwner fails the test if a label of srv's metrics holds
 // the stream's name, or marlowe_streaming_stream_lag has no owner label
 // naming owner.
-func metricsNameTheOwner(t *testing.T, srv *streamtest.Server, owner, stream string) {
+func metricsNameTheOwner(t *testing.T, srv *streamingtest.Server, owner, stream string) {
 	t.Helper()
 	mfs, err := srv.Registry.Gather()
 	if err != nil {

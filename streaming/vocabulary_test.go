@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/marlowe-follower/follower/actors/pipeline/streamingtest"
 	"github.com/marlowe-follower/follower/history/record"
 	"github.com/marlowe-follower/follower/streaming"
 	"github.com/marlowe-follower/follower/streaming/protocol"
@@ -199,7 +200,7 @@ func TestFilterVocabularyRefusals(t *testing.T) {
 // answer refusals with {"code", "message"}.
 func TestErrorBodiesAreJSON(t *testing.T) {
 	sf := newSeedFixture(t, 5)
-	tok := streamtest.StartServer(t, sf.h, streamtest.ServerOptions{Config: func(c *streaming.Config) { c.Token = "s3cret" }})
+	tok := streamingtest.StartServer(t, sf.h, streamingtest.ServerOptions{Config: func(c *streaming.Config) { c.Token = "s3cret" }})
 	streams := httptest.NewServer(sf.srv.StreamsHandler())
 	defer streams.Close()
 	events := httptest.NewServer(tok.EventsHandler())

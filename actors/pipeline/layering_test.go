@@ -43,9 +43,7 @@ var exception = map[string]bool{"contracts -> chainsync": true, "contracts -> hi
 
 // pending are the imports up a floor still to be removed, each with who
 // removes it. A line here whose import is gone is logged: delete it.
-var pending = map[string]string{
-	"streaming/streamtest -> actors/pipeline": "s21-server: streaming/ moves the pipeline part of its kit under actors/pipeline (issue 23 item 2)",
-}
+var pending = map[string]string{}
 
 func floorOf(pkg string) int {
 	best, floor := -1, -1
@@ -148,6 +146,26 @@ func TestLayering(t *testing.T) {
 	}
 	slices.Sort(pairs)
 	t.Logf("arrows back up between top-level folders: %d (%s)", len(pairs), strings.Join(pairs, "; "))
+}
+
+// TestStreamingPackagesImportNoServer: the packages under streaming/ (the
+// connection and stream actors, the wire, the protocol, the stores, the
+// client, the test kit) stand below the server: none imports streaming
+// itself (nor, by the floors, actors/ or cmd/).
+func TestStreamingPackagesImportNoServer(t *testing.T) {
+	n := 0
+	for _, p := range listModule(t) {
+		if !strings.HasPrefix(p.ImportPath, "streaming/") {
+			continue
+		}
+		n++
+		if slices.Contains(p.Imports, module+"streaming") {
+			t.Errorf("%s imports streaming, the server above it", p.ImportPath)
+		}
+	}
+	if n < 10 {
+		t.Fatalf("go list found %d packages under streaming/", n)
+	}
 }
 
 // TestHistoryLinksNoNodeProtocol: the history (and the floors between it

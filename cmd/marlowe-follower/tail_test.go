@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/marlowe-follower/follower/actors/pipeline/streamingtest"
 	"github.com/marlowe-follower/follower/history"
 	"github.com/marlowe-follower/follower/history/historytest"
 	"github.com/marlowe-follower/follower/history/record"
@@ -34,7 +35,7 @@ func runTail(t *testing.T, args ...string) (string, string, error) {
 func TestTailPrintsRecordsAndRollbacks(t *testing.T) {
 	ctx := context.Background()
 	h := fedHistory(t, 4, 0.6, 8, 60)
-	srv := streamtest.StartServer(t, h, streamtest.ServerOptions{})
+	srv := streamingtest.StartServer(t, h, streamingtest.ServerOptions{})
 	want, err := streamtest.Expected(ctx, h.Backend, record.Filter{}, record.Cursor{}, h.Handle.Head())
 	if err != nil {
 		t.Fatal(err)
@@ -203,7 +204,7 @@ func TestTailDurableLimitAcksWhatItPrinted(t *testing.T) {
 func TestTailFilterFlags(t *testing.T) {
 	ctx := context.Background()
 	h := fedHistory(t, 3, 0.6, 0, 120)
-	srv := streamtest.StartServer(t, h, streamtest.ServerOptions{})
+	srv := streamingtest.StartServer(t, h, streamingtest.ServerOptions{})
 	sample, err := streamtest.SampleFilters(ctx, h.Backend)
 	if err != nil {
 		t.Fatal(err)
@@ -288,10 +289,10 @@ func parseLines(t *testing.T, out string) []record.Record {
 
 // fedHistory is a history of at least records records, fed from a devnet
 // generator's chain (its seed, Marlowe share and rollback frequency).
-func fedHistory(t *testing.T, seed int64, share float64, rollbackEvery int, records int64) *streamtest.History {
+func fedHistory(t *testing.T, seed int64, share float64, rollbackEvery int, records int64) *streamingtest.History {
 	t.Helper()
-	h := streamtest.NewHistory(t, "", nil)
-	feed, err := streamtest.NewFeed(h, seed, share, rollbackEvery)
+	h := streamingtest.NewHistory(t, "", nil)
+	feed, err := streamingtest.NewFeed(h, seed, share, rollbackEvery)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -302,12 +303,12 @@ func fedHistory(t *testing.T, seed int64, share float64, rollbackEvery int, reco
 }
 
 // durableServer serves h with durable streams kept beside it.
-func durableServer(t *testing.T, h *streamtest.History) *streamtest.Server {
+func durableServer(t *testing.T, h *streamingtest.History) *streamingtest.Server {
 	t.Helper()
 	streams, err := sqlstreams.OpenSQLite(context.Background(), h.Dir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { streams.Close() })
-	return streamtest.StartServer(t, h, streamtest.ServerOptions{Streams: streams})
+	return streamingtest.StartServer(t, h, streamingtest.ServerOptions{Streams: streams})
 }

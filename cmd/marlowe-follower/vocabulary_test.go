@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/marlowe-follower/follower/actors/pipeline/projectiontest"
+	"github.com/marlowe-follower/follower/actors/pipeline/streamingtest"
 	"github.com/marlowe-follower/follower/chainsync/chain"
 	"github.com/marlowe-follower/follower/history/record"
 	"github.com/marlowe-follower/follower/query"
@@ -35,7 +36,7 @@ func TestFilterVocabularyAcrossSurfaces(t *testing.T) {
 	if p.Rollbacks() == 0 {
 		t.Fatal("the chain has no rollbacks")
 	}
-	cfg := streamtest.TestConfig()
+	cfg := streamingtest.TestConfig()
 	tip := func() chain.Tip { t := p.Tip(); return chain.Tip{Point: t.Point(), BlockNo: t.BlockNo} }
 	ws, err := streaming.New(cfg, streaming.Deps{History: p.Handle, System: p.System, Tip: tip})
 	if err != nil {

@@ -15,6 +15,7 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest/observer"
 
+	"github.com/marlowe-follower/follower/actors/pipeline/streamingtest"
 	"github.com/marlowe-follower/follower/chainsync/waitfor"
 	"github.com/marlowe-follower/follower/history/record"
 	"github.com/marlowe-follower/follower/streaming"
@@ -34,16 +35,16 @@ func TestMain(m *testing.M) {
 
 // fixture is a history with records and a server with durable streams.
 type fixture struct {
-	h    *streamtest.History
-	feed *streamtest.Feed
-	srv  *streamtest.Server
+	h    *streamingtest.History
+	feed *streamingtest.Feed
+	srv  *streamingtest.Server
 }
 
-func newFixture(t *testing.T, records int64, opts streamtest.ServerOptions) *fixture {
+func newFixture(t *testing.T, records int64, opts streamingtest.ServerOptions) *fixture {
 	t.Helper()
 	ctx := context.Background()
-	h := streamtest.NewHistory(t, "", nil)
-	feed, err := streamtest.NewFeed(h, 21, 0.6, 0)
+	h := streamingtest.NewHistory(t, "", nil)
+	feed, err := streamingtest.NewFeed(h, 21, 0.6, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,7 +59,7 @@ func newFixture(t *testing.T, records int64, opts streamtest.ServerOptions) *fix
 		t.Cleanup(func() { streams.Close() })
 		opts.Streams = streams
 	}
-	return &fixture{h: h, feed: feed, srv: streamtest.StartServer(t, h, opts)}
+	return &fixture{h: h, feed: feed, srv: streamingtest.StartServer(t, h, opts)}
 }
 
 func (fx *fixture) expected(t *testing.T, filter record.Filter, from record.Cursor) []record.Record {
@@ -124,7 +125,7 @@ func apply(t *testing.T, ctx context.Context, s *client.Stream, applied *streamt
 }
 
 func TestSubscribeReceiveAck(t *testing.T) {
-	fx := newFixture(t, 80, streamtest.ServerOptions{})
+	fx := newFixture(t, 80, streamingtest.ServerOptions{})
 	c := newClient(t, fx.srv.URL)
 	ctx := context.Background()
 	s, want := fx.subscribeAll(t, c, client.Request{Stream: "all", Filter: protocol.Filter{All: true}, BatchSize: 9})
@@ -149,7 +150,7 @@ func TestSubscribeReceiveAck(t *testing.T) {
 // cursor; every record is delivered at least once and applied exactly
 // once by deduplicating by seq.
 func TestReconnectResumesEphemeralStream(t *testing.T) {
-	fx := newFixture(t, 300, streamtest.ServerOptions{})
+	fx := newFixture(t, 300, streamingtest.ServerOptions{})
 	proxy := streamtest.NewProxy(t, fx.srv.Addr().String())
 	c := newClient(t, proxy.URL())
 	ctx := context.Background()
@@ -191,7 +192,7 @@ func TestReconnectResumesEphemeralStream(t *testing.T) {
 // TestReconnectResumesDurableStreamSkippingSeen: a durable stream resumes
 // after its last ack; SkipSeen hides redelivered records.
 func TestReconnectResumesDurableStreamSkippingSeen(t *testing.T) {
-	fx := newFixture(t, 200, streamtest.ServerOptions{})
+	fx := newFixture(t, 200, streamingtest.ServerOptions{})
 	proxy := streamtest.NewProxy(t, fx.srv.Addr().String())
 	c := newClient(t, proxy.URL())
 	ctx := context.Background()
@@ -224,7 +225,7 @@ func TestReconnectResumesDurableStreamSkippingSeen(t *testing.T) {
 // same address; the client keeps retrying with backoff and resumes.
 func TestServerRestartResumes(t *testing.T) {
 	ctx := context.Background()
-	fx := newFixture(t, 60, streamtest.ServerOptions{})
+	fx := newFixture(t, 60, streamingtest.ServerOptions{})
 	addr := fx.srv.Addr().String()
 	logs, seen := observer.New(zap.DebugLevel)
 	c, err := client.New(client.Options{URL: fx.srv.URL, MinBackoff: 10 * time.Millisecond, MaxBackoff: 100 * time.Millisecond,
@@ -251,7 +252,7 @@ func TestServerRestartResumes(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer streams.Close()
-	streamtest.StartServer(t, fx.h, streamtest.ServerOptions{Addr: addr, Streams: streams})
+	streamingtest.StartServer(t, fx.h, streamingtest.ServerOptions{Addr: addr, Streams: streams})
 	head := fx.h.Handle.Head()
 	consume(t, s, &applied, int(head)) // the snapshot had every record current at the start, then the log
 	if applied.Last() != head {
@@ -267,7 +268,7 @@ func TestContextCancellationAndClose(t *testing.T) {
 	if _, err := c.Subscribe(ctx, client.Request{Stream: "x", Filter: protocol.Filter{All: true}}); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("Subscribe with the server down: %v", err)
 	}
-	fx := newFixture(t, 5, streamtest.ServerOptions{})
+	fx := newFixture(t, 5, streamingtest.ServerOptions{})
 	c2 := newClient(t, fx.srv.URL)
 	s, err := c2.Subscribe(context.Background(), client.Request{Stream: "t", From: "tip", Filter: protocol.Filter{All: true}})
 	if err != nil {
@@ -318,7 +319,7 @@ func TestBackoffIsCapped(t *testing.T) {
 }
 
 func TestRefusals(t *testing.T) {
-	fx := newFixture(t, 5, streamtest.ServerOptions{Config: func(c *streaming.Config) { c.Token = "tok" }})
+	fx := newFixture(t, 5, streamingtest.ServerOptions{Config: func(c *streaming.Config) { c.Token = "tok" }})
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	bad := newClient(t, fx.srv.URL)
@@ -348,7 +349,7 @@ func TestRefusals(t *testing.T) {
 // cancel, and waited for its reader for ever; and a Subscribe in that
 // window added a stream Close never ended, which waited for ever.
 func TestCloseWhileConnecting(t *testing.T) {
-	fx := newFixture(t, 5, streamtest.ServerOptions{})
+	fx := newFixture(t, 5, streamingtest.ServerOptions{})
 	for i := range 200 {
 		c, err := client.New(client.Options{URL: fx.srv.URL, MinBackoff: time.Millisecond, MaxBackoff: 5 * time.Millisecond})
 		if err != nil {

@@ -1,10 +1,12 @@
-// Package streamtest runs a real history store for the streaming tests and
-// benchmarks: an embedded backend, the store actor, and a feed that drives
-// the devnet generator's chain (realistic Marlowe lifecycles and
-// rollbacks) through the classifier and the processor into the store, the
-// way the service's pipeline does without a node. It also computes what a
-// subscription must deliver, straight from the backend.
-package streamtest
+// Package streamingtest runs a real history store and a streaming server
+// over it for the streaming tests and benchmarks: an embedded backend, the
+// store actor (a pipeline without a follower), and a feed that drives the
+// devnet generator's chain (realistic Marlowe lifecycles and rollbacks)
+// through the classifier and the processor into the store, the way the
+// service's pipeline does without a node. What a test says to the server
+// and checks of its answers (a raw WebSocket, collectors, the records a
+// subscription must deliver) is streaming/streamtest's.
+package streamingtest
 
 import (
 	"context"
