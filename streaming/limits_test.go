@@ -40,7 +40,7 @@ func dialSocketBuffer(t *testing.T, url string, size int) *websocket.Conn {
 		return c, err
 	}}
 	t.Cleanup(tr.CloseIdleConnections)
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), streamtest.IOLimit)
 	defer cancel()
 	ws, _, err := websocket.Dial(ctx, url, &websocket.DialOptions{HTTPClient: &http.Client{Transport: tr}})
 	if err != nil {

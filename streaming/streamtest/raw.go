@@ -32,10 +32,15 @@ type rawFrame struct {
 	err error
 }
 
+// IOLimit bounds a test's dial or write to a server: a watchdog, not a
+// speed check, sized for a loaded machine (a CI run with every core
+// taken has seen a handshake wait more than 5 s).
+const IOLimit = time.Minute
+
 // Dial connects to url; header may be nil.
 func Dial(t testing.TB, url string, header http.Header) *Raw {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), IOLimit)
 	defer cancel()
 	ws, resp, err := websocket.Dial(ctx, url, &websocket.DialOptions{HTTPHeader: header})
 	if resp != nil && resp.Body != nil {
@@ -85,7 +90,7 @@ func (r *Raw) Send(cmd *protocol.Command) {
 // SendText writes a text frame.
 func (r *Raw) SendText(s string) {
 	r.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), IOLimit)
 	defer cancel()
 	if err := r.WS.Write(ctx, websocket.MessageText, []byte(s)); err != nil {
 		r.t.Fatalf("write: %v", err)
