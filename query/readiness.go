@@ -36,8 +36,8 @@ var NotReadyReasons = []string{NotReadyWriterStandby, NotReadyLeaseLapsed, NotRe
 	NotReadyNodeDisconnected, NotReadyCommitFailing, NotReadyBehindTip, NotReadyProjectionFailing, NotReadyProjectionLagging,
 	NotReadyDatabaseFailing, NotReadyReaderBehind, NotReadyNoWriter}
 
-// notReadyJSON details one reason.
-type notReadyJSON struct {
+// NotReadyDetail details one reason of a Readiness.
+type NotReadyDetail struct {
 	Message string `json:"message"`
 	// Value and Limit are the measure that is out of bounds and its bound
 	// (blocks or records).
@@ -49,16 +49,18 @@ type notReadyJSON struct {
 	Action string `json:"action,omitempty"`
 }
 
-type readyJSON struct {
+// Readiness is the body of /readyz (200 when Ready, 503 otherwise): the
+// services' tests decode it too.
+type Readiness struct {
 	Ready   bool     `json:"ready"`
 	Reasons []string `json:"reasons"`
 	// NotReady has one field per reason that holds (NotReadyReasons).
-	NotReady map[string]notReadyJSON `json:"notReady"`
+	NotReady map[string]NotReadyDetail `json:"notReady"`
 }
 
 type readyCheck struct {
 	code string
-	notReadyJSON
+	NotReadyDetail
 }
 
 func u64(v uint64) *uint64 { return &v }
@@ -78,21 +80,21 @@ func since(t time.Time) *time.Time {
 // answering. It returns the conditions that fail, in NotReadyReasons order.
 func (s *Server) readiness(ctx context.Context, st Status, at contractstore.Position) []readyCheck {
 	var out []readyCheck
-	add := func(code string, d notReadyJSON) { out = append(out, readyCheck{code: code, notReadyJSON: d}) }
+	add := func(code string, d NotReadyDetail) { out = append(out, readyCheck{code: code, NotReadyDetail: d}) }
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
 	if l := st.WriterLease; l != nil && l.Writer {
 		switch {
 		case l.Lapsed:
-			add(NotReadyLeaseLapsed, notReadyJSON{Message: fmt.Sprintf("this writer has not renewed the writer lease for %s (TTL %s): "+
+			add(NotReadyLeaseLapsed, NotReadyDetail{Message: fmt.Sprintf("this writer has not renewed the writer lease for %s (TTL %s): "+
 				"it commits nothing until it renews it", l.RenewalAge.Round(time.Millisecond), l.TTL)})
 		case !l.Held:
-			add(NotReadyWriterStandby, notReadyJSON{Message: "this writer does not hold the writer lease (another process writes): " +
+			add(NotReadyWriterStandby, NotReadyDetail{Message: "this writer does not hold the writer lease (another process writes): " +
 				"it stands by", Since: since(l.Since)})
 		}
 	}
 	if err := s.cfg.Contracts.Ping(ctx); err != nil {
-		add(NotReadyContractStore, notReadyJSON{Message: "the contract store does not answer: " + err.Error()})
+		add(NotReadyContractStore, NotReadyDetail{Message: "the contract store does not answer: " + err.Error()})
 	}
 	switch {
 	case st.Reader != nil:
@@ -100,10 +102,10 @@ func (s *Server) readiness(ctx context.Context, st Status, at contractstore.Posi
 		// progress below is as stored, and the reader's own position.
 		r := st.Reader
 		if r.ReadError != "" {
-			add(NotReadyDatabaseFailing, notReadyJSON{Message: "reads of the writer's database fail: " + r.ReadError})
+			add(NotReadyDatabaseFailing, NotReadyDetail{Message: "reads of the writer's database fail: " + r.ReadError})
 		}
 		if lag := r.WriterHead - r.Head; lag > s.cfg.ReadyMaxSeqLag {
-			add(NotReadyReaderBehind, notReadyJSON{
+			add(NotReadyReaderBehind, NotReadyDetail{
 				Message: fmt.Sprintf("this reader has delivered up to seq %d, %d records behind the writer's head (at most %d)",
 					r.Head, lag, s.cfg.ReadyMaxSeqLag),
 				Value: u64(uint64(lag)), Limit: u64(uint64(s.cfg.ReadyMaxSeqLag))})
@@ -118,39 +120,39 @@ func (s *Server) readiness(ctx context.Context, st Status, at contractstore.Posi
 				msg = fmt.Sprintf("the writer lease expired %s ago (its last holder %s, epoch %d): nobody writes the log this reader serves",
 					(-l.ExpiresIn).Round(time.Millisecond), l.Holder, l.Epoch)
 			}
-			add(NotReadyNoWriter, notReadyJSON{Message: msg, Since: at})
+			add(NotReadyNoWriter, NotReadyDetail{Message: msg, Since: at})
 		}
 	case st.Diverged != nil:
-		add(NotReadyDiverged, notReadyJSON{Message: "following stopped: " + st.Diverged.Reason, Action: st.Diverged.Action, Since: since(st.Diverged.Since)})
+		add(NotReadyDiverged, NotReadyDetail{Message: "following stopped: " + st.Diverged.Reason, Action: st.Diverged.Action, Since: since(st.Diverged.Since)})
 	case st.Waiting != nil:
 		wt := st.Waiting
-		add(NotReadyWaitingForNode, notReadyJSON{
+		add(NotReadyWaitingForNode, NotReadyDetail{
 			Message: fmt.Sprintf("waiting for the node: its tip (block %d) is %d blocks behind the follower's point (block %d)",
 				wt.NodeTip.BlockNo, wt.Blocks(), wt.Point.BlockNo),
 			Value: u64(wt.NodeTip.BlockNo), Limit: u64(wt.Point.BlockNo), Since: since(wt.Since)})
 	case !st.Connected && st.Handshake != nil:
-		add(NotReadyHandshake, notReadyJSON{Message: "the node refuses the handshake (" + st.Handshake.Reason + "): " + st.Handshake.Message})
+		add(NotReadyHandshake, NotReadyDetail{Message: "the node refuses the handshake (" + st.Handshake.Reason + "): " + st.Handshake.Message})
 	case !st.Connected:
 		msg := "not connected to the node"
 		if st.NodeError != "" {
 			msg += ": " + st.NodeError
 		}
-		add(NotReadyNodeDisconnected, notReadyJSON{Message: msg})
+		add(NotReadyNodeDisconnected, NotReadyDetail{Message: msg})
 	}
 	if st.CommitError != "" {
-		add(NotReadyCommitFailing, notReadyJSON{Message: "the history store's last commit failed: " + st.CommitError,
+		add(NotReadyCommitFailing, NotReadyDetail{Message: "the history store's last commit failed: " + st.CommitError,
 			Value: u64(st.CommitFailures), Since: since(st.CommitFailingSince)})
 	}
 	if b := behind(st.NodeTip, st.Committed); b > s.cfg.ReadyMaxBehind && st.Diverged == nil && st.Waiting == nil {
-		add(NotReadyBehindTip, notReadyJSON{
+		add(NotReadyBehindTip, NotReadyDetail{
 			Message: fmt.Sprintf("the committed point is %d blocks behind the node's tip (at most %d)", b, s.cfg.ReadyMaxBehind),
 			Value:   u64(b), Limit: u64(s.cfg.ReadyMaxBehind)})
 	}
 	if st.ProjectionError != "" {
-		add(NotReadyProjectionFailing, notReadyJSON{Message: "the contract projection's last commit failed: " + st.ProjectionError})
+		add(NotReadyProjectionFailing, NotReadyDetail{Message: "the contract projection's last commit failed: " + st.ProjectionError})
 	}
 	if lag := st.HistorySeq - at.Seq; lag > s.cfg.ReadyMaxSeqLag {
-		add(NotReadyProjectionLagging, notReadyJSON{
+		add(NotReadyProjectionLagging, NotReadyDetail{
 			Message: fmt.Sprintf("the projection is %d records behind the history (at most %d)", lag, s.cfg.ReadyMaxSeqLag),
 			Value:   u64(uint64(lag)), Limit: u64(uint64(s.cfg.ReadyMaxSeqLag))})
 	}
@@ -164,11 +166,11 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	out := readyJSON{Ready: true, Reasons: []string{}, NotReady: map[string]notReadyJSON{}}
+	out := Readiness{Ready: true, Reasons: []string{}, NotReady: map[string]NotReadyDetail{}}
 	for _, c := range s.readiness(r.Context(), st, at) {
 		out.Ready = false
 		out.Reasons = append(out.Reasons, c.Message)
-		out.NotReady[c.code] = c.notReadyJSON
+		out.NotReady[c.code] = c.NotReadyDetail
 	}
 	if !out.Ready {
 		w.Header().Set(HeaderRetryAfter, "5")

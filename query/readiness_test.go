@@ -12,18 +12,6 @@ import (
 	"github.com/marlowe-follower/follower/query"
 )
 
-type readyAnswer struct {
-	Ready    bool     `json:"ready"`
-	Reasons  []string `json:"reasons"`
-	NotReady map[string]struct {
-		Message string     `json:"message"`
-		Value   *uint64    `json:"value"`
-		Limit   *uint64    `json:"limit"`
-		Since   *time.Time `json:"since"`
-		Action  string     `json:"action"`
-	} `json:"notReady"`
-}
-
 // newStatusFixture is a fixture whose Status is the service's as changed
 // by the function set last (none at first).
 func newStatusFixture(t *testing.T) (*fixture, func(func(*query.Status))) {
@@ -56,9 +44,9 @@ func newStatusFixture(t *testing.T) (*fixture, func(func(*query.Status))) {
 // marlowe_not_ready series, and /status shows the state behind it.
 func TestReadiness(t *testing.T) {
 	f, set := newStatusFixture(t)
-	ready := func(want int) readyAnswer {
+	ready := func(want int) query.Readiness {
 		t.Helper()
-		var r readyAnswer
+		var r query.Readiness
 		f.get("/readyz", want).decode(t, &r)
 		return r
 	}
@@ -170,7 +158,7 @@ func TestReadinessWriterLease(t *testing.T) {
 		})
 	}
 	set(false, nil)
-	ready := func(want int) (r readyAnswer) {
+	ready := func(want int) (r query.Readiness) {
 		t.Helper()
 		f.get("/readyz", want).decode(t, &r)
 		return r

@@ -14,6 +14,7 @@ import (
 
 	"github.com/marlowe-follower/follower/streaming/client"
 	"github.com/marlowe-follower/follower/streaming/protocol"
+	"github.com/marlowe-follower/follower/streaming/streamtest"
 )
 
 // The kinds of WebSocket subscriber.
@@ -254,20 +255,20 @@ func (s *rawSubscriber) follow() error {
 				break
 			}
 			rest = rest[k+len(recordKey):]
-			seq := leadingInt(rest)
+			seq := streamtest.LeadingDigits(rest)
 			k = bytes.Index(rest, blockNoKey)
 			if k < 0 {
 				break
 			}
 			rest = rest[k+len(blockNoKey):]
-			t.add(seq, uint64(leadingInt(rest)), now)
+			t.add(seq, uint64(streamtest.LeadingDigits(rest)), now)
 			records++
 		}
 		k := bytes.Index(data, batchKey)
 		if records == 0 || k < 0 {
 			return fmt.Errorf("a batch frame without the records or the batch number the raw subscriber looks for: %.200s", data)
 		}
-		ack := `{"type":"ack","stream":"` + streamName + `","batch":` + strconv.FormatInt(leadingInt(data[k+len(batchKey):]), 10) + `}`
+		ack := `{"type":"ack","stream":"` + streamName + `","batch":` + strconv.FormatInt(streamtest.LeadingDigits(data[k+len(batchKey):]), 10) + `}`
 		if err := s.ws.Write(context.Background(), websocket.MessageText, []byte(ack)); err != nil {
 			return err
 		}
@@ -280,18 +281,6 @@ func (s *rawSubscriber) wait() { <-s.done }
 func (s *rawSubscriber) close() {
 	s.closed.Store(true)
 	_ = s.ws.CloseNow()
-}
-
-// leadingInt parses the decimal digits at the start of b.
-func leadingInt(b []byte) int64 {
-	var n int64
-	for _, c := range b {
-		if c < '0' || c > '9' {
-			break
-		}
-		n = n*10 + int64(c-'0')
-	}
-	return n
 }
 
 // goSubscriber is a clientGo subscriber: the client reads the connection;

@@ -16,6 +16,7 @@ import (
 
 	"github.com/marlowe-follower/follower/chainsync/chain"
 	"github.com/marlowe-follower/follower/chainsync/devnet"
+	"github.com/marlowe-follower/follower/query"
 )
 
 // lockedBuffer collects a child's stderr.
@@ -186,19 +187,8 @@ func (c *child) lostLease(t *testing.T, what, taker string, epoch int64) string 
 	return last
 }
 
-type readyAnswer struct {
-	Ready    bool     `json:"ready"`
-	Reasons  []string `json:"reasons"`
-	NotReady map[string]struct {
-		Message string  `json:"message"`
-		Value   *uint64 `json:"value"`
-		Limit   *uint64 `json:"limit"`
-		Action  string  `json:"action"`
-	} `json:"notReady"`
-}
-
-func (c *child) ready() (int, readyAnswer) {
-	var r readyAnswer
+func (c *child) ready() (int, query.Readiness) {
+	var r query.Readiness
 	code, err := getJSON(c.base+"/readyz", &r)
 	if err != nil {
 		return 0, r

@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/marlowe-follower/follower/history/storage/storagetest"
+	"github.com/marlowe-follower/follower/query"
 )
 
 // The tests of this file hang the writer that holds the lease, the two
@@ -103,7 +104,7 @@ func testHungWriter(t *testing.T, name string, h hang) {
 		col.run(ctx, reader.sport, "0")
 	}()
 	noWriter := func() (bool, bool) {
-		var r readyAnswer
+		var r query.Readiness
 		code, err := getJSON(reader.base+"/readyz", &r)
 		_, no := r.NotReady["no_writer"]
 		return code == http.StatusOK && err == nil, no

@@ -20,6 +20,7 @@ import (
 	"github.com/marlowe-follower/follower/cmd/marlowe-follower/config"
 	"github.com/marlowe-follower/follower/cmd/marlowe-follower/service"
 	"github.com/marlowe-follower/follower/history"
+	"github.com/marlowe-follower/follower/query"
 
 	"github.com/marlowe-follower/follower/chainsync/waitfor"
 )
@@ -39,13 +40,7 @@ func (b *failingBackend) Commit(ctx context.Context, p *history.CommitParams) er
 	return b.Backend.Commit(ctx, p)
 }
 
-type readyBody struct {
-	Ready    bool                       `json:"ready"`
-	Reasons  []string                   `json:"reasons"`
-	NotReady map[string]json.RawMessage `json:"notReady"`
-}
-
-func getReady(t *testing.T, base string) (int, readyBody) {
+func getReady(t *testing.T, base string) (int, query.Readiness) {
 	t.Helper()
 	res, err := http.Get(base + "/readyz")
 	if err != nil {
@@ -53,7 +48,7 @@ func getReady(t *testing.T, base string) (int, readyBody) {
 	}
 	defer res.Body.Close()
 	body, _ := io.ReadAll(res.Body)
-	var r readyBody
+	var r query.Readiness
 	if err := json.Unmarshal(body, &r); err != nil {
 		t.Fatalf("%v: %s", err, body)
 	}
@@ -133,8 +128,8 @@ func TestReadyWhileCommitsFail(t *testing.T) {
 	})
 	t.Logf("503 commit_failing %s after commits started failing", took.Round(time.Millisecond))
 	_, r := getReady(t, base)
-	if !strings.Contains(string(r.NotReady["commit_failing"]), "database or disk is full") {
-		t.Fatalf("commit_failing: %s", r.NotReady["commit_failing"])
+	if !strings.Contains(r.NotReady["commit_failing"].Message, "database or disk is full") {
+		t.Fatalf("commit_failing: %+v", r.NotReady["commit_failing"])
 	}
 	var st struct {
 		CommitError *struct {
@@ -152,7 +147,7 @@ func TestReadyWhileCommitsFail(t *testing.T) {
 	// Two seconds of failures: every probe says so, the committed point
 	// stays while blocks are still received.
 	waitfor.Holds(t, 2*time.Second, "503 commit_failing", func() bool {
-		if code, r := getReady(t, base); code != http.StatusServiceUnavailable || r.NotReady["commit_failing"] == nil {
+		if code, r := getReady(t, base); code != http.StatusServiceUnavailable || r.NotReady["commit_failing"].Message == "" {
 			t.Fatalf("ready while commits fail: %d %v", code, r)
 		}
 		return true
