@@ -22,9 +22,16 @@ import (
 // store alone) is not fenced.
 
 const (
-	takeEpochSQL  = `UPDATE writer_epoch SET epoch = epoch + 1 WHERE id = 1 RETURNING epoch`
-	checkEpochSQL = `SELECT epoch FROM writer_epoch WHERE id = 1 FOR SHARE`
-	// Read only on a refusal, to name the process that took over.
+	takeEpochSQL = `UPDATE writer_epoch SET epoch = epoch + 1 WHERE id = 1 RETURNING epoch`
+	// checkEpochSQL reads the stored epoch, its row locked FOR SHARE, and
+	// with it who holds the lease (the row a takeover writes in the same
+	// transaction as the epoch): the answer that says this process is
+	// fenced names the process that took over, with no second read that a
+	// deadline could cut short.
+	checkEpochSQL = `SELECT e.epoch, coalesce(l.holder, ''), coalesce(l.epoch, 0)
+		FROM writer_epoch e LEFT JOIN writer_lease l ON l.id = 1 WHERE e.id = 1 FOR SHARE OF e`
+	// takenBySQL reads who holds the lease, to name the process that
+	// took over when the answer that found it out did not (readTaker).
 	takenBySQL = `SELECT holder, epoch FROM writer_lease WHERE id = 1`
 )
 
@@ -91,20 +98,24 @@ func (p *Postgres) Epoch() int64 { return p.epoch.Load() }
 // longer its own. It locks the epoch row FOR SHARE until tx ends. It does
 // nothing on a process that never took the lease.
 func (p *Postgres) CheckEpoch(ctx context.Context, tx pgx.Tx) error {
-	return p.checkEpoch(func(q string) rowScanner { return tx.QueryRow(ctx, q) })
+	return p.checkEpoch(ctx, func(ctx context.Context, q string) rowScanner { return tx.QueryRow(ctx, q) })
 }
 
 // CheckEpochSQL is CheckEpoch in a database/sql transaction on the pool.
 func (p *Postgres) CheckEpochSQL(ctx context.Context, tx *sql.Tx) error {
-	return p.checkEpoch(func(q string) rowScanner { return tx.QueryRowContext(ctx, q) })
+	return p.checkEpoch(ctx, func(ctx context.Context, q string) rowScanner { return tx.QueryRowContext(ctx, q) })
 }
 
 // rowScanner is a row of pgx or of database/sql.
 type rowScanner interface{ Scan(dest ...any) error }
 
+// queryRowFunc runs one statement on a connection or transaction of
+// either driver.
+type queryRowFunc func(ctx context.Context, sql string) rowScanner
+
 // checkEpoch is CheckEpoch over either driver's transaction, whose
 // statements queryRow runs.
-func (p *Postgres) checkEpoch(queryRow func(sql string) rowScanner) error {
+func (p *Postgres) checkEpoch(ctx context.Context, queryRow queryRowFunc) error {
 	mine := p.epoch.Load()
 	if mine == 0 {
 		return nil
@@ -112,18 +123,78 @@ func (p *Postgres) checkEpoch(queryRow func(sql string) rowScanner) error {
 	if err := p.LeaseHeld(); err != nil {
 		return err
 	}
-	var stored int64
-	if err := queryRow(checkEpochSQL).Scan(&stored); err != nil {
+	var stored, epoch int64
+	var by string
+	if err := queryRow(ctx, checkEpochSQL).Scan(&stored, &by, &epoch); err != nil {
 		return fmt.Errorf("checking the writer epoch: %w", err)
 	}
 	if stored == mine {
 		return nil
 	}
-	var by string
-	var epoch int64
-	takenErr := queryRow(takenBySQL).Scan(&by, &epoch)
+	var takenErr error
+	if by == "" || epoch < stored {
+		// The lease row joined is of the statement's snapshot: when the
+		// check waited for the epoch row while the takeover held it (this
+		// process writing as another took over), the epoch is the one the
+		// takeover committed and the lease row the one before it (this
+		// process's own). A new statement sees the takeover's.
+		by, epoch, takenErr = p.readTaker(ctx, stored, queryRow)
+	}
 	return fenced(mine, stored, by, epoch, takenErr)
 }
+
+// readTaker reads who took the writer lease, for the refusal of a process
+// that found out it lost it: the holder the lease row names, at an epoch
+// of at least want. It tries takerReadAttempts times: first with first
+// (the connection or transaction that found it out, when not nil), then on
+// the pool's connections (a read cut short by its deadline closes the
+// connection it ran on, and an error aborts a transaction). Each read has
+// takerReadTimeout of its own, whatever is left of ctx's: its caller may
+// have spent its deadline finding out, and this is the process's last
+// line, saying why it stops. err is the last read's error when none
+// named the taker.
+func (p *Postgres) readTaker(ctx context.Context, want int64, first queryRowFunc) (by string, epoch int64, err error) {
+	ctx = context.WithoutCancel(ctx)
+	for i := range takerReadAttempts {
+		if i > 0 {
+			time.Sleep(time.Duration(i) * takerReadPause)
+		}
+		rctx, cancel := context.WithTimeout(ctx, takerReadTimeout)
+		if takerReadHook != nil {
+			err = takerReadHook()
+		}
+		if err == nil {
+			var row rowScanner
+			if i == 0 && first != nil {
+				row = first(rctx, takenBySQL)
+			} else {
+				row = p.Pool.QueryRow(rctx, takenBySQL)
+			}
+			err = row.Scan(&by, &epoch)
+		}
+		cancel()
+		if err == nil && by != "" && epoch >= want {
+			return by, epoch, nil
+		}
+		if err == nil {
+			err = fmt.Errorf("the lease row names %q at epoch %d, not the holder of epoch %d or later", by, epoch, want)
+		}
+	}
+	return "", 0, fmt.Errorf("%d reads of the writer lease: %w", takerReadAttempts, err)
+}
+
+// How readTaker reads who took the lease: takerReadAttempts reads of
+// takerReadTimeout each at most, the i-th after a pause of i times
+// takerReadPause.
+const (
+	takerReadAttempts = 3
+	takerReadTimeout  = 3 * time.Second
+	takerReadPause    = 100 * time.Millisecond
+)
+
+// takerReadHook, when set (tests), runs before each read of readTaker; an
+// error it returns is that read's.
+var takerReadHook func() error
 
 // LeaseHeld is nil while this process may write: it holds a valid writer
 // lease (Lease.Valid), or never took one. Write transactions check it
@@ -139,12 +210,25 @@ func (p *Postgres) LeaseHeld() error {
 
 // fenced is the refusal of a write whose epoch, mine, is no longer the
 // stored one: it names the process the lease row says took over (by, at
-// epoch), in the words of a renewal that finds the lease taken
-// (Lease.renew), so that whichever of the two a holder meets first, its
-// last line says the same. takenErr is the error reading the row, if any.
+// epoch), in the words of a renewal that finds the lease taken (lostTo),
+// so that whichever of the two a holder meets first, its last line says
+// the same. takenErr is why the row could not be read (readTaker): the
+// refusal then says so.
 func fenced(mine, stored int64, by string, epoch int64, takenErr error) error {
-	if takenErr != nil || by == "" {
-		return fmt.Errorf("%w (writer epoch %d, the stored one is %d)", record.ErrFenced, mine, stored)
+	if takenErr != nil {
+		return fmt.Errorf("%w (writer epoch %d, the stored one is %d; who took it could not be read: %v)", record.ErrFenced, mine, stored, takenErr)
 	}
 	return fmt.Errorf("%w: %s took the writer lease (epoch %d; this process's was %d)", record.ErrFenced, by, epoch, mine)
+}
+
+// lostTo is the error of a renewal that finds the lease taken (the
+// holder of mine is no longer the row's): ErrLeaseLost, naming the
+// process that took it (by, at epoch) or saying why the row could not be
+// read (takenErr, from readTaker).
+func lostTo(mine int64, by string, epoch int64, takenErr error) error {
+	if takenErr != nil {
+		return fmt.Errorf("%w: another process took the writer lease (this process's epoch was %d; who took it could not be read: %v)",
+			ErrLeaseLost, mine, takenErr)
+	}
+	return fmt.Errorf("%w: %s took the writer lease (epoch %d; this process's was %d)", ErrLeaseLost, by, epoch, mine)
 }

@@ -3,7 +3,6 @@ package storage
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -147,11 +146,10 @@ func (l *Lease) renewOnce(ctx context.Context) error {
 		session_epoch = CASE WHEN $3 THEN epoch ELSE session_epoch END
 		WHERE id = 1 AND holder = $1 AND epoch = $2 RETURNING `+leaseColumns, l.opts.Holder, l.Epoch(), l.locked.Load()))
 	if errors.Is(err, pgx.ErrNoRows) {
-		now, rerr := ReadLease(ctx, conn)
-		if rerr != nil {
-			return fmt.Errorf("%w: another process took the writer lease (reading it: %v)", ErrLeaseLost, rerr)
-		}
-		return fmt.Errorf("%w: %s took the writer lease (epoch %d; this process's was %d)", ErrLeaseLost, now.Holder, now.Epoch, l.Epoch())
+		// Lost for good: who took it is read with bounds of its own, not
+		// with what is left of this renewal's third of the TTL.
+		by, epoch, rerr := l.p.readTaker(ctx, l.Epoch()+1, func(ctx context.Context, q string) rowScanner { return conn.QueryRow(ctx, q) })
+		return lostTo(l.Epoch(), by, epoch, rerr)
 	}
 	if err != nil {
 		l.closeConn() // a renewal cut short leaves the session in doubt
