@@ -163,12 +163,7 @@ func TestFollowerRetriesUntilTheNodeAppears(t *testing.T) {
 	if f.Progress().Snapshot().Connected {
 		t.Fatal("connected to nothing")
 	}
-	gcfg := devnet.DefaultGeneratorConfig()
-	gcfg.RollbackEvery = 0
-	dn, err := devnet.Start(ctx, devnet.RunConfig{SocketPath: socket, Generator: gcfg, Blocks: 50, Pregenerate: true, Logger: log})
-	if err != nil {
-		t.Fatal(err)
-	}
+	dn := startSteadyDevnet(t, ctx, socket, 50, log)
 	defer dn.Close()
 	waitFor(t, 10*time.Second, "the follower to reach the tip", func() bool { return view.tip().BlockNo == 50 })
 	if err := system.Root.PoisonFuture(pid).Wait(); err != nil {
@@ -183,12 +178,7 @@ func TestFollowerStartsAtAPointAndFromCheckpoint(t *testing.T) {
 	defer cancel()
 	log := zaptest.NewLogger(t, zaptest.Level(zap.ErrorLevel))
 	socket := filepath.Join(t.TempDir(), "node.socket")
-	gcfg := devnet.DefaultGeneratorConfig()
-	gcfg.RollbackEvery = 0
-	dn, err := devnet.Start(ctx, devnet.RunConfig{SocketPath: socket, Generator: gcfg, Blocks: 60, Pregenerate: true, Logger: log})
-	if err != nil {
-		t.Fatal(err)
-	}
+	dn := startSteadyDevnet(t, ctx, socket, 60, log)
 	defer dn.Close()
 	mid, _ := dn.Store().Block(29) // block number 30
 	system := newSystem()
@@ -251,4 +241,17 @@ func spawnFollower(t *testing.T, log *zap.Logger, cfg Config) (*Follower, *chain
 // dropped (what the actors log goes to the test's logger).
 func newSystem() *actor.ActorSystem {
 	return actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return slog.New(slog.DiscardHandler) }))
+}
+
+// startSteadyDevnet serves a pregenerated chain of blocks blocks without
+// rollbacks on socket (the caller closes it).
+func startSteadyDevnet(t *testing.T, ctx context.Context, socket string, blocks uint64, log *zap.Logger) *devnet.Devnet {
+	t.Helper()
+	gcfg := devnet.DefaultGeneratorConfig()
+	gcfg.RollbackEvery = 0
+	dn, err := devnet.Start(ctx, devnet.RunConfig{SocketPath: socket, Generator: gcfg, Blocks: blocks, Pregenerate: true, Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dn
 }

@@ -79,6 +79,18 @@ type testClient struct {
 	gate   chan struct{} // closed to let it go on
 }
 
+// syncedClient is a client that synced from origin to the tip of s,
+// served by n.
+func syncedClient(t *testing.T, n *Node, s *ChainStore) *testClient {
+	t.Helper()
+	c := newClient(t, n.SocketPath(), s, 0, 0)
+	if err := c.sync(chain.Origin); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "sync to the tip", func() bool { return c.synced(s) })
+	return c
+}
+
 // newClient connects to the node. The view starts as the given prefix of
 // the chain (the blocks the client already has).
 func newClient(t *testing.T, path string, s *ChainStore, have int, pipeline int) *testClient {
@@ -251,11 +263,7 @@ func TestNodeSyncFromOrigin(t *testing.T) {
 		t.Fatalf("GetCurrentTip = %+v, %v", tip, err)
 	}
 	q.close()
-	c := newClient(t, n.SocketPath(), s, 0, 0)
-	if err := c.sync(chain.Origin); err != nil {
-		t.Fatal(err)
-	}
-	waitFor(t, "sync to the tip", func() bool { return c.synced(s) })
+	c := syncedClient(t, n, s)
 	c.check(s)
 	_, events := c.snapshot()
 	if events[0].forward || !events[0].point.IsOrigin() || len(events) != 301 {
@@ -340,11 +348,7 @@ func TestNodeRollbackAtTip(t *testing.T) {
 	s := NewChainStore()
 	extend(t, s, 20, 0)
 	n, _ := startNode(t, s)
-	c := newClient(t, n.SocketPath(), s, 0, 0)
-	if err := c.sync(chain.Origin); err != nil {
-		t.Fatal(err)
-	}
-	waitFor(t, "sync to the tip", func() bool { return c.synced(s) })
+	c := syncedClient(t, n, s)
 	for depth := 1; depth <= 6; depth++ {
 		fork, err := s.RollBackN(depth)
 		if err != nil {
@@ -366,37 +370,33 @@ func TestNodeRollbackBehind(t *testing.T) {
 	s := NewChainStore()
 	blocks := extend(t, s, 300, 0)
 	n, _ := startNode(t, s)
-	c := newClient(t, n.SocketPath(), s, 0, 10)
-	c.holdAt = 20
-	if err := c.sync(chain.Origin); err != nil {
-		t.Fatal(err)
+	// forkWhileHeld syncs a client from origin, holds it at 20 blocks, forks
+	// the chain at the point (grow blocks of fork seed after it) and lets the
+	// client sync to the fork.
+	forkWhileHeld := func(who, fork string, at chain.Point, grow int, seed uint8) *testClient {
+		c := newClient(t, n.SocketPath(), s, 0, 10)
+		c.holdAt = 20
+		if err := c.sync(chain.Origin); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, who+" to hold", func() bool { v, _ := c.snapshot(); return len(v) == 20 })
+		if err := s.RollBack(at); err != nil {
+			t.Fatal(err)
+		}
+		extend(t, s, grow, seed)
+		close(c.gate)
+		waitFor(t, "sync to "+fork, func() bool { return c.synced(s) })
+		return c
 	}
-	waitFor(t, "the client to hold", func() bool { v, _ := c.snapshot(); return len(v) == 20 })
 	// Above the client: with 10 requests in flight it was sent at most ~31.
-	if err := s.RollBack(blocks[249].Header.Point()); err != nil {
-		t.Fatal(err)
-	}
-	extend(t, s, 60, 1)
-	close(c.gate)
-	waitFor(t, "sync to the fork", func() bool { return c.synced(s) })
+	c := forkWhileHeld("the client", "the fork", blocks[249].Header.Point(), 60, 1)
 	if rbs := c.rollbacks(); len(rbs) != 1 {
 		t.Fatalf("rollback above the client's position sent %d rollbacks: %v", len(rbs), rbs)
 	}
 	c.check(s)
 
 	// Below the client: it must roll back to the fork point.
-	c2 := newClient(t, n.SocketPath(), s, 0, 10)
-	c2.holdAt = 20
-	if err := c2.sync(chain.Origin); err != nil {
-		t.Fatal(err)
-	}
-	waitFor(t, "the second client to hold", func() bool { v, _ := c2.snapshot(); return len(v) == 20 })
-	if err := s.RollBack(blocks[4].Header.Point()); err != nil {
-		t.Fatal(err)
-	}
-	extend(t, s, 40, 2)
-	close(c2.gate)
-	waitFor(t, "sync to the second fork", func() bool { return c2.synced(s) })
+	c2 := forkWhileHeld("the second client", "the second fork", blocks[4].Header.Point(), 40, 2)
 	rbs := c2.rollbacks()
 	if len(rbs) != 2 || rbs[1] != blocks[4].Header.Point() {
 		t.Fatalf("rollbacks %v, want origin and %s", rbs, blocks[4].Header.Point())
@@ -445,11 +445,7 @@ func TestNodeDisconnectAllAndResume(t *testing.T) {
 	s := NewChainStore()
 	extend(t, s, 40, 0)
 	n, logs := startNode(t, s)
-	c := newClient(t, n.SocketPath(), s, 0, 0)
-	if err := c.sync(chain.Origin); err != nil {
-		t.Fatal(err)
-	}
-	waitFor(t, "sync to the tip", func() bool { return c.synced(s) })
+	c := syncedClient(t, n, s)
 	if got := n.DisconnectAll(); got != 1 {
 		t.Fatalf("dropped %d connections", got)
 	}
@@ -631,11 +627,7 @@ func TestNodeServeUntilCancelled(t *testing.T) {
 	served := make(chan error)
 	go func() { served <- n.Serve(ctx) }()
 	waitFor(t, "the listener", func() bool { n.mu.Lock(); defer n.mu.Unlock(); return n.ln != nil })
-	c := newClient(t, n.SocketPath(), s, 0, 0)
-	if err := c.sync(chain.Origin); err != nil {
-		t.Fatal(err)
-	}
-	waitFor(t, "sync to the tip", func() bool { return c.synced(s) })
+	c := syncedClient(t, n, s)
 	cancel()
 	select {
 	case err := <-served:
