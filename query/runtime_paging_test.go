@@ -174,36 +174,29 @@ func (c *countingReader) add(rows, lookups int) {
 	c.mu.Unlock()
 }
 
-func (c *countingReader) ContractList(ctx context.Context, p *contractstore.ContractListParams) (*contractstore.ContractPage, error) {
-	page, err := c.ContractReader.ContractList(ctx, p)
+// listed reads a page with list and counts its rows.
+func listed[P, Page any](ctx context.Context, c *countingReader, list func(context.Context, P) (Page, error), p P, rows func(Page) int) (Page, error) {
+	page, err := list(ctx, p)
 	if err == nil {
-		c.add(len(page.Contracts), 0)
+		c.add(rows(page), 0)
 	}
 	return page, err
+}
+
+func (c *countingReader) ContractList(ctx context.Context, p *contractstore.ContractListParams) (*contractstore.ContractPage, error) {
+	return listed(ctx, c, c.ContractReader.ContractList, p, func(page *contractstore.ContractPage) int { return len(page.Contracts) })
 }
 
 func (c *countingReader) TransactionList(ctx context.Context, p *contractstore.TransactionListParams) (*contractstore.TransactionPage, error) {
-	page, err := c.ContractReader.TransactionList(ctx, p)
-	if err == nil {
-		c.add(len(page.Transactions), 0)
-	}
-	return page, err
+	return listed(ctx, c, c.ContractReader.TransactionList, p, func(page *contractstore.TransactionPage) int { return len(page.Transactions) })
 }
 
 func (c *countingReader) PayoutList(ctx context.Context, p *contractstore.PayoutListParams) (*contractstore.PayoutPage, error) {
-	page, err := c.ContractReader.PayoutList(ctx, p)
-	if err == nil {
-		c.add(len(page.Payouts), 0)
-	}
-	return page, err
+	return listed(ctx, c, c.ContractReader.PayoutList, p, func(page *contractstore.PayoutPage) int { return len(page.Payouts) })
 }
 
 func (c *countingReader) WithdrawalList(ctx context.Context, p *contractstore.WithdrawalListParams) (*contractstore.WithdrawalPage, error) {
-	page, err := c.ContractReader.WithdrawalList(ctx, p)
-	if err == nil {
-		c.add(len(page.Withdrawals), 0)
-	}
-	return page, err
+	return listed(ctx, c, c.ContractReader.WithdrawalList, p, func(page *contractstore.WithdrawalPage) int { return len(page.Withdrawals) })
 }
 
 func (c *countingReader) ContractGet(ctx context.Context, id chain.TxOutRef) (*contractstore.Contract, contractstore.Position, error) {
