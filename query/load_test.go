@@ -1,11 +1,8 @@
 package query_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
-	"io"
 	"math/rand/v2"
 	"net/http"
 	"net/url"
@@ -19,6 +16,7 @@ import (
 
 	"github.com/marlowe-follower/follower/actors/pipeline/projectiontest"
 	"github.com/marlowe-follower/follower/query"
+	"github.com/marlowe-follower/follower/query/querytest"
 )
 
 // loadResult is what one load phase measured.
@@ -207,7 +205,7 @@ func runLoad(client *http.Client, base, name string, dur time.Duration, next fun
 			n, contracts, errs := 0, 0, 0
 			for time.Now().Before(deadline) {
 				t0 := time.Now()
-				got, err := fetch(client, base+next(rng), isList)
+				got, err := querytest.FetchCount(context.Background(), client, base+next(rng), isList)
 				lat = append(lat, time.Since(t0))
 				n++
 				if err != nil {
@@ -227,28 +225,4 @@ func runLoad(client *http.Client, base, name string, dur time.Duration, next fun
 	wg.Wait()
 	res.elapsed = time.Since(start)
 	return res
-}
-
-// fetch asks one URL and counts the contracts in the answer.
-func fetch(client *http.Client, u string, isList bool) (int, error) {
-	res, err := client.Get(u)
-	if err != nil {
-		return 0, err
-	}
-	defer res.Body.Close()
-	if res.StatusCode != http.StatusOK {
-		_, _ = io.Copy(io.Discard, res.Body)
-		return 0, fmt.Errorf("%s: %d", u, res.StatusCode)
-	}
-	if !isList {
-		_, err := io.Copy(io.Discard, res.Body)
-		return 1, err
-	}
-	// Count the contracts as wrk would not: cheaply, so that the load
-	// tool leaves the CPU to the server.
-	body, err := io.ReadAll(res.Body)
-	if err != nil {
-		return 0, err
-	}
-	return bytes.Count(body, []byte(`{"contractId":`)), nil
 }

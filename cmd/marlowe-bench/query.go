@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -14,6 +13,7 @@ import (
 	"time"
 
 	"github.com/marlowe-follower/follower/cmd/marlowe-follower/config"
+	"github.com/marlowe-follower/follower/query/querytest"
 )
 
 // contractsParams is a contracts phase: the service resumes from its store
@@ -274,7 +274,7 @@ func runQueryLoad(ctx context.Context, client *http.Client, base, op string, cli
 					}
 				}
 				t0 := time.Now()
-				got, err := fetchCount(ctx, client, base+path, op == opList)
+				got, err := querytest.FetchCount(ctx, client, base+path, op == opList)
 				took := time.Since(t0)
 				mine = append(mine, took)
 				if fi >= 0 {
@@ -308,34 +308,4 @@ func runQueryLoad(ctx context.Context, client *http.Client, base, op string, cli
 		}
 	}
 	return row
-}
-
-// contractKey is how each contract of a list answer begins.
-var contractKey = []byte(`{"contractId":`)
-
-// fetchCount asks for u and counts the contracts in the answer (one for a
-// lookup), reading the whole body.
-func fetchCount(ctx context.Context, client *http.Client, u string, isList bool) (int, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
-	if err != nil {
-		return 0, err
-	}
-	res, err := client.Do(req)
-	if err != nil {
-		return 0, err
-	}
-	defer res.Body.Close()
-	if res.StatusCode != http.StatusOK {
-		_, _ = io.Copy(io.Discard, res.Body)
-		return 0, fmt.Errorf("GET %s: %d", u, res.StatusCode)
-	}
-	if !isList {
-		_, err := io.Copy(io.Discard, res.Body)
-		return 1, err
-	}
-	body, err := io.ReadAll(res.Body)
-	if err != nil {
-		return 0, err
-	}
-	return bytes.Count(body, contractKey), nil
 }
