@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -133,7 +134,7 @@ func fanOut(b *testing.B, kind string, subscribers, rate int, dur time.Duration)
 		c.WriteTimeout = 10 * time.Second
 	}})
 	out := filepath.Join(b.TempDir(), "receipts")
-	clients := startClients(b, kind, srv.URL, "tip", subscribers, out)
+	clients := startClients(b, kind, srv.URL, "tip", subscribers, out, 0)
 	head0 := h.Handle.Head()
 	runtime.GC()
 	resetPeakRSS()
@@ -164,9 +165,12 @@ func fanOut(b *testing.B, kind string, subscribers, rate int, dur time.Duration)
 	}
 	var all []time.Duration
 	for _, l := range strings.Split(strings.TrimSpace(string(raw)), "\n") {
-		block, at, _ := strings.Cut(l, " ")
-		n, _ := strconv.ParseUint(block, 10, 64)
-		t, _ := strconv.ParseInt(at, 10, 64)
+		f := strings.Fields(l) // BLOCKNO UNIXNANO SEQ SUBSCRIBER
+		if len(f) < 2 {
+			continue
+		}
+		n, _ := strconv.ParseUint(f[0], 10, 64)
+		t, _ := strconv.ParseInt(f[1], 10, 64)
 		if c, ok := commits[n]; ok {
 			all = append(all, time.Duration(t-c))
 		}
@@ -202,43 +206,83 @@ func waitCaughtUp(b *testing.B, srv *streamingtest.Server, limit time.Duration) 
 
 // clientProcess is TestFanOutClients running in a child process.
 type clientProcess struct {
-	cmd   *exec.Cmd
-	stdin io.Closer
-	lines *bufio.Scanner
+	cmd    *exec.Cmd
+	stdin  io.Closer
+	lines  *bufio.Scanner
+	limit  time.Duration
+	killed atomic.Bool
 }
 
 // startClients starts n subscribers of the given kind in a child process
 // and waits until they are subscribed. file receives their receipts ("-":
-// none are kept).
-func startClients(b *testing.B, kind, url, from string, n int, file string) *clientProcess {
+// none are kept). limit, when not 0, bounds the wait for them and, in
+// finish, for their end: the process is killed after it, and the test
+// fails. The process is killed when the test ends, if it still runs.
+func startClients(t testing.TB, kind, url, from string, n int, file string, limit time.Duration) *clientProcess {
+	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^TestFanOutClients$", "-test.count=1")
 	cmd.Env = append(os.Environ(), fmt.Sprintf("FANOUT_CHILD=%s,%s,%d,%s,%s", kind, url, n, file, from))
 	stdin, _ := cmd.StdinPipe()
 	stdout, _ := cmd.StdoutPipe()
 	cmd.Stderr = os.Stderr
 	if err := cmd.Start(); err != nil {
-		b.Fatal(err)
+		t.Fatal(err)
 	}
-	p := &clientProcess{cmd: cmd, stdin: stdin, lines: bufio.NewScanner(stdout)}
-	for p.lines.Scan() && p.lines.Text() != "ready" {
+	p := &clientProcess{cmd: cmd, stdin: stdin, lines: bufio.NewScanner(stdout), limit: limit}
+	t.Cleanup(func() {
+		if cmd.ProcessState == nil {
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+		}
+	})
+	defer p.watch()()
+	for p.lines.Scan() {
+		if p.lines.Text() == "ready" {
+			return p
+		}
 	}
-	return p
+	err := cmd.Wait()
+	if p.killed.Load() {
+		t.Fatalf("the clients were not subscribed within %s: killed (%v)", limit, err)
+	}
+	t.Fatalf("the clients' process ended before its subscribers were ready: %v", err)
+	return nil
+}
+
+// watch kills the process once its limit has passed (none when 0) until
+// the returned stop is called.
+func (p *clientProcess) watch() (stop func()) {
+	if p.limit == 0 {
+		return func() {}
+	}
+	timer := time.AfterFunc(p.limit, func() {
+		p.killed.Store(true)
+		_ = p.cmd.Process.Kill()
+	})
+	return func() { timer.Stop() }
 }
 
 // finish stops the clients and returns their peak RSS and CPU time.
-func (p *clientProcess) finish(b *testing.B) (rss, cpu int64) {
+func (p *clientProcess) finish(t testing.TB) (rss, cpu int64) {
+	t.Helper()
+	defer p.watch()()
 	p.stdin.Close() // the clients write their receipts and exit
+	var out []string
 	for p.lines.Scan() {
 		if v, ok := strings.CutPrefix(p.lines.Text(), "rss "); ok {
 			r, c, _ := strings.Cut(v, " ")
 			rss, _ = strconv.ParseInt(r, 10, 64)
 			cpu, _ = strconv.ParseInt(c, 10, 64)
-		} else {
-			fmt.Fprintln(os.Stderr, "clients:", p.lines.Text()) // their failures
+		} else if line := p.lines.Text(); line != "PASS" {
+			fmt.Fprintln(os.Stderr, "clients:", line) // their failures
+			out = append(out, line)
 		}
 	}
 	if err := p.cmd.Wait(); err != nil {
-		b.Fatalf("clients: %v", err)
+		if p.killed.Load() {
+			t.Fatalf("the clients did not end within %s: killed (%v)\n%s", p.limit, err, strings.Join(out, "\n"))
+		}
+		t.Fatalf("clients: %v\n%s", err, strings.Join(out, "\n"))
 	}
 	return rss, cpu
 }
@@ -293,7 +337,7 @@ func catchUpStorm(b *testing.B, subscribers, records int, shared bool) {
 	rss0 := currentRSS()
 	b.ResetTimer()
 	started := time.Now()
-	clients := startClients(b, "raw", srv.URL, "origin", subscribers, "-")
+	clients := startClients(b, "raw", srv.URL, "origin", subscribers, "-", 0)
 	// Every subscriber caught up: every record went out to each (a stream
 	// that has not published itself yet shows no lag), and no running
 	// stream lags.

@@ -27,8 +27,10 @@ import (
 // BenchmarkCatchUpStorm; it does nothing unless
 // FANOUT_CHILD=kind,url,subscribers,file,from is set. It subscribes,
 // prints "ready", follows until its stdin closes, then writes one line
-// "BLOCKNO UNIXNANO" per record received to the file (unless it is "-")
-// and prints its peak RSS and the CPU time it used while following.
+// "BLOCKNO UNIXNANO SEQ SUBSCRIBER" per record received to the file
+// (unless it is "-"; each subscriber's in the order received) and prints
+// its peak RSS and the CPU time it used while following. TestFanOut runs
+// it in CI.
 func TestFanOutClients(t *testing.T) {
 	spec := os.Getenv("FANOUT_CHILD")
 	if spec == "" {
@@ -63,9 +65,9 @@ func TestFanOutClients(t *testing.T) {
 	done.Wait()
 	if file != "-" {
 		var buf bytes.Buffer
-		for _, rs := range receipts {
+		for i, rs := range receipts {
 			for _, r := range rs {
-				fmt.Fprintf(&buf, "%d %d\n", r.block, r.at)
+				fmt.Fprintf(&buf, "%d %d %d %d\n", r.block, r.at, r.seq, i)
 			}
 		}
 		if err := os.WriteFile(file, buf.Bytes(), 0o600); err != nil {
@@ -75,10 +77,12 @@ func TestFanOutClients(t *testing.T) {
 	fmt.Printf("rss %d %d\n", rss, cpu.Nanoseconds())
 }
 
-// receipt is a record's block number and when it arrived (Unix ns).
+// receipt is a record's block number, when it arrived (Unix ns) and its
+// seq.
 type receipt struct {
 	block uint64
 	at    int64
+	seq   int64
 }
 
 // goSubscriber follows with the Go client package.
@@ -104,7 +108,7 @@ func goSubscriber(t *testing.T, ctx context.Context, url, from string, keep bool
 		now := time.Now().UnixNano()
 		for _, r := range bt.Records {
 			if keep {
-				*out = append(*out, receipt{r.Block.BlockNo, now})
+				*out = append(*out, receipt{r.Block.BlockNo, now, r.Seq})
 			}
 		}
 		_ = s.Ack(ctx, bt)
@@ -112,7 +116,8 @@ func goSubscriber(t *testing.T, ctx context.Context, url, from string, keep bool
 }
 
 // rawSubscriber follows on a bare WebSocket: it reads the batch number and
-// each record's block number out of the frame's text and acknowledges.
+// each record's seq and block number out of the frame's text (a record's
+// JSON begins with its seq, then its kind and block) and acknowledges.
 func rawSubscriber(t *testing.T, ctx context.Context, url, from string, keep bool, out *[]receipt, ready *sync.WaitGroup) {
 	ws, _, err := websocket.Dial(ctx, url, nil)
 	if err != nil {
@@ -144,7 +149,7 @@ func rawSubscriber(t *testing.T, ctx context.Context, url, from string, keep boo
 	}
 	ready.Done()
 	var buf bytes.Buffer
-	blockKey, batchKey := []byte(`"block":{"slot":`), []byte(`"batch":`)
+	seqKey, blockKey, batchKey := []byte(`{"seq":`), []byte(`"block":{"slot":`), []byte(`"batch":`)
 	for {
 		_, r, err := ws.Reader(context.Background())
 		if err != nil {
@@ -159,14 +164,17 @@ func rawSubscriber(t *testing.T, ctx context.Context, url, from string, keep boo
 			continue
 		}
 		for rest := data; keep; {
-			k := bytes.Index(rest, blockKey)
+			k := bytes.Index(rest, seqKey)
 			if k < 0 {
 				break
 			}
+			rest = rest[k+len(seqKey):]
+			seq := streamtest.LeadingDigits(rest)
+			k = bytes.Index(rest, blockKey)
 			rest = rest[k+len(blockKey):]
 			k = bytes.Index(rest, []byte(`"blockNo":`))
 			rest = rest[k+len(`"blockNo":`):]
-			*out = append(*out, receipt{uint64(streamtest.LeadingDigits(rest)), now})
+			*out = append(*out, receipt{uint64(streamtest.LeadingDigits(rest)), now, seq})
 		}
 		k := bytes.Index(data, batchKey)
 		ack := `{"type":"ack","stream":"f","batch":` + strconv.FormatInt(streamtest.LeadingDigits(data[k+len(batchKey):]), 10) + `}`
