@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -30,6 +29,7 @@ import (
 	"github.com/marlowe-follower/follower/history/pgstore"
 	"github.com/marlowe-follower/follower/history/record"
 	"github.com/marlowe-follower/follower/history/sqlitestore"
+	"github.com/marlowe-follower/follower/history/storage/storagetest"
 	"github.com/marlowe-follower/follower/streaming/protocol"
 )
 
@@ -179,96 +179,25 @@ func (s *soakService) stop(sig syscall.Signal) {
 
 func (s *soakService) base() string { return "http://127.0.0.1:" + strconv.Itoa(s.qport) }
 
-// faultProxy forwards connections from its address to a target and can cut
-// them: every open connection closed and new ones refused for a while.
-type faultProxy struct {
-	network, addr, target string
-	mu                    sync.Mutex
-	ln                    net.Listener
-	conns                 map[net.Conn]struct{}
-	wg                    sync.WaitGroup
-}
-
-func newFaultProxy(t *testing.T, network, addr, target string) *faultProxy {
-	p := &faultProxy{network: network, addr: addr, target: target, conns: map[net.Conn]struct{}{}}
-	if err := p.listen(); err != nil {
+// newFaultProxy forwards connections from addr to target (on network) and
+// can cut them: every open connection closed and new ones refused for a
+// while (storagetest.Proxy's Cut, then restoreProxy).
+func newFaultProxy(t *testing.T, network, addr, target string) *storagetest.Proxy {
+	p, err := storagetest.NewProxyOn(network, addr, target)
+	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { p.cut(); p.wg.Wait() })
+	t.Cleanup(func() { _ = p.Close() })
 	return p
 }
 
-func (p *faultProxy) listen() error {
-	if p.network == "unix" {
-		_ = os.Remove(p.addr)
-	}
-	ln, err := net.Listen(p.network, p.addr)
-	if err != nil {
-		return err
-	}
-	p.mu.Lock()
-	p.ln = ln
-	p.mu.Unlock()
-	p.wg.Add(1)
-	go func() {
-		defer p.wg.Done()
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			p.wg.Add(1)
-			go func() { defer p.wg.Done(); p.forward(c) }()
-		}
-	}()
-	return nil
-}
-
-func (p *faultProxy) forward(c net.Conn) {
-	u, err := net.Dial(p.network, p.target)
-	if err != nil {
-		_ = c.Close()
-		return
-	}
-	p.mu.Lock()
-	p.conns[c], p.conns[u] = struct{}{}, struct{}{}
-	p.mu.Unlock()
-	var wg sync.WaitGroup
-	wg.Add(2)
-	pipe := func(dst, src net.Conn) {
-		defer wg.Done()
-		_, _ = io.Copy(dst, src)
-		_ = dst.Close()
-		_ = src.Close()
-	}
-	go pipe(u, c)
-	go pipe(c, u)
-	wg.Wait()
-	p.mu.Lock()
-	delete(p.conns, c)
-	delete(p.conns, u)
-	p.mu.Unlock()
-}
-
-// cut closes the listener and every connection.
-func (p *faultProxy) cut() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.ln != nil {
-		_ = p.ln.Close()
-		p.ln = nil
-	}
-	for c := range p.conns {
-		_ = c.Close()
-	}
-}
-
-// restore listens again (the address may take a moment to be free).
-func (p *faultProxy) restore(t *testing.T) {
+// restore listens again after a cut (the address may take a moment to be
+// free).
+func restoreProxy(t *testing.T, p *storagetest.Proxy) {
 	t.Helper()
 	checkFor(t, 5*time.Second, func() error {
-		if err := p.listen(); err != nil {
-			return fmt.Errorf("proxy: listening again on %s: %w", p.addr, err)
+		if err := p.Restore(); err != nil {
+			return fmt.Errorf("proxy: listening again on %s: %w", p.Addr(), err)
 		}
 		return nil
 	})
@@ -319,13 +248,13 @@ func runSoak(t *testing.T, bin, backend, pgURL string, dur time.Duration, seed u
 	defer dn.Close()
 	node := newFaultProxy(t, "unix", filepath.Join(tmp, "proxy.socket"), nodeSocket)
 
-	svc := &soakService{t: t, bin: bin, socket: node.addr, dir: filepath.Join(tmp, "svc"), qport: freePort(t), sport: freePort(t), stderr: &lockedBuffer{}}
-	var db *faultProxy
+	svc := &soakService{t: t, bin: bin, socket: node.Addr(), dir: filepath.Join(tmp, "svc"), qport: freePort(t), sport: freePort(t), stderr: &lockedBuffer{}}
+	var db *storagetest.Proxy
 	if backend == "postgres" {
 		dbURL, pgAddr := soakDatabase(t, pgURL)
-		db = newFaultProxy(t, "tcp", "127.0.0.1:"+strconv.Itoa(freePort(t)), pgAddr)
+		db = newFaultProxy(t, "tcp", "127.0.0.1:0", pgAddr)
 		u, _ := url.Parse(dbURL)
-		u.Host = db.addr
+		u.Host = db.Addr()
 		svc.dbURL = u.String()
 	}
 	t.Cleanup(func() {
@@ -373,18 +302,18 @@ func runSoak(t *testing.T, bin, backend, pgURL string, dur time.Duration, seed u
 			row.terms++
 			svc.start()
 		case n < 8:
-			node.cut()
+			_ = node.Cut()
 			row.nodeCuts++
 			chainGrows(t, dn, 8+rng.IntN(80))
-			node.restore(t)
+			restoreProxy(t, node)
 		default:
 			if db == nil {
 				continue
 			}
-			db.cut()
+			_ = db.Cut()
 			row.dbCuts++
 			chainGrows(t, dn, 8+rng.IntN(80))
-			db.restore(t)
+			restoreProxy(t, db)
 		}
 	}
 

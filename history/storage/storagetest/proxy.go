@@ -1,45 +1,70 @@
 // Package storagetest holds helpers for tests of the storage layer's
-// users: a TCP proxy in front of a database that a test can stop
-// forwarding, as a network partition that keeps the TCP sessions open
+// users: a proxy in front of a database (or a node's socket) that a test
+// can stop forwarding, as a network partition that keeps the TCP sessions
+// open would, or cut, as a network that drops them and refuses new ones
 // would.
 package storagetest
 
 import (
 	"net"
 	"net/url"
+	"os"
 	"sync"
 )
 
-// Proxy forwards TCP connections to a server. Pause stops forwarding in
-// both directions (the connections stay open, their bytes wait), Resume
-// forwards again.
+// Proxy forwards connections to a server. Pause stops forwarding in both
+// directions (the connections stay open, their bytes wait), Resume
+// forwards again. Cut closes every connection and stops listening,
+// Restore listens again on the same address.
 type Proxy struct {
-	ln     net.Listener
-	target string
+	network, addr, target string
 
 	mu      sync.Mutex
+	ln      net.Listener // nil while cut
 	paused  bool
 	resumed chan struct{} // closed by Resume
-	conns   []net.Conn
+	conns   map[net.Conn]struct{}
 	wg      sync.WaitGroup
 }
 
 // NewProxy listens on a free loopback port and forwards to target
 // (host:port).
-func NewProxy(target string) (*Proxy, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
+func NewProxy(target string) (*Proxy, error) { return NewProxyOn("tcp", "127.0.0.1:0", target) }
+
+// NewProxyOn listens on addr of network ("tcp" or "unix": a socket file
+// left at addr is removed first) and forwards to target on the same
+// network.
+func NewProxyOn(network, addr, target string) (*Proxy, error) {
+	p := &Proxy{network: network, target: target, resumed: make(chan struct{}), conns: map[net.Conn]struct{}{}}
+	close(p.resumed)
+	if err := p.listen(addr); err != nil {
 		return nil, err
 	}
-	p := &Proxy{ln: ln, target: target, resumed: make(chan struct{})}
-	close(p.resumed)
-	p.wg.Add(1)
-	go p.accept()
 	return p, nil
 }
 
+func (p *Proxy) listen(addr string) error {
+	if p.network == "unix" {
+		_ = os.Remove(addr)
+	}
+	ln, err := net.Listen(p.network, addr)
+	if err != nil {
+		return err
+	}
+	p.mu.Lock()
+	p.ln, p.addr = ln, ln.Addr().String()
+	p.mu.Unlock()
+	p.wg.Add(1)
+	go p.accept(ln)
+	return nil
+}
+
 // Addr is where the proxy listens.
-func (p *Proxy) Addr() string { return p.ln.Addr().String() }
+func (p *Proxy) Addr() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.addr
+}
 
 // URL returns dbURL (a PostgreSQL URL) with its host and port replaced by
 // the proxy's.
@@ -72,33 +97,48 @@ func (p *Proxy) Resume() {
 	}
 }
 
-// Close stops listening and cuts every connection.
-func (p *Proxy) Close() error {
-	err := p.ln.Close()
-	p.Resume()
+// Cut stops listening and closes every connection.
+func (p *Proxy) Cut() error {
 	p.mu.Lock()
-	for _, c := range p.conns {
+	defer p.mu.Unlock()
+	var err error
+	if p.ln != nil {
+		err = p.ln.Close()
+		p.ln = nil
+	}
+	for c := range p.conns {
 		_ = c.Close()
 	}
-	p.mu.Unlock()
+	return err
+}
+
+// Restore listens again on the proxy's address after Cut (which may take a
+// moment to be free: an error says so).
+func (p *Proxy) Restore() error { return p.listen(p.Addr()) }
+
+// Close stops listening, cuts every connection and waits for the proxy's
+// goroutines.
+func (p *Proxy) Close() error {
+	err := p.Cut()
+	p.Resume()
 	p.wg.Wait()
 	return err
 }
 
-func (p *Proxy) accept() {
+func (p *Proxy) accept(ln net.Listener) {
 	defer p.wg.Done()
 	for {
-		in, err := p.ln.Accept()
+		in, err := ln.Accept()
 		if err != nil {
 			return
 		}
-		out, err := net.Dial("tcp", p.target)
+		out, err := net.Dial(p.network, p.target)
 		if err != nil {
 			_ = in.Close()
 			continue
 		}
 		p.mu.Lock()
-		p.conns = append(p.conns, in, out)
+		p.conns[in], p.conns[out] = struct{}{}, struct{}{}
 		p.mu.Unlock()
 		p.wg.Add(2)
 		go p.pipe(out, in)
@@ -113,6 +153,10 @@ func (p *Proxy) pipe(dst, src net.Conn) {
 	defer func() {
 		_ = dst.Close()
 		_ = src.Close()
+		p.mu.Lock()
+		delete(p.conns, dst)
+		delete(p.conns, src)
+		p.mu.Unlock()
 	}()
 	buf := make([]byte, 32<<10)
 	for {
