@@ -52,6 +52,21 @@ func roundTrip(c net.Conn) error {
 	return err
 }
 
+// echoing dials addr, closed when the test ends, and fails the test unless
+// the connection echoes.
+func echoing(t *testing.T, network, addr, when string) net.Conn {
+	t.Helper()
+	c, err := net.Dial(network, addr)
+	if err != nil {
+		t.Fatalf("%s: %v", when, err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	if err := roundTrip(c); err != nil {
+		t.Fatalf("%s: %v", when, err)
+	}
+	return c
+}
+
 // TestProxyCutAndRestore: through the proxy a connection echoes; Cut closes
 // it and refuses new ones; after Restore, on the same address, a new one
 // echoes again. On TCP and on a Unix socket.
@@ -68,14 +83,7 @@ func TestProxyCutAndRestore(t *testing.T) {
 			}
 			t.Cleanup(func() { _ = p.Close() })
 			addr := p.Addr()
-			conn, err := net.Dial(c.network, addr)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer conn.Close()
-			if err := roundTrip(conn); err != nil {
-				t.Fatalf("before the cut: %v", err)
-			}
+			conn := echoing(t, c.network, addr, "before the cut")
 			if err := p.Cut(); err != nil {
 				t.Fatal(err)
 			}
@@ -92,14 +100,7 @@ func TestProxyCutAndRestore(t *testing.T) {
 			if p.Addr() != addr {
 				t.Fatalf("restored on %s, was %s", p.Addr(), addr)
 			}
-			again, err := net.Dial(c.network, addr)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer again.Close()
-			if err := roundTrip(again); err != nil {
-				t.Fatalf("after the restore: %v", err)
-			}
+			echoing(t, c.network, addr, "after the restore")
 		})
 	}
 }
