@@ -44,6 +44,8 @@ func (c *Actor) handle(ac actor.Context, m *inbound) {
 			c.reject(ac, protocol.CodeUnknownStream, fmt.Sprintf("no subscription named %q on this connection", cmd.Stream), cmd.Stream, true)
 			return
 		}
+		s.out.setOpen(false) // unsubscribed is the subscription's last frame
+		c.routes.remove(cmd.Stream)
 		delete(c.subs, cmd.Stream)
 		c.d.Metrics.Subscribers.Dec()
 		wire.Tell(c.sys, s.stream, &wire.Detach{Conn: c.self})
@@ -64,13 +66,7 @@ func (c *Actor) reply(cmd *protocol.Command) (code, msg string) {
 	if s.durable && !c.principal.Owns(s.owner) {
 		return protocol.CodeForbidden, fmt.Sprintf("durable stream %q belongs to another credential", cmd.Stream)
 	}
-	if s.replying.Load() >= replyQueue {
-		c.d.Metrics.StaleAcks.Inc()
-		return "", ""
-	}
-	s.replying.Add(1)
-	wire.Tell(c.sys, s.stream, &wire.Reply{Conn: c.self, Batch: cmd.Batch, Ack: cmd.Type == protocol.TypeAck, UpTo: cmd.UpToSeq, Reason: cmd.Reason,
-		Taken: &s.replying})
+	route{stream: s.stream, replying: &s.replying}.hand(c.sys, c.self, c.d, cmd)
 	return "", ""
 }
 
@@ -105,10 +101,11 @@ func (c *Actor) subscribe(ac actor.Context, cmd *protocol.Command) {
 		c.reject(ac, protocol.CodeForbidden, "this token has no subscribe scope: it may use durable streams only", cmd.Stream, true)
 		return
 	}
-	c.subs[cmd.Stream] = &connSub{}
+	sub := &connSub{out: c.q.newOutlet()}
+	c.subs[cmd.Stream] = sub
 	c.awaiting = cmd.Stream
 	c.state.Become(c.opening)
-	wire.Tell(c.sys, ac.Parent(), &wire.OpenStream{Cmd: cmd, Filter: filter, Who: c.principal, Conn: c.self, ID: c.id, Queue: c.q})
+	wire.Tell(c.sys, ac.Parent(), &wire.OpenStream{Cmd: cmd, Filter: filter, Who: c.principal, Conn: c.self, ID: c.id, Queue: sub.out})
 }
 
 // reject answers a command with an error frame; abusive errors count

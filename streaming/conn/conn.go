@@ -62,6 +62,9 @@ type Actor struct {
 	pings chan struct{}
 
 	subs map[string]*connSub
+	// routes are the subscriptions whose replies the reader hands to
+	// their streams itself (routes.go).
+	routes routes
 	// awaiting is the subscription the opening state waits for; stash
 	// holds the commands after it, in the order they came.
 	awaiting string
@@ -77,6 +80,9 @@ type connSub struct {
 	stream  *actor.PID // nil while it is set up
 	durable bool
 	owner   string
+	// out is the stream's way into the send queue: open from the
+	// subscribed frame to the subscription's end.
+	out *Outlet
 	// replying counts the acks and nacks handed to the stream and not yet
 	// taken (the stream counts them down): at replyQueue more are dropped.
 	replying atomic.Int32
@@ -183,10 +189,13 @@ func (c *Actor) opening(ac actor.Context) {
 		}
 		sub := c.subs[m.Name]
 		sub.stream, sub.durable, sub.owner = m.Stream, m.Durable, m.Owner
+		if !sub.durable || c.principal.Owns(sub.owner) {
+			c.routes.set(m.Name, route{stream: sub.stream, replying: &sub.replying})
+		}
 		c.d.Metrics.Subscribers.Inc()
 		c.awaiting = ""
 		c.state.Become(c.serving)
-		c.enqueue(ac, waiting{frame: m.Frame})
+		c.enqueue(ac, waiting{frame: m.Frame, opens: sub.out})
 		c.unstash(ac)
 	case *wire.SubscribeRefused:
 		if m.Name == c.awaiting {
@@ -281,7 +290,7 @@ func (c *Actor) ending(ac actor.Context) bool {
 	switch m := ac.Message().(type) {
 	case *inbound:
 		<-c.credits // the reader may read the next frame
-		if m.err == nil && m.cmd != nil && (m.cmd.Type == protocol.TypeAck || m.cmd.Type == protocol.TypeNack) {
+		if m.err == nil && m.cmd != nil && isReply(m.cmd) {
 			if code, _ := c.reply(m.cmd); code != "" {
 				c.d.Metrics.BadFrames.WithLabelValues(code).Inc()
 			}
@@ -307,6 +316,7 @@ func (c *Actor) stopping() {
 		}
 	}
 	c.subs = nil
+	c.routes.clear()
 	c.stopTimer()
 	c.d.Metrics.Connections.Dec()
 	close(c.gone)
@@ -366,6 +376,8 @@ func (c *Actor) drop(name string, stream *actor.PID) bool {
 	if s == nil || s.stream == nil || !s.stream.Equal(stream) {
 		return false
 	}
+	s.out.setOpen(false)
+	c.routes.remove(name)
 	delete(c.subs, name)
 	c.d.Metrics.Subscribers.Dec()
 	return true
@@ -380,6 +392,7 @@ func (c *Actor) leaseLost(ac actor.Context, name string) {
 	c.log.Warn("closing a connection whose durable stream another process took", zap.String("stream", name))
 	c.state.Become(c.finishing)
 	for _, s := range c.subs {
+		s.out.setOpen(false) // the final frame is the last
 		if s.stream != nil {
 			wire.Tell(c.sys, s.stream, &wire.ConnClosing{Conn: c.self})
 		}

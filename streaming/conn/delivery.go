@@ -21,6 +21,9 @@ type waiting struct {
 	stream *actor.PID
 	number int64
 	notify bool
+	// opens is the outlet of the subscription whose first frame this is:
+	// it opens once the frame is queued.
+	opens *Outlet
 }
 
 // delivery is what a connection actor (WebSocket or server-sent events)
@@ -71,6 +74,7 @@ func (c *delivery) enqueue(ac actor.Context, w waiting) {
 		return
 	}
 	if len(c.overflow) == 1 {
+		c.q.hold(true)
 		c.q.roomWanted.Store(true)
 		c.flush() // the writer may have made room meanwhile
 		if len(c.overflow) > 0 {
@@ -98,6 +102,7 @@ func (c *delivery) flush() {
 		}
 	}
 	c.overflow = nil
+	c.q.hold(false)
 	c.q.roomWanted.Store(false)
 	c.overflowGen++
 }
@@ -114,6 +119,9 @@ func (c *delivery) armOverflow() {
 }
 
 func (c *delivery) queued(w waiting) {
+	if w.opens != nil {
+		w.opens.setOpen(true)
+	}
 	if w.notify {
 		wire.Tell(c.sys, w.stream, &wire.QueuedNotice{Conn: c.self})
 	}

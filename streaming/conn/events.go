@@ -31,8 +31,10 @@ type Events struct {
 	state actor.Behavior
 	open  *wire.OpenStream // the subscription, sent when the actor starts
 	start record.Cursor
-	// stream is the broadcast stream, once attached.
+	// stream is the broadcast stream, once attached; out its way into the
+	// send queue, open once the opening comment is queued.
 	stream *actor.PID
+	out    *Outlet
 	// ctx is the request's; close ends it, and the writer returns.
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -51,7 +53,8 @@ func NewEvents(d *Deps, ctx context.Context, id uint64, f protocol.Filter, filte
 			From: start.String(), Filter: &f}, Filter: filter, Who: who, ID: id}}
 	e.ctx, e.cancel = context.WithCancel(ctx)
 	e.delivery = newDelivery(&d.Config, e.slowConsumer)
-	e.open.Queue = e.q
+	e.out = e.q.newOutlet()
+	e.open.Queue = e.out
 	e.state.Become(e.opening)
 	return e
 }
@@ -76,7 +79,7 @@ func (e *Events) opening(ac actor.Context) {
 	case *wire.Attached:
 		e.stream = m.Stream
 		e.state.Become(e.serving)
-		e.enqueue(ac, waiting{frame: []byte(": subscribed from " + e.start.String() + "\n\n")})
+		e.enqueue(ac, waiting{frame: []byte(": subscribed from " + e.start.String() + "\n\n"), opens: e.out})
 	case *wire.SubscribeRefused:
 		e.log.Debug("event stream refused", zap.String("code", m.Code), zap.String("message", m.Msg))
 		e.close()

@@ -86,11 +86,12 @@ func (c *Actor) writeLoop() {
 }
 
 // ReadLoop is the reader (the HTTP handler's goroutine, once the
-// server actor spawned the actor pid): it hands every frame to the actor, at most
-// cap(credits) ahead of it, until the socket's reads end. Reads take no
-// context: one with a Done channel costs a registration per read, and
-// cancelling it would drop the socket without a close handshake. Closing
-// the connection ends a read.
+// server actor spawned the actor pid): it hands an ack or a nack of a
+// routed subscription to its stream itself (routes), and every other frame
+// to the actor, at most cap(credits) ahead of it, until the socket's reads
+// end. Reads take no context: one with a Done channel costs a registration
+// per read, and cancelling it would drop the socket without a close
+// handshake. Closing the connection ends a read.
 func (c *Actor) ReadLoop(sys *actor.ActorSystem, pid *actor.PID) {
 	var buf bytes.Buffer
 	for {
@@ -99,15 +100,20 @@ func (c *Actor) ReadLoop(sys *actor.ActorSystem, pid *actor.PID) {
 			wire.Tell(sys, pid, &readEnded{err: err})
 			return
 		}
+		m := &inbound{typ: typ}
+		if typ == websocket.MessageText {
+			m.cmd, m.err = protocol.DecodeCommand(data)
+			if m.err == nil && isReply(m.cmd) {
+				if rt, ok := c.routes.get(m.cmd.Stream); ok {
+					rt.hand(sys, pid, c.d, m.cmd)
+					continue
+				}
+			}
+		}
 		select {
 		case c.credits <- struct{}{}:
 		case <-c.gone:
 			return
-		}
-		// Decoding here decides nothing: the actor takes the command.
-		m := &inbound{typ: typ}
-		if typ == websocket.MessageText {
-			m.cmd, m.err = protocol.DecodeCommand(data)
 		}
 		wire.Tell(sys, pid, m)
 	}

@@ -3,10 +3,11 @@ package conn
 import (
 	"context"
 	"errors"
-	"github.com/marlowe-follower/follower/streaming/wire"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/marlowe-follower/follower/streaming/wire"
 )
 
 // Errors of SendQueue.push.
@@ -31,8 +32,11 @@ type SendQueue struct {
 	maxFrames int
 	maxBytes  int64
 	closed    bool
-	ready     chan struct{} // signalled when a frame is added
-	space     chan struct{} // closed and replaced when room is made
+	// held: frames wait for room in the connection actor's overflow, and
+	// no stream may queue a batch through its Outlet ahead of them.
+	held  bool
+	ready chan struct{} // signalled when a frame is added
+	space chan struct{} // closed and replaced when room is made
 	// roomWanted is set by the connection actor while frames wait for
 	// room: the writer tells it when it takes one.
 	roomWanted atomic.Bool

@@ -16,6 +16,10 @@ import (
 // deliver hands the pending batch to connections: in ack mode to the next
 // one in turn (one with room in its queue first), starting a round trip;
 // in broadcast mode to every one. It reports whether a batch went out.
+// A batch frame goes into the connection's send queue through the
+// subscription's outlet (wire.Queue.Offer) when it takes it at once, else
+// to the connection actor (wire.Deliver), which queues it or lets it wait
+// for room.
 func (st *Actor) deliver(c actor.Context) bool {
 	p := st.pending
 	tip := st.d.Tips.JSON()
@@ -46,7 +50,9 @@ func (st *Actor) deliver(c actor.Context) bool {
 	redelivered := p.sent > 0 || p.records[0].Seq <= st.sentHigh
 	parts := wire.BatchFrameParts(a.name, number, p.cursor, tip, redelivered, st.recordsJSON(p, head))
 	parts.Records, parts.Snapshot, parts.Cursor = p.records, p.snapshot, p.cursor
-	wire.Tell(st.sys, a.conn, &wire.Deliver{Stream: st.self, Name: a.name, Number: number, Parts: parts})
+	if !a.q.Offer(parts) {
+		wire.Tell(st.sys, a.conn, &wire.Deliver{Stream: st.self, Name: a.name, Number: number, Parts: parts})
+	}
 	if redelivered {
 		st.d.Metrics.Redeliveries.Inc()
 	}
@@ -115,13 +121,19 @@ func (st *Actor) broadcast(c actor.Context, p *pendingBatch, tip []byte, head in
 	}
 	st.batchNo++
 	number := st.batchNo
-	st.bcast = make(map[string]bool, len(to))
+	st.bcast = nil
 	shared := st.recordsJSON(p, head) // one encoding for every connection's frame
 	for _, a := range to {
-		st.bcast[a.conn.Id] = true
 		a.last = max(a.last, p.records[len(p.records)-1].Seq)
 		parts := wire.BatchFrameParts(a.name, number, p.cursor, tip, false, shared)
 		parts.Records, parts.Snapshot, parts.Cursor = p.records, p.snapshot, p.cursor
+		if a.q.Offer(parts) {
+			continue
+		}
+		if st.bcast == nil {
+			st.bcast = make(map[string]bool, len(to))
+		}
+		st.bcast[a.conn.Id] = true // the next batch waits until it is queued
 		wire.Tell(st.sys, a.conn, &wire.Deliver{Stream: st.self, Name: a.name, Number: number, Notify: true, Parts: parts})
 	}
 	st.d.Metrics.BatchesSent.WithLabelValues(string(protocol.ModeBroadcast)).Add(float64(len(to)))

@@ -141,7 +141,7 @@ type Stats struct {
 type attachment struct {
 	conn    *actor.PID
 	id      uint64
-	q       wire.Queue // the connection's: read only for whether it has room
+	q       wire.Queue // the subscription's way into the connection's send queue
 	name    string
 	closing bool // the connection is ending: nothing more goes to it
 	// last is the newest seq sent on this connection: seqs only increase

@@ -10,10 +10,16 @@ import (
 	"github.com/marlowe-follower/follower/streaming/protocol"
 )
 
-// Queue is what a stream reads of a connection's send queue: whether it
-// has room for another frame (the stream hands its batch to a connection
-// with room first).
-type Queue interface{ HasRoom() bool }
+// Queue is a subscription's way into its connection's send queue: whether
+// it has room for another frame (the stream hands its batch to a
+// connection with room first), and Offer, which queues a batch frame
+// straight away when the connection lets the stream do so and the queue
+// takes it at once. When Offer refuses, the stream sends the batch to the
+// connection actor (Deliver), which queues it or lets it wait for room.
+type Queue interface {
+	HasRoom() bool
+	Offer(parts *FrameParts) bool
+}
 
 // Messages a connection sends the server actor.
 type (
