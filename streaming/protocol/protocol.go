@@ -151,11 +151,14 @@ func badCommand(code string, format string, args ...any) error {
 // subscribe are refused, so that a misspelt option is not silently
 // ignored.
 func DecodeCommand(data []byte) (*Command, error) {
-	// Acks, the bulk of the traffic, take the cheap path; a subscribe is
-	// decoded again strictly.
-	var c Command
-	if err := json.Unmarshal(data, &c); err != nil {
-		return nil, decodeError(err, data)
+	// Acks, the bulk of the traffic, take the cheap paths (scanAck, else a
+	// lenient decode); a subscribe is decoded again strictly.
+	c, plain := scanAck(data)
+	if !plain {
+		c = Command{}
+		if err := json.Unmarshal(data, &c); err != nil {
+			return nil, decodeError(err, data)
+		}
 	}
 	if c.Type == TypeSubscribe {
 		c = Command{}

@@ -116,7 +116,18 @@ func FuzzDecodeCommand(f *testing.F) {
 	f.Add([]byte(`{"type":"ping"}`))
 	f.Add([]byte(`{"type":"subscribe","stream":"s","filter":{"partyRole":["ab.c.d"],"contractId":["x"],"tags":["t"]}}`))
 	f.Add([]byte(`{"type":"ack","stream":"s","batch":3,"upToSeq":7}`))
+	f.Add([]byte(`{"type":"ack","stream":"f","batch":12}`))
+	f.Add([]byte(` { "batch" : 0012 , "type":"ack","stream":"f"}`))
+	f.Add([]byte(`{"type":"ack","stream":"f","batch":1,"batch":2}`))
+	f.Add([]byte(`{"type":"ack","Stream":"f","batch":1e3}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
+		if plain, ok := protocol.ScanAck(data); ok {
+			// The cheap path reads what encoding/json reads.
+			var want protocol.Command
+			if err := json.Unmarshal(data, &want); err != nil || !reflect.DeepEqual(plain, want) {
+				t.Fatalf("scanAck read %s as %+v, encoding/json as %+v (%v)", data, plain, want, err)
+			}
+		}
 		c, err := protocol.DecodeCommand(data)
 		if err != nil {
 			var bc *protocol.ErrBadCommand
@@ -235,6 +246,45 @@ func TestFilterQueryNames(t *testing.T) {
 		var fe *protocol.FilterError
 		if !errors.As(err, &fe) {
 			t.Errorf("%v: %v", bad, err)
+		}
+	}
+}
+
+// TestScanAck: the plain acks clients write take the cheap path, read as
+// encoding/json reads them; any other form is left to encoding/json.
+func TestScanAck(t *testing.T) {
+	for _, tc := range []struct {
+		in    string
+		plain bool
+	}{
+		{`{"type":"ack","stream":"f","batch":12}`, true},
+		{`{"type":"ack","stream":"f","batch":12,"upToSeq":40}`, true},
+		{" {\n\"batch\" : 7 ,\t\"stream\":\"a b\", \"type\":\"ack\" } ", true},
+		{`{"type":"ack","stream":"f","batch":012}`, false},     // not JSON
+		{`{"type":"ack","stream":"f","batch":-1}`, false},      // a sign
+		{`{"type":"ack","stream":"f","batch":1.5}`, false},     // not an integer
+		{`{"type":"ack","stream":"f","batch":1e3}`, false},     // an exponent
+		{`{"type":"ack","stream":"f\u00e9","batch":1}`, false}, // an escape
+		{`{"type":"ack","stream":"f","batch":1,"batch":2}`, false},
+		{`{"Type":"ack","stream":"f","batch":1}`, false}, // encoding/json matches names without case
+		{`{"type":"nack","stream":"f","batch":1}`, false},
+		{`{"stream":"f","batch":1}`, false},
+		{`{"type":"ack","stream":"f","batch":1234567890123456789}`, false},
+		{`{"type":"ack","stream":"f","batch":1} x`, false},
+		{`{"type":"ack","stream":"f","batch":1,}`, false},
+		{`{}`, false},
+	} {
+		got, ok := protocol.ScanAck([]byte(tc.in))
+		if ok != tc.plain {
+			t.Errorf("%s: plain %v, want %v", tc.in, ok, tc.plain)
+			continue
+		}
+		if !ok {
+			continue
+		}
+		var want protocol.Command
+		if err := json.Unmarshal([]byte(tc.in), &want); err != nil || !reflect.DeepEqual(got, want) {
+			t.Errorf("%s: %+v, encoding/json %+v (%v)", tc.in, got, want, err)
 		}
 	}
 }

@@ -1,0 +1,4 @@
+package protocol
+
+// ScanAck is scanAck, for the external tests.
+var ScanAck = scanAck
