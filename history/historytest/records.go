@@ -64,7 +64,7 @@ func (s *suite) testRecordsAppendAndReadBack(t *testing.T) {
 	w.forward(blk, &genState{Header: hdr})
 	w.flush()
 	w.log[len(w.log)-len(payloads)].Payload = json.RawMessage("null")
-	checkRecords(t, "log", readAll(t, b, record.RecordListParams{}, 1000), w.log)
+	w.checkLog(t, "log")
 	for _, want := range w.log {
 		got, err := b.RecordGet(t.Context(), want.Seq)
 		if err != nil {
@@ -116,7 +116,7 @@ func (s *suite) testRecordsSeqContinuity(t *testing.T) {
 		}
 		_, err := b.ContractGet(t.Context(), id)
 		wantErr(t, what+": contract of the refused batch", err, record.ErrNotFound)
-		checkRecords(t, what, readAll(t, b, record.RecordListParams{}, 1000), w.log)
+		w.checkLog(t, what)
 		if w.head > 0 {
 			checkCheckpoint(t, b, w.checkpoint())
 		} else if cp, err := b.CheckpointGet(t.Context()); err != nil || len(cp.Breadcrumbs) != 0 {
@@ -136,7 +136,7 @@ func (s *suite) testRecordsSeqContinuity(t *testing.T) {
 	// The log still continues from its head.
 	w.grow(5)
 	w.flush()
-	checkRecords(t, "log", readAll(t, b, record.RecordListParams{}, 1000), w.log)
+	w.checkLog(t, "log")
 }
 
 // testRecordsRefusals: a batch refused for its content leaves nothing
@@ -160,13 +160,13 @@ func (s *suite) testRecordsRefusals(t *testing.T) {
 		if err := b.Commit(t.Context(), p); err == nil {
 			t.Fatalf("%s: commit accepted", what)
 		}
-		checkRecords(t, what, readAll(t, b, record.RecordListParams{}, 1000), w.log)
+		w.checkLog(t, what)
 		checkCheckpoint(t, b, w.checkpoint())
 	}
 	// A refused commit is not a broken store: the next one goes through.
 	w.grow(3)
 	w.flush()
-	checkRecords(t, "log after the refusals", readAll(t, b, record.RecordListParams{}, 1000), w.log)
+	w.checkLog(t, "log after the refusals")
 }
 
 // testRecordsRecent: RecordRecent lists every record of the blocks after a

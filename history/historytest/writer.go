@@ -242,6 +242,12 @@ func (w *writer) commit() error {
 	return nil
 }
 
+// checkLog fails t unless the backend's whole log is the records written.
+func (w *writer) checkLog(t testing.TB, what string) {
+	t.Helper()
+	checkRecords(t, what, readAll(t, w.b, record.RecordListParams{}, 1000), w.log)
+}
+
 // checkpoint returns the checkpoint the backend must hold after the last commit.
 func (w *writer) checkpoint() *history.Checkpoint {
 	return &history.Checkpoint{
