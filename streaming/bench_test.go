@@ -87,6 +87,8 @@ func BenchmarkCatchUp(b *testing.B) {
 // client=raw subscribers are bare WebSocket connections that take the
 // block numbers out of a frame without decoding its records; client=go
 // subscribers use the Go client package, which decodes every record.
+// FANOUT_CLIENTS_CPUPROFILE=FILE writes the client process's CPU profile
+// (the server's is -test.cpuprofile's).
 func BenchmarkFanOut(b *testing.B) {
 	subscribers := 1000
 	if v := os.Getenv("FANOUT_SUBSCRIBERS"); v != "" {
@@ -221,6 +223,10 @@ type clientProcess struct {
 func startClients(t testing.TB, kind, url, from string, n int, file string, limit time.Duration) *clientProcess {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^TestFanOutClients$", "-test.count=1")
+	if prof := os.Getenv("FANOUT_CLIENTS_CPUPROFILE"); prof != "" {
+		// The clients' CPU profile (a Go client's decoding, say).
+		cmd.Args = append(cmd.Args, "-test.cpuprofile="+prof)
+	}
 	cmd.Env = append(os.Environ(), fmt.Sprintf("FANOUT_CHILD=%s,%s,%d,%s,%s", kind, url, n, file, from))
 	stdin, _ := cmd.StdinPipe()
 	stdout, _ := cmd.StdoutPipe()
