@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -75,12 +74,9 @@ type StormResult struct {
 }
 
 // runStormJob measures one subscriber's catch-up, then the storm.
-func runStormJob(ctx context.Context, raw json.RawMessage) (any, error) {
-	prm, err := decodeParams[stormParams](raw)
-	if err != nil {
-		return nil, err
-	}
+func runStormJob(ctx context.Context, prm stormParams) (any, error) {
 	res := &StormResult{Subscribers: prm.Subscribers, Records: prm.Head, LimitSeconds: prm.Limit, SettleSeconds: prm.Settle}
+	var err error
 	if res.SingleRecordsPerSec, err = singleCatchUp(ctx, prm); err != nil {
 		return nil, err
 	}
@@ -269,11 +265,7 @@ type TipRow struct {
 }
 
 // runTipJob measures subscribers of one kind at the tip.
-func runTipJob(ctx context.Context, raw json.RawMessage) (any, error) {
-	prm, err := decodeParams[tipParams](raw)
-	if err != nil {
-		return nil, err
-	}
+func runTipJob(ctx context.Context, prm tipParams) (any, error) {
 	obs, err := observeBlocks(ctx, prm.Socket)
 	if err != nil {
 		return nil, err
@@ -442,33 +434,32 @@ func (s *suite) fanout(ctx context.Context) error {
 	return s.fanoutTip(ctx)
 }
 
-// followerProc starts the service binary in a fresh directory.
-func (s *suite) followerProc(ctx context.Context, socket, label string) (*followerProc, error) {
-	dir, err := os.MkdirTemp(s.tmp, "service-"+label+"-")
-	if err != nil {
-		return nil, err
+// followerOn starts a devnet node of spec and the service binary following
+// it in a fresh directory; stop stops both.
+func (s *suite) followerOn(ctx context.Context, spec devnetSpec, label string) (d *devnetProc, p *followerProc, stop func(), err error) {
+	if d, err = s.devnet(ctx, spec); err != nil {
+		return nil, nil, nil, err
 	}
-	p, err := startFollowerProc(ctx, s.bin, dir, socket)
+	dir, err := os.MkdirTemp(s.tmp, "service-"+label+"-")
+	if err == nil {
+		p, err = startFollowerProc(ctx, s.bin, dir, d.Socket)
+	}
 	if err != nil {
-		return nil, err
+		d.Stop()
+		return nil, nil, nil, err
 	}
 	if !slices.Contains(s.res.Services, p.Command) {
 		s.res.Services = append(s.res.Services, p.Command)
 	}
-	return p, nil
+	return d, p, func() { p.Stop(); d.Stop() }, nil
 }
 
 func (s *suite) fanoutStorm(ctx context.Context) error {
-	d, err := s.devnet(ctx, devnetSpec{Blocks: s.sz.StormBlocks, Share: 1, BlockSize: s.sz.MarloweBlockSize, Seed: 1, Pregenerate: true})
+	d, svc, stop, err := s.followerOn(ctx, devnetSpec{Blocks: s.sz.StormBlocks, Share: 1, BlockSize: s.sz.MarloweBlockSize, Seed: 1, Pregenerate: true}, "storm")
 	if err != nil {
 		return err
 	}
-	defer d.Stop()
-	svc, err := s.followerProc(ctx, d.Socket, "storm")
-	if err != nil {
-		return err
-	}
-	defer svc.Stop()
+	defer stop()
 	st, err := svc.waitCommitted(ctx, d.Tip, 10*time.Minute)
 	if err != nil {
 		return err
@@ -501,16 +492,11 @@ func (s *suite) tipPhases() []tipParams {
 }
 
 func (s *suite) fanoutTip(ctx context.Context) error {
-	live, err := s.devnet(ctx, devnetSpec{Share: 1, BlockSize: s.sz.MarloweBlockSize, Seed: 2, Rate: s.sz.TipRate})
+	live, svc, stop, err := s.followerOn(ctx, devnetSpec{Share: 1, BlockSize: s.sz.MarloweBlockSize, Seed: 2, Rate: s.sz.TipRate}, "tip")
 	if err != nil {
 		return err
 	}
-	defer live.Stop()
-	svc, err := s.followerProc(ctx, live.Socket, "tip")
-	if err != nil {
-		return err
-	}
-	defer svc.Stop()
+	defer stop()
 	if err := svc.waitAtTip(ctx, 2*time.Minute); err != nil {
 		return err
 	}

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"sync"
@@ -59,13 +58,10 @@ type followResult struct {
 
 // runFollowJob syncs the chain from origin to tip with one case and
 // measures wall time, CPU time and RSS of this process.
-func runFollowJob(ctx context.Context, raw json.RawMessage) (any, error) {
-	p, err := decodeParams[followParams](raw)
-	if err != nil {
-		return nil, err
-	}
+func runFollowJob(ctx context.Context, p followParams) (any, error) {
 	res := &followResult{}
 	m := startMeter("")
+	var err error
 	switch p.Case {
 	case caseRaw:
 		err = devnet.RawSync(ctx, p.Socket, chainsync.DefaultPipelineLimit, p.Tip, 30*time.Minute, func(uint, []byte) error { return nil })

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"sync/atomic"
@@ -173,11 +172,7 @@ func watchGrowth(ctx context.Context, sub growthSubject, prm *chainGrowthParams,
 	}
 }
 
-func runChainGrowthJob(ctx context.Context, raw json.RawMessage) (any, error) {
-	prm, err := decodeParams[chainGrowthParams](raw)
-	if err != nil {
-		return nil, err
-	}
+func runChainGrowthJob(ctx context.Context, prm chainGrowthParams) (any, error) {
 	name := prm.Store.backendName()
 	if prm.Subject == subjectFollower {
 		name = subjectFollower
@@ -208,6 +203,7 @@ func runChainGrowthJob(ctx context.Context, raw json.RawMessage) (any, error) {
 	}()
 	start, cpu0 := smp.start, smp.cpu0
 	var sub growthSubject
+	var err error
 	if prm.Subject == subjectFollower {
 		sub, err = startFollowerSubject(prm.Socket, prm.Tip)
 	} else {

@@ -88,11 +88,7 @@ const (
 )
 
 // runContractsJob runs one contracts phase.
-func runContractsJob(ctx context.Context, raw json.RawMessage) (any, error) {
-	prm, err := decodeParams[contractsParams](raw)
-	if err != nil {
-		return nil, err
-	}
+func runContractsJob(ctx context.Context, prm contractsParams) (any, error) {
 	res := &ContractsPhase{Backend: prm.Store.backendName(), ChainBlocks: prm.Tip}
 	m := startMeter(prm.Store.DBName)
 	svc, err := startService(ctx, prm.Socket, prm.Store)

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"sort"
@@ -175,11 +174,7 @@ type CatchUpRow struct {
 // all: in process (history.Subscription) and, over loopback, WebSocket
 // clients in ack mode (the default, acknowledging every batch) and in
 // broadcast mode.
-func runCatchUpJob(ctx context.Context, raw json.RawMessage) (any, error) {
-	prm, err := decodeParams[catchUpParams](raw)
-	if err != nil {
-		return nil, err
-	}
+func runCatchUpJob(ctx context.Context, prm catchUpParams) (any, error) {
 	p, err := startPipeline(ctx, prm.Socket, prm.Store)
 	if err != nil {
 		return nil, err
@@ -299,11 +294,7 @@ type LatencyRow struct {
 }
 
 // runLatencyJob measures commit-to-client latency.
-func runLatencyJob(ctx context.Context, raw json.RawMessage) (any, error) {
-	prm, err := decodeParams[latencyParams](raw)
-	if err != nil {
-		return nil, err
-	}
+func runLatencyJob(ctx context.Context, prm latencyParams) (any, error) {
 	p, err := startPipeline(ctx, prm.Socket, prm.Store)
 	if err != nil {
 		return nil, err

@@ -29,15 +29,15 @@ type job struct {
 }
 
 // workerKinds maps a job kind to its function: it decodes its params from
-// raw and returns its result.
+// raw (jobOf) and returns its result.
 var workerKinds = map[string]func(ctx context.Context, raw json.RawMessage) (any, error){
-	"follow":         runFollowJob,
-	"streamCatchUp":  runCatchUpJob,
-	"streamLatency":  runLatencyJob,
-	"fanoutStorm":    runStormJob,
-	"fanoutTip":      runTipJob,
-	"contractsPhase": runContractsJob,
-	"chainGrowth":    runChainGrowthJob,
+	"follow":         jobOf(runFollowJob),
+	"streamCatchUp":  jobOf(runCatchUpJob),
+	"streamLatency":  jobOf(runLatencyJob),
+	"fanoutStorm":    jobOf(runStormJob),
+	"fanoutTip":      jobOf(runTipJob),
+	"contractsPhase": jobOf(runContractsJob),
+	"chainGrowth":    jobOf(runChainGrowthJob),
 }
 
 // isWorker reports whether this process was started as a worker.
@@ -82,11 +82,16 @@ func workerMain() int {
 	return 0
 }
 
-// decodeParams decodes a job's params.
-func decodeParams[T any](raw json.RawMessage) (T, error) {
-	var p T
-	err := json.Unmarshal(raw, &p)
-	return p, err
+// jobOf is the worker's function of a job: it decodes the job's params from
+// raw and runs it on them.
+func jobOf[P any](run func(ctx context.Context, p P) (any, error)) func(ctx context.Context, raw json.RawMessage) (any, error) {
+	return func(ctx context.Context, raw json.RawMessage) (any, error) {
+		var p P
+		if err := json.Unmarshal(raw, &p); err != nil {
+			return nil, err
+		}
+		return run(ctx, p)
+	}
 }
 
 // runWorker runs a job in a new worker process (the executable exe) and
