@@ -21,20 +21,19 @@ import (
 
 // loadResult is what one load phase measured.
 type loadResult struct {
-	name      string
-	requests  int
-	contracts int // contracts returned
-	errors    int
-	elapsed   time.Duration
-	lat       []time.Duration
+	name string
+	*querytest.LoadResult
 }
 
-func (r *loadResult) quantile(q float64) time.Duration {
-	if len(r.lat) == 0 {
+func (r *loadResult) quantile(q float64) time.Duration { return quantile(r.Latencies, q) }
+
+// quantile sorts lat and returns its q-quantile (0 when empty).
+func quantile(lat []time.Duration, q float64) time.Duration {
+	if len(lat) == 0 {
 		return 0
 	}
-	slices.Sort(r.lat)
-	return r.lat[min(len(r.lat)-1, int(q*float64(len(r.lat))))]
+	slices.Sort(lat)
+	return lat[min(len(lat)-1, int(q*float64(len(lat))))]
 }
 
 // haskellContractsPerSecond is the Marlowe Runtime's query protocol
@@ -140,19 +139,19 @@ func BenchmarkQueryLoad(b *testing.B) {
 	b.Logf("| case | requests/s | contracts/s | p50 | p99 | errors | contracts/s vs Haskell query (3,050/s) |")
 	b.Logf("|---|---:|---:|---:|---:|---:|---:|")
 	for _, r := range []*loadResult{lookup, lookupCached, list} {
-		rps := float64(r.requests) / r.elapsed.Seconds()
-		cps := float64(r.contracts) / r.elapsed.Seconds()
+		rps := float64(r.Requests) / r.Elapsed.Seconds()
+		cps := float64(r.Contracts) / r.Elapsed.Seconds()
 		b.Logf("| %s | %.0f | %.0f | %.2f ms | %.2f ms | %d | %.1fx |", r.name, rps, cps,
-			ms(r.quantile(0.5)), ms(r.quantile(0.99)), r.errors, cps/haskellContractsPerSecond)
-		if r.errors > 0 {
-			b.Errorf("%s: %d failed requests", r.name, r.errors)
+			ms(r.quantile(0.5)), ms(r.quantile(0.99)), r.Errors, cps/haskellContractsPerSecond)
+		if r.Errors > 0 {
+			b.Errorf("%s: %d failed requests", r.name, r.Errors)
 		}
 	}
-	b.ReportMetric(float64(lookup.requests)/lookup.elapsed.Seconds(), "lookups/s")
+	b.ReportMetric(float64(lookup.Requests)/lookup.Elapsed.Seconds(), "lookups/s")
 	b.ReportMetric(ms(lookup.quantile(0.99)), "lookup-p99-ms")
-	b.ReportMetric(float64(lookupCached.requests)/lookupCached.elapsed.Seconds(), "cached-lookups/s")
+	b.ReportMetric(float64(lookupCached.Requests)/lookupCached.Elapsed.Seconds(), "cached-lookups/s")
 	b.ReportMetric(ms(lookupCached.quantile(0.99)), "cached-lookup-p99-ms")
-	b.ReportMetric(float64(list.contracts)/list.elapsed.Seconds(), "list-contracts/s")
+	b.ReportMetric(float64(list.Contracts)/list.Elapsed.Seconds(), "list-contracts/s")
 	b.ReportMetric(ms(list.quantile(0.99)), "list-p99-ms")
 }
 
@@ -190,39 +189,7 @@ func firstTag(f *fixture) string {
 
 // runLoad runs 64 clients for dur, each asking next(rng) in a loop.
 func runLoad(client *http.Client, base, name string, dur time.Duration, next func(*rand.Rand) string, isList bool) *loadResult {
-	const clients = 64
-	res := &loadResult{name: name}
-	var mu sync.Mutex
-	var wg sync.WaitGroup
-	deadline := time.Now().Add(dur)
-	start := time.Now()
-	for c := range clients {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			rng := rand.New(rand.NewPCG(uint64(c), 99))
-			var lat []time.Duration
-			n, contracts, errs := 0, 0, 0
-			for time.Now().Before(deadline) {
-				t0 := time.Now()
-				got, err := querytest.FetchCount(context.Background(), client, base+next(rng), isList)
-				lat = append(lat, time.Since(t0))
-				n++
-				if err != nil {
-					errs++
-					continue
-				}
-				contracts += got
-			}
-			mu.Lock()
-			res.requests += n
-			res.contracts += contracts
-			res.errors += errs
-			res.lat = append(res.lat, lat...)
-			mu.Unlock()
-		}()
-	}
-	wg.Wait()
-	res.elapsed = time.Since(start)
-	return res
+	return &loadResult{name: name, LoadResult: querytest.Load(context.Background(), client, 64, 99, dur, func(rng *rand.Rand) querytest.Request {
+		return querytest.Request{URL: base + next(rng), List: isList}
+	})}
 }

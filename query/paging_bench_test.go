@@ -160,8 +160,7 @@ func processCPU() time.Duration {
 }
 
 func (r *pagingResult) p99() time.Duration {
-	l := loadResult{lat: r.lat}
-	return l.quantile(0.99)
+	return quantile(r.lat, 0.99)
 }
 
 // runPaging runs clients that list until the phase ends (a listing cut by

@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
-	"sync"
 	"time"
 
 	"github.com/marlowe-follower/follower/cmd/marlowe-follower/config"
@@ -243,58 +242,25 @@ func getJSON(ctx context.Context, client *http.Client, u string, v any) error {
 // page of it.
 func runQueryLoad(ctx context.Context, client *http.Client, base, op string, clients int, dur time.Duration, w *workload) QueryRow {
 	row := QueryRow{Op: op, Clients: clients}
-	var lat latencies
 	byFilter := make([]latencies, len(w.filters))
-	var mu sync.Mutex
-	var wg sync.WaitGroup
-	start := time.Now()
-	deadline := start.Add(dur)
-	for c := range clients {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			rng := rand.New(rand.NewPCG(uint64(c), 8))
-			var mine []time.Duration
-			n, contracts, errs := 0, 0, 0
-			for time.Now().Before(deadline) && ctx.Err() == nil {
-				var path string
-				fi := -1
-				if op == opLookup {
-					path = "/contracts/" + url.PathEscape(w.ids[rng.IntN(len(w.ids))])
-				} else {
-					fi = rng.IntN(len(w.filters))
-					f := w.filters[fi]
-					path = "/contracts?limit=100&" + f.query
-					if cur := f.cursors[rng.IntN(len(f.cursors))]; cur != "" {
-						path += "&cursor=" + url.QueryEscape(cur)
-					}
-				}
-				t0 := time.Now()
-				got, err := querytest.FetchCount(ctx, client, base+path, op == opList)
-				took := time.Since(t0)
-				mine = append(mine, took)
-				if fi >= 0 {
-					byFilter[fi].add(took)
-				}
-				n++
-				if err != nil {
-					errs++
-					continue
-				}
-				contracts += got
-			}
-			lat.add(mine...)
-			mu.Lock()
-			row.Requests += n
-			row.Errors += errs
-			row.ContractsPerS += float64(contracts)
-			mu.Unlock()
-		}()
-	}
-	wg.Wait()
-	row.Seconds = time.Since(start).Seconds()
+	res := querytest.Load(ctx, client, clients, 8, dur, func(rng *rand.Rand) querytest.Request {
+		if op == opLookup {
+			return querytest.Request{URL: base + "/contracts/" + url.PathEscape(w.ids[rng.IntN(len(w.ids))])}
+		}
+		fi := rng.IntN(len(w.filters))
+		f := w.filters[fi]
+		path := "/contracts?limit=100&" + f.query
+		if cur := f.cursors[rng.IntN(len(f.cursors))]; cur != "" {
+			path += "&cursor=" + url.QueryEscape(cur)
+		}
+		return querytest.Request{URL: base + path, List: op == opList, Took: func(d time.Duration) { byFilter[fi].add(d) }}
+	})
+	var lat latencies
+	lat.add(res.Latencies...)
+	row.Requests, row.Errors = res.Requests, res.Errors
+	row.Seconds = res.Elapsed.Seconds()
 	row.RequestsPerS = float64(row.Requests) / row.Seconds
-	row.ContractsPerS /= row.Seconds
+	row.ContractsPerS = float64(res.Contracts) / row.Seconds
 	row.P50Ms, row.P99Ms, _ = lat.quantiles()
 	if op == opList {
 		for i, f := range w.filters {

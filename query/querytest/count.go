@@ -1,6 +1,7 @@
 // Package querytest is what the load tools of the query API share: the
 // query package's load benchmark and the benchmark suite's query section
-// (cmd/marlowe-bench) ask for contracts through it.
+// (cmd/marlowe-bench) run their clients (Load) and ask for contracts
+// (FetchCount) through it.
 package querytest
 
 import (
