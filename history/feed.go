@@ -35,7 +35,8 @@ type Feed struct {
 }
 
 // Delivery is what the store sends a Feed's actor; pass it to the feed's
-// Take (a Delivery of another feed is ignored there).
+// Take (a Delivery of another feed is ignored there). The records of a
+// live batch are shared by every feed they match (read only).
 type Delivery struct {
 	feed  *Feed
 	sub   *liveSub

@@ -74,12 +74,7 @@ func (r *subscribers) fanOut(records []record.Record, index func(*chain.TxOutRef
 		return
 	}
 	for id, sub := range r.live {
-		var out []record.Record
-		for i := range records {
-			if sub.filter.Matches(&records[i], index(records[i].Contract)) {
-				out = append(out, records[i])
-			}
-		}
+		out := matching(records, &sub.filter, index)
 		if len(out) == 0 {
 			continue
 		}
@@ -90,6 +85,26 @@ func (r *subscribers) fanOut(records []record.Record, index func(*chain.TxOutRef
 		}
 	}
 	r.count()
+}
+
+// matching returns the records the filter matches. When it matches them all
+// (a feed of every record: most at the tip) that is records itself, shared
+// by every such feed without a copy: the records of a live batch are read
+// only, and the slice's capacity ends with it, so an append copies.
+func matching(records []record.Record, f *record.Filter, index func(*chain.TxOutRef) *record.ContractIndex) []record.Record {
+	for i := range records {
+		if f.Matches(&records[i], index(records[i].Contract)) {
+			continue
+		}
+		out := append([]record.Record(nil), records[:i]...)
+		for j := i + 1; j < len(records); j++ {
+			if f.Matches(&records[j], index(records[j].Contract)) {
+				out = append(out, records[j])
+			}
+		}
+		return out
+	}
+	return records[:len(records):len(records)]
 }
 
 // dropAll sends every live feed back to catch up.

@@ -52,11 +52,6 @@ type Actor struct {
 	// ctx ends when the connection starts to end (close, once).
 	ctx    context.Context
 	cancel context.CancelFunc
-	// writeCtx is the writer's: ending it (endWrite) ends a write in
-	// progress and closes the socket (a budget cut of a client that does
-	// not read); the writer ends it when it returns.
-	writeCtx context.Context
-	endWrite context.CancelFunc
 	// pings asks the pinger for a ping; a send finds it only while it
 	// does not ping already (one ping at a time).
 	pings chan struct{}
@@ -91,8 +86,7 @@ type connSub struct {
 // New makes the actor of an accepted WebSocket.
 func New(d *Deps, ws *websocket.Conn, id uint64, p auth.Principal, remote string) *Actor {
 	ctx, cancel := context.WithCancel(context.Background())
-	writeCtx, endWrite := context.WithCancel(context.Background())
-	c := &Actor{d: d, ws: ws, id: id, principal: p, ctx: ctx, cancel: cancel, writeCtx: writeCtx, endWrite: endWrite,
+	c := &Actor{d: d, ws: ws, id: id, principal: p, ctx: ctx, cancel: cancel,
 		credits: make(chan struct{}, replyQueue), gone: make(chan struct{}), pings: make(chan struct{}), subs: map[string]*connSub{},
 		log: d.Log.With(zap.Uint64("connection", id), zap.String("remote", remote))}
 	c.delivery = newDelivery(&d.Config, c.slowConsumer)
@@ -419,7 +413,7 @@ func (c *Actor) cutOff(ac actor.Context, m *Cut) {
 		// client does not take is ended soon (which closes the socket),
 		// so that the frame is freed; a client that reads gets its
 		// frames and the close frame meanwhile.
-		time.AfterFunc(budgetCloseGrace, c.endWrite)
+		time.AfterFunc(budgetCloseGrace, c.endStuckWrite)
 	}
 	c.close(ac, m.Code, m.Reason)
 }

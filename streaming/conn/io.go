@@ -40,12 +40,12 @@ func (c *Actor) pingLoop() {
 // writeLoop writes queued frames. A write that takes longer than
 // WriteTimeout (the client does not read) trips the watchdog, which cuts
 // the client off; a timer reset per write costs less than a context with
-// a deadline. The writes take writeCtx, which only endWrite ends (a budget
-// cut whose write is stuck).
+// a deadline. The writes take no context either: one with a Done channel
+// costs a registration per write; endStuckWrite ends a write stuck after a
+// budget cut.
 func (c *Actor) writeLoop() {
 	sys, self := c.sys, c.self
 	defer wire.Tell(sys, self, &ended{writer: true})
-	defer c.endWrite()
 	watchdog := time.AfterFunc(time.Hour, func() {
 		// The close handshake waits (up to its 5 s) for the stuck write,
 		// so a client that reads again in that time gets its frames, then
@@ -65,9 +65,9 @@ func (c *Actor) writeLoop() {
 		watchdog.Reset(c.d.Config.WriteTimeout)
 		var err error
 		if f.parts != nil {
-			err = writeParts(c.writeCtx, c.ws, f.parts, c.q.progressed)
+			err = writeParts(context.Background(), c.ws, f.parts, c.q.progressed)
 		} else {
-			err = c.ws.Write(c.writeCtx, websocket.MessageText, f.b)
+			err = c.ws.Write(context.Background(), websocket.MessageText, f.b)
 		}
 		c.q.done(f)
 		if !watchdog.Stop() {
@@ -82,6 +82,16 @@ func (c *Actor) writeLoop() {
 		if f.final {
 			wire.Tell(sys, self, &Cut{Code: websocket.StatusTryAgainLater, Reason: protocol.CloseLeaseLost})
 		}
+	}
+}
+
+// endStuckWrite closes the socket if the writer is still on a frame (the
+// client of a budget cut took it not within budgetCloseGrace), which ends
+// the write and frees the frame; once the writer is done with its frame,
+// the close handshake under way goes on.
+func (c *Actor) endStuckWrite() {
+	if c.q.idle() > 0 {
+		_ = c.ws.CloseNow()
 	}
 }
 

@@ -36,7 +36,9 @@ type SendQueue struct {
 	// no stream may queue a batch through its Outlet ahead of them.
 	held  bool
 	ready chan struct{} // signalled when a frame is added
-	space chan struct{} // closed and replaced when room is made
+	// space, while a producer waits for room (nil when none does), is
+	// closed when room is made.
+	space chan struct{}
 	// roomWanted is set by the connection actor while frames wait for
 	// room: the writer tells it when it takes one.
 	roomWanted atomic.Bool
@@ -93,7 +95,7 @@ func (f *queued) size() int {
 }
 
 func newSendQueue(maxFrames int, maxBytes int64) *SendQueue {
-	return &SendQueue{maxFrames: maxFrames, maxBytes: maxBytes, ready: make(chan struct{}, 1), space: make(chan struct{})}
+	return &SendQueue{maxFrames: maxFrames, maxBytes: maxBytes, ready: make(chan struct{}, 1)}
 }
 
 // done ends the account of a frame taken with pop: it was written (or the
@@ -191,6 +193,9 @@ func (q *SendQueue) push(ctx context.Context, frame []byte, pooled bool, timeout
 			}
 			return nil
 		}
+		if q.space == nil {
+			q.space = make(chan struct{})
+		}
 		space := q.space
 		q.mu.Unlock()
 		if timer == nil {
@@ -238,8 +243,10 @@ func (q *SendQueue) pop(done <-chan struct{}) (queued, bool) {
 			q.bytes -= int64(f.size())
 			q.inWrite.Store(int64(f.size()))
 			q.writing.Store(time.Now().UnixNano())
-			close(q.space)
-			q.space = make(chan struct{})
+			if q.space != nil {
+				close(q.space)
+				q.space = nil
+			}
 			q.mu.Unlock()
 			return f, true
 		}
@@ -264,7 +271,10 @@ func (q *SendQueue) close() {
 		q.budget.release(q.bytes)
 	}
 	q.frames, q.bytes = nil, 0
-	close(q.space)
+	if q.space != nil {
+		close(q.space)
+		q.space = nil
+	}
 }
 
 // len returns the number of queued frames.

@@ -263,9 +263,11 @@ func CursorAfter(recs []record.Record, snapshot int64, end record.Cursor, i int)
 
 // BatchFrameParts encodes a batch frame's own parts around recs (from
 // SharedRecords); the bytes written equal BatchFrame's.
+// Its head and tail share one buffer.
 func BatchFrameParts(stream string, number int64, cursor record.Cursor, tip []byte, redelivered bool, recs [][]byte) *FrameParts {
-	return &FrameParts{Head: appendBatchHead(make([]byte, 0, 64+len(stream)), stream, number),
-		Tail: appendBatchTail(make([]byte, 0, 64+len(tip)), cursor, tip, redelivered), Recs: recs}
+	head := appendBatchHead(make([]byte, 0, 128+len(stream)+len(tip)), stream, number)
+	n := len(head)
+	return &FrameParts{Head: head[:n:n], Tail: appendBatchTail(head[n:n], cursor, tip, redelivered), Recs: recs}
 }
 
 // Size is the message's length.
