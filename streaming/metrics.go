@@ -110,7 +110,8 @@ func (l *lagCollector) Collect(ch chan<- prometheus.Metric) {
 	head := l.s.head()
 	var maxLag int64
 	byOwner := map[string]int64{}
-	for _, ref := range l.s.view.Load().all {
+	l.s.running.Range(func(_, v any) bool {
+		ref := v.(*streamRef)
 		st := ref.stats.Load()
 		if ref.durable {
 			owner := ref.owner
@@ -122,7 +123,8 @@ func (l *lagCollector) Collect(ch chan<- prometheus.Metric) {
 		if st.Running {
 			maxLag = max(maxLag, head-st.Acked.Seq)
 		}
-	}
+		return true
+	})
 	for owner, lag := range byOwner {
 		ch <- prometheus.MustNewConstMetric(lagDesc, prometheus.GaugeValue, float64(lag), owner)
 	}

@@ -93,9 +93,12 @@ type Server struct {
 
 	sys *actor.ActorSystem
 	pid atomic.Pointer[actor.PID] // the server actor, once started
-	// view is the running streams (the server actor's, published for
-	// the HTTP API and the metrics).
-	view atomic.Pointer[streamsView]
+	// view is the running durable streams (the server actor's, published
+	// for the HTTP API); running every running stream by its PID's id
+	// (the server actor's, for the metrics): a subscription adds and
+	// removes one entry, not a copy of them all.
+	view    atomic.Pointer[streamsView]
+	running sync.Map
 
 	stopOnce sync.Once
 	done     chan struct{} // closed when the server actor has stopped

@@ -158,11 +158,12 @@ func (a *serverActor) terminated(who *actor.PID) {
 	}
 	if ref, ok := a.refs[who.Id]; ok {
 		delete(a.refs, who.Id)
+		a.s.running.Delete(who.Id)
 		if ref.durable && a.durables[ref.name] == ref {
 			// The next subscribe starts it again from the store.
 			delete(a.durables, ref.name)
+			a.publish()
 		}
-		a.publish()
 	}
 }
 
@@ -266,29 +267,28 @@ func (a *serverActor) spawnStream(c actor.Context, spec stream.Spec) *streamRef 
 	ref := &streamRef{pid: pid, name: spec.Name, owner: spec.Owner, durable: spec.Durable, wire: spec.Wire, mode: spec.Mode,
 		stats: st.Stats()}
 	a.refs[pid.Id] = ref
+	a.s.running.Store(pid.Id, ref)
 	if spec.Durable {
 		a.durables[spec.Name] = ref
+		a.publish()
 	}
-	a.publish()
 	return ref
 }
 
-// publish makes the running streams visible to the HTTP API and metrics.
+// publish makes the running durable streams visible to the HTTP API (a
+// copy, made when they change: they are few; every running stream is in
+// Server.running, which changes with each subscription).
 func (a *serverActor) publish() {
-	v := &streamsView{durable: make(map[string]*streamRef, len(a.durables)), all: make([]*streamRef, 0, len(a.refs))}
+	v := &streamsView{durable: make(map[string]*streamRef, len(a.durables))}
 	for name, ref := range a.durables {
 		v.durable[name] = ref
-	}
-	for _, ref := range a.refs {
-		v.all = append(v.all, ref)
 	}
 	a.s.view.Store(v)
 }
 
-// streamsView is the server actor's streams as published.
+// streamsView is the server actor's durable streams as published.
 type streamsView struct {
 	durable map[string]*streamRef
-	all     []*streamRef
 }
 
 // openStream finds or makes a subscription's stream and attaches the
