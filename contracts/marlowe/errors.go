@@ -86,3 +86,14 @@ func eachOf[S, T any](items []S, item func(S) (T, error)) ([]T, error) {
 	}
 	return out, nil
 }
+
+// eachInto is eachOf for readers that fill in an item in place.
+func eachInto[S, T any](items []S, item func(S, *T) error) ([]T, error) {
+	out := make([]T, len(items))
+	for i, it := range items {
+		if err := item(it, &out[i]); err != nil {
+			return nil, atIndex(i, err)
+		}
+	}
+	return out, nil
+}

@@ -242,55 +242,8 @@ func payeeFromData(d pd.Data) (Payee, error) {
 	return built(&fs, Payee{Kind: PayeeKind(c.Index), Party: field(&fs, c.Fields[0], key, PartyFromData)})
 }
 
-// contractArity lists the fields of each Contract constructor.
-var contractArity = []int{0, 5, 3, 3, 3, 2}
-
 // ContractFromData reads a contract.
-func ContractFromData(d pd.Data) (Contract, error) {
-	c, err := constr(d, "Contract", contractArity)
-	if err != nil {
-		return nil, err
-	}
-	f := c.Fields
-	var fs fields
-	var out Contract
-	switch c.Index {
-	case 0:
-		return closeContract, nil
-	case 1:
-		out = &Pay{
-			From:  field(&fs, f[0], "from_account", PartyFromData),
-			To:    field(&fs, f[1], "to", payeeFromData),
-			Token: field(&fs, f[2], "token", TokenFromData),
-			Value: field(&fs, f[3], "pay", ValueFromData),
-			Then:  field(&fs, f[4], "then", ContractFromData),
-		}
-	case 2:
-		out = &If{
-			Observation: field(&fs, f[0], "if", ObservationFromData),
-			Then:        field(&fs, f[1], "then", ContractFromData),
-			Else:        field(&fs, f[2], "else", ContractFromData),
-		}
-	case 3:
-		out = &When{
-			Cases:               field(&fs, f[0], "when", casesFromData),
-			Timeout:             fieldOf(&fs, f[1], "timeout", "timeout", intOf),
-			TimeoutContinuation: field(&fs, f[2], "timeout_continuation", ContractFromData),
-		}
-	case 4:
-		out = &Let{
-			Name:  field(&fs, f[0], "let", valueIDFromData),
-			Value: field(&fs, f[1], "be", ValueFromData),
-			Then:  field(&fs, f[2], "then", ContractFromData),
-		}
-	default:
-		out = &Assert{
-			Observation: field(&fs, f[0], "assert", ObservationFromData),
-			Then:        field(&fs, f[1], "then", ContractFromData),
-		}
-	}
-	return built(&fs, out)
-}
+func ContractFromData(d pd.Data) (Contract, error) { return contractSum.fromData(d) }
 
 // casesFromData reads the cases of a When.
 func casesFromData(d pd.Data) ([]Case, error) {
@@ -298,13 +251,7 @@ func casesFromData(d pd.Data) ([]Case, error) {
 	if err != nil {
 		return nil, err
 	}
-	cases := make([]Case, len(items))
-	for i, cd := range items {
-		if err := caseFromData(cd, &cases[i]); err != nil {
-			return nil, atIndex(i, err)
-		}
-	}
-	return cases, nil
+	return eachInto(items, caseFromData)
 }
 
 func caseFromData(d pd.Data, out *Case) error {
@@ -323,32 +270,7 @@ func caseFromData(d pd.Data, out *Case) error {
 }
 
 // ActionFromData reads an action.
-func ActionFromData(d pd.Data) (Action, error) {
-	c, err := constr(d, "Action", []int{4, 2, 1})
-	if err != nil {
-		return nil, err
-	}
-	f := c.Fields
-	var fs fields
-	var out Action
-	switch c.Index {
-	case 0:
-		out = &Deposit{
-			IntoAccount: field(&fs, f[0], "into_account", PartyFromData),
-			From:        field(&fs, f[1], "party", PartyFromData),
-			Token:       field(&fs, f[2], "of_token", TokenFromData),
-			Amount:      field(&fs, f[3], "deposits", ValueFromData),
-		}
-	case 1:
-		out = &Choice{
-			Choice: field(&fs, f[0], "for_choice", ChoiceIDFromData),
-			Bounds: field(&fs, f[1], "choose_between", boundsFromData),
-		}
-	default:
-		out = &Notify{Observation: field(&fs, f[0], "notify_if", ObservationFromData)}
-	}
-	return built(&fs, out)
-}
+func ActionFromData(d pd.Data) (Action, error) { return actionSum.fromData(d) }
 
 // boundsFromData reads the bounds of a Choice.
 func boundsFromData(d pd.Data) ([]Bound, error) {
@@ -374,129 +296,8 @@ func boundsFromData(d pd.Data) ([]Bound, error) {
 	return bounds, nil
 }
 
-var valueArity = []int{2, 1, 1, 2, 2, 2, 2, 1, 0, 0, 1, 3}
-
 // ValueFromData reads a value.
-func ValueFromData(d pd.Data) (Value, error) {
-	c, err := constr(d, "Value", valueArity)
-	if err != nil {
-		return nil, err
-	}
-	f := c.Fields
-	var fs fields
-	var out Value
-	switch c.Index {
-	case 0:
-		out = &AvailableMoney{
-			Account: field(&fs, f[0], "in_account", PartyFromData),
-			Token:   field(&fs, f[1], "amount_of_token", TokenFromData),
-		}
-	case 1:
-		n, err := intOf(f[0], "constant")
-		if err != nil {
-			return nil, err
-		}
-		return &Constant{N: n}, nil
-	case 2:
-		out = &NegValue{Value: field(&fs, f[0], "negate", ValueFromData)}
-	case 3, 4, 5, 6:
-		keys := binaryValueKeys[c.Index]
-		l := field(&fs, f[0], keys[0], ValueFromData)
-		r := field(&fs, f[1], keys[1], ValueFromData)
-		switch c.Index {
-		case 3:
-			out = &AddValue{Left: l, Right: r}
-		case 4:
-			out = &SubValue{Left: l, Right: r}
-		case 5:
-			out = &MulValue{Left: l, Right: r}
-		default:
-			out = &DivValue{Left: l, Right: r}
-		}
-	case 7:
-		out = &ChoiceValue{Choice: field(&fs, f[0], "value_of_choice", ChoiceIDFromData)}
-	case 8:
-		return timeStart, nil
-	case 9:
-		return timeEnd, nil
-	case 10:
-		out = &UseValue{Name: field(&fs, f[0], "use_value", valueIDFromData)}
-	default:
-		out = &Cond{
-			Observation: field(&fs, f[0], "if", ObservationFromData),
-			Then:        field(&fs, f[1], "then", ValueFromData),
-			Else:        field(&fs, f[2], "else", ValueFromData),
-		}
-	}
-	return built(&fs, out)
-}
-
-// binaryValueKeys are the JSON keys of the operands of the binary values, by
-// constructor index.
-var binaryValueKeys = map[uint64][2]string{
-	3: {"add", "and"},
-	4: {"value", "minus"},
-	5: {"multiply", "times"},
-	6: {"divide", "by"},
-}
-
-var observationArity = []int{2, 2, 1, 1, 2, 2, 2, 2, 2, 0, 0}
-
-// observationKeys are the JSON keys of the operands of the binary
-// observations, by constructor index.
-var observationKeys = map[uint64][2]string{
-	0: {"both", "and"},
-	1: {"either", "or"},
-	4: {"value", "ge_than"},
-	5: {"value", "gt"},
-	6: {"value", "lt"},
-	7: {"value", "le_than"},
-	8: {"value", "equal_to"},
-}
+func ValueFromData(d pd.Data) (Value, error) { return valueSum.fromData(d) }
 
 // ObservationFromData reads an observation.
-func ObservationFromData(d pd.Data) (Observation, error) {
-	c, err := constr(d, "Observation", observationArity)
-	if err != nil {
-		return nil, err
-	}
-	f := c.Fields
-	var fs fields
-	var out Observation
-	switch c.Index {
-	case 0, 1:
-		keys := observationKeys[c.Index]
-		l := field(&fs, f[0], keys[0], ObservationFromData)
-		r := field(&fs, f[1], keys[1], ObservationFromData)
-		if c.Index == 0 {
-			out = &AndObs{Left: l, Right: r}
-		} else {
-			out = &OrObs{Left: l, Right: r}
-		}
-	case 2:
-		out = &NotObs{Observation: field(&fs, f[0], "not", ObservationFromData)}
-	case 3:
-		out = &ChoseSomething{Choice: field(&fs, f[0], "chose_something_for", ChoiceIDFromData)}
-	case 9:
-		return trueObservation, nil
-	case 10:
-		return falseObservation, nil
-	default:
-		keys := observationKeys[c.Index]
-		l := field(&fs, f[0], keys[0], ValueFromData)
-		r := field(&fs, f[1], keys[1], ValueFromData)
-		switch c.Index {
-		case 4:
-			out = &ValueGE{Left: l, Right: r}
-		case 5:
-			out = &ValueGT{Left: l, Right: r}
-		case 6:
-			out = &ValueLT{Left: l, Right: r}
-		case 7:
-			out = &ValueLE{Left: l, Right: r}
-		default:
-			out = &ValueEQ{Left: l, Right: r}
-		}
-	}
-	return built(&fs, out)
-}
+func ObservationFromData(d pd.Data) (Observation, error) { return observationSum.fromData(d) }

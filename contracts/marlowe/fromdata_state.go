@@ -100,40 +100,7 @@ func stateMap[E any](d pd.Data, name, valueWhat string, key func(pd.Data, *E) er
 }
 
 // InputContentFromData reads the content of an input.
-func InputContentFromData(d pd.Data) (InputContent, error) {
-	c, err := constr(d, "InputContent", []int{4, 2, 0})
-	if err != nil {
-		return nil, err
-	}
-	f := c.Fields
-	switch c.Index {
-	case 0:
-		in := &IDeposit{}
-		if in.IntoAccount, err = PartyFromData(f[0]); err != nil {
-			return nil, at("into_account", err)
-		}
-		if in.From, err = PartyFromData(f[1]); err != nil {
-			return nil, at("input_from_party", err)
-		}
-		if in.Token, err = TokenFromData(f[2]); err != nil {
-			return nil, at("of_token", err)
-		}
-		if in.Amount, err = intOf(f[3], "deposit amount"); err != nil {
-			return nil, at("that_deposits", err)
-		}
-		return in, nil
-	case 1:
-		in := &IChoice{}
-		if in.Choice, err = ChoiceIDFromData(f[0]); err != nil {
-			return nil, at("for_choice_id", err)
-		}
-		if in.ChosenNum, err = intOf(f[1], "chosen number"); err != nil {
-			return nil, at("input_that_chooses_num", err)
-		}
-		return in, nil
-	}
-	return notifyInput, nil
-}
+func InputContentFromData(d pd.Data) (InputContent, error) { return inputContentSum.fromData(d) }
 
 // InputFromData reads one MarloweTxInput of a redeemer:
 // Input 0 [content] or MerkleizedTxInput 1 [content, continuation hash].

@@ -69,6 +69,15 @@ func unknownKeys(what, sig string) error {
 	return shapeError("%s: no constructor has the keys {%s}", what, sig)
 }
 
+// record returns v as an object with exactly the keys of want, a signature.
+func record(v any, what, want string) (map[string]any, error) {
+	m, sig, err := object(v, what)
+	if err == nil && sig != want {
+		err = unknownKeys(what, sig)
+	}
+	return m, err
+}
+
 func jsonInt(v any) (*big.Int, error) {
 	n, err := pd.ParseJSONInteger(v)
 	if err != nil {
@@ -204,90 +213,19 @@ func choiceIDFromJSON(v any) (ChoiceID, error) {
 	return ChoiceID{Name: name, Owner: owner}, nil
 }
 
-func contractFromJSON(v any) (Contract, error) {
-	if s, ok := v.(string); ok {
-		if s == "close" {
-			return closeContract, nil
-		}
-		return nil, shapeError("Contract: unknown contract %q", s)
-	}
-	m, sig, err := object(v, "Contract")
+func contractFromJSON(v any) (Contract, error) { return contractSum.fromJSON(v) }
+
+func valueIDFromJSON(v any) (ValueID, error) {
+	name, err := jsonName(v)
+	return ValueID{Name: name}, err
+}
+
+func casesFromJSON(v any) ([]Case, error) {
+	items, err := jsonArray(v)
 	if err != nil {
 		return nil, err
 	}
-	switch sig {
-	case "from_account,pay,then,to,token":
-		p := &Pay{}
-		if p.From, err = partyFromJSON(m["from_account"]); err != nil {
-			return nil, at("from_account", err)
-		}
-		if p.To, err = payeeFromJSON(m["to"]); err != nil {
-			return nil, at("to", err)
-		}
-		if p.Token, err = tokenFromJSON(m["token"]); err != nil {
-			return nil, at("token", err)
-		}
-		if p.Value, err = valueFromJSON(m["pay"]); err != nil {
-			return nil, at("pay", err)
-		}
-		if p.Then, err = contractFromJSON(m["then"]); err != nil {
-			return nil, at("then", err)
-		}
-		return p, nil
-	case "else,if,then":
-		n := &If{}
-		if n.Observation, err = observationFromJSON(m["if"]); err != nil {
-			return nil, at("if", err)
-		}
-		if n.Then, err = contractFromJSON(m["then"]); err != nil {
-			return nil, at("then", err)
-		}
-		if n.Else, err = contractFromJSON(m["else"]); err != nil {
-			return nil, at("else", err)
-		}
-		return n, nil
-	case "timeout,timeout_continuation,when":
-		w := &When{}
-		cases, err := jsonArray(m["when"])
-		if err != nil {
-			return nil, at("when", err)
-		}
-		w.Cases = make([]Case, len(cases))
-		for i, cv := range cases {
-			if err := caseFromJSON(cv, &w.Cases[i]); err != nil {
-				return nil, at("when", atIndex(i, err))
-			}
-		}
-		if w.Timeout, err = jsonInt(m["timeout"]); err != nil {
-			return nil, at("timeout", err)
-		}
-		if w.TimeoutContinuation, err = contractFromJSON(m["timeout_continuation"]); err != nil {
-			return nil, at("timeout_continuation", err)
-		}
-		return w, nil
-	case "be,let,then":
-		l := &Let{}
-		if l.Name.Name, err = jsonName(m["let"]); err != nil {
-			return nil, at("let", err)
-		}
-		if l.Value, err = valueFromJSON(m["be"]); err != nil {
-			return nil, at("be", err)
-		}
-		if l.Then, err = contractFromJSON(m["then"]); err != nil {
-			return nil, at("then", err)
-		}
-		return l, nil
-	case "assert,then":
-		a := &Assert{}
-		if a.Observation, err = observationFromJSON(m["assert"]); err != nil {
-			return nil, at("assert", err)
-		}
-		if a.Then, err = contractFromJSON(m["then"]); err != nil {
-			return nil, at("then", err)
-		}
-		return a, nil
-	}
-	return nil, unknownKeys("Contract", sig)
+	return eachInto(items, caseFromJSON)
 }
 
 func caseFromJSON(v any, out *Case) error {
@@ -315,219 +253,22 @@ func caseFromJSON(v any, out *Case) error {
 	return nil
 }
 
-func actionFromJSON(v any) (Action, error) {
-	m, sig, err := object(v, "Action")
+func actionFromJSON(v any) (Action, error) { return actionSum.fromJSON(v) }
+
+func boundsFromJSON(v any) ([]Bound, error) {
+	items, err := jsonArray(v)
 	if err != nil {
 		return nil, err
 	}
-	switch sig {
-	case "deposits,into_account,of_token,party":
-		a := &Deposit{}
-		if a.IntoAccount, err = partyFromJSON(m["into_account"]); err != nil {
-			return nil, at("into_account", err)
-		}
-		if a.From, err = partyFromJSON(m["party"]); err != nil {
-			return nil, at("party", err)
-		}
-		if a.Token, err = tokenFromJSON(m["of_token"]); err != nil {
-			return nil, at("of_token", err)
-		}
-		if a.Amount, err = valueFromJSON(m["deposits"]); err != nil {
-			return nil, at("deposits", err)
-		}
-		return a, nil
-	case "choose_between,for_choice":
-		a := &Choice{}
-		if a.Choice, err = choiceIDFromJSON(m["for_choice"]); err != nil {
-			return nil, at("for_choice", err)
-		}
-		bounds, err := jsonArray(m["choose_between"])
-		if err != nil {
-			return nil, at("choose_between", err)
-		}
-		a.Bounds = make([]Bound, len(bounds))
-		for i, bv := range bounds {
-			bm, bsig, err := object(bv, "Bound")
-			if err == nil && bsig != "from,to" {
-				err = unknownKeys("Bound", bsig)
-			}
-			if err != nil {
-				return nil, at("choose_between", atIndex(i, err))
-			}
-			if a.Bounds[i].From, err = jsonInt(bm["from"]); err != nil {
-				return nil, at("choose_between", atIndex(i, at("from", err)))
-			}
-			if a.Bounds[i].To, err = jsonInt(bm["to"]); err != nil {
-				return nil, at("choose_between", atIndex(i, at("to", err)))
-			}
-		}
-		return a, nil
-	case "notify_if":
-		o, err := observationFromJSON(m["notify_if"])
-		if err != nil {
-			return nil, at("notify_if", err)
-		}
-		return &Notify{Observation: o}, nil
-	}
-	return nil, unknownKeys("Action", sig)
+	return eachOf(items, func(v any) (Bound, error) {
+		iv, _, err := intervalFromJSON(v, "Bound", false)
+		return Bound(iv), err
+	})
 }
 
-// binaryValueJSON maps the key signature of a binary value to its operand
-// keys and constructor.
-var binaryValueJSON = map[string]struct {
-	left, right string
-	make        func(l, r Value) Value
-}{
-	"add,and":        {"add", "and", func(l, r Value) Value { return &AddValue{Left: l, Right: r} }},
-	"minus,value":    {"value", "minus", func(l, r Value) Value { return &SubValue{Left: l, Right: r} }},
-	"multiply,times": {"multiply", "times", func(l, r Value) Value { return &MulValue{Left: l, Right: r} }},
-	"by,divide":      {"divide", "by", func(l, r Value) Value { return &DivValue{Left: l, Right: r} }},
-}
+func valueFromJSON(v any) (Value, error) { return valueSum.fromJSON(v) }
 
-func valueFromJSON(v any) (Value, error) {
-	switch x := v.(type) {
-	case json.Number:
-		n, err := jsonInt(x)
-		if err != nil {
-			return nil, err
-		}
-		return &Constant{N: n}, nil
-	case string:
-		switch x {
-		case "time_interval_start":
-			return timeStart, nil
-		case "time_interval_end":
-			return timeEnd, nil
-		}
-		return nil, shapeError("Value: unknown value %q", x)
-	}
-	m, sig, err := object(v, "Value")
-	if err != nil {
-		return nil, err
-	}
-	if bin, ok := binaryValueJSON[sig]; ok {
-		l, err := valueFromJSON(m[bin.left])
-		if err != nil {
-			return nil, at(bin.left, err)
-		}
-		r, err := valueFromJSON(m[bin.right])
-		if err != nil {
-			return nil, at(bin.right, err)
-		}
-		return bin.make(l, r), nil
-	}
-	switch sig {
-	case "amount_of_token,in_account":
-		a := &AvailableMoney{}
-		if a.Token, err = tokenFromJSON(m["amount_of_token"]); err != nil {
-			return nil, at("amount_of_token", err)
-		}
-		if a.Account, err = partyFromJSON(m["in_account"]); err != nil {
-			return nil, at("in_account", err)
-		}
-		return a, nil
-	case "negate":
-		inner, err := valueFromJSON(m["negate"])
-		if err != nil {
-			return nil, at("negate", err)
-		}
-		return &NegValue{Value: inner}, nil
-	case "value_of_choice":
-		ch, err := choiceIDFromJSON(m["value_of_choice"])
-		if err != nil {
-			return nil, at("value_of_choice", err)
-		}
-		return &ChoiceValue{Choice: ch}, nil
-	case "use_value":
-		name, err := jsonName(m["use_value"])
-		if err != nil {
-			return nil, at("use_value", err)
-		}
-		return &UseValue{Name: ValueID{Name: name}}, nil
-	case "else,if,then":
-		c := &Cond{}
-		if c.Observation, err = observationFromJSON(m["if"]); err != nil {
-			return nil, at("if", err)
-		}
-		if c.Then, err = valueFromJSON(m["then"]); err != nil {
-			return nil, at("then", err)
-		}
-		if c.Else, err = valueFromJSON(m["else"]); err != nil {
-			return nil, at("else", err)
-		}
-		return c, nil
-	}
-	return nil, unknownKeys("Value", sig)
-}
-
-// comparisonJSON maps the key signature of a comparison to its right-hand key
-// and constructor.
-var comparisonJSON = map[string]struct {
-	right string
-	make  func(l, r Value) Observation
-}{
-	"ge_than,value":  {"ge_than", func(l, r Value) Observation { return &ValueGE{Left: l, Right: r} }},
-	"gt,value":       {"gt", func(l, r Value) Observation { return &ValueGT{Left: l, Right: r} }},
-	"lt,value":       {"lt", func(l, r Value) Observation { return &ValueLT{Left: l, Right: r} }},
-	"le_than,value":  {"le_than", func(l, r Value) Observation { return &ValueLE{Left: l, Right: r} }},
-	"equal_to,value": {"equal_to", func(l, r Value) Observation { return &ValueEQ{Left: l, Right: r} }},
-}
-
-func observationFromJSON(v any) (Observation, error) {
-	if bv, ok := v.(bool); ok {
-		if bv {
-			return trueObservation, nil
-		}
-		return falseObservation, nil
-	}
-	m, sig, err := object(v, "Observation")
-	if err != nil {
-		return nil, err
-	}
-	if cmp, ok := comparisonJSON[sig]; ok {
-		l, err := valueFromJSON(m["value"])
-		if err != nil {
-			return nil, at("value", err)
-		}
-		r, err := valueFromJSON(m[cmp.right])
-		if err != nil {
-			return nil, at(cmp.right, err)
-		}
-		return cmp.make(l, r), nil
-	}
-	switch sig {
-	case "and,both", "either,or":
-		lk, rk := "both", "and"
-		if sig == "either,or" {
-			lk, rk = "either", "or"
-		}
-		l, err := observationFromJSON(m[lk])
-		if err != nil {
-			return nil, at(lk, err)
-		}
-		r, err := observationFromJSON(m[rk])
-		if err != nil {
-			return nil, at(rk, err)
-		}
-		if lk == "both" {
-			return &AndObs{Left: l, Right: r}, nil
-		}
-		return &OrObs{Left: l, Right: r}, nil
-	case "not":
-		o, err := observationFromJSON(m["not"])
-		if err != nil {
-			return nil, at("not", err)
-		}
-		return &NotObs{Observation: o}, nil
-	case "chose_something_for":
-		ch, err := choiceIDFromJSON(m["chose_something_for"])
-		if err != nil {
-			return nil, at("chose_something_for", err)
-		}
-		return &ChoseSomething{Choice: ch}, nil
-	}
-	return nil, unknownKeys("Observation", sig)
-}
+func observationFromJSON(v any) (Observation, error) { return observationSum.fromJSON(v) }
 
 // UnmarshalJSON reads a party from core JSON.
 func (p *Party) UnmarshalJSON(text []byte) error {

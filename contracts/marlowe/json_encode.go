@@ -121,61 +121,26 @@ func (w *jsonWriter) choiceID(ch ChoiceID) {
 	w.raw("}")
 }
 
-func (w *jsonWriter) contract(ct Contract) {
-	switch x := ct.(type) {
-	case *Close:
-		w.raw(`"close"`)
-	case *Pay:
-		w.raw(`{"from_account":`)
-		w.party(x.From)
-		w.raw(`,"pay":`)
-		w.value(x.Value)
-		w.raw(`,"then":`)
-		w.contract(x.Then)
-		w.raw(`,"to":`)
-		w.payee(x.To)
-		w.raw(`,"token":`)
-		w.token(x.Token)
-		w.raw("}")
-	case *If:
-		w.raw(`{"else":`)
-		w.contract(x.Else)
-		w.raw(`,"if":`)
-		w.observation(x.Observation)
-		w.raw(`,"then":`)
-		w.contract(x.Then)
-		w.raw("}")
-	case *When:
-		w.raw(`{"timeout":`)
-		w.int(x.Timeout)
-		w.raw(`,"timeout_continuation":`)
-		w.contract(x.TimeoutContinuation)
-		w.raw(`,"when":[`)
-		for i := range x.Cases {
-			if i > 0 {
-				w.raw(",")
-			}
-			w.caseJSON(&x.Cases[i])
+func (w *jsonWriter) contract(ct Contract) { contractSum.writeJSON(w, ct) }
+
+func (w *jsonWriter) valueID(v ValueID) { w.name(v.Name) }
+
+// list writes a JSON array of the items.
+func list[T any](w *jsonWriter, items []T, item func(*jsonWriter, *T)) {
+	w.raw("[")
+	for i := range items {
+		if i > 0 {
+			w.raw(",")
 		}
-		w.raw("]}")
-	case *Let:
-		w.raw(`{"be":`)
-		w.value(x.Value)
-		w.raw(`,"let":`)
-		w.name(x.Name.Name)
-		w.raw(`,"then":`)
-		w.contract(x.Then)
-		w.raw("}")
-	case *Assert:
-		w.raw(`{"assert":`)
-		w.observation(x.Observation)
-		w.raw(`,"then":`)
-		w.contract(x.Then)
-		w.raw("}")
-	default:
-		w.fail(fmt.Errorf("contract node %T", ct))
-		w.raw("null")
+		item(w, &items[i])
 	}
+	w.raw("]")
+}
+
+func (w *jsonWriter) cases(cases []Case) { list(w, cases, (*jsonWriter).caseJSON) }
+
+func (w *jsonWriter) bounds(bounds []Bound) {
+	list(w, bounds, func(w *jsonWriter, b *Bound) { w.interval(TimeInterval(*b)) })
 }
 
 func (w *jsonWriter) caseJSON(cs *Case) {
@@ -191,162 +156,11 @@ func (w *jsonWriter) caseJSON(cs *Case) {
 	w.raw("}")
 }
 
-func (w *jsonWriter) action(a Action) {
-	switch x := a.(type) {
-	case *Deposit:
-		w.raw(`{"deposits":`)
-		w.value(x.Amount)
-		w.raw(`,"into_account":`)
-		w.party(x.IntoAccount)
-		w.raw(`,"of_token":`)
-		w.token(x.Token)
-		w.raw(`,"party":`)
-		w.party(x.From)
-		w.raw("}")
-	case *Choice:
-		w.raw(`{"choose_between":[`)
-		for i, bd := range x.Bounds {
-			if i > 0 {
-				w.raw(",")
-			}
-			w.raw(`{"from":`)
-			w.int(bd.From)
-			w.raw(`,"to":`)
-			w.int(bd.To)
-			w.raw("}")
-		}
-		w.raw(`],"for_choice":`)
-		w.choiceID(x.Choice)
-		w.raw("}")
-	case *Notify:
-		w.raw(`{"notify_if":`)
-		w.observation(x.Observation)
-		w.raw("}")
-	default:
-		w.fail(fmt.Errorf("action %T", a))
-		w.raw("null")
-	}
-}
+func (w *jsonWriter) action(a Action) { actionSum.writeJSON(w, a) }
 
-func (w *jsonWriter) pair(k1 string, v1 Value, k2 string, v2 Value) {
-	w.raw(`{"`)
-	w.raw(k1)
-	w.raw(`":`)
-	w.value(v1)
-	w.raw(`,"`)
-	w.raw(k2)
-	w.raw(`":`)
-	w.value(v2)
-	w.raw("}")
-}
+func (w *jsonWriter) value(v Value) { valueSum.writeJSON(w, v) }
 
-func (w *jsonWriter) value(v Value) {
-	switch x := v.(type) {
-	case *AvailableMoney:
-		w.raw(`{"amount_of_token":`)
-		w.token(x.Token)
-		w.raw(`,"in_account":`)
-		w.party(x.Account)
-		w.raw("}")
-	case *Constant:
-		w.int(x.N)
-	case *NegValue:
-		w.raw(`{"negate":`)
-		w.value(x.Value)
-		w.raw("}")
-	case *AddValue:
-		w.pair("add", x.Left, "and", x.Right)
-	case *SubValue:
-		w.raw(`{"minus":`)
-		w.value(x.Right)
-		w.raw(`,"value":`)
-		w.value(x.Left)
-		w.raw("}")
-	case *MulValue:
-		w.pair("multiply", x.Left, "times", x.Right)
-	case *DivValue:
-		w.raw(`{"by":`)
-		w.value(x.Right)
-		w.raw(`,"divide":`)
-		w.value(x.Left)
-		w.raw("}")
-	case *ChoiceValue:
-		w.raw(`{"value_of_choice":`)
-		w.choiceID(x.Choice)
-		w.raw("}")
-	case *TimeIntervalStart:
-		w.raw(`"time_interval_start"`)
-	case *TimeIntervalEnd:
-		w.raw(`"time_interval_end"`)
-	case *UseValue:
-		w.raw(`{"use_value":`)
-		w.name(x.Name.Name)
-		w.raw("}")
-	case *Cond:
-		w.raw(`{"else":`)
-		w.value(x.Else)
-		w.raw(`,"if":`)
-		w.observation(x.Observation)
-		w.raw(`,"then":`)
-		w.value(x.Then)
-		w.raw("}")
-	default:
-		w.fail(fmt.Errorf("value %T", v))
-		w.raw("null")
-	}
-}
-
-func (w *jsonWriter) comparison(key string, l, r Value) {
-	w.raw(`{"`)
-	w.raw(key)
-	w.raw(`":`)
-	w.value(r)
-	w.raw(`,"value":`)
-	w.value(l)
-	w.raw("}")
-}
-
-func (w *jsonWriter) observation(o Observation) {
-	switch x := o.(type) {
-	case *AndObs:
-		w.raw(`{"and":`)
-		w.observation(x.Right)
-		w.raw(`,"both":`)
-		w.observation(x.Left)
-		w.raw("}")
-	case *OrObs:
-		w.raw(`{"either":`)
-		w.observation(x.Left)
-		w.raw(`,"or":`)
-		w.observation(x.Right)
-		w.raw("}")
-	case *NotObs:
-		w.raw(`{"not":`)
-		w.observation(x.Observation)
-		w.raw("}")
-	case *ChoseSomething:
-		w.raw(`{"chose_something_for":`)
-		w.choiceID(x.Choice)
-		w.raw("}")
-	case *ValueGE:
-		w.comparison("ge_than", x.Left, x.Right)
-	case *ValueGT:
-		w.comparison("gt", x.Left, x.Right)
-	case *ValueLT:
-		w.comparison("lt", x.Left, x.Right)
-	case *ValueLE:
-		w.comparison("le_than", x.Left, x.Right)
-	case *ValueEQ:
-		w.comparison("equal_to", x.Left, x.Right)
-	case *TrueObs:
-		w.raw("true")
-	case *FalseObs:
-		w.raw("false")
-	default:
-		w.fail(fmt.Errorf("observation %T", o))
-		w.raw("null")
-	}
-}
+func (w *jsonWriter) observation(o Observation) { observationSum.writeJSON(w, o) }
 
 func (w *jsonWriter) state(st *State) {
 	w.raw(`{"accounts":[`)
@@ -389,44 +203,27 @@ func (w *jsonWriter) state(st *State) {
 	w.raw("}")
 }
 
+// input writes an input: its content, and for a merkleized input the
+// continuation's keys after the content's in the same object.
 func (w *jsonWriter) input(in *Input) {
-	merk := in.Merkleized()
-	switch x := in.Content.(type) {
-	case *IDeposit:
-		w.raw(`{"input_from_party":`)
-		w.party(x.From)
-		w.raw(`,"into_account":`)
-		w.party(x.IntoAccount)
-		w.raw(`,"of_token":`)
-		w.token(x.Token)
-		w.raw(`,"that_deposits":`)
-		w.int(x.Amount)
-	case *IChoice:
-		w.raw(`{"for_choice_id":`)
-		w.choiceID(x.Choice)
-		w.raw(`,"input_that_chooses_num":`)
-		w.int(x.ChosenNum)
-	case *INotify:
-		if !merk {
-			w.raw(`"input_notify"`)
-			return
-		}
-		w.raw("{")
-	default:
-		w.fail(fmt.Errorf("input content %T", in.Content))
-		w.raw("null")
+	if !in.Merkleized() {
+		inputContentSum.writeJSON(w, in.Content)
 		return
 	}
-	if merk {
-		if _, notify := in.Content.(*INotify); !notify {
-			w.raw(",")
-		}
-		w.raw(`"continuation_hash":`)
-		w.hex(in.ContinuationHash)
-		if in.Continuation != nil {
-			w.raw(`,"merkleized_continuation":`)
-			w.contract(in.Continuation)
-		}
+	n := 0
+	if _, notify := in.Content.(*INotify); notify {
+		w.raw("{")
+	} else if n = inputContentSum.writeKeys(w, in.Content); n < 0 {
+		return
+	}
+	if n > 0 {
+		w.raw(",")
+	}
+	w.raw(`"continuation_hash":`)
+	w.hex(in.ContinuationHash)
+	if in.Continuation != nil {
+		w.raw(`,"merkleized_continuation":`)
+		w.contract(in.Continuation)
 	}
 	w.raw("}")
 }
@@ -447,15 +244,8 @@ func writeJSON[T any](v T, write func(*jsonWriter, T)) ([]byte, error) {
 	return w.done()
 }
 
-// inputs writes the inputs, separated by commas.
-func (w *jsonWriter) inputs(ins []Input) {
-	for i := range ins {
-		if i > 0 {
-			w.raw(",")
-		}
-		w.input(&ins[i])
-	}
-}
+// inputs writes a JSON array of the inputs.
+func (w *jsonWriter) inputs(ins []Input) { list(w, ins, (*jsonWriter).input) }
 
 // ContractJSON returns the core JSON of a contract.
 func ContractJSON(ct Contract) ([]byte, error) { return writeJSON(ct, (*jsonWriter).contract) }
@@ -481,24 +271,16 @@ func (st *State) MarshalJSON() ([]byte, error) { return writeJSON(st, (*jsonWrit
 func (in *Input) MarshalJSON() ([]byte, error) { return writeJSON(in, (*jsonWriter).input) }
 
 // MarshalJSON returns the JSON array of a redeemer's inputs.
-func (r Redeemer) MarshalJSON() ([]byte, error) {
-	w := newWriter()
-	w.raw("[")
-	w.inputs(r)
-	w.raw("]")
-	return w.done()
-}
+func (r Redeemer) MarshalJSON() ([]byte, error) { return writeJSON([]Input(r), (*jsonWriter).inputs) }
 
 // MarshalJSON returns {"tx_interval":{"from":..,"to":..},"tx_inputs":[..]}.
 func (t *TransactionInput) MarshalJSON() ([]byte, error) {
 	w := newWriter()
-	w.raw(`{"tx_inputs":[`)
+	w.raw(`{"tx_inputs":`)
 	w.inputs(t.Inputs)
-	w.raw(`],"tx_interval":{"from":`)
-	w.int(t.Interval.From)
-	w.raw(`,"to":`)
-	w.int(t.Interval.To)
-	w.raw("}}")
+	w.raw(`,"tx_interval":`)
+	w.interval(t.Interval)
+	w.raw("}")
 	return w.done()
 }
 

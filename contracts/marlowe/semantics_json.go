@@ -23,55 +23,7 @@ func (w *jsonWriter) payment(p *Payment) {
 	w.raw("}")
 }
 
-func (w *jsonWriter) warning(tw TransactionWarning) {
-	switch x := tw.(type) {
-	case *TransactionNonPositiveDeposit:
-		w.raw(`{"asked_to_deposit":`)
-		w.int(x.Amount)
-		w.raw(`,"in_account":`)
-		w.party(x.Account)
-		w.raw(`,"of_token":`)
-		w.token(x.Token)
-		w.raw(`,"party":`)
-		w.party(x.Party)
-		w.raw("}")
-	case *TransactionNonPositivePay:
-		w.raw(`{"account":`)
-		w.party(x.Account)
-		w.raw(`,"asked_to_pay":`)
-		w.int(x.Amount)
-		w.raw(`,"of_token":`)
-		w.token(x.Token)
-		w.raw(`,"to_payee":`)
-		w.payee(x.Payee)
-		w.raw("}")
-	case *TransactionPartialPay:
-		w.raw(`{"account":`)
-		w.party(x.Account)
-		w.raw(`,"asked_to_pay":`)
-		w.int(x.Expected)
-		w.raw(`,"but_only_paid":`)
-		w.int(x.Paid)
-		w.raw(`,"of_token":`)
-		w.token(x.Token)
-		w.raw(`,"to_payee":`)
-		w.payee(x.Payee)
-		w.raw("}")
-	case *TransactionShadowing:
-		w.raw(`{"had_value":`)
-		w.int(x.OldValue)
-		w.raw(`,"is_now_assigned":`)
-		w.int(x.NewValue)
-		w.raw(`,"value_id":`)
-		w.name(x.Name.Name)
-		w.raw("}")
-	case *TransactionAssertionFailed:
-		w.raw(`"assertion_failed"`)
-	default:
-		w.fail(fmt.Errorf("transaction warning %T", tw))
-		w.raw("null")
-	}
-}
+func (w *jsonWriter) warning(tw TransactionWarning) { warningSum.writeJSON(w, tw) }
 
 func (w *jsonWriter) interval(iv TimeInterval) {
 	w.raw(`{"from":`)
@@ -258,95 +210,16 @@ func paymentFromJSON(v any) (Payment, error) {
 	return p, nil
 }
 
-// payFields reads the keys that TransactionNonPositivePay and
-// TransactionPartialPay share.
-func payFields(m map[string]any) (acc Party, payee Payee, tok Token, err error) {
-	if acc, err = partyFromJSON(m["account"]); err != nil {
-		return acc, payee, tok, at("account", err)
-	}
-	if tok, err = tokenFromJSON(m["of_token"]); err != nil {
-		return acc, payee, tok, at("of_token", err)
-	}
-	if payee, err = payeeFromJSON(m["to_payee"]); err != nil {
-		return acc, payee, tok, at("to_payee", err)
-	}
-	return acc, payee, tok, nil
-}
+func warningFromJSON(v any) (TransactionWarning, error) { return warningSum.fromJSON(v) }
 
-func warningFromJSON(v any) (TransactionWarning, error) {
-	if s, ok := v.(string); ok {
-		if s == "assertion_failed" {
-			return &TransactionAssertionFailed{}, nil
-		}
-		return nil, shapeError("TransactionWarning: unknown warning %q", s)
-	}
-	m, sig, err := object(v, "TransactionWarning")
-	if err != nil {
-		return nil, err
-	}
-	switch sig {
-	case "asked_to_deposit,in_account,of_token,party":
-		x := &TransactionNonPositiveDeposit{}
-		if x.Amount, err = jsonInt(m["asked_to_deposit"]); err != nil {
-			return nil, at("asked_to_deposit", err)
-		}
-		if x.Account, err = partyFromJSON(m["in_account"]); err != nil {
-			return nil, at("in_account", err)
-		}
-		if x.Token, err = tokenFromJSON(m["of_token"]); err != nil {
-			return nil, at("of_token", err)
-		}
-		if x.Party, err = partyFromJSON(m["party"]); err != nil {
-			return nil, at("party", err)
-		}
-		return x, nil
-	case "account,asked_to_pay,of_token,to_payee":
-		x := &TransactionNonPositivePay{}
-		if x.Account, x.Payee, x.Token, err = payFields(m); err != nil {
-			return nil, err
-		}
-		if x.Amount, err = jsonInt(m["asked_to_pay"]); err != nil {
-			return nil, at("asked_to_pay", err)
-		}
-		return x, nil
-	case "account,asked_to_pay,but_only_paid,of_token,to_payee":
-		x := &TransactionPartialPay{}
-		if x.Account, x.Payee, x.Token, err = payFields(m); err != nil {
-			return nil, err
-		}
-		if x.Expected, err = jsonInt(m["asked_to_pay"]); err != nil {
-			return nil, at("asked_to_pay", err)
-		}
-		if x.Paid, err = jsonInt(m["but_only_paid"]); err != nil {
-			return nil, at("but_only_paid", err)
-		}
-		return x, nil
-	case "had_value,is_now_assigned,value_id":
-		x := &TransactionShadowing{}
-		if x.OldValue, err = jsonInt(m["had_value"]); err != nil {
-			return nil, at("had_value", err)
-		}
-		if x.NewValue, err = jsonInt(m["is_now_assigned"]); err != nil {
-			return nil, at("is_now_assigned", err)
-		}
-		if x.Name.Name, err = jsonName(m["value_id"]); err != nil {
-			return nil, at("value_id", err)
-		}
-		return x, nil
-	}
-	return nil, unknownKeys("TransactionWarning", sig)
-}
-
-// intervalFromJSON reads {"from":a,"to":b}, plus "minTime" when withMinTime.
-func intervalFromJSON(v any, withMinTime bool) (iv TimeInterval, minTime *big.Int, err error) {
+// intervalFromJSON reads {"from":a,"to":b}, plus "minTime" when withMinTime;
+// what names it in errors.
+func intervalFromJSON(v any, what string, withMinTime bool) (iv TimeInterval, minTime *big.Int, err error) {
 	want := "from,to"
 	if withMinTime {
 		want = "from,minTime,to"
 	}
-	m, sig, err := object(v, "interval")
-	if err == nil && sig != want {
-		err = unknownKeys("interval", sig)
-	}
+	m, err := record(v, what, want)
 	if err != nil {
 		return iv, nil, err
 	}
@@ -371,13 +244,13 @@ func intervalErrorFromJSON(v any) (*IntervalError, error) {
 	}
 	switch sig {
 	case "invalidInterval":
-		iv, _, err := intervalFromJSON(m[sig], false)
+		iv, _, err := intervalFromJSON(m[sig], "interval", false)
 		if err != nil {
 			return nil, at(sig, err)
 		}
 		return &IntervalError{Kind: InvalidInterval, Interval: iv}, nil
 	case "intervalInPastError":
-		iv, minTime, err := intervalFromJSON(m[sig], true)
+		iv, minTime, err := intervalFromJSON(m[sig], "interval", true)
 		if err != nil {
 			return nil, at(sig, err)
 		}

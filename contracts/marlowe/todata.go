@@ -1,7 +1,6 @@
 package marlowe
 
 import (
-	"fmt"
 	"math/big"
 
 	pd "github.com/marlowe-follower/follower/contracts/plutusdata"
@@ -88,27 +87,7 @@ func (p Payee) ToData() pd.Data { return c(uint64(p.Kind), p.Party.ToData()) }
 func (bd Bound) ToData() pd.Data { return c(0, n(bd.From), n(bd.To)) }
 
 // ContractToData returns the Plutus Data of a contract.
-func ContractToData(ct Contract) pd.Data {
-	switch x := ct.(type) {
-	case *Close:
-		return c(0)
-	case *Pay:
-		return c(1, x.From.ToData(), x.To.ToData(), x.Token.ToData(), ValueToData(x.Value), ContractToData(x.Then))
-	case *If:
-		return c(2, ObservationToData(x.Observation), ContractToData(x.Then), ContractToData(x.Else))
-	case *When:
-		cases := make([]pd.Data, len(x.Cases))
-		for i := range x.Cases {
-			cases[i] = x.Cases[i].ToData()
-		}
-		return c(3, pd.NewList(cases...), n(x.Timeout), ContractToData(x.TimeoutContinuation))
-	case *Let:
-		return c(4, x.Name.ToData(), ValueToData(x.Value), ContractToData(x.Then))
-	case *Assert:
-		return c(5, ObservationToData(x.Observation), ContractToData(x.Then))
-	}
-	panic(fmt.Sprintf("marlowe: ContractToData of %T", ct))
-}
+func ContractToData(ct Contract) pd.Data { return contractSum.toData(ct) }
 
 // ToData returns the Plutus Data of a case.
 func (cs *Case) ToData() pd.Data {
@@ -119,94 +98,29 @@ func (cs *Case) ToData() pd.Data {
 }
 
 // ActionToData returns the Plutus Data of an action.
-func ActionToData(a Action) pd.Data {
-	switch x := a.(type) {
-	case *Deposit:
-		return c(0, x.IntoAccount.ToData(), x.From.ToData(), x.Token.ToData(), ValueToData(x.Amount))
-	case *Choice:
-		bounds := make([]pd.Data, len(x.Bounds))
-		for i, bd := range x.Bounds {
-			bounds[i] = bd.ToData()
-		}
-		return c(1, x.Choice.ToData(), pd.NewList(bounds...))
-	case *Notify:
-		return c(2, ObservationToData(x.Observation))
-	}
-	panic(fmt.Sprintf("marlowe: ActionToData of %T", a))
-}
+func ActionToData(a Action) pd.Data { return actionSum.toData(a) }
 
 // ValueToData returns the Plutus Data of a value.
-func ValueToData(v Value) pd.Data {
-	switch x := v.(type) {
-	case *AvailableMoney:
-		return c(0, x.Account.ToData(), x.Token.ToData())
-	case *Constant:
-		return c(1, n(x.N))
-	case *NegValue:
-		return c(2, ValueToData(x.Value))
-	case *AddValue:
-		return c(3, ValueToData(x.Left), ValueToData(x.Right))
-	case *SubValue:
-		return c(4, ValueToData(x.Left), ValueToData(x.Right))
-	case *MulValue:
-		return c(5, ValueToData(x.Left), ValueToData(x.Right))
-	case *DivValue:
-		return c(6, ValueToData(x.Left), ValueToData(x.Right))
-	case *ChoiceValue:
-		return c(7, x.Choice.ToData())
-	case *TimeIntervalStart:
-		return c(8)
-	case *TimeIntervalEnd:
-		return c(9)
-	case *UseValue:
-		return c(10, x.Name.ToData())
-	case *Cond:
-		return c(11, ObservationToData(x.Observation), ValueToData(x.Then), ValueToData(x.Else))
-	}
-	panic(fmt.Sprintf("marlowe: ValueToData of %T", v))
-}
+func ValueToData(v Value) pd.Data { return valueSum.toData(v) }
 
 // ObservationToData returns the Plutus Data of an observation.
-func ObservationToData(o Observation) pd.Data {
-	switch x := o.(type) {
-	case *AndObs:
-		return c(0, ObservationToData(x.Left), ObservationToData(x.Right))
-	case *OrObs:
-		return c(1, ObservationToData(x.Left), ObservationToData(x.Right))
-	case *NotObs:
-		return c(2, ObservationToData(x.Observation))
-	case *ChoseSomething:
-		return c(3, x.Choice.ToData())
-	case *ValueGE:
-		return c(4, ValueToData(x.Left), ValueToData(x.Right))
-	case *ValueGT:
-		return c(5, ValueToData(x.Left), ValueToData(x.Right))
-	case *ValueLT:
-		return c(6, ValueToData(x.Left), ValueToData(x.Right))
-	case *ValueLE:
-		return c(7, ValueToData(x.Left), ValueToData(x.Right))
-	case *ValueEQ:
-		return c(8, ValueToData(x.Left), ValueToData(x.Right))
-	case *TrueObs:
-		return c(9)
-	case *FalseObs:
-		return c(10)
-	}
-	panic(fmt.Sprintf("marlowe: ObservationToData of %T", o))
-}
+func ObservationToData(o Observation) pd.Data { return observationSum.toData(o) }
 
 // InputContentToData returns the Plutus Data of an input's content.
-func InputContentToData(ic InputContent) pd.Data {
-	switch x := ic.(type) {
-	case *IDeposit:
-		return c(0, x.IntoAccount.ToData(), x.From.ToData(), x.Token.ToData(), n(x.Amount))
-	case *IChoice:
-		return c(1, x.Choice.ToData(), n(x.ChosenNum))
-	case *INotify:
-		return c(2)
+func InputContentToData(ic InputContent) pd.Data { return inputContentSum.toData(ic) }
+
+// dataList returns the Plutus list of the data of each item.
+func dataList[T any](items []T, data func(*T) pd.Data) pd.Data {
+	out := make([]pd.Data, len(items))
+	for i := range items {
+		out[i] = data(&items[i])
 	}
-	panic(fmt.Sprintf("marlowe: InputContentToData of %T", ic))
+	return pd.NewList(out...)
 }
+
+func casesToData(cases []Case) pd.Data { return dataList(cases, (*Case).ToData) }
+
+func boundsToData(bounds []Bound) pd.Data { return dataList(bounds, (*Bound).ToData) }
 
 // ToData returns the on-chain (MarloweTxInput) Plutus Data of an input. The
 // continuation of a merkleized input is not part of it: it travels as a datum.
@@ -218,13 +132,7 @@ func (in *Input) ToData() pd.Data {
 }
 
 // ToData returns the Plutus Data of a redeemer.
-func (r Redeemer) ToData() pd.Data {
-	items := make([]pd.Data, len(r))
-	for i := range r {
-		items[i] = r[i].ToData()
-	}
-	return pd.NewList(items...)
-}
+func (r Redeemer) ToData() pd.Data { return dataList(r, (*Input).ToData) }
 
 // ToData returns the Plutus Data of a payout datum.
 func (p *PayoutDatum) ToData() pd.Data {
