@@ -199,7 +199,8 @@ func (s *sumType[T]) fromData(d pd.Data) (T, error) {
 	}
 	node := s.ctors[c.Index].new()
 	_, fs := s.slots(node)
-	for i, sl := range fs.list() {
+	for i := range fs.n {
+		sl := &fs.s[i]
 		if err := sl.kind.fromData(sl.p, c.Fields[i]); err != nil {
 			return zero, sl.wrap(err)
 		}
@@ -213,10 +214,10 @@ func (s *sumType[T]) toData(x T) pd.Data {
 	if i < 0 {
 		panic(fmt.Sprintf("marlowe: %sToData of %T", s.name, x))
 	}
-	list := fs.list()
-	fields := make([]pd.Data, len(list))
-	for j := range list {
-		fields[j] = list[j].kind.toData(list[j].p)
+	fields := make([]pd.Data, fs.n)
+	for j := range fields {
+		sl := &fs.s[j]
+		fields[j] = sl.kind.toData(sl.p)
 	}
 	return pd.NewConstr(uint64(i), fields...)
 }
@@ -261,10 +262,10 @@ func (s *sumType[T]) fromObject(m map[string]any, sig string) (T, error) {
 	c := &s.ctors[i]
 	node := c.new()
 	_, fs := s.slots(node)
-	list := fs.list()
 	for _, k := range c.read {
-		if err := list[k].kind.fromJSON(list[k].p, m[list[k].key]); err != nil {
-			return zero, list[k].wrap(err)
+		sl := &fs.s[k]
+		if err := sl.kind.fromJSON(sl.p, m[sl.key]); err != nil {
+			return zero, sl.wrap(err)
 		}
 	}
 	return node, nil
@@ -288,18 +289,18 @@ func (s *sumType[T]) writeKeys(w *jsonWriter, x T) int {
 		return -1
 	}
 	c := &s.ctors[i]
-	list := fs.list()
 	switch {
 	case c.atomJSON != "":
 		w.raw(c.atomJSON)
 		return -1
 	case i == s.bare:
-		list[0].kind.toJSON(w, list[0].p)
+		fs.s[0].kind.toJSON(w, fs.s[0].p)
 		return -1
 	}
 	for j, k := range c.order {
 		w.raw(c.keys[j])
-		list[k].kind.toJSON(w, list[k].p)
+		sl := &fs.s[k]
+		sl.kind.toJSON(w, sl.p)
 	}
-	return len(list)
+	return fs.n
 }

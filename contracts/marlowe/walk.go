@@ -43,27 +43,18 @@ func MapContinuations(c Contract, f func(Contract) Contract) Contract {
 // ValueOperands returns the two values a binary node holds: the operands
 // of AddValue, SubValue, MulValue and DivValue (a Value) and of the
 // comparisons ValueGE, ValueGT, ValueLT, ValueLE and ValueEQ (an
-// Observation). ok is false for any other node.
+// Observation), the nodes whose fields are two values. ok is false for any
+// other node.
 func ValueOperands(node any) (left, right Value, ok bool) {
+	var fs slots
 	switch x := node.(type) {
-	case *AddValue:
-		return x.Left, x.Right, true
-	case *SubValue:
-		return x.Left, x.Right, true
-	case *MulValue:
-		return x.Left, x.Right, true
-	case *DivValue:
-		return x.Left, x.Right, true
-	case *ValueGE:
-		return x.Left, x.Right, true
-	case *ValueGT:
-		return x.Left, x.Right, true
-	case *ValueLT:
-		return x.Left, x.Right, true
-	case *ValueLE:
-		return x.Left, x.Right, true
-	case *ValueEQ:
-		return x.Left, x.Right, true
+	case Value:
+		_, fs = valueSum.slots(x)
+	case Observation:
+		_, fs = observationSum.slots(x)
 	}
-	return nil, nil, false
+	if fs.n != 2 || fs.s[0].kind != valueField || fs.s[1].kind != valueField {
+		return nil, nil, false
+	}
+	return *fs.s[0].p.(*Value), *fs.s[1].p.(*Value), true
 }
