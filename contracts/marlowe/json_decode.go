@@ -156,22 +156,15 @@ func partyFromJSON(v any) (Party, error) {
 }
 
 func tokenFromJSON(v any) (Token, error) {
-	m, sig, err := object(v, "Token")
+	m, err := record(v, "Token", "currency_symbol,token_name")
 	if err != nil {
 		return Token{}, err
 	}
-	if sig != "currency_symbol,token_name" {
-		return Token{}, unknownKeys("Token", sig)
-	}
-	cur, err := jsonHex(m["currency_symbol"])
-	if err != nil {
-		return Token{}, at("currency_symbol", err)
-	}
-	name, err := jsonName(m["token_name"])
-	if err != nil {
-		return Token{}, at("token_name", err)
-	}
-	return Token{Currency: cur, Name: name}, nil
+	var fs fields
+	return built(&fs, Token{
+		Currency: field(&fs, m["currency_symbol"], "currency_symbol", jsonHex),
+		Name:     field(&fs, m["token_name"], "token_name", jsonName),
+	})
 }
 
 func payeeFromJSON(v any) (Payee, error) {
@@ -195,22 +188,15 @@ func payeeFromJSON(v any) (Payee, error) {
 }
 
 func choiceIDFromJSON(v any) (ChoiceID, error) {
-	m, sig, err := object(v, "ChoiceId")
+	m, err := record(v, "ChoiceId", "choice_name,choice_owner")
 	if err != nil {
 		return ChoiceID{}, err
 	}
-	if sig != "choice_name,choice_owner" {
-		return ChoiceID{}, unknownKeys("ChoiceId", sig)
-	}
-	name, err := jsonName(m["choice_name"])
-	if err != nil {
-		return ChoiceID{}, at("choice_name", err)
-	}
-	owner, err := partyFromJSON(m["choice_owner"])
-	if err != nil {
-		return ChoiceID{}, at("choice_owner", err)
-	}
-	return ChoiceID{Name: name, Owner: owner}, nil
+	var fs fields
+	return built(&fs, ChoiceID{
+		Name:  field(&fs, m["choice_name"], "choice_name", jsonName),
+		Owner: field(&fs, m["choice_owner"], "choice_owner", partyFromJSON),
+	})
 }
 
 func contractFromJSON(v any) (Contract, error) { return contractSum.fromJSON(v) }

@@ -90,11 +90,9 @@ func stateFromJSON(v any) (*State, error) {
 }
 
 func inputFromJSON(v any) (Input, error) {
-	if s, ok := v.(string); ok {
-		if s == "input_notify" {
-			return Input{Content: notifyInput}, nil
-		}
-		return Input{}, shapeError("Input: unknown input %q", s)
+	if _, ok := v.(string); ok {
+		content, err := inputContentSum.fromJSON(v)
+		return Input{Content: content}, err
 	}
 	m, _, err := object(v, "Input")
 	if err != nil {
@@ -118,38 +116,15 @@ func inputFromJSON(v any) (Input, error) {
 		}
 	}
 	_, sig, _ := object(content, "Input")
-	switch sig {
-	case "":
+	if sig == "" {
 		if !in.Merkleized() {
 			return Input{}, shapeError("Input: empty object")
 		}
 		in.Content = notifyInput
-	case "input_from_party,into_account,of_token,that_deposits":
-		d := &IDeposit{}
-		if d.From, err = partyFromJSON(m["input_from_party"]); err != nil {
-			return Input{}, at("input_from_party", err)
-		}
-		if d.IntoAccount, err = partyFromJSON(m["into_account"]); err != nil {
-			return Input{}, at("into_account", err)
-		}
-		if d.Token, err = tokenFromJSON(m["of_token"]); err != nil {
-			return Input{}, at("of_token", err)
-		}
-		if d.Amount, err = jsonInt(m["that_deposits"]); err != nil {
-			return Input{}, at("that_deposits", err)
-		}
-		in.Content = d
-	case "for_choice_id,input_that_chooses_num":
-		c := &IChoice{}
-		if c.Choice, err = choiceIDFromJSON(m["for_choice_id"]); err != nil {
-			return Input{}, at("for_choice_id", err)
-		}
-		if c.ChosenNum, err = jsonInt(m["input_that_chooses_num"]); err != nil {
-			return Input{}, at("input_that_chooses_num", err)
-		}
-		in.Content = c
-	default:
-		return Input{}, unknownKeys("Input", sig)
+		return in, nil
+	}
+	if in.Content, err = inputContentSum.fromObject(content, sig); err != nil {
+		return Input{}, err
 	}
 	return in, nil
 }
@@ -163,46 +138,27 @@ func redeemerFromJSON(v any) (Redeemer, error) {
 }
 
 func transactionInputFromJSON(v any) (*TransactionInput, error) {
-	m, sig, err := object(v, "TransactionInput")
+	m, err := record(v, "TransactionInput", "tx_inputs,tx_interval")
 	if err != nil {
 		return nil, err
 	}
-	if sig != "tx_inputs,tx_interval" {
-		return nil, unknownKeys("TransactionInput", sig)
-	}
-	t := &TransactionInput{}
-	im, isig, err := object(m["tx_interval"], "interval")
-	if err == nil && isig != "from,to" {
-		err = unknownKeys("interval", isig)
-	}
-	if err != nil {
-		return nil, at("tx_interval", err)
-	}
-	if t.Interval.From, err = jsonInt(im["from"]); err != nil {
-		return nil, at("tx_interval", at("from", err))
-	}
-	if t.Interval.To, err = jsonInt(im["to"]); err != nil {
-		return nil, at("tx_interval", at("to", err))
-	}
-	if t.Inputs, err = redeemerFromJSON(m["tx_inputs"]); err != nil {
-		return nil, at("tx_inputs", err)
-	}
-	return t, nil
+	var fs fields
+	return built(&fs, &TransactionInput{
+		Interval: field(&fs, m["tx_interval"], "tx_interval", func(v any) (TimeInterval, error) {
+			iv, _, err := intervalFromJSON(v, "interval", false)
+			return iv, err
+		}),
+		Inputs: field(&fs, m["tx_inputs"], "tx_inputs", redeemerFromJSON),
+	})
 }
 
 func marloweDataFromJSON(v any) (*MarloweData, error) {
-	m, sig, err := object(v, "MarloweData")
+	m, err := record(v, "MarloweData", "marloweContract,marloweParams,marloweState")
 	if err != nil {
 		return nil, err
 	}
-	if sig != "marloweContract,marloweParams,marloweState" {
-		return nil, unknownKeys("MarloweData", sig)
-	}
 	md := &MarloweData{}
-	pm, psig, err := object(m["marloweParams"], "MarloweParams")
-	if err == nil && psig != "rolesCurrency" {
-		err = unknownKeys("MarloweParams", psig)
-	}
+	pm, err := record(m["marloweParams"], "MarloweParams", "rolesCurrency")
 	if err != nil {
 		return nil, at("marloweParams", err)
 	}
@@ -221,21 +177,15 @@ func marloweDataFromJSON(v any) (*MarloweData, error) {
 }
 
 func payoutDatumFromJSON(v any) (*PayoutDatum, error) {
-	m, sig, err := object(v, "payout datum")
+	m, err := record(v, "payout datum", "role,rolesCurrency")
 	if err != nil {
 		return nil, err
 	}
-	if sig != "role,rolesCurrency" {
-		return nil, unknownKeys("payout datum", sig)
-	}
-	p := &PayoutDatum{}
-	if p.RolesCurrency, err = jsonHex(m["rolesCurrency"]); err != nil {
-		return nil, at("rolesCurrency", err)
-	}
-	if p.Role, err = jsonName(m["role"]); err != nil {
-		return nil, at("role", err)
-	}
-	return p, nil
+	var fs fields
+	return built(&fs, &PayoutDatum{
+		RolesCurrency: field(&fs, m["rolesCurrency"], "rolesCurrency", jsonHex),
+		Role:          field(&fs, m["role"], "role", jsonName),
+	})
 }
 
 // parse decodes text and converts it with from.

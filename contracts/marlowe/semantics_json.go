@@ -187,27 +187,17 @@ func TransactionResultJSON(out *TransactionOutput, err error) ([]byte, error) {
 }
 
 func paymentFromJSON(v any) (Payment, error) {
-	m, sig, err := object(v, "Payment")
+	m, err := record(v, "Payment", "amount,payment_from,to,token")
 	if err != nil {
 		return Payment{}, err
 	}
-	if sig != "amount,payment_from,to,token" {
-		return Payment{}, unknownKeys("Payment", sig)
-	}
-	p := Payment{}
-	if p.Amount, err = jsonInt(m["amount"]); err != nil {
-		return Payment{}, at("amount", err)
-	}
-	if p.From, err = partyFromJSON(m["payment_from"]); err != nil {
-		return Payment{}, at("payment_from", err)
-	}
-	if p.To, err = payeeFromJSON(m["to"]); err != nil {
-		return Payment{}, at("to", err)
-	}
-	if p.Token, err = tokenFromJSON(m["token"]); err != nil {
-		return Payment{}, at("token", err)
-	}
-	return p, nil
+	var fs fields
+	return built(&fs, Payment{
+		Amount: field(&fs, m["amount"], "amount", jsonInt),
+		From:   field(&fs, m["payment_from"], "payment_from", partyFromJSON),
+		To:     field(&fs, m["to"], "to", payeeFromJSON),
+		Token:  field(&fs, m["token"], "token", tokenFromJSON),
+	})
 }
 
 func warningFromJSON(v any) (TransactionWarning, error) { return warningSum.fromJSON(v) }
