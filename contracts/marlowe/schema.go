@@ -37,19 +37,21 @@ func (s *slot) wrap(err error) error {
 	return at(s.key, err)
 }
 
-// slots holds the fields of one node: at most five, held in place so that
-// reading and writing a node does not allocate for them.
-type slots struct {
-	n int
-	s [5]slot
+// slots holds the fields of one node, at most five, followed by empty
+// slots: held in place, so that reading and writing a node does not
+// allocate for them.
+type slots [5]slot
+
+// len returns the number of fields.
+func (fs *slots) len() int {
+	n := 0
+	for n < len(fs) && fs[n].kind != nil {
+		n++
+	}
+	return n
 }
 
-func fieldsOf(s ...slot) (fs slots) {
-	fs.n = copy(fs.s[:], s)
-	return fs
-}
-
-func (fs *slots) list() []slot { return fs.s[:fs.n] }
+func (fs *slots) list() []slot { return fs[:fs.len()] }
 
 // fieldKind reads and writes a field of one Go type, given a pointer to it.
 type fieldKind interface {
@@ -199,8 +201,8 @@ func (s *sumType[T]) fromData(d pd.Data) (T, error) {
 	}
 	node := s.ctors[c.Index].new()
 	_, fs := s.slots(node)
-	for i := range fs.n {
-		sl := &fs.s[i]
+	for i := range fs.len() {
+		sl := &fs[i]
 		if err := sl.kind.fromData(sl.p, c.Fields[i]); err != nil {
 			return zero, sl.wrap(err)
 		}
@@ -214,9 +216,9 @@ func (s *sumType[T]) toData(x T) pd.Data {
 	if i < 0 {
 		panic(fmt.Sprintf("marlowe: %sToData of %T", s.name, x))
 	}
-	fields := make([]pd.Data, fs.n)
+	fields := make([]pd.Data, fs.len())
 	for j := range fields {
-		sl := &fs.s[j]
+		sl := &fs[j]
 		fields[j] = sl.kind.toData(sl.p)
 	}
 	return pd.NewConstr(uint64(i), fields...)
@@ -239,7 +241,7 @@ func (s *sumType[T]) fromJSON(v any) (T, error) {
 		if s.bare >= 0 {
 			node := s.ctors[s.bare].new()
 			_, fs := s.slots(node)
-			if err := fs.s[0].kind.fromJSON(fs.s[0].p, x); err != nil {
+			if err := fs[0].kind.fromJSON(fs[0].p, x); err != nil {
 				return zero, err
 			}
 			return node, nil
@@ -263,7 +265,7 @@ func (s *sumType[T]) fromObject(m map[string]any, sig string) (T, error) {
 	node := c.new()
 	_, fs := s.slots(node)
 	for _, k := range c.read {
-		sl := &fs.s[k]
+		sl := &fs[k]
 		if err := sl.kind.fromJSON(sl.p, m[sl.key]); err != nil {
 			return zero, sl.wrap(err)
 		}
@@ -294,13 +296,13 @@ func (s *sumType[T]) writeKeys(w *jsonWriter, x T) int {
 		w.raw(c.atomJSON)
 		return -1
 	case i == s.bare:
-		fs.s[0].kind.toJSON(w, fs.s[0].p)
+		fs[0].kind.toJSON(w, fs[0].p)
 		return -1
 	}
 	for j, k := range c.order {
 		w.raw(c.keys[j])
-		sl := &fs.s[k]
+		sl := &fs[k]
 		sl.kind.toJSON(w, sl.p)
 	}
-	return fs.n
+	return len(c.order)
 }

@@ -75,49 +75,49 @@ func init() {
 func contractSlots(ct Contract) (int, slots) {
 	switch x := ct.(type) {
 	case *Close:
-		return 0, fieldsOf()
+		return 0, slots{}
 	case *Pay:
-		return 1, fieldsOf(slotOf("from_account", &x.From, partyField), slotOf("to", &x.To, payeeField),
-			slotOf("token", &x.Token, tokenField), slotOf("pay", &x.Value, valueField), slotOf("then", &x.Then, contractField))
+		return 1, slots{slotOf("from_account", &x.From, partyField), slotOf("to", &x.To, payeeField),
+			slotOf("token", &x.Token, tokenField), slotOf("pay", &x.Value, valueField), slotOf("then", &x.Then, contractField)}
 	case *If:
-		return 2, fieldsOf(slotOf("if", &x.Observation, observationField), slotOf("then", &x.Then, contractField), slotOf("else", &x.Else, contractField))
+		return 2, slots{slotOf("if", &x.Observation, observationField), slotOf("then", &x.Then, contractField), slotOf("else", &x.Else, contractField)}
 	case *When:
-		return 3, fieldsOf(slotOf("when", &x.Cases, casesField), slotOf("timeout", &x.Timeout, timeoutField),
-			slotOf("timeout_continuation", &x.TimeoutContinuation, contractField))
+		return 3, slots{slotOf("when", &x.Cases, casesField), slotOf("timeout", &x.Timeout, timeoutField),
+			slotOf("timeout_continuation", &x.TimeoutContinuation, contractField)}
 	case *Let:
-		return 4, fieldsOf(slotOf("let", &x.Name, valueIDField), slotOf("be", &x.Value, valueField), slotOf("then", &x.Then, contractField))
+		return 4, slots{slotOf("let", &x.Name, valueIDField), slotOf("be", &x.Value, valueField), slotOf("then", &x.Then, contractField)}
 	case *Assert:
-		return 5, fieldsOf(slotOf("assert", &x.Observation, observationField), slotOf("then", &x.Then, contractField))
+		return 5, slots{slotOf("assert", &x.Observation, observationField), slotOf("then", &x.Then, contractField)}
 	}
-	return -1, fieldsOf()
+	return -1, slots{}
 }
 
 func actionSlots(a Action) (int, slots) {
 	switch x := a.(type) {
 	case *Deposit:
-		return 0, fieldsOf(slotOf("into_account", &x.IntoAccount, partyField), slotOf("party", &x.From, partyField),
-			slotOf("of_token", &x.Token, tokenField), slotOf("deposits", &x.Amount, valueField))
+		return 0, slots{slotOf("into_account", &x.IntoAccount, partyField), slotOf("party", &x.From, partyField),
+			slotOf("of_token", &x.Token, tokenField), slotOf("deposits", &x.Amount, valueField)}
 	case *Choice:
-		return 1, fieldsOf(slotOf("for_choice", &x.Choice, choiceIDField), slotOf("choose_between", &x.Bounds, boundsField))
+		return 1, slots{slotOf("for_choice", &x.Choice, choiceIDField), slotOf("choose_between", &x.Bounds, boundsField)}
 	case *Notify:
-		return 2, fieldsOf(slotOf("notify_if", &x.Observation, observationField))
+		return 2, slots{slotOf("notify_if", &x.Observation, observationField)}
 	}
-	return -1, fieldsOf()
+	return -1, slots{}
 }
 
 // binary is the two operands of a binary node under their JSON keys.
 func binary[T any](k *kind[T], left string, l *T, right string, r *T) slots {
-	return fieldsOf(slotOf(left, l, k), slotOf(right, r, k))
+	return slots{slotOf(left, l, k), slotOf(right, r, k)}
 }
 
 func valueSlots(v Value) (int, slots) {
 	switch x := v.(type) {
 	case *AvailableMoney:
-		return 0, fieldsOf(slotOf("in_account", &x.Account, partyField), slotOf("amount_of_token", &x.Token, tokenField))
+		return 0, slots{slotOf("in_account", &x.Account, partyField), slotOf("amount_of_token", &x.Token, tokenField)}
 	case *Constant:
-		return 1, fieldsOf(slotOf("", &x.N, constantField))
+		return 1, slots{slotOf("", &x.N, constantField)}
 	case *NegValue:
-		return 2, fieldsOf(slotOf("negate", &x.Value, valueField))
+		return 2, slots{slotOf("negate", &x.Value, valueField)}
 	case *AddValue:
 		return 3, binary(valueField, "add", &x.Left, "and", &x.Right)
 	case *SubValue:
@@ -127,17 +127,17 @@ func valueSlots(v Value) (int, slots) {
 	case *DivValue:
 		return 6, binary(valueField, "divide", &x.Left, "by", &x.Right)
 	case *ChoiceValue:
-		return 7, fieldsOf(slotOf("value_of_choice", &x.Choice, choiceIDField))
+		return 7, slots{slotOf("value_of_choice", &x.Choice, choiceIDField)}
 	case *TimeIntervalStart:
-		return 8, fieldsOf()
+		return 8, slots{}
 	case *TimeIntervalEnd:
-		return 9, fieldsOf()
+		return 9, slots{}
 	case *UseValue:
-		return 10, fieldsOf(slotOf("use_value", &x.Name, valueIDField))
+		return 10, slots{slotOf("use_value", &x.Name, valueIDField)}
 	case *Cond:
-		return 11, fieldsOf(slotOf("if", &x.Observation, observationField), slotOf("then", &x.Then, valueField), slotOf("else", &x.Else, valueField))
+		return 11, slots{slotOf("if", &x.Observation, observationField), slotOf("then", &x.Then, valueField), slotOf("else", &x.Else, valueField)}
 	}
-	return -1, fieldsOf()
+	return -1, slots{}
 }
 
 func observationSlots(o Observation) (int, slots) {
@@ -147,9 +147,9 @@ func observationSlots(o Observation) (int, slots) {
 	case *OrObs:
 		return 1, binary(observationField, "either", &x.Left, "or", &x.Right)
 	case *NotObs:
-		return 2, fieldsOf(slotOf("not", &x.Observation, observationField))
+		return 2, slots{slotOf("not", &x.Observation, observationField)}
 	case *ChoseSomething:
-		return 3, fieldsOf(slotOf("chose_something_for", &x.Choice, choiceIDField))
+		return 3, slots{slotOf("chose_something_for", &x.Choice, choiceIDField)}
 	case *ValueGE:
 		return 4, binary(valueField, "value", &x.Left, "ge_than", &x.Right)
 	case *ValueGT:
@@ -161,24 +161,24 @@ func observationSlots(o Observation) (int, slots) {
 	case *ValueEQ:
 		return 8, binary(valueField, "value", &x.Left, "equal_to", &x.Right)
 	case *TrueObs:
-		return 9, fieldsOf()
+		return 9, slots{}
 	case *FalseObs:
-		return 10, fieldsOf()
+		return 10, slots{}
 	}
-	return -1, fieldsOf()
+	return -1, slots{}
 }
 
 func inputContentSlots(ic InputContent) (int, slots) {
 	switch x := ic.(type) {
 	case *IDeposit:
-		return 0, fieldsOf(slotOf("into_account", &x.IntoAccount, partyField), slotOf("input_from_party", &x.From, partyField),
-			slotOf("of_token", &x.Token, tokenField), slotOf("that_deposits", &x.Amount, depositAmountField))
+		return 0, slots{slotOf("into_account", &x.IntoAccount, partyField), slotOf("input_from_party", &x.From, partyField),
+			slotOf("of_token", &x.Token, tokenField), slotOf("that_deposits", &x.Amount, depositAmountField)}
 	case *IChoice:
-		return 1, fieldsOf(slotOf("for_choice_id", &x.Choice, choiceIDField), slotOf("input_that_chooses_num", &x.ChosenNum, chosenNumField))
+		return 1, slots{slotOf("for_choice_id", &x.Choice, choiceIDField), slotOf("input_that_chooses_num", &x.ChosenNum, chosenNumField)}
 	case *INotify:
-		return 2, fieldsOf()
+		return 2, slots{}
 	}
-	return -1, fieldsOf()
+	return -1, slots{}
 }
 
 // warningSlots lists the fields of a warning in the order the JSON reader
@@ -186,20 +186,20 @@ func inputContentSlots(ic InputContent) (int, slots) {
 func warningSlots(tw TransactionWarning) (int, slots) {
 	switch x := tw.(type) {
 	case *TransactionNonPositiveDeposit:
-		return 0, fieldsOf(slotOf("asked_to_deposit", &x.Amount, warningIntField), slotOf("in_account", &x.Account, partyField),
-			slotOf("of_token", &x.Token, tokenField), slotOf("party", &x.Party, partyField))
+		return 0, slots{slotOf("asked_to_deposit", &x.Amount, warningIntField), slotOf("in_account", &x.Account, partyField),
+			slotOf("of_token", &x.Token, tokenField), slotOf("party", &x.Party, partyField)}
 	case *TransactionNonPositivePay:
-		return 1, fieldsOf(slotOf("account", &x.Account, partyField), slotOf("of_token", &x.Token, tokenField),
-			slotOf("to_payee", &x.Payee, payeeField), slotOf("asked_to_pay", &x.Amount, warningIntField))
+		return 1, slots{slotOf("account", &x.Account, partyField), slotOf("of_token", &x.Token, tokenField),
+			slotOf("to_payee", &x.Payee, payeeField), slotOf("asked_to_pay", &x.Amount, warningIntField)}
 	case *TransactionPartialPay:
-		return 2, fieldsOf(slotOf("account", &x.Account, partyField), slotOf("of_token", &x.Token, tokenField),
+		return 2, slots{slotOf("account", &x.Account, partyField), slotOf("of_token", &x.Token, tokenField),
 			slotOf("to_payee", &x.Payee, payeeField), slotOf("asked_to_pay", &x.Expected, warningIntField),
-			slotOf("but_only_paid", &x.Paid, warningIntField))
+			slotOf("but_only_paid", &x.Paid, warningIntField)}
 	case *TransactionShadowing:
-		return 3, fieldsOf(slotOf("had_value", &x.OldValue, warningIntField), slotOf("is_now_assigned", &x.NewValue, warningIntField),
-			slotOf("value_id", &x.Name, valueIDField))
+		return 3, slots{slotOf("had_value", &x.OldValue, warningIntField), slotOf("is_now_assigned", &x.NewValue, warningIntField),
+			slotOf("value_id", &x.Name, valueIDField)}
 	case *TransactionAssertionFailed:
-		return 4, fieldsOf()
+		return 4, slots{}
 	}
-	return -1, fieldsOf()
+	return -1, slots{}
 }

@@ -53,8 +53,8 @@ func ValueOperands(node any) (left, right Value, ok bool) {
 	case Observation:
 		_, fs = observationSum.slots(x)
 	}
-	if fs.n != 2 || fs.s[0].kind != valueField || fs.s[1].kind != valueField {
+	if fs.len() != 2 || fs[0].kind != valueField || fs[1].kind != valueField {
 		return nil, nil, false
 	}
-	return *fs.s[0].p.(*Value), *fs.s[1].p.(*Value), true
+	return *fs[0].p.(*Value), *fs[1].p.(*Value), true
 }
