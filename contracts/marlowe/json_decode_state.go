@@ -1,92 +1,84 @@
 package marlowe
 
+import "math/big"
+
 // The core JSON readers of a contract's state, its inputs and datums, and
 // the Parse functions (json_decode.go reads the language).
 
 func stateFromJSON(v any) (*State, error) {
-	m, sig, err := object(v, "State")
+	m, err := record(v, "State", "accounts,boundValues,choices,minTime")
 	if err != nil {
 		return nil, err
-	}
-	if sig != "accounts,boundValues,choices,minTime" {
-		return nil, unknownKeys("State", sig)
 	}
 	st := &State{}
-	pairs := func(key string) ([][2]any, error) {
-		arr, err := jsonArray(m[key])
-		if err != nil {
-			return nil, at(key, err)
-		}
-		out := make([][2]any, len(arr))
-		for i, e := range arr {
-			p, err := jsonArray(e)
-			if err == nil && len(p) != 2 {
-				err = shapeError("expected a pair [key, value], found %d elements", len(p))
-			}
-			if err != nil {
-				return nil, at(key, atIndex(i, err))
-			}
-			out[i] = [2]any{p[0], p[1]}
-		}
-		return out, nil
-	}
-	accounts, err := pairs("accounts")
-	if err != nil {
-		return nil, err
-	}
-	st.Accounts = make([]AccountEntry, len(accounts))
-	for i, p := range accounts {
-		e := &st.Accounts[i]
-		key, err := jsonArray(p[0])
+	st.Accounts, err = jsonEntries(m, "accounts", func(k any, e *AccountEntry) error {
+		key, err := jsonArray(k)
 		if err == nil && len(key) != 2 {
 			err = shapeError("expected an account key [party, token], found %d elements", len(key))
 		}
-		if err == nil {
-			if e.Party, err = partyFromJSON(key[0]); err != nil {
-				err = atIndex(0, err)
-			} else if e.Token, err = tokenFromJSON(key[1]); err != nil {
-				err = atIndex(1, err)
-			}
-		}
 		if err != nil {
-			return nil, at("accounts", atIndex(i, atIndex(0, err)))
+			return err
 		}
-		if e.Amount, err = jsonInt(p[1]); err != nil {
-			return nil, at("accounts", atIndex(i, atIndex(1, err)))
+		if e.Party, err = partyFromJSON(key[0]); err != nil {
+			return atIndex(0, err)
 		}
-	}
-	choices, err := pairs("choices")
+		e.Token, err = tokenFromJSON(key[1])
+		return atIndex(1, err)
+	}, func(e *AccountEntry, v *big.Int) { e.Amount = v })
 	if err != nil {
 		return nil, err
 	}
-	st.Choices = make([]ChoiceEntry, len(choices))
-	for i, p := range choices {
-		e := &st.Choices[i]
-		if e.Choice, err = choiceIDFromJSON(p[0]); err != nil {
-			return nil, at("choices", atIndex(i, atIndex(0, err)))
-		}
-		if e.Value, err = jsonInt(p[1]); err != nil {
-			return nil, at("choices", atIndex(i, atIndex(1, err)))
-		}
-	}
-	bound, err := pairs("boundValues")
+	st.Choices, err = jsonEntries(m, "choices", func(k any, e *ChoiceEntry) (err error) {
+		e.Choice, err = choiceIDFromJSON(k)
+		return err
+	}, func(e *ChoiceEntry, v *big.Int) { e.Value = v })
 	if err != nil {
 		return nil, err
 	}
-	st.BoundValues = make([]BoundValueEntry, len(bound))
-	for i, p := range bound {
-		e := &st.BoundValues[i]
-		if e.Name.Name, err = jsonName(p[0]); err != nil {
-			return nil, at("boundValues", atIndex(i, atIndex(0, err)))
-		}
-		if e.Value, err = jsonInt(p[1]); err != nil {
-			return nil, at("boundValues", atIndex(i, atIndex(1, err)))
-		}
+	st.BoundValues, err = jsonEntries(m, "boundValues", func(k any, e *BoundValueEntry) (err error) {
+		e.Name, err = valueIDFromJSON(k)
+		return err
+	}, func(e *BoundValueEntry, v *big.Int) { e.Value = v })
+	if err != nil {
+		return nil, err
 	}
 	if st.MinTime, err = jsonInt(m["minTime"]); err != nil {
 		return nil, at("minTime", err)
 	}
 	return st, nil
+}
+
+// jsonEntries reads the [key, value] pairs of the state's field name, the
+// JSON form of stateMap: once every element is known to be a pair, key
+// reads a pair's key into its entry and set gives it the pair's value.
+func jsonEntries[E any](m map[string]any, name string, key func(any, *E) error, set func(*E, *big.Int)) ([]E, error) {
+	arr, err := jsonArray(m[name])
+	if err != nil {
+		return nil, at(name, err)
+	}
+	pairs := make([][]any, len(arr))
+	for i, e := range arr {
+		p, err := jsonArray(e)
+		if err == nil && len(p) != 2 {
+			err = shapeError("expected a pair [key, value], found %d elements", len(p))
+		}
+		if err != nil {
+			return nil, at(name, atIndex(i, err))
+		}
+		pairs[i] = p
+	}
+	out := make([]E, len(pairs))
+	for i, p := range pairs {
+		if err := key(p[0], &out[i]); err != nil {
+			return nil, at(name, atIndex(i, atIndex(0, err)))
+		}
+		v, err := jsonInt(p[1])
+		if err != nil {
+			return nil, at(name, atIndex(i, atIndex(1, err)))
+		}
+		set(&out[i], v)
+	}
+	return out, nil
 }
 
 func inputFromJSON(v any) (Input, error) {
