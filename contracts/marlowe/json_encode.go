@@ -163,44 +163,33 @@ func (w *jsonWriter) value(v Value) { valueSum.writeJSON(w, v) }
 func (w *jsonWriter) observation(o Observation) { observationSum.writeJSON(w, o) }
 
 func (w *jsonWriter) state(st *State) {
-	w.raw(`{"accounts":[`)
-	for i, e := range st.Accounts {
-		if i > 0 {
-			w.raw(",")
-		}
-		w.raw("[[")
-		w.party(e.Party)
-		w.raw(",")
-		w.token(e.Token)
-		w.raw("],")
-		w.int(e.Amount)
-		w.raw("]")
-	}
-	w.raw(`],"boundValues":[`)
-	for i, e := range st.BoundValues {
-		if i > 0 {
-			w.raw(",")
-		}
-		w.raw("[")
-		w.name(e.Name.Name)
-		w.raw(",")
-		w.int(e.Value)
-		w.raw("]")
-	}
-	w.raw(`],"choices":[`)
-	for i, e := range st.Choices {
-		if i > 0 {
-			w.raw(",")
-		}
-		w.raw("[")
-		w.choiceID(e.Choice)
-		w.raw(",")
-		w.int(e.Value)
-		w.raw("]")
-	}
-	w.raw(`],"minTime":`)
+	w.raw(`{"accounts":`)
+	list(w, st.Accounts, func(w *jsonWriter, e *AccountEntry) { entry(w, (*jsonWriter).accountKey, e, e.Amount) })
+	w.raw(`,"boundValues":`)
+	list(w, st.BoundValues, func(w *jsonWriter, e *BoundValueEntry) { entry(w, (*jsonWriter).valueID, e.Name, e.Value) })
+	w.raw(`,"choices":`)
+	list(w, st.Choices, func(w *jsonWriter, e *ChoiceEntry) { entry(w, (*jsonWriter).choiceID, e.Choice, e.Value) })
+	w.raw(`,"minTime":`)
 	w.int(st.MinTime)
 	w.raw("}")
+}
+
+// entry writes a state entry [key, value].
+func entry[K any](w *jsonWriter, key func(*jsonWriter, K), k K, v *big.Int) {
+	w.raw("[")
+	key(w, k)
+	w.raw(",")
+	w.int(v)
+	w.raw("]")
+}
+
+// accountKey writes the key of an account entry, [party, token].
+func (w *jsonWriter) accountKey(e *AccountEntry) {
+	w.raw("[")
+	w.party(e.Party)
+	w.raw(",")
+	w.token(e.Token)
+	w.raw("]")
 }
 
 // input writes an input: its content, and for a merkleized input the
