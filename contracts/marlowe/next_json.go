@@ -44,18 +44,9 @@ func (w *jsonWriter) canDeposit(d *CanDeposit) {
 }
 
 func (w *jsonWriter) canChoose(c *CanChoose) {
-	w.raw(`{"can_choose_between":[`)
-	for i, b := range c.Bounds {
-		if i > 0 {
-			w.raw(",")
-		}
-		w.raw(`{"from":`)
-		w.int(b.From)
-		w.raw(`,"to":`)
-		w.int(b.To)
-		w.raw("}")
-	}
-	w.raw("],")
+	w.raw(`{"can_choose_between":`)
+	w.bounds(c.Bounds)
+	w.raw(",")
 	w.caseIndex(c.ApplicableCase)
 	w.raw(`,"for_choice":`)
 	w.choiceID(c.Choice)
@@ -65,21 +56,10 @@ func (w *jsonWriter) canChoose(c *CanChoose) {
 }
 
 func (w *jsonWriter) applicableInputs(a *ApplicableInputs) {
-	w.raw(`{"choices":[`)
-	for i := range a.Choices {
-		if i > 0 {
-			w.raw(",")
-		}
-		w.canChoose(&a.Choices[i])
-	}
-	w.raw(`],"deposits":[`)
-	for i := range a.Deposits {
-		if i > 0 {
-			w.raw(",")
-		}
-		w.canDeposit(&a.Deposits[i])
-	}
-	w.raw("]")
+	w.raw(`{"choices":`)
+	list(w, a.Choices, (*jsonWriter).canChoose)
+	w.raw(`,"deposits":`)
+	list(w, a.Deposits, (*jsonWriter).canDeposit)
 	if a.Notify != nil {
 		w.raw(`,"notify":`)
 		w.canNotify(a.Notify)

@@ -77,23 +77,13 @@ func (w *jsonWriter) transactionError(te *TransactionError) {
 func (w *jsonWriter) output(o *TransactionOutput) {
 	w.raw(`{"contract":`)
 	w.contract(o.Contract)
-	w.raw(`,"payments":[`)
-	for i := range o.Payments {
-		if i > 0 {
-			w.raw(",")
-		}
-		w.payment(&o.Payments[i])
-	}
-	w.raw(`],"state":`)
+	w.raw(`,"payments":`)
+	list(w, o.Payments, (*jsonWriter).payment)
+	w.raw(`,"state":`)
 	w.state(&o.State)
-	w.raw(`,"warnings":[`)
-	for i, tw := range o.Warnings {
-		if i > 0 {
-			w.raw(",")
-		}
-		w.warning(tw)
-	}
-	w.raw("]}")
+	w.raw(`,"warnings":`)
+	list(w, o.Warnings, func(w *jsonWriter, tw *TransactionWarning) { w.warning(*tw) })
+	w.raw("}")
 }
 
 // MarshalJSON returns {"amount":n,"payment_from":Party,"to":Payee,"token":Token}.
