@@ -20,11 +20,11 @@ const replyQueue = 16
 
 // Actor is one WebSocket connection, a child of the server actor. It
 // owns the connection's state (its subscriptions, its send queue and the
-// frames waiting for room in it) and decides everything in Receive; three
+// frames waiting for room in it) and decides everything in Receive;
 // goroutines do the blocking I/O: the reader (the HTTP handler's
 // goroutine) forwards each frame the client sends to the mailbox, the
-// writer drains the send queue into the socket, the pinger pings the
-// client when a heartbeat asks it to. The actor stops once the connection
+// writer drains the send queue into the socket, and a pinger, while a
+// heartbeat's ping is under way, pings the client. The actor stops once the connection
 // has ended and its goroutines are done; the streams it was attached to
 // watch it, and a round trip bound to it ends then.
 //
@@ -52,9 +52,8 @@ type Actor struct {
 	// ctx ends when the connection starts to end (close, once).
 	ctx    context.Context
 	cancel context.CancelFunc
-	// pings asks the pinger for a ping; a send finds it only while it
-	// does not ping already (one ping at a time).
-	pings chan struct{}
+	// pinging: a ping is under way (one at a time).
+	pinging bool
 
 	subs map[string]*connSub
 	// routes are the subscriptions whose replies the reader hands to
@@ -65,7 +64,7 @@ type Actor struct {
 	awaiting string
 	stash    []*inbound
 	bad      int
-	// goroutines: the reader, the writer, the pinger and the close
+	// goroutines: the reader, the writer, a pinger and the close
 	// handshake not ended yet (the closing connection stops at 0).
 	goroutines int
 }
@@ -87,7 +86,7 @@ type connSub struct {
 func New(d *Deps, ws *websocket.Conn, id uint64, p auth.Principal, remote string) *Actor {
 	ctx, cancel := context.WithCancel(context.Background())
 	c := &Actor{d: d, ws: ws, id: id, principal: p, ctx: ctx, cancel: cancel,
-		credits: make(chan struct{}, replyQueue), gone: make(chan struct{}), pings: make(chan struct{}), subs: map[string]*connSub{},
+		credits: make(chan struct{}, replyQueue), gone: make(chan struct{}), subs: map[string]*connSub{},
 		log: d.Log.With(zap.Uint64("connection", id), zap.String("remote", remote))}
 	c.delivery = newDelivery(&d.Config, c.slowConsumer)
 	c.q.budget = d.Budget
@@ -114,8 +113,9 @@ type (
 	// readEnded: the socket's reads ended (the client went, or the close
 	// handshake is done).
 	readEnded struct{ err error }
-	// ended: one of the connection's other goroutines returned.
-	ended struct{ writer bool }
+	// ended: one of the connection's other goroutines returned (the
+	// writer, a pinger, the close handshake).
+	ended struct{ writer, pinger bool }
 	// room: the writer took a frame while frames waited for room.
 	room        struct{}
 	overflowDue struct{ gen int }
@@ -143,9 +143,10 @@ func (c *Actor) serving(ac actor.Context) {
 		if len(c.subs) > 0 && len(c.overflow) == 0 {
 			_ = c.q.tryPush(m.Frame, false)
 		}
-		select {
-		case c.pings <- struct{}{}:
-		default: // a ping is under way
+		if !c.pinging {
+			c.pinging = true
+			c.goroutines++
+			go c.ping()
 		}
 	case *wire.Deliver:
 		if s := c.subs[m.Name]; s == nil || s.stream == nil || !s.stream.Equal(m.Stream) {
@@ -245,9 +246,8 @@ func (c *Actor) live(ac actor.Context) {
 	switch m := ac.Message().(type) {
 	case *actor.Started:
 		c.self, c.sys = ac.Self(), ac.ActorSystem()
-		c.goroutines += 3 // the reader, the writer, the pinger
+		c.goroutines += 2 // the reader, the writer
 		go c.writeLoop()
-		go c.pingLoop()
 		c.d.Metrics.Connections.Inc()
 		c.log.Debug("connected")
 	case *readEnded:
@@ -258,6 +258,7 @@ func (c *Actor) live(ac actor.Context) {
 		c.close(ac, websocket.StatusNormalClosure, "")
 	case *ended:
 		c.goroutines--
+		c.pinging = c.pinging && !m.pinger
 		if m.writer {
 			c.close(ac, websocket.StatusInternalError, "")
 		}

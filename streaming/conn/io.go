@@ -16,24 +16,17 @@ import (
 // The connection's goroutines: they do the blocking I/O and report to the
 // actor by message.
 
-// pingLoop pings the client when the actor asks (a heartbeat), one ping
-// at a time, until the connection starts to end; a client that does not
-// answer within PingTimeout is disconnected.
-func (c *Actor) pingLoop() {
+// ping pings the client once (a heartbeat asked for it), on a goroutine
+// of its own that lives as long as the ping: an idle connection keeps no
+// pinger. A client that does not answer within PingTimeout is
+// disconnected; a ping the connection's end cuts short is not a failure.
+func (c *Actor) ping() {
 	ctx, ws, sys, self, timeout := c.ctx, c.ws, c.sys, c.self, c.d.Config.PingTimeout
-	defer wire.Tell(sys, self, &ended{})
-	for {
-		select {
-		case <-c.pings:
-		case <-ctx.Done():
-			return
-		}
-		pctx, cancel := context.WithTimeout(ctx, timeout)
-		err := ws.Ping(pctx)
-		if err != nil && errors.Is(pctx.Err(), context.DeadlineExceeded) {
-			wire.Tell(sys, self, &pingFailed{})
-		}
-		cancel()
+	defer wire.Tell(sys, self, &ended{pinger: true})
+	pctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	if err := ws.Ping(pctx); err != nil && errors.Is(pctx.Err(), context.DeadlineExceeded) {
+		wire.Tell(sys, self, &pingFailed{})
 	}
 }
 
