@@ -55,7 +55,10 @@ var actorTypes = []struct {
 	// A stream or connection actor that fails escalates: the pipeline
 	// restarts the whole streaming server, as for its own actor.
 	{Streamer, "*stream.Actor", "*history.Delivery"},
-	{Streamer, "*conn.Actor", "*wire.Deliver"},
+	// (A stream queues its batches into the connection's send queue
+	// itself, and acks go from the reader to the stream: what every
+	// connection actor is sure to receive is the heartbeat.)
+	{Streamer, "*conn.Actor", "*wire.Heartbeat"},
 }
 
 func (f *faults) arm(actorType string) {
