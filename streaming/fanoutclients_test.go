@@ -128,8 +128,7 @@ func rawSubscriber(t *testing.T, ctx context.Context, url, from string, keep boo
 	defer ws.CloseNow()
 	context.AfterFunc(ctx, func() { _ = ws.CloseNow() })
 	ws.SetReadLimit(-1)
-	sub := `{"type":"subscribe","stream":"f","from":"` + from + `","filter":{"all":true}}`
-	if err := ws.Write(ctx, websocket.MessageText, []byte(sub)); err != nil {
+	if err := ws.Write(ctx, websocket.MessageText, streamtest.SubscribeAll("f", from)); err != nil {
 		t.Error(err)
 		ready.Done()
 		return
@@ -143,13 +142,12 @@ func rawSubscriber(t *testing.T, ctx context.Context, url, from string, keep boo
 			ready.Done()
 			return
 		}
-		if bytes.HasPrefix(data, []byte(`{"type":"subscribed"`)) {
+		if streamtest.FrameKind(data) == "subscribed" {
 			break
 		}
 	}
 	ready.Done()
 	var buf bytes.Buffer
-	seqKey, blockKey, batchKey := []byte(`{"seq":`), []byte(`"block":{"slot":`), []byte(`"batch":`)
 	for {
 		_, r, err := ws.Reader(context.Background())
 		if err != nil {
@@ -160,25 +158,14 @@ func rawSubscriber(t *testing.T, ctx context.Context, url, from string, keep boo
 			return
 		}
 		now, data := time.Now().UnixNano(), buf.Bytes()
-		if !bytes.HasPrefix(data, []byte(`{"type":"batch"`)) {
+		if streamtest.FrameKind(data) != "batch" {
 			continue
 		}
-		for rest := data; keep; {
-			k := bytes.Index(rest, seqKey)
-			if k < 0 {
-				break
-			}
-			rest = rest[k+len(seqKey):]
-			seq := streamtest.LeadingDigits(rest)
-			k = bytes.Index(rest, blockKey)
-			rest = rest[k+len(blockKey):]
-			k = bytes.Index(rest, []byte(`"blockNo":`))
-			rest = rest[k+len(`"blockNo":`):]
-			*out = append(*out, receipt{uint64(streamtest.LeadingDigits(rest)), now, seq})
+		if keep {
+			streamtest.ScanRecords(data, func(seq int64, block uint64) { *out = append(*out, receipt{block, now, seq}) })
 		}
-		k := bytes.Index(data, batchKey)
-		ack := `{"type":"ack","stream":"f","batch":` + strconv.FormatInt(streamtest.LeadingDigits(data[k+len(batchKey):]), 10) + `}`
-		if err := ws.Write(context.Background(), websocket.MessageText, []byte(ack)); err != nil {
+		batch, _ := streamtest.BatchNumber(data)
+		if err := ws.Write(context.Background(), websocket.MessageText, streamtest.AckText("f", batch)); err != nil {
 			return
 		}
 	}

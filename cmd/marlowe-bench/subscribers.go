@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -184,8 +183,7 @@ type rawSubscriber struct {
 }
 
 func (s *rawSubscriber) subscribe(ctx context.Context, from string) error {
-	sub := `{"type":"subscribe","stream":"` + streamName + `","from":"` + from + `","filter":{"all":true}}`
-	if err := s.ws.Write(ctx, websocket.MessageText, []byte(sub)); err != nil {
+	if err := s.ws.Write(ctx, websocket.MessageText, streamtest.SubscribeAll(streamName, from)); err != nil {
 		return err
 	}
 	select {
@@ -195,15 +193,6 @@ func (s *rawSubscriber) subscribe(ctx context.Context, from string) error {
 		return ctx.Err()
 	}
 }
-
-var (
-	batchPrefix      = []byte(`{"type":"batch"`)
-	subscribedPrefix = []byte(`{"type":"subscribed"`)
-	errorPrefix      = []byte(`{"type":"error"`)
-	batchKey         = []byte(`"batch":`)
-	recordKey        = []byte(`{"seq":`)
-	blockNoKey       = []byte(`"blockNo":`)
-)
 
 // read is the subscriber's goroutine.
 func (s *rawSubscriber) read() {
@@ -235,41 +224,22 @@ func (s *rawSubscriber) follow() error {
 			return err
 		}
 		now, data := time.Now().UnixNano(), buf.Bytes()
-		switch {
-		case bytes.HasPrefix(data, subscribedPrefix):
+		switch streamtest.FrameKind(data) {
+		case "subscribed":
 			s.answered = true
 			s.subscribed <- nil
 			continue
-		case bytes.HasPrefix(data, errorPrefix):
+		case "error":
 			return fmt.Errorf("error frame: %s", data)
-		case !bytes.HasPrefix(data, batchPrefix):
-			continue
+		case "":
+			continue // neither a batch nor an answer
 		}
-		records := 0
-		// Each record begins with its seq; its block (slot, then number)
-		// comes before its payload. The tip, after the records, has its
-		// seq after other fields.
-		for rest := data; ; {
-			k := bytes.Index(rest, recordKey)
-			if k < 0 {
-				break
-			}
-			rest = rest[k+len(recordKey):]
-			seq := streamtest.LeadingDigits(rest)
-			k = bytes.Index(rest, blockNoKey)
-			if k < 0 {
-				break
-			}
-			rest = rest[k+len(blockNoKey):]
-			t.add(seq, uint64(streamtest.LeadingDigits(rest)), now)
-			records++
-		}
-		k := bytes.Index(data, batchKey)
-		if records == 0 || k < 0 {
+		records := streamtest.ScanRecords(data, func(seq int64, block uint64) { t.add(seq, block, now) })
+		batch, ok := streamtest.BatchNumber(data)
+		if records == 0 || !ok {
 			return fmt.Errorf("a batch frame without the records or the batch number the raw subscriber looks for: %.200s", data)
 		}
-		ack := `{"type":"ack","stream":"` + streamName + `","batch":` + strconv.FormatInt(streamtest.LeadingDigits(data[k+len(batchKey):]), 10) + `}`
-		if err := s.ws.Write(context.Background(), websocket.MessageText, []byte(ack)); err != nil {
+		if err := s.ws.Write(context.Background(), websocket.MessageText, streamtest.AckText(streamName, batch)); err != nil {
 			return err
 		}
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"sync"
@@ -14,6 +13,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/marlowe-follower/follower/history/record"
+	"github.com/marlowe-follower/follower/history/storage/storagetest"
 	"github.com/marlowe-follower/follower/streaming/protocol"
 )
 
@@ -215,87 +215,24 @@ func Same(got, want []record.Record) error {
 	return nil
 }
 
-// Proxy forwards TCP connections to a target and can cut them all at once,
-// like a network failure (no close handshake on either side).
-type Proxy struct {
-	ln     net.Listener
-	target string
-	mu     sync.Mutex
-	conns  map[net.Conn]struct{}
-	wg     sync.WaitGroup
-	// Accepted counts connections.
-	accepted int
-}
+// Proxy forwards TCP connections to a streaming server and can cut them
+// all at once, like a network failure (no close handshake on either side):
+// a storagetest.Proxy.
+type Proxy struct{ p *storagetest.Proxy }
 
 // NewProxy listens on a free local port; it stops when the test ends.
 func NewProxy(t testing.TB, target string) *Proxy {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	p, err := storagetest.NewProxy(target)
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &Proxy{ln: ln, target: target, conns: map[net.Conn]struct{}{}}
-	p.wg.Add(1)
-	go p.accept()
-	t.Cleanup(p.Close)
-	return p
+	t.Cleanup(func() { _ = p.Close() })
+	return &Proxy{p}
 }
 
 // URL returns the proxy's WebSocket URL.
-func (p *Proxy) URL() string { return "ws://" + p.ln.Addr().String() + "/" }
+func (p *Proxy) URL() string { return "ws://" + p.p.Addr() + "/" }
 
-// Accepted returns the number of connections accepted so far.
-func (p *Proxy) Accepted() int {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.accepted
-}
-
-func (p *Proxy) accept() {
-	defer p.wg.Done()
-	for {
-		c, err := p.ln.Accept()
-		if err != nil {
-			return
-		}
-		up, err := net.Dial("tcp", p.target)
-		if err != nil {
-			c.Close()
-			continue
-		}
-		p.mu.Lock()
-		p.accepted++
-		p.conns[c], p.conns[up] = struct{}{}, struct{}{}
-		p.mu.Unlock()
-		p.wg.Add(2)
-		go p.pipe(c, up)
-		go p.pipe(up, c)
-	}
-}
-
-func (p *Proxy) pipe(dst, src net.Conn) {
-	defer p.wg.Done()
-	_, _ = io.Copy(dst, src)
-	dst.Close()
-	src.Close()
-	p.mu.Lock()
-	delete(p.conns, dst)
-	delete(p.conns, src)
-	p.mu.Unlock()
-}
-
-// DropAll cuts every connection through the proxy.
-func (p *Proxy) DropAll() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	for c := range p.conns {
-		c.Close()
-	}
-}
-
-// Close stops the proxy and cuts its connections.
-func (p *Proxy) Close() {
-	p.ln.Close()
-	p.DropAll()
-	p.wg.Wait()
-}
+// DropAll cuts every connection through the proxy; it goes on accepting.
+func (p *Proxy) DropAll() { p.p.Drop() }

@@ -1,8 +1,8 @@
 // Package storagetest holds helpers for tests of the storage layer's
 // users: a proxy in front of a database (or a node's socket) that a test
 // can stop forwarding, as a network partition that keeps the TCP sessions
-// open would, or cut, as a network that drops them and refuses new ones
-// would.
+// open would, drop the sessions, or cut, as a network that drops them and
+// refuses new ones would.
 package storagetest
 
 import (
@@ -14,8 +14,8 @@ import (
 
 // Proxy forwards connections to a server. Pause stops forwarding in both
 // directions (the connections stay open, their bytes wait), Resume
-// forwards again. Cut closes every connection and stops listening,
-// Restore listens again on the same address.
+// forwards again. Drop closes every connection; Cut closes them and stops
+// listening, Restore listens again on the same address.
 type Proxy struct {
 	network, addr, target string
 
@@ -97,6 +97,20 @@ func (p *Proxy) Resume() {
 	}
 }
 
+// Drop closes every connection, with no close handshake on either side
+// (a network failure), and goes on listening.
+func (p *Proxy) Drop() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.dropLocked()
+}
+
+func (p *Proxy) dropLocked() {
+	for c := range p.conns {
+		_ = c.Close()
+	}
+}
+
 // Cut stops listening and closes every connection.
 func (p *Proxy) Cut() error {
 	p.mu.Lock()
@@ -106,9 +120,7 @@ func (p *Proxy) Cut() error {
 		err = p.ln.Close()
 		p.ln = nil
 	}
-	for c := range p.conns {
-		_ = c.Close()
-	}
+	p.dropLocked()
 	return err
 }
 

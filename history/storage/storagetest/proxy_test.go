@@ -104,3 +104,19 @@ func TestProxyCutAndRestore(t *testing.T) {
 		})
 	}
 }
+
+// TestProxyDrop: Drop closes the connections through the proxy and goes on
+// accepting new ones.
+func TestProxyDrop(t *testing.T) {
+	p, err := NewProxy(echo(t, "tcp", "127.0.0.1:0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = p.Close() })
+	conn := echoing(t, "tcp", p.Addr(), "before the drop")
+	p.Drop()
+	if err := roundTrip(conn); err == nil {
+		t.Fatal("a connection still echoes after the drop")
+	}
+	echoing(t, "tcp", p.Addr(), "after the drop")
+}
