@@ -24,6 +24,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/marlowe-follower/follower/chainsync/chain"
 	"github.com/marlowe-follower/follower/chainsync/devnet"
 	"github.com/marlowe-follower/follower/history"
 	"github.com/marlowe-follower/follower/history/pgstore"
@@ -229,32 +230,73 @@ func runSoak(t *testing.T, bin, backend, pgURL string, dur time.Duration, seed u
 	*row = soakRow{backend: backend, duration: dur, result: "FAIL"}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	rng := rand.New(rand.NewPCG(seed, uint64(len(backend))))
+	r := &soakRun{t: t, bin: bin, backend: backend, seed: seed, row: row, tmp: t.TempDir(),
+		rng: rand.New(rand.NewPCG(seed, uint64(len(backend))))}
+	r.startChain(ctx, dur)
+	defer r.dn.Close()
+	r.startService(pgURL)
 
-	// A journal devnet: every client sees the same chain events (forks
-	// included) whatever its timing, so a run that was killed and a fresh
-	// run end with the same log.
-	tmp := t.TempDir()
-	nodeSocket := filepath.Join(tmp, "node.socket")
+	loadCtx, stopLoad := context.WithCancel(ctx)
+	var load sync.WaitGroup
+	r.startLoad(loadCtx, &load)
+	r.injectFaults(dur)
+	r.settle()
+	stopLoad()
+	load.Wait()
+	r.svc.stop(syscall.SIGTERM)
+
+	r.check(r.referenceLog())
+	if !t.Failed() {
+		row.result = "ok"
+	}
+}
+
+// soakRun is one backend's soak: the chain, the service under faults
+// behind its proxies, the subscribers following it, and the table's row.
+type soakRun struct {
+	t            *testing.T
+	bin, backend string
+	seed         uint64
+	row          *soakRow
+	rng          *rand.Rand // the faults' schedule
+	tmp          string
+	nodeSocket   string
+	dn           *devnet.Devnet
+	node, db     *storagetest.Proxy // db: nil on SQLite
+	svc          *soakService
+	subs         []*soakSubscriber
+	final        chain.Tip // the chain's last block, once it has ended
+}
+
+// startChain starts a journal devnet of dur at 40 blocks a second: every
+// client sees the same chain events (forks included) whatever its timing,
+// so a run that was killed and a fresh run end with the same log.
+func (r *soakRun) startChain(ctx context.Context, dur time.Duration) {
+	r.nodeSocket = filepath.Join(r.tmp, "node.socket")
 	gcfg := devnet.DefaultGeneratorConfig()
 	gcfg.Seed, gcfg.MarloweShare, gcfg.MeanBlockSize = 31, 0.4, 2000
 	gcfg.RollbackEvery, gcfg.MaxRollbackDepth = 20, 4
 	const rate = 40.0
 	blocks := uint64(rate * dur.Seconds())
-	dn, err := devnet.Start(ctx, devnet.RunConfig{SocketPath: nodeSocket, Generator: gcfg, Blocks: blocks, BlockRate: rate, Journal: true})
+	dn, err := devnet.Start(ctx, devnet.RunConfig{SocketPath: r.nodeSocket, Generator: gcfg, Blocks: blocks, BlockRate: rate, Journal: true})
 	if err != nil {
-		t.Fatal(err)
+		r.t.Fatal(err)
 	}
-	defer dn.Close()
-	node := newFaultProxy(t, "unix", filepath.Join(tmp, "proxy.socket"), nodeSocket)
+	r.dn = dn
+}
 
-	svc := &soakService{t: t, bin: bin, socket: node.Addr(), dir: filepath.Join(tmp, "svc"), qport: freePort(t), sport: freePort(t), stderr: &lockedBuffer{}}
-	var db *storagetest.Proxy
-	if backend == "postgres" {
+// startService starts the service behind a proxy to the node (and on
+// PostgreSQL one to the database), killed when the test ends, which logs
+// what it wrote if the test failed.
+func (r *soakRun) startService(pgURL string) {
+	t := r.t
+	r.node = newFaultProxy(t, "unix", filepath.Join(r.tmp, "proxy.socket"), r.nodeSocket)
+	svc := &soakService{t: t, bin: r.bin, socket: r.node.Addr(), dir: filepath.Join(r.tmp, "svc"), qport: freePort(t), sport: freePort(t), stderr: &lockedBuffer{}}
+	if r.backend == "postgres" {
 		dbURL, pgAddr := soakDatabase(t, pgURL)
-		db = newFaultProxy(t, "tcp", "127.0.0.1:0", pgAddr)
+		r.db = newFaultProxy(t, "tcp", "127.0.0.1:0", pgAddr)
 		u, _ := url.Parse(dbURL)
-		u.Host = db.Addr()
+		u.Host = r.db.Addr()
 		svc.dbURL = u.String()
 	}
 	t.Cleanup(func() {
@@ -271,113 +313,144 @@ func runSoak(t *testing.T, bin, backend, pgURL string, dur time.Duration, seed u
 			t.Logf("service log (last 8000 bytes):\n%s", out[max(0, len(out)-8000):])
 		}
 	})
+	r.svc = svc
 	svc.start()
+}
 
-	// Load: subscribers, durable streams, fuzzed requests, hostile frames.
-	loadCtx, stopLoad := context.WithCancel(ctx)
-	var wg sync.WaitGroup
+// startLoad starts, on wg until ctx ends, the subscribers (one of them
+// durable, one filtered), the fuzzed HTTP requests and the hostile frames.
+func (r *soakRun) startLoad(ctx context.Context, wg *sync.WaitGroup) {
 	filters := []protocol.Filter{{All: true}, {All: true}, {Kinds: []string{string(record.KindContractCreated), string(record.KindInputsApplied)}}}
-	subs := make([]*soakSubscriber, len(filters))
+	r.subs = make([]*soakSubscriber, len(filters))
 	for i, f := range filters {
-		subs[i] = &soakSubscriber{name: fmt.Sprintf("s%d", i), filter: f, durable: i == 1, row: row, rng: rand.New(rand.NewPCG(seed, uint64(i+10)))}
+		r.subs[i] = &soakSubscriber{name: fmt.Sprintf("s%d", i), filter: f, durable: i == 1, row: r.row, rng: rand.New(rand.NewPCG(r.seed, uint64(i+10)))}
 		wg.Add(1)
-		go func() { defer wg.Done(); subs[i].run(loadCtx, svc.sport) }()
+		go func() { defer wg.Done(); r.subs[i].run(ctx, r.svc.sport) }()
 	}
 	wg.Add(2)
-	go func() { defer wg.Done(); soakHTTPFuzz(loadCtx, svc.base(), row, rand.New(rand.NewPCG(seed, 3))) }()
-	go func() { defer wg.Done(); soakHostile(loadCtx, svc.sport, row, rand.New(rand.NewPCG(seed, 4))) }()
+	go func() { defer wg.Done(); soakHTTPFuzz(ctx, r.svc.base(), r.row, rand.New(rand.NewPCG(r.seed, 3))) }()
+	go func() { defer wg.Done(); soakHostile(ctx, r.svc.sport, r.row, rand.New(rand.NewPCG(r.seed, 4))) }()
+}
 
-	// Faults, one at a time at random moments, until the time is up.
+// injectFaults injects faults, one at a time at random moments of the
+// chain's progress, until dur is up: kill -9, SIGTERM, the node cut, the
+// database cut.
+func (r *soakRun) injectFaults(dur time.Duration) {
+	t, row, svc, dn := r.t, r.row, r.svc, r.dn
 	end := time.Now().Add(dur)
 	for time.Now().Before(end) {
-		chainGrows(t, dn, 12+rng.IntN(60)) // 0.3 to 1.8 s
-		switch n := rng.IntN(10); {
+		chainGrows(t, dn, 12+r.rng.IntN(60)) // 0.3 to 1.8 s
+		switch n := r.rng.IntN(10); {
 		case n < 4:
 			svc.stop(syscall.SIGKILL)
 			row.kills++
-			chainGrows(t, dn, rng.IntN(20))
+			chainGrows(t, dn, r.rng.IntN(20))
 			svc.start()
 		case n < 6:
 			svc.stop(syscall.SIGTERM)
 			row.terms++
 			svc.start()
 		case n < 8:
-			_ = node.Cut()
+			_ = r.node.Cut()
 			row.nodeCuts++
-			chainGrows(t, dn, 8+rng.IntN(80))
-			restoreProxy(t, node)
+			chainGrows(t, dn, 8+r.rng.IntN(80))
+			restoreProxy(t, r.node)
 		default:
-			if db == nil {
+			if r.db == nil {
 				continue
 			}
-			_ = db.Cut()
+			_ = r.db.Cut()
 			row.dbCuts++
-			chainGrows(t, dn, 8+rng.IntN(80))
-			restoreProxy(t, db)
+			chainGrows(t, dn, 8+r.rng.IntN(80))
+			restoreProxy(t, r.db)
 		}
 	}
+}
 
-	// Quiet: the chain ends, the service catches up.
-	<-dn.Done()
-	final := dn.Store().Tip()
-	waitFor := func(what string, d time.Duration, cond func() bool) {
-		if poll(d, cond) {
-			return
-		}
-		for _, path := range []string{"/status", "/readyz"} {
-			if resp, err := http.Get(svc.base() + path); err == nil {
-				body, _ := io.ReadAll(resp.Body)
-				_ = resp.Body.Close()
-				t.Logf("GET %s: %d %s", path, resp.StatusCode, body)
-			}
-		}
-		t.Fatalf("timed out after %s waiting for %s (node tip block %d)", d, what, final.BlockNo)
-	}
-	committed := func(base string) uint64 {
-		var st statusAnswer
-		if code, err := getJSON(base+"/status", &st); err != nil || code != http.StatusOK {
-			return 0
-		}
-		return st.Committed.BlockNo
-	}
-	waitFor("the service to commit the chain's tip", 3*time.Minute, func() bool { return committed(svc.base()) == final.BlockNo })
+// settle waits, once the chain has ended, for the service to commit its
+// tip and for each subscriber to receive its last record: the head, or for
+// a filter the newest record it matches (read from the store while the
+// service runs).
+func (r *soakRun) settle() {
+	<-r.dn.Done()
+	r.final = r.dn.Store().Tip()
+	svc := r.svc
+	r.waitFor("the service to commit the chain's tip", func() bool { return soakCommitted(svc.base()) == r.final.BlockNo })
 	var head struct {
 		HistorySeq int64 `json:"historySeq"`
 	}
 	if _, err := getJSON(svc.base()+"/status", &head); err != nil {
-		t.Fatal(err)
+		r.t.Fatal(err)
 	}
-	// Each subscriber's last record: the head, or for a filter the newest
-	// record it matches (read from the store while the service runs).
-	running, _ := soakLog(t, backend, svc.dir, svc.dbURL)
-	last := make([]int64, len(subs))
-	for i, s := range subs {
-		for _, r := range running {
-			if r.Seq <= head.HistorySeq && (!s.filtered() || matchesKinds(s.filter, &r)) {
-				last[i] = r.Seq
+	running, _ := soakLog(r.t, r.backend, svc.dir, svc.dbURL)
+	last := make([]int64, len(r.subs))
+	for i, s := range r.subs {
+		for _, rec := range running {
+			if rec.Seq <= head.HistorySeq && (!s.filtered() || matchesKinds(s.filter, &rec)) {
+				last[i] = rec.Seq
 			}
 		}
 	}
-	waitFor("the subscribers to receive their last records", 3*time.Minute, func() bool {
-		for i, s := range subs {
+	r.waitFor("the subscribers to receive their last records", func() bool {
+		for i, s := range r.subs {
 			if s.lastSeq.Load() < last[i] {
 				return false
 			}
 		}
 		return true
 	})
-	stopLoad()
-	wg.Wait()
-	svc.stop(syscall.SIGTERM)
+}
 
-	// The reference: a fresh run over the same chain, never interrupted.
-	ref := &soakService{t: t, bin: bin, socket: nodeSocket, dir: filepath.Join(tmp, "ref"), qport: freePort(t), sport: freePort(t), stderr: &lockedBuffer{}}
+// waitFor waits 3 minutes at most until cond holds; the test fails then,
+// logging the service's /status and /readyz.
+func (r *soakRun) waitFor(what string, cond func() bool) {
+	const d = 3 * time.Minute
+	if poll(d, cond) {
+		return
+	}
+	for _, path := range []string{"/status", "/readyz"} {
+		if resp, err := http.Get(r.svc.base() + path); err == nil {
+			body, _ := io.ReadAll(resp.Body)
+			_ = resp.Body.Close()
+			r.t.Logf("GET %s: %d %s", path, resp.StatusCode, body)
+		}
+	}
+	r.t.Fatalf("timed out after %s waiting for %s (node tip block %d)", d, what, r.final.BlockNo)
+}
+
+// soakCommitted is the block number a service at base says it committed
+// (0 when it does not answer).
+func soakCommitted(base string) uint64 {
+	var st statusAnswer
+	if code, err := getJSON(base+"/status", &st); err != nil || code != http.StatusOK {
+		return 0
+	}
+	return st.Committed.BlockNo
+}
+
+// referenceLog is the log of a fresh run over the same chain, never
+// interrupted.
+func (r *soakRun) referenceLog() soakLogged {
+	ref := &soakService{t: r.t, bin: r.bin, socket: r.nodeSocket, dir: filepath.Join(r.tmp, "ref"), qport: freePort(r.t), sport: freePort(r.t), stderr: &lockedBuffer{}}
 	ref.start()
-	waitFor("the reference run to commit the chain's tip", 3*time.Minute, func() bool { return committed(ref.base()) == final.BlockNo })
+	r.waitFor("the reference run to commit the chain's tip", func() bool { return soakCommitted(ref.base()) == r.final.BlockNo })
 	ref.stop(syscall.SIGTERM)
+	recs, cp := soakLog(r.t, "sqlite", ref.dir, "")
+	return soakLogged{recs, cp}
+}
 
-	want, wantCP := soakLog(t, "sqlite", ref.dir, "")
-	got, gotCP := soakLog(t, backend, svc.dir, svc.dbURL)
+// soakLogged is a run's log and checkpoint.
+type soakLogged struct {
+	records    []record.Record
+	checkpoint *history.Checkpoint
+}
+
+// check compares the service's log with the fresh run's, checks what each
+// subscriber received, and fills in the row.
+func (r *soakRun) check(ref soakLogged) {
+	t, row := r.t, r.row
+	want, wantCP := ref.records, ref.checkpoint
+	got, gotCP := soakLog(t, r.backend, r.svc.dir, r.svc.dbURL)
 	row.records = len(got)
 	if len(want) == 0 {
 		t.Fatal("the reference run recorded nothing")
@@ -405,7 +478,7 @@ func runSoak(t *testing.T, bin, backend, pgURL string, dur time.Duration, seed u
 	}
 	row.repeated = len(got) - len(want)
 	// Every subscriber received exactly the service's own log.
-	for _, s := range subs {
+	for _, s := range r.subs {
 		lost, dup := s.check(t, got)
 		row.lost += lost
 		row.duplicated += dup
@@ -415,9 +488,6 @@ func runSoak(t *testing.T, bin, backend, pgURL string, dur time.Duration, seed u
 	}
 	if row.kills+row.terms == 0 {
 		t.Error("the soak restarted nothing: it ran too briefly to test anything")
-	}
-	if !t.Failed() {
-		row.result = "ok"
 	}
 }
 
