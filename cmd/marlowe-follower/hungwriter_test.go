@@ -11,6 +11,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/marlowe-follower/follower/chainsync/devnet"
 	"github.com/marlowe-follower/follower/history/storage/storagetest"
 	"github.com/marlowe-follower/follower/query"
 )
@@ -83,69 +84,29 @@ func TestHungWriterPartitioned(t *testing.T) {
 }
 
 func testHungWriter(t *testing.T, name string, h hang) {
-	bin := buildBinary(t)
-	admin := adminConn(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	dn, socket := failoverDevnet(t, ctx, 1200, 40)
-	refURL, haURL := pgSchema(t, admin, "hung_ref_"+name), pgSchema(t, admin, "hung_"+name)
-	ref := startWriter(t, bin, socket, refURL, "all")
-	holder := h.start(t, bin, socket, haURL)
-	waitUntil(t, 60*time.Second, "the holder's first commit", holder.firstCommit)
-	commits := logCommits(t, admin, haURL)
-	standby := startWriter(t, bin, socket, haURL, "writer", "--writer-lease-ttl", hungLeaseTTL.String())
-	waitUntil(t, 60*time.Second, "the standby standing by", standby.standsBy)
-	reader := startService(t, bin, "reader", haURL, "")
-	col := &wsCollector{}
+	r := startHungRun(t, ctx, name, h)
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		col.run(ctx, reader.sport, "0")
+		r.col.run(ctx, r.reader.sport, "0")
 	}()
-	noWriter := func() (bool, bool) {
-		var r query.Readiness
-		code, err := getJSON(reader.base+"/readyz", &r)
-		_, no := r.NotReady["no_writer"]
-		return code == http.StatusOK && err == nil, no
-	}
-	waitUntil(t, 60*time.Second, "the reader ready", func() bool { ready, _ := noWriter(); return ready })
+	waitUntil(t, 60*time.Second, "the reader ready", func() bool { ready, _ := r.noWriter(); return ready })
 
-	hs, _ := holder.writer()
+	hs, _ := r.holder.writer()
 	app := "marlowe-follower " + hs.WriterLease.Holder
 	app = app[:min(len(app), 63)]
-	h.pause(t, holder)
-	paused := time.Now()
-
-	// Until the standby commits, and the reader sees the writer again:
-	// the longest stretch of the reader's no_writer.
-	var longest time.Duration
-	var gapFrom time.Time
-	took := time.Duration(0)
-	sampled := poll(2*time.Minute, func() bool {
-		if took == 0 && standby.firstCommit() {
-			took = time.Since(paused)
-		}
-		_, no := noWriter()
-		switch {
-		case no && gapFrom.IsZero():
-			gapFrom = time.Now()
-		case !no && !gapFrom.IsZero():
-			longest = max(longest, time.Since(gapFrom))
-			gapFrom = time.Time{}
-		}
-		return took != 0 && gapFrom.IsZero()
-	})
-	if !sampled {
-		t.Fatalf("2 min after the hang: the standby committed after %s; the reader without a writer since %v", took, gapFrom)
-	}
+	h.pause(t, r.holder)
+	took, longest := r.takeover(time.Now())
 	// From the takeover on the hung writer must commit nothing. (What it
 	// had sent before it hung may still commit once it hangs: the
 	// database runs a statement already in its socket, and the writer
 	// still held the lease then; so the mark is the takeover, not the
 	// moment of the signal, which a loaded machine delivers late.)
 	var tookOver time.Time
-	if err := admin.QueryRow(ctx, `SELECT clock_timestamp()`).Scan(&tookOver); err != nil {
+	if err := r.admin.QueryRow(ctx, `SELECT clock_timestamp()`).Scan(&tookOver); err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("%s holder: the standby's first commit %s after the hang (TTL %s); the reader's longest no_writer stretch %s",
@@ -156,52 +117,141 @@ func testHungWriter(t *testing.T, name string, h hang) {
 	if longest > hungLeaseTTL {
 		t.Fatalf("the reader answered no_writer for %s at a stretch: more than the TTL %s", longest, hungLeaseTTL)
 	}
-	ss, _ := standby.writer()
-	if holderName, epoch, expired := storedLease(t, admin, haURL); holderName != ss.WriterLease.Holder || epoch != hs.WriterLease.Epoch+1 || expired {
-		t.Fatalf("the stored lease: %s epoch %d expired %v; the standby is %s, the hung holder had epoch %d",
-			holderName, epoch, expired, ss.WriterLease.Holder, hs.WriterLease.Epoch)
-	}
-	before := commits(app)
+	ss := r.checkStandbyHolds(hs)
+	before := r.commits(app)
 	waitUntil(t, 60*time.Second, "the new holder's commits", func() bool {
-		return standby.metric("marlowe_history_commits_total") >= 3
+		return r.standby.metric("marlowe_history_commits_total") >= 3
 	})
-	if dnDone(dn) {
+	if dnDone(r.dn) {
 		t.Fatal("the chain was complete before the hung writer resumed: it would have nothing to commit")
 	}
 
-	h.resume(t, holder)
-	last := holder.lostLease(t, "the hung writer did not stop once it ran again", ss.WriterLease.Holder, hs.WriterLease.Epoch+1)
+	h.resume(t, r.holder)
+	last := r.holder.lostLease(t, "the hung writer did not stop once it ran again", ss.WriterLease.Holder, hs.WriterLease.Epoch+1)
 	t.Logf("the hung writer's last line: %s", last)
-	if n, after := commits(app), commitsAfter(t, admin, haURL, app, tookOver); n != before || after != 0 {
+	if n, after := r.commits(app), commitsAfter(t, r.admin, r.haURL, app, tookOver); n != before || after != 0 {
 		t.Fatalf("the hung writer committed: %d of its commits before the takeover, %d at the end, %d since the takeover", before, n, after)
 	}
 
-	<-dn.Done()
-	tip := dn.Store().Tip().BlockNo
-	waitUntil(t, 120*time.Second, "the new holder at the tip", func() bool { return standby.atTip(tip) })
-	waitUntil(t, 120*time.Second, "the uninterrupted writer at the tip", func() bool { return ref.atTip(tip) })
-	st, _ := standby.writer()
+	r.waitAtTip()
+	cancel()
+	wg.Wait()
+	r.checkLogs()
+}
+
+// hungRun is a hung-writer test's processes: on the chain, an
+// uninterrupted writer on a schema of its own (the reference), and on the
+// schema under test the holder a test hangs, a standby and a reader, with
+// a subscriber on the reader.
+type hungRun struct {
+	t                    *testing.T
+	admin                *pgx.Conn
+	dn                   *devnet.Devnet
+	refURL, haURL        string
+	ref, holder, standby *child
+	reader               *child
+	col                  *wsCollector
+	commits              func(app string) int // logCommits's on haURL
+}
+
+// startHungRun starts the chain and the processes, and waits until the
+// holder has committed and the standby stands by.
+func startHungRun(t *testing.T, ctx context.Context, name string, h hang) *hungRun {
+	bin := buildBinary(t)
+	r := &hungRun{t: t, admin: adminConn(t), col: &wsCollector{}}
+	dn, socket := failoverDevnet(t, ctx, 1200, 40)
+	r.dn = dn
+	r.refURL, r.haURL = pgSchema(t, r.admin, "hung_ref_"+name), pgSchema(t, r.admin, "hung_"+name)
+	r.ref = startWriter(t, bin, socket, r.refURL, "all")
+	r.holder = h.start(t, bin, socket, r.haURL)
+	waitUntil(t, 60*time.Second, "the holder's first commit", r.holder.firstCommit)
+	r.commits = logCommits(t, r.admin, r.haURL)
+	r.standby = startWriter(t, bin, socket, r.haURL, "writer", "--writer-lease-ttl", hungLeaseTTL.String())
+	waitUntil(t, 60*time.Second, "the standby standing by", r.standby.standsBy)
+	r.reader = startService(t, bin, "reader", r.haURL, "")
+	return r
+}
+
+// noWriter is whether the reader is ready, and whether it says no_writer.
+func (r *hungRun) noWriter() (ready, no bool) {
+	var rd query.Readiness
+	code, err := getJSON(r.reader.base+"/readyz", &rd)
+	_, no = rd.NotReady["no_writer"]
+	return code == http.StatusOK && err == nil, no
+}
+
+// takeover samples the reader until the standby commits and the reader
+// sees the writer again, and returns how long after paused the standby
+// committed and the longest stretch of the reader's no_writer.
+func (r *hungRun) takeover(paused time.Time) (took, longest time.Duration) {
+	var gapFrom time.Time
+	sampled := poll(2*time.Minute, func() bool {
+		if took == 0 && r.standby.firstCommit() {
+			took = time.Since(paused)
+		}
+		_, no := r.noWriter()
+		switch {
+		case no && gapFrom.IsZero():
+			gapFrom = time.Now()
+		case !no && !gapFrom.IsZero():
+			longest = max(longest, time.Since(gapFrom))
+			gapFrom = time.Time{}
+		}
+		return took != 0 && gapFrom.IsZero()
+	})
+	if !sampled {
+		r.t.Fatalf("2 min after the hang: the standby committed after %s; the reader without a writer since %v", took, gapFrom)
+	}
+	return took, longest
+}
+
+// checkStandbyHolds checks that the stored lease is the standby's, at the
+// hung holder's epoch (hs) plus one, and returns the standby's status.
+func (r *hungRun) checkStandbyHolds(hs writerStatus) writerStatus {
+	ss, _ := r.standby.writer()
+	if holderName, epoch, expired := storedLease(r.t, r.admin, r.haURL); holderName != ss.WriterLease.Holder || epoch != hs.WriterLease.Epoch+1 || expired {
+		r.t.Fatalf("the stored lease: %s epoch %d expired %v; the standby is %s, the hung holder had epoch %d",
+			holderName, epoch, expired, ss.WriterLease.Holder, hs.WriterLease.Epoch)
+	}
+	return ss
+}
+
+// waitAtTip waits, once the chain has ended, for the new holder and the
+// reference at its tip and the reader's subscriber at the new holder's
+// head.
+func (r *hungRun) waitAtTip() {
+	t := r.t
+	<-r.dn.Done()
+	tip := r.dn.Store().Tip().BlockNo
+	waitUntil(t, 120*time.Second, "the new holder at the tip", func() bool { return r.standby.atTip(tip) })
+	waitUntil(t, 120*time.Second, "the uninterrupted writer at the tip", func() bool { return r.ref.atTip(tip) })
+	st, _ := r.standby.writer()
 	waitUntil(t, 60*time.Second, "the reader's subscriber at the head", func() bool {
-		last, err := col.lastSeq()
+		last, err := r.col.lastSeq()
 		if err != nil {
 			t.Fatalf("the reader's subscriber: %v", err)
 		}
 		return last >= st.HistorySeq
 	})
-	cancel()
-	wg.Wait()
-	for _, c := range []*child{standby, ref} {
+}
+
+// checkLogs stops the writers and checks that the log under test equals
+// the reference's and that the reader's subscriber got all of it, in
+// order, as stored.
+func (r *hungRun) checkLogs() {
+	t := r.t
+	for _, c := range []*child{r.standby, r.ref} {
 		if err := c.stop(t); err != nil {
 			t.Fatalf("stopping: %v", err)
 		}
 	}
-	n := sameState(t, refURL, haURL)
-	log, _, _ := pgState(t, haURL)
-	if len(col.got) != n {
-		t.Fatalf("the reader's subscriber from seq 0 got %d records, the log holds %d", len(col.got), n)
+	n := sameState(t, r.refURL, r.haURL)
+	log, _, _ := pgState(t, r.haURL)
+	if len(r.col.got) != n {
+		t.Fatalf("the reader's subscriber from seq 0 got %d records, the log holds %d", len(r.col.got), n)
 	}
 	for i := range log {
-		if got, want := &col.got[i], &log[i]; got.Seq != int64(i+1) || digest(got) != digest(want) {
+		if got, want := &r.col.got[i], &log[i]; got.Seq != int64(i+1) || digest(got) != digest(want) {
 			t.Fatalf("record %d through the reader: %+v, the log's %+v", i+1, got, want)
 		}
 	}
