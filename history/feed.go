@@ -116,7 +116,7 @@ func (f *Feed) Next(ctx context.Context) (b record.Batch, ok bool, err error) {
 		time.AfterFunc(aheadWait, func() { system.Root.Send(target, &Delivery{feed: f, sub: ls, kind: deliveryChanged}) })
 		return record.Batch{}, false, nil
 	}
-	for {
+	for !f.nearHead() {
 		b, err := f.catchUp(ctx)
 		if err != nil {
 			return record.Batch{}, false, err
@@ -139,9 +139,28 @@ func (f *Feed) Next(ctx context.Context) (b record.Batch, ok bool, err error) {
 	// runs now and the next one starts), the feed hears of it.
 	f.forget = run.onChange(func() { f.system.Root.Send(f.target, &Delivery{feed: f, sub: ls, kind: deliveryChanged}) })
 	if pid != nil {
-		system.Root.Send(pid, &goLiveRequest{sub: ls, cursor: f.cursor.Seq})
+		system.Root.Send(pid, &goLiveRequest{sub: ls, cursor: f.cursor.Seq, max: f.size()})
 	}
 	return record.Batch{}, false, nil
+}
+
+// nearHead reports whether the feed asks to go live without reading
+// first: its cursor is in the log (not a snapshot), within a page of the
+// head and no further back than the store's tail reaches, so the store
+// hands it the records it missed with its answer (or, should the tail
+// have moved on meanwhile, sends it back to read).
+func (f *Feed) nearHead() bool {
+	c := f.cursor.Seq
+	return f.cursor.Snapshot == 0 && c >= f.h.store.stats.LiveFrom.Load() && f.h.Head()-c <= int64(f.size())
+}
+
+// size is how many records one catch-up read asks for.
+func (f *Feed) size() int {
+	size := f.h.PageSize
+	if f.pageSize > 0 {
+		size = f.pageSize
+	}
+	return min(max(size, 1), record.MaxListLimit)
 }
 
 // catchUp reads one page from the backend. An empty batch means the cursor
@@ -149,11 +168,7 @@ func (f *Feed) Next(ctx context.Context) (b record.Batch, ok bool, err error) {
 // is complete: the cursor moved on to the log after it).
 func (f *Feed) catchUp(ctx context.Context) (record.Batch, error) {
 	head := f.h.Head()
-	size := f.h.PageSize
-	if f.pageSize > 0 {
-		size = f.pageSize
-	}
-	p := &record.RecordListParams{Filter: f.filter, After: f.cursor.Seq, Limit: min(max(size, 1), record.MaxListLimit)}
+	p := &record.RecordListParams{Filter: f.filter, After: f.cursor.Seq, Limit: f.size()}
 	if f.cursor.Snapshot > 0 {
 		p.Mode, p.Snapshot = record.ModeSnapshot, f.cursor.Snapshot
 	} else {

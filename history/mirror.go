@@ -36,6 +36,9 @@ type MirrorConfig struct {
 	// LiveQueue is how many batches a live subscriber may have queued
 	// before it is sent back to catch up (as StoreConfig.LiveQueue).
 	LiveQueue int
+	// LiveTail is how many of the newest records the mirror holds for
+	// go-live requests behind its head (as StoreConfig.LiveTail).
+	LiveTail int
 }
 
 // Defaults of MirrorConfig.
@@ -65,6 +68,9 @@ func (c *MirrorConfig) defaults() {
 	c.PageSize = min(c.PageSize, record.MaxListLimit)
 	if c.LiveQueue <= 0 {
 		c.LiveQueue = DefaultStoreConfig().LiveQueue
+	}
+	if c.LiveTail <= 0 {
+		c.LiveTail = DefaultStoreConfig().LiveTail
 	}
 }
 
@@ -151,7 +157,7 @@ func NewMirror(ctx context.Context, read Backend, source CommitSource, cfg Mirro
 	}
 	cfg.defaults()
 	log := logger.Named("history.mirror")
-	st := &Store{cfg: StoreConfig{LiveQueue: cfg.LiveQueue}, log: log, backend: read, stats: &StoreStats{}, fatal: make(chan error, 1)}
+	st := &Store{cfg: StoreConfig{LiveQueue: cfg.LiveQueue, LiveTail: cfg.LiveTail}, log: log, backend: read, stats: &StoreStats{}, fatal: make(chan error, 1)}
 	m := &Mirror{store: st, source: source, cfg: cfg, log: log}
 	m.separate = any(read) != any(source)
 	m.stats.LagBytes.Store(-1)
@@ -241,13 +247,13 @@ func (m *mirror) Receive(ctx actor.Context) {
 	switch msg := ctx.Message().(type) {
 	case *actor.Started:
 		m.system, m.self = ctx.ActorSystem(), ctx.Self()
-		m.subs = newSubscribers(m.system, m.store.stats)
 		// Where the previous incarnation (or NewMirror) left off: every
 		// record up to it was delivered or is in the read database, and
 		// the first wake-up reads how far the database is now. Nothing to
 		// read here, so that a database away for a while fails no
 		// incarnation.
 		head := m.store.stats.Head.Load()
+		m.subs = newSubscribers(m.system, m.store.stats, m.store.cfg.LiveTail, head)
 		m.head, m.target, m.writerHead = head, head, head
 		m.store.stats.Head.Store(head)
 		m.store.run.attach(m.system, m.self)
@@ -550,11 +556,12 @@ func (m *mirror) armRetry() {
 
 // indexer returns the contract index lookup of one page's fan-out: the
 // entries of the page's contracts as the read database holds them, read
-// only when a subscriber's filter needs them. A failed read fails the
-// page (it is read again), so that no filter misses a record for it.
+// only when a subscriber's filter needs them (nil when none does). A
+// failed read fails the page (it is read again), so that no filter misses
+// a record for it.
 func (m *mirror) indexer(ctx context.Context, recs []record.Record) (func(*chain.TxOutRef) *record.ContractIndex, error) {
 	if !m.subs.needIndex() {
-		return func(*chain.TxOutRef) *record.ContractIndex { return nil }, nil
+		return nil, nil
 	}
 	cache := map[chain.TxOutRef]*record.ContractIndex{}
 	for i := range recs {

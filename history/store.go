@@ -31,6 +31,9 @@ type StoreConfig struct {
 	// LiveQueue is how many batches a live subscriber may have queued before
 	// it is sent back to catch up from the backend.
 	LiveQueue int
+	// LiveTail is how many of the newest committed records the store holds
+	// (whole batches) to take a go-live request that many behind the head.
+	LiveTail int
 	// RollbackDepth is how many blocks of UTxO changes are kept; it must be
 	// the classifier's (classify.DefaultRollbackDepth).
 	RollbackDepth uint64
@@ -45,7 +48,7 @@ type StoreConfig struct {
 func DefaultStoreConfig() StoreConfig {
 	return StoreConfig{
 		BatchBlocks: 1000, BatchRecords: 10000, BatchDelay: time.Second, NearTip: 5,
-		LiveQueue: 64, RollbackDepth: classify.DefaultRollbackDepth, RetryDelay: 2 * time.Second,
+		LiveQueue: 64, LiveTail: 4096, RollbackDepth: classify.DefaultRollbackDepth, RetryDelay: 2 * time.Second,
 	}
 }
 
@@ -64,6 +67,14 @@ type StoreStats struct {
 	CommitNanos      atomic.Uint64 // total time spent committing
 	LiveSubscribers  atomic.Int64
 	LiveDropped      atomic.Uint64 // subscribers sent back to catch up
+	// LiveReplayed counts go-live requests taken behind the head, with the
+	// records the feed missed from the store's tail; LiveRefused those
+	// sent back to catch up first (further behind than the tail).
+	LiveReplayed atomic.Uint64
+	LiveRefused  atomic.Uint64
+	// LiveFrom is the oldest cursor a go-live request is taken at now: the
+	// seq before the tail's first record (the head when it holds none).
+	LiveFrom atomic.Int64
 
 	// Committed is the newest block of the committed checkpoint (nil
 	// before the first block).
@@ -238,7 +249,7 @@ func (s *writer) load() error {
 	cp := c.cp
 	s.head, s.next, s.crumbs = cp.Head, cp.Head+1, chain.NewBreadcrumbs(cp.Breadcrumbs)
 	s.horizon, s.recent, s.tip = cp.Horizon, c.recent, cp.Tip
-	s.contracts, s.subs = map[chain.TxOutRef]*record.ContractIndex{}, newSubscribers(s.system, s.stats)
+	s.contracts, s.subs = map[chain.TxOutRef]*record.ContractIndex{}, newSubscribers(s.system, s.stats, s.cfg.LiveTail, s.head)
 	s.changed = nil
 	for _, ch := range cp.Recent {
 		s.changed = append(s.changed, ch.Block)

@@ -15,9 +15,12 @@ import (
 type (
 	// goLiveRequest asks to receive committed records live from cursor on;
 	// the answer goes to the feed's actor.
+	// A cursor behind the head is taken when the registry's tail holds
+	// what the feed missed, at most max records of it (0: any number).
 	goLiveRequest struct {
 		sub    *liveSub
 		cursor int64
+		max    int
 	}
 	// unsubscribe ends a registration; ack, when set, is told once it is
 	// gone (unsubscribed): every delivery to it was sent before.
@@ -30,17 +33,22 @@ type (
 
 // subscribers is the registry of a store's live feeds, the one the
 // writer's Store and the reader's Mirror both deliver through: it takes
-// go-live requests at the store's head and fans committed records out. A
-// feed whose queue is full is dropped back to catch-up: the store never
-// waits for one. It is used from the store's actor only.
+// go-live requests at the store's head, or behind it from its tail, and
+// fans committed records out. A feed whose queue is full is dropped back
+// to catch-up: the store never waits for one. It is used from the store's
+// actor only.
 type subscribers struct {
 	system *actor.ActorSystem
 	stats  *StoreStats
 	live   map[uint64]*liveSub
+	tail   tail
 }
 
-func newSubscribers(system *actor.ActorSystem, stats *StoreStats) subscribers {
-	return subscribers{system: system, stats: stats, live: map[uint64]*liveSub{}}
+// newSubscribers starts a registry at head, its tail holding at most
+// tailRecords records.
+func newSubscribers(system *actor.ActorSystem, stats *StoreStats, tailRecords int, head int64) subscribers {
+	stats.LiveFrom.Store(head)
+	return subscribers{system: system, stats: stats, live: map[uint64]*liveSub{}, tail: tail{limit: tailRecords}}
 }
 
 // receive handles the registry's messages at the store's head; false for
@@ -48,13 +56,7 @@ func newSubscribers(system *actor.ActorSystem, stats *StoreStats) subscribers {
 func (r *subscribers) receive(msg any, head int64) bool {
 	switch m := msg.(type) {
 	case *goLiveRequest:
-		// Accepted when the cursor is the head the live batches continue from.
-		accepted := m.cursor == head
-		if accepted {
-			r.live[m.sub.id] = m.sub
-			r.count()
-		}
-		m.sub.answer(r.system, accepted)
+		r.goLive(m, head)
 	case *unsubscribe:
 		delete(r.live, m.id)
 		r.count()
@@ -67,10 +69,41 @@ func (r *subscribers) receive(msg any, head int64) bool {
 	return true
 }
 
+// goLive answers a go-live request. At the head the feed goes live; a
+// few commits behind it, it goes live with the records it missed from the
+// tail as its first batch (after the answer, so that the feed takes it);
+// further behind, it catches up first.
+func (r *subscribers) goLive(m *goLiveRequest, head int64) {
+	var missed []record.Record
+	accepted := m.cursor == head
+	if !accepted {
+		missed, accepted = r.tail.after(m.cursor, head, &m.sub.filter, m.max)
+		if accepted {
+			r.stats.LiveReplayed.Add(1)
+		} else {
+			r.stats.LiveRefused.Add(1)
+		}
+	}
+	if accepted {
+		r.live[m.sub.id] = m.sub
+		r.count()
+	}
+	m.sub.answer(r.system, accepted)
+	if len(missed) > 0 {
+		m.sub.push(r.system, missed)
+	}
+}
+
 // fanOut pushes committed records to the live feeds, each the records its
-// filter matches (index gives a contract's index entry).
+// filter matches (index gives a contract's index entry; nil when no live
+// filter needs one), and keeps them in the tail.
 func (r *subscribers) fanOut(records []record.Record, index func(*chain.TxOutRef) *record.ContractIndex) {
-	if len(records) == 0 || len(r.live) == 0 {
+	if len(records) == 0 {
+		return
+	}
+	r.tail.add(records, index)
+	r.stats.LiveFrom.Store(r.tail.from(records[len(records)-1].Seq))
+	if len(r.live) == 0 {
 		return
 	}
 	for id, sub := range r.live {
@@ -93,12 +126,12 @@ func (r *subscribers) fanOut(records []record.Record, index func(*chain.TxOutRef
 // only, and the slice's capacity ends with it, so an append copies.
 func matching(records []record.Record, f *record.Filter, index func(*chain.TxOutRef) *record.ContractIndex) []record.Record {
 	for i := range records {
-		if f.Matches(&records[i], index(records[i].Contract)) {
+		if f.Matches(&records[i], lookup(index, records[i].Contract)) {
 			continue
 		}
 		out := append([]record.Record(nil), records[:i]...)
 		for j := i + 1; j < len(records); j++ {
-			if f.Matches(&records[j], index(records[j].Contract)) {
+			if f.Matches(&records[j], lookup(index, records[j].Contract)) {
 				out = append(out, records[j])
 			}
 		}
@@ -113,14 +146,14 @@ func (r *subscribers) dropAll() {
 		sub.drop(r.system)
 		delete(r.live, id)
 	}
+	r.tail.reset()
 	r.count()
 }
 
 // needIndex reports whether a live feed's filter reads the contract index.
 func (r *subscribers) needIndex() bool {
 	for _, sub := range r.live {
-		f := &sub.filter
-		if len(f.RolesCurrency) > 0 || len(f.Tags) > 0 || len(f.PartyAddress) > 0 || len(f.PartyRole) > 0 {
+		if sub.filter.NeedsIndex() {
 			return true
 		}
 	}

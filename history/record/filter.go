@@ -19,8 +19,7 @@ func (f *Filter) Matches(r *Record, idx *ContractIndex) bool {
 	if len(f.Contracts) > 0 && (r.Contract == nil || !slices.Contains(f.Contracts, *r.Contract)) {
 		return false
 	}
-	needIndex := len(f.RolesCurrency) > 0 || len(f.Tags) > 0 || len(f.PartyAddress) > 0 || len(f.PartyRole) > 0
-	if !needIndex {
+	if !f.NeedsIndex() {
 		return true
 	}
 	if idx == nil {
@@ -46,6 +45,12 @@ func (f *Filter) Matches(r *Record, idx *ContractIndex) bool {
 		return false
 	}
 	return true
+}
+
+// NeedsIndex reports whether matching a record reads its contract's index
+// entry (roles currency, tags, parties).
+func (f *Filter) NeedsIndex() bool {
+	return len(f.RolesCurrency) > 0 || len(f.Tags) > 0 || len(f.PartyAddress) > 0 || len(f.PartyRole) > 0
 }
 
 // mergeParties adds parties not yet in idx.

@@ -210,6 +210,10 @@ func (m *Metrics) RegisterStore(st *history.StoreStats) {
 			func() float64 { return float64(st.LiveSubscribers.Load()) }),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "marlowe_history_live_dropped_total", Help: "Live subscriptions sent back to catch up because they fell behind."},
 			func() float64 { return float64(st.LiveDropped.Load()) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "marlowe_history_live_replayed_total", Help: "Go-live requests taken behind the head, with the records the subscription missed from the store's recent records."},
+			func() float64 { return float64(st.LiveReplayed.Load()) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "marlowe_history_live_refused_total", Help: "Go-live requests sent back to catch up first: further behind the head than the store's recent records reach."},
+			func() float64 { return float64(st.LiveRefused.Load()) }),
 	)
 }
 
