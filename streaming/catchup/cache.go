@@ -34,6 +34,7 @@ import (
 	"context"
 	"errors"
 	"runtime/debug"
+	"slices"
 	"sync"
 	"time"
 
@@ -111,6 +112,9 @@ type Cache struct {
 // Stats count what a cache did.
 type Stats struct {
 	Hits, Loads, Direct, Evictions, Invalidations, Expired int64
+	// Extensions counts the loads that read only what the head added to a
+	// page cut at an older head.
+	Extensions int64
 	// GivenBack counts the calls of Config.GiveBack.
 	GivenBack int64
 	Bytes     int64
@@ -220,6 +224,7 @@ func Shared(f *record.Filter) bool {
 func (c *Cache) pageFor(ctx context.Context, seq, minHead int64) (*page, error) {
 	n := (seq - 1) / int64(c.cfg.PageRecords)
 	for {
+		var base *page
 		c.mu.Lock()
 		p := c.pages[n]
 		if p != nil {
@@ -232,7 +237,12 @@ func (c *Cache) pageFor(ctx context.Context, seq, minHead int64) (*page, error) 
 					c.mu.Unlock()
 					return p, nil
 				}
-				p = nil // stale or failed: read it again
+				// Stale or failed: read it again, or only what the head
+				// added to it when it was cut at an older head.
+				if p.err == nil && p.hi < seq {
+					base = p
+				}
+				p = nil
 			default:
 				c.mu.Unlock()
 				select { // another caller reads it: wait, then look again
@@ -251,7 +261,7 @@ func (c *Cache) pageFor(ctx context.Context, seq, minHead int64) (*page, error) 
 		// context does not end it, closing the cache does.
 		lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), loadTimeout)
 		unhook := context.AfterFunc(c.closed, cancel)
-		c.load(lctx, p)
+		c.load(lctx, p, base)
 		unhook()
 		cancel()
 		if p.err != nil {
@@ -288,7 +298,13 @@ func (c *Cache) drop(p *page) {
 }
 
 // load reads, decodes and encodes page p, then publishes it.
-func (c *Cache) load(ctx context.Context, p *page) {
+//
+// At the head the page is read again as the head moves: from base, the
+// page as cut at an older head, only the records after base's end are read
+// and encoded, and base's are kept, unless those new records bring in a
+// RolledBack marker (it may have undone some of base's records: the page
+// is read whole).
+func (c *Cache) load(ctx context.Context, p *page, base *page) {
 	defer close(p.loaded)
 	if err := c.admit(ctx); err != nil {
 		p.err = err
@@ -297,37 +313,59 @@ func (c *Cache) load(ctx context.Context, p *page) {
 	}
 	head := c.src.Head()
 	end := min(p.lo+int64(c.cfg.PageRecords)-1, head)
-	var recs []record.Record
-	var err error
-	if end >= p.lo {
-		recs, err = c.src.RecordList(ctx, &record.RecordListParams{After: p.lo - 1, UpTo: end, Limit: int(end - p.lo + 1)})
+	from := p.lo
+	if base != nil {
+		from = base.hi + 1
+	}
+	recs, err := c.read(ctx, from, end)
+	if err == nil && base != nil && slices.ContainsFunc(recs, func(r record.Record) bool { return r.Kind == record.KindRolledBack }) {
+		base, from = nil, p.lo
+		recs, err = c.read(ctx, from, end)
 	}
 	c.release()
-	if err == nil && int64(len(recs)) != end-p.lo+1 {
-		err = errors.New("catchup: the history returned a page with a gap")
-	}
 	if err != nil {
 		p.err = err
 		c.forget(p)
 		return
 	}
-	p.hi, p.readHead, p.recs = end, head, recs
-	p.json = make([][]byte, len(recs))
+	p.hi, p.readHead = end, head
+	js := make([][]byte, len(recs))
 	var marker int64
 	for i := range recs {
 		r := &recs[i]
 		if c.cfg.Encode != nil {
-			p.json[i] = c.cfg.Encode(r)
+			js[i] = c.cfg.Encode(r)
 		}
-		p.size += int64(len(p.json[i])) + recordOverhead
-		if !aliasPayload(r, p.json[i]) {
+		p.size += int64(len(js[i])) + recordOverhead
+		if !aliasPayload(r, js[i]) {
 			p.size += int64(len(r.Payload))
 		}
 		if r.Kind == record.KindRolledBack {
 			marker = r.Seq
 		}
 	}
+	p.recs, p.json = recs, js
+	if base != nil {
+		// Copies: base's readers go on reading its slices.
+		p.recs = append(slices.Clip(base.recs), recs...)
+		p.json = append(slices.Clip(base.json), js...)
+		p.size += base.size
+		c.stats.Extensions++
+	}
 	c.publish(p, marker)
+}
+
+// read reads the records [from, to] of the log (none when to < from),
+// every one of them: a gap is an error.
+func (c *Cache) read(ctx context.Context, from, to int64) ([]record.Record, error) {
+	if to < from {
+		return nil, nil
+	}
+	recs, err := c.src.RecordList(ctx, &record.RecordListParams{After: from - 1, UpTo: to, Limit: int(to - from + 1)})
+	if err == nil && int64(len(recs)) != to-from+1 {
+		err = errors.New("catchup: the history returned a page with a gap")
+	}
+	return recs, err
 }
 
 // aliasPayload points the record's payload at its bytes inside the

@@ -443,3 +443,61 @@ func TestCloseEndsLoadsUnderWay(t *testing.T) {
 		t.Fatalf("after Close: %d pages, %d bytes", st.Pages, st.Bytes)
 	}
 }
+
+// counted is a Source that counts the records it returns, of reads
+// without a filter (the pages').
+type counted struct {
+	*memLog
+	pageRecords atomic.Int64
+}
+
+func (c *counted) RecordList(ctx context.Context, p *record.RecordListParams) ([]record.Record, error) {
+	recs, err := c.memLog.RecordList(ctx, p)
+	if Shared(&p.Filter) && len(p.Filter.Kinds) == 0 {
+		c.pageRecords.Add(int64(len(recs)))
+	}
+	return recs, err
+}
+
+// TestTipPageFollowsTheHead: readers following the head while records
+// and rollbacks are appended get what the log gives, from the log and
+// from snapshots; the page at the head is read again only for what the
+// head added, unless that brings in a marker (then it is read whole).
+func TestTipPageFollowsTheHead(t *testing.T) {
+	rng := rand.New(rand.NewPCG(11, 12))
+	l := &memLog{}
+	l.append(rng, 30)
+	src := &counted{memLog: l}
+	c := New(src, Config{PageRecords: 1000, Encode: encode})
+	readAll(t, c, record.Filter{}, record.Cursor{}, 200)
+	extensions := 0
+	for step := range 40 {
+		cursor := l.Head()
+		n := 1 + rng.IntN(5)
+		rolledBack := step%7 == 6
+		if rolledBack {
+			l.rollback(1 + rng.IntN(3))
+		}
+		l.append(rng, n)
+		read := src.pageRecords.Load()
+		for name, f := range filters {
+			for _, from := range []record.Cursor{{Seq: cursor}, {Snapshot: l.Head()}} {
+				if got, want := readAll(t, c, f, from, 200), reference(t, l, f, from); !slices.Equal(got, want) {
+					t.Fatalf("step %d, %s from %v:\n got %v\nwant %v", step, name, from, got, want)
+				}
+			}
+		}
+		want := int64(n) // the new records alone
+		if rolledBack {
+			want = int64(n+1) + l.Head() // the new ones bring in a marker: then the whole page
+		} else {
+			extensions++
+		}
+		if got := src.pageRecords.Load() - read; got != want {
+			t.Fatalf("step %d: the page read %d records, want %d", step, got, want)
+		}
+		if s := c.Stats(); s.Extensions != int64(extensions) {
+			t.Fatalf("step %d: %d extensions, want %d (stats %+v)", step, s.Extensions, extensions, s)
+		}
+	}
+}
