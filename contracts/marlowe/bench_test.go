@@ -61,3 +61,93 @@ func BenchmarkDatum(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkCodecs measures the Marlowe codecs alone on the datum of
+// BenchmarkDatum, without the Plutus Data bytes or the JSON text: reading
+// and writing the Plutus Data tree, writing core JSON and reading it from
+// the generic values encoding/json gives. The redeemer cases read and
+// write the inputs of all the real validator runs.
+func BenchmarkCodecs(b *testing.B) {
+	d, err := pd.Decode(largestDatum(b))
+	if err != nil {
+		b.Fatal(err)
+	}
+	md, err := MarloweDataFromData(d)
+	if err != nil {
+		b.Fatal(err)
+	}
+	js, err := md.MarshalJSON()
+	if err != nil {
+		b.Fatal(err)
+	}
+	jv, err := decodeJSON(js)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var reds []pd.Data
+	var redeemers []Redeemer
+	var redJSON []any
+	for _, f := range loadBenchmarks(b, "semantics") {
+		r, err := RedeemerFromData(f.redeemer)
+		if err != nil {
+			b.Fatal(err)
+		}
+		text, err := r.MarshalJSON()
+		if err != nil {
+			b.Fatal(err)
+		}
+		v, err := decodeJSON(text)
+		if err != nil {
+			b.Fatal(err)
+		}
+		reds, redeemers, redJSON = append(reds, f.redeemer), append(redeemers, r), append(redJSON, v)
+	}
+	for _, c := range []struct {
+		name string
+		run  func() error
+	}{
+		{"fromdata/datum", func() error { _, err := MarloweDataFromData(d); return err }},
+		{"todata/datum", func() error { _ = md.ToData(); return nil }},
+		{"tojson/datum", func() error { _, err := md.MarshalJSON(); return err }},
+		{"fromjson/datum", func() error { _, err := marloweDataFromJSON(jv); return err }},
+		{"fromdata/redeemers", func() error {
+			for _, r := range reds {
+				if _, err := RedeemerFromData(r); err != nil {
+					return err
+				}
+			}
+			return nil
+		}},
+		{"todata/redeemers", func() error {
+			for _, r := range redeemers {
+				_ = r.ToData()
+			}
+			return nil
+		}},
+		{"tojson/redeemers", func() error {
+			for _, r := range redeemers {
+				if _, err := r.MarshalJSON(); err != nil {
+					return err
+				}
+			}
+			return nil
+		}},
+		{"fromjson/redeemers", func() error {
+			for _, v := range redJSON {
+				if _, err := redeemerFromJSON(v); err != nil {
+					return err
+				}
+			}
+			return nil
+		}},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if err := c.run(); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

@@ -107,15 +107,14 @@ func inputFromJSON(v any) (Input, error) {
 			delete(content, "merkleized_continuation")
 		}
 	}
-	_, sig, _ := object(content, "Input")
-	if sig == "" {
+	if len(content) == 0 {
 		if !in.Merkleized() {
 			return Input{}, shapeError("Input: empty object")
 		}
 		in.Content = notifyInput
 		return in, nil
 	}
-	if in.Content, err = inputContentSum.fromObject(content, sig); err != nil {
+	if in.Content, err = inputContentSum.fromObject(content); err != nil {
 		return Input{}, err
 	}
 	return in, nil

@@ -4,8 +4,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/big"
+	"math/bits"
+	"reflect"
 	"sort"
-	"strings"
+	"unsafe"
 
 	pd "github.com/marlowe-follower/follower/contracts/plutusdata"
 )
@@ -16,92 +18,111 @@ import (
 // its Plutus Data index and its fields in Plutus Data order, each with its
 // core JSON key and the kind of value it holds. A constructor's shape is
 // thus written once, for both forms and both directions.
+//
+// The description is read once, at init: describe turns each
+// constructor's fields into their offsets in the node and their kinds, so
+// that the codecs reach a field by its address and read or write it with a
+// direct call of its kind's reader or writer (the switches of fieldSpec),
+// without building the node's fields or calling through a function value
+// per field.
 
-// A slot is one field of a node: its core JSON key (also its segment in an
-// error path), a pointer to it in the node, and its kind.
+// A slot is one field of a node, as the description gives it: its core
+// JSON key (also its segment in an error path), its address in the node,
+// its kind and its Go type (checked against the kind's).
 type slot struct {
 	key  string
-	p    any // a *T for a kind of T
+	p    unsafe.Pointer
 	kind fieldKind
-}
-
-// slotOf is the slot of the field *p of kind k under key.
-func slotOf[T any](key string, p *T, k *kind[T]) slot { return slot{key, p, k} }
-
-// wrap puts err under the slot's key; the one field of a bare constructor
-// (a Constant) has no key of its own.
-func (s *slot) wrap(err error) error {
-	if s.key == "" {
-		return err
-	}
-	return at(s.key, err)
-}
-
-// slots holds the fields of one node, at most five, followed by empty
-// slots: held in place, so that reading and writing a node does not
-// allocate for them.
-type slots [5]slot
-
-// len returns the number of fields.
-func (fs *slots) len() int {
-	n := 0
-	for n < len(fs) && fs[n].kind != nil {
-		n++
-	}
-	return n
-}
-
-func (fs *slots) list() []slot { return fs[:fs.len()] }
-
-// fieldKind reads and writes a field of one Go type, given a pointer to it.
-type fieldKind interface {
-	fromData(p any, d pd.Data) error
-	toData(p any) pd.Data
-	fromJSON(p, v any) error
-	toJSON(w *jsonWriter, p any)
+	typ  reflect.Type
 }
 
 // kind is the fieldKind of the fields of type T.
-type kind[T any] struct {
-	readData  func(pd.Data) (T, error)
-	data      func(T) pd.Data
-	readJSON  func(any) (T, error)
-	writeJSON func(*jsonWriter, T)
+type kind[T any] struct{ fieldKind }
+
+// slotOf is the slot of the field *p of kind k under key.
+func slotOf[T any](key string, p *T, k kind[T]) slot {
+	return slot{key, unsafe.Pointer(p), k.fieldKind, reflect.TypeFor[T]()}
 }
 
-func (k *kind[T]) fromData(p any, d pd.Data) (err error) {
-	*p.(*T), err = k.readData(d)
-	return err
+// slots holds the fields of one node, at most five, followed by empty
+// slots.
+type slots [5]slot
+
+func (fs *slots) list() []slot {
+	n := 0
+	for n < len(fs) && fs[n].p != nil {
+		n++
+	}
+	return fs[:n]
 }
 
-func (k *kind[T]) toData(p any) pd.Data { return k.data(*p.(*T)) }
-
-func (k *kind[T]) fromJSON(p, v any) (err error) {
-	*p.(*T), err = k.readJSON(v)
-	return err
+// A fieldKind is the kind of value a field holds: its tag says which
+// reader and writer the codecs call, what names an integer field in a
+// Plutus Data shape error.
+type fieldKind struct {
+	tag  kindTag
+	what string
 }
 
-func (k *kind[T]) toJSON(w *jsonWriter, p any) { k.writeJSON(w, *p.(*T)) }
+type kindTag uint8
+
+const (
+	kParty kindTag = iota
+	kPayee
+	kToken
+	kChoiceID
+	kValueID
+	kValue
+	kObservation
+	kContract
+	kAction
+	kCases
+	kBounds
+	kInt
+)
+
+// kindTypes is the Go type of the fields of each tag.
+var kindTypes = [...]reflect.Type{
+	kParty: reflect.TypeFor[Party](), kPayee: reflect.TypeFor[Payee](), kToken: reflect.TypeFor[Token](),
+	kChoiceID: reflect.TypeFor[ChoiceID](), kValueID: reflect.TypeFor[ValueID](), kValue: reflect.TypeFor[Value](),
+	kObservation: reflect.TypeFor[Observation](), kContract: reflect.TypeFor[Contract](), kAction: reflect.TypeFor[Action](),
+	kCases: reflect.TypeFor[[]Case](), kBounds: reflect.TypeFor[[]Bound](), kInt: reflect.TypeFor[*big.Int](),
+}
 
 // The kinds of the language's fields.
 var (
-	partyField       = &kind[Party]{PartyFromData, Party.ToData, partyFromJSON, (*jsonWriter).party}
-	payeeField       = &kind[Payee]{payeeFromData, Payee.ToData, payeeFromJSON, (*jsonWriter).payee}
-	tokenField       = &kind[Token]{TokenFromData, Token.ToData, tokenFromJSON, (*jsonWriter).token}
-	choiceIDField    = &kind[ChoiceID]{ChoiceIDFromData, ChoiceID.ToData, choiceIDFromJSON, (*jsonWriter).choiceID}
-	valueIDField     = &kind[ValueID]{valueIDFromData, ValueID.ToData, valueIDFromJSON, (*jsonWriter).valueID}
-	valueField       = &kind[Value]{ValueFromData, ValueToData, valueFromJSON, (*jsonWriter).value}
-	observationField = &kind[Observation]{ObservationFromData, ObservationToData, observationFromJSON, (*jsonWriter).observation}
-	contractField    = &kind[Contract]{ContractFromData, ContractToData, contractFromJSON, (*jsonWriter).contract}
-	actionField      = &kind[Action]{ActionFromData, ActionToData, actionFromJSON, (*jsonWriter).action}
-	casesField       = &kind[[]Case]{casesFromData, casesToData, casesFromJSON, (*jsonWriter).cases}
-	boundsField      = &kind[[]Bound]{boundsFromData, boundsToData, boundsFromJSON, (*jsonWriter).bounds}
+	partyField       = kind[Party]{fieldKind{tag: kParty}}
+	payeeField       = kind[Payee]{fieldKind{tag: kPayee}}
+	tokenField       = kind[Token]{fieldKind{tag: kToken}}
+	choiceIDField    = kind[ChoiceID]{fieldKind{tag: kChoiceID}}
+	valueIDField     = kind[ValueID]{fieldKind{tag: kValueID}}
+	valueField       = kind[Value]{fieldKind{tag: kValue}}
+	observationField = kind[Observation]{fieldKind{tag: kObservation}}
+	contractField    = kind[Contract]{fieldKind{tag: kContract}}
+	actionField      = kind[Action]{fieldKind{tag: kAction}}
+	casesField       = kind[[]Case]{fieldKind{tag: kCases}}
+	boundsField      = kind[[]Bound]{fieldKind{tag: kBounds}}
 )
 
 // intField is the kind of integer fields; what names one in a Plutus Data
 // shape error.
-func intField(what string) *kind[*big.Int] {
-	return &kind[*big.Int]{func(d pd.Data) (*big.Int, error) { return intOf(d, what) }, n, jsonInt, (*jsonWriter).int}
+func intField(what string) kind[*big.Int] { return kind[*big.Int]{fieldKind{kInt, what}} }
+
+// A fieldSpec is one field of a constructor: its key, its kind and its
+// offset in the node.
+type fieldSpec struct {
+	key string
+	fieldKind
+	off uintptr
+}
+
+// wrap puts err under the field's key; the one field of a bare constructor
+// (a Constant) has no key of its own.
+func (f *fieldSpec) wrap(err error) error {
+	if f.key == "" {
+		return err
+	}
+	return at(f.key, err)
 }
 
 // A sumType describes a sum type T by its constructors.
@@ -116,10 +137,12 @@ type sumType[T any] struct {
 	ctors []ctor[T]
 
 	// set by describe
-	arity []int
-	bySig map[string]int // the JSON key signature ("a,b,c") of each constructor with fields
-	atoms map[any]int    // the JSON of each constructor without fields
-	bare  int            // the constructor written as its one field alone (a Constant), or -1
+	arity   []int
+	types   []unsafe.Pointer  // the dynamic type of each constructor's nodes
+	byCount [6]uint64         // the constructors read from a JSON object, by number of keys
+	byKey   map[string]uint64 // the constructors with each JSON key
+	atoms   map[any]int       // the JSON of each constructor without fields
+	bare    int               // the constructor written as its one field alone (a Constant), or -1
 }
 
 // A ctor is one constructor of a sum type.
@@ -133,63 +156,125 @@ type ctor[T any] struct {
 	sortedRead bool
 
 	// set by describe
-	order    []int    // the fields in JSON key order
-	keys     []string // `{"key":`, then `,"key":`, in JSON key order
-	read     []int    // the order in which the JSON reader reads the fields
+	fields   []fieldSpec // in Plutus Data order
+	order    []int       // the fields in JSON key order
+	keys     []string    // `{"key":`, then `,"key":`, in JSON key order
+	read     []int       // the order in which the JSON reader reads the fields
 	atomJSON string
 }
 
+// iface is the layout of an interface value: a word naming its dynamic
+// type, then the data word, which for a pointer (every node) is the
+// pointer. describe checks both against reflect.
+type iface struct{ typ, data unsafe.Pointer }
+
+func words(x any) iface { return *(*iface)(unsafe.Pointer(&x)) }
+
 // describe completes s from its constructors and checks that slots gives
-// each constructor its own index.
+// each constructor its own index and fields of the kinds' types.
 func (s *sumType[T]) describe() *sumType[T] {
 	if s.jsonName == "" {
 		s.jsonName = s.name
 	}
+	if len(s.ctors) > 64 {
+		panic("marlowe: " + s.name + " has more constructors than a set of them holds")
+	}
 	s.arity = make([]int, len(s.ctors))
-	s.bySig = map[string]int{}
+	s.types = make([]unsafe.Pointer, len(s.ctors))
+	s.byKey = map[string]uint64{}
 	s.atoms = map[any]int{}
 	s.bare = -1
 	for i := range s.ctors {
 		c := &s.ctors[i]
-		index, fs := s.slots(c.new())
+		node := c.new()
+		index, fs := s.slots(node)
 		if index != i {
 			panic(fmt.Sprintf("marlowe: %s constructor %d describes itself as %d", s.name, i, index))
 		}
-		list := fs.list()
-		s.arity[i] = len(list)
-		c.order = make([]int, len(list))
-		for j := range c.order {
-			c.order[j] = j
+		w := words(node)
+		if v := reflect.ValueOf(node); v.Kind() != reflect.Pointer || v.UnsafePointer() != w.data {
+			panic(fmt.Sprintf("marlowe: %s constructor %d: a node is not a pointer in an interface", s.name, i))
 		}
-		sort.Slice(c.order, func(a, b int) bool { return list[c.order[a]].key < list[c.order[b]].key })
-		names := make([]string, len(list))
-		for j, k := range c.order {
-			names[j] = list[k].key
-			open := ","
-			if j == 0 {
-				open = "{"
+		s.types[i] = w.typ
+		size := reflect.TypeOf(node).Elem().Size()
+		for _, sl := range fs.list() {
+			off := uintptr(sl.p) - uintptr(w.data)
+			if sl.typ != kindTypes[sl.kind.tag] || off >= size {
+				panic(fmt.Sprintf("marlowe: %s constructor %d: field %q is no field of its kind", s.name, i, sl.key))
 			}
-			c.keys = append(c.keys, open+`"`+list[k].key+`":`)
+			c.fields = append(c.fields, fieldSpec{sl.key, sl.kind, off})
 		}
-		c.read = c.order
-		if !c.sortedRead {
-			c.read = make([]int, len(list))
-			for j := range c.read {
-				c.read[j] = j
+		s.arity[i] = len(c.fields)
+		s.enter(i, c)
+	}
+	for i := range s.types {
+		for j := range i {
+			if s.types[i] == s.types[j] {
+				panic(fmt.Sprintf("marlowe: %s constructors %d and %d have one type", s.name, j, i))
 			}
-		}
-		switch {
-		case c.atom != nil:
-			s.atoms[c.atom] = i
-			text, _ := json.Marshal(c.atom)
-			c.atomJSON = string(text)
-		case len(list) == 1 && list[0].key == "":
-			s.bare = i
-		default:
-			s.bySig[strings.Join(names, ",")] = i
 		}
 	}
 	return s
+}
+
+// enter sets the JSON orders and keys of constructor i and enters it in
+// the tables of the JSON reader.
+func (s *sumType[T]) enter(i int, c *ctor[T]) {
+	fs := c.fields
+	c.order = make([]int, len(fs))
+	for j := range c.order {
+		c.order[j] = j
+	}
+	sort.Slice(c.order, func(a, b int) bool { return fs[c.order[a]].key < fs[c.order[b]].key })
+	for j, k := range c.order {
+		open := ","
+		if j == 0 {
+			open = "{"
+		}
+		c.keys = append(c.keys, open+`"`+fs[k].key+`":`)
+	}
+	c.read = c.order
+	if !c.sortedRead {
+		c.read = make([]int, len(fs))
+		for j := range c.read {
+			c.read[j] = j
+		}
+	}
+	switch {
+	case c.atom != nil:
+		s.atoms[c.atom] = i
+		text, _ := json.Marshal(c.atom)
+		c.atomJSON = string(text)
+	case len(fs) == 1 && fs[0].key == "":
+		s.bare = i
+	default:
+		s.byCount[len(fs)] |= 1 << i
+		for _, f := range fs {
+			s.byKey[f.key] |= 1 << i
+		}
+	}
+}
+
+// node returns the constructor index of x and its address, or -1 for a
+// node of another type.
+func (s *sumType[T]) node(x T) (int, unsafe.Pointer) {
+	w := words(x)
+	for i, t := range s.types {
+		if t == w.typ {
+			return i, w.data
+		}
+	}
+	return -1, nil
+}
+
+// fieldsOf returns the fields of x's constructor and x's address; none
+// for a node of another type.
+func (s *sumType[T]) fieldsOf(x T) ([]fieldSpec, unsafe.Pointer) {
+	i, p := s.node(x)
+	if i < 0 {
+		return nil, nil
+	}
+	return s.ctors[i].fields, p
 }
 
 // fromData reads a node from its Plutus Data.
@@ -199,12 +284,15 @@ func (s *sumType[T]) fromData(d pd.Data) (T, error) {
 	if err != nil {
 		return zero, err
 	}
-	node := s.ctors[c.Index].new()
-	_, fs := s.slots(node)
-	for i := range fs.len() {
-		sl := &fs[i]
-		if err := sl.kind.fromData(sl.p, c.Fields[i]); err != nil {
-			return zero, sl.wrap(err)
+	ct := &s.ctors[c.Index]
+	node := ct.new()
+	if len(ct.fields) > 0 {
+		p := words(node).data
+		for i := range ct.fields {
+			f := &ct.fields[i]
+			if err := f.fromData(unsafe.Add(p, f.off), c.Fields[i]); err != nil {
+				return zero, f.wrap(err)
+			}
 		}
 	}
 	return node, nil
@@ -212,14 +300,14 @@ func (s *sumType[T]) fromData(d pd.Data) (T, error) {
 
 // toData returns the Plutus Data of a node.
 func (s *sumType[T]) toData(x T) pd.Data {
-	i, fs := s.slots(x)
+	i, p := s.node(x)
 	if i < 0 {
 		panic(fmt.Sprintf("marlowe: %sToData of %T", s.name, x))
 	}
-	fields := make([]pd.Data, fs.len())
-	for j := range fields {
-		sl := &fs[j]
-		fields[j] = sl.kind.toData(sl.p)
+	fs := s.ctors[i].fields
+	fields := make([]pd.Data, len(fs))
+	for j := range fs {
+		fields[j] = fs[j].toData(unsafe.Add(p, fs[j].off))
 	}
 	return pd.NewConstr(uint64(i), fields...)
 }
@@ -230,6 +318,8 @@ func (s *sumType[T]) toData(x T) pd.Data {
 func (s *sumType[T]) fromJSON(v any) (T, error) {
 	var zero T
 	switch x := v.(type) {
+	case map[string]any:
+		return s.fromObject(x)
 	case string, bool:
 		if i, ok := s.atoms[x]; ok {
 			return s.ctors[i].new(), nil
@@ -240,34 +330,41 @@ func (s *sumType[T]) fromJSON(v any) (T, error) {
 	case json.Number:
 		if s.bare >= 0 {
 			node := s.ctors[s.bare].new()
-			_, fs := s.slots(node)
-			if err := fs[0].kind.fromJSON(fs[0].p, x); err != nil {
+			f := &s.ctors[s.bare].fields[0]
+			if err := f.fromJSON(unsafe.Add(words(node).data, f.off), x); err != nil {
 				return zero, err
 			}
 			return node, nil
 		}
 	}
-	m, sig, err := object(v, s.jsonName)
-	if err != nil {
-		return zero, err
-	}
-	return s.fromObject(m, sig)
+	_, _, err := object(v, s.jsonName)
+	return zero, err
 }
 
-// fromObject reads a node from a JSON object with the key signature sig.
-func (s *sumType[T]) fromObject(m map[string]any, sig string) (T, error) {
+// fromObject reads a node from a JSON object: the constructor with exactly
+// its keys, that is with as many keys and each of the object's.
+func (s *sumType[T]) fromObject(m map[string]any) (T, error) {
 	var zero T
-	i, ok := s.bySig[sig]
-	if !ok {
+	var set uint64
+	if len(m) < len(s.byCount) {
+		set = s.byCount[len(m)]
+	}
+	for k := range m {
+		if set &= s.byKey[k]; set == 0 {
+			break
+		}
+	}
+	if set == 0 {
+		_, sig, _ := object(m, s.jsonName)
 		return zero, unknownKeys(s.jsonName, sig)
 	}
-	c := &s.ctors[i]
+	c := &s.ctors[bits.TrailingZeros64(set)]
 	node := c.new()
-	_, fs := s.slots(node)
+	p := words(node).data
 	for _, k := range c.read {
-		sl := &fs[k]
-		if err := sl.kind.fromJSON(sl.p, m[sl.key]); err != nil {
-			return zero, sl.wrap(err)
+		f := &c.fields[k]
+		if err := f.fromJSON(unsafe.Add(p, f.off), m[f.key]); err != nil {
+			return zero, f.wrap(err)
 		}
 	}
 	return node, nil
@@ -284,7 +381,7 @@ func (s *sumType[T]) writeJSON(w *jsonWriter, x T) {
 // brace, and returns how many keys it wrote; or it writes the node whole
 // (an atom, a bare value, or null after an error) and returns -1.
 func (s *sumType[T]) writeKeys(w *jsonWriter, x T) int {
-	i, fs := s.slots(x)
+	i, p := s.node(x)
 	if i < 0 {
 		w.fail(fmt.Errorf("%s %T", s.jsonWhat, x))
 		w.raw("null")
@@ -296,13 +393,13 @@ func (s *sumType[T]) writeKeys(w *jsonWriter, x T) int {
 		w.raw(c.atomJSON)
 		return -1
 	case i == s.bare:
-		fs[0].kind.toJSON(w, fs[0].p)
+		c.fields[0].toJSON(w, unsafe.Add(p, c.fields[0].off))
 		return -1
 	}
 	for j, k := range c.order {
 		w.raw(c.keys[j])
-		sl := &fs[k]
-		sl.kind.toJSON(w, sl.p)
+		f := &c.fields[k]
+		f.toJSON(w, unsafe.Add(p, f.off))
 	}
 	return len(c.order)
 }

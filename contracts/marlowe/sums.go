@@ -106,7 +106,7 @@ func actionSlots(a Action) (int, slots) {
 }
 
 // binary is the two operands of a binary node under their JSON keys.
-func binary[T any](k *kind[T], left string, l *T, right string, r *T) slots {
+func binary[T any](k kind[T], left string, l *T, right string, r *T) slots {
 	return slots{slotOf(left, l, k), slotOf(right, r, k)}
 }
 

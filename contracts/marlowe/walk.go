@@ -1,5 +1,7 @@
 package marlowe
 
+import "unsafe"
+
 // MapContinuations returns a shallow copy of c with every continuation it
 // holds replaced by f of it, in field order: the Then of a Pay, Let or
 // Assert; the Then and Else of an If; for a When, the Then of each plain
@@ -46,15 +48,16 @@ func MapContinuations(c Contract, f func(Contract) Contract) Contract {
 // Observation), the nodes whose fields are two values. ok is false for any
 // other node.
 func ValueOperands(node any) (left, right Value, ok bool) {
-	var fs slots
+	var fs []fieldSpec
+	var p unsafe.Pointer
 	switch x := node.(type) {
 	case Value:
-		_, fs = valueSum.slots(x)
+		fs, p = valueSum.fieldsOf(x)
 	case Observation:
-		_, fs = observationSum.slots(x)
+		fs, p = observationSum.fieldsOf(x)
 	}
-	if fs.len() != 2 || fs[0].kind != valueField || fs[1].kind != valueField {
+	if len(fs) != 2 || fs[0].tag != kValue || fs[1].tag != kValue {
 		return nil, nil, false
 	}
-	return *fs[0].p.(*Value), *fs[1].p.(*Value), true
+	return *(*Value)(unsafe.Add(p, fs[0].off)), *(*Value)(unsafe.Add(p, fs[1].off)), true
 }
