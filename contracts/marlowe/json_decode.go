@@ -69,9 +69,36 @@ func unknownKeys(what, sig string) error {
 	return shapeError("%s: no constructor has the keys {%s}", what, sig)
 }
 
+// keysOf returns v as an object and its key signature: the first of want
+// whose keys are exactly the object's, or else the signature object gives.
+func keysOf(v any, what string, want ...string) (map[string]any, string, error) {
+	if m, ok := v.(map[string]any); ok {
+		for _, sig := range want {
+			if hasKeys(m, sig) {
+				return m, sig, nil
+			}
+		}
+	}
+	return object(v, what)
+}
+
+// hasKeys reports whether the keys of m are those of sig, a signature:
+// as many, and each of sig's in m.
+func hasKeys(m map[string]any, sig string) bool {
+	if strings.Count(sig, ",")+1 != len(m) {
+		return false
+	}
+	for key := range strings.SplitSeq(sig, ",") {
+		if _, ok := m[key]; !ok {
+			return false
+		}
+	}
+	return true
+}
+
 // record returns v as an object with exactly the keys of want, a signature.
 func record(v any, what, want string) (map[string]any, error) {
-	m, sig, err := object(v, what)
+	m, sig, err := keysOf(v, what, want)
 	if err == nil && sig != want {
 		err = unknownKeys(what, sig)
 	}
@@ -130,7 +157,7 @@ func jsonArray(v any) ([]any, error) {
 }
 
 func partyFromJSON(v any) (Party, error) {
-	m, sig, err := object(v, "Party")
+	m, sig, err := keysOf(v, "Party", "role_token", "address")
 	if err != nil {
 		return Party{}, err
 	}
@@ -168,7 +195,7 @@ func tokenFromJSON(v any) (Token, error) {
 }
 
 func payeeFromJSON(v any) (Payee, error) {
-	m, sig, err := object(v, "Payee")
+	m, sig, err := keysOf(v, "Payee", "account", "party")
 	if err != nil {
 		return Payee{}, err
 	}
@@ -215,7 +242,7 @@ func casesFromJSON(v any) ([]Case, error) {
 }
 
 func caseFromJSON(v any, out *Case) error {
-	m, sig, err := object(v, "Case")
+	m, sig, err := keysOf(v, "Case", "case,then", "case,merkleized_then")
 	if err != nil {
 		return err
 	}

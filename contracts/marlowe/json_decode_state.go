@@ -107,7 +107,7 @@ func inputFromJSON(v any) (Input, error) {
 			delete(content, "merkleized_continuation")
 		}
 	}
-	if len(content) == 0 {
+	if _, sig, _ := object(content, "Input"); sig == "" {
 		if !in.Merkleized() {
 			return Input{}, shapeError("Input: empty object")
 		}

@@ -7,6 +7,7 @@ import (
 	"math/bits"
 	"reflect"
 	"sort"
+	"strings"
 	"unsafe"
 
 	pd "github.com/marlowe-follower/follower/contracts/plutusdata"
@@ -141,6 +142,7 @@ type sumType[T any] struct {
 	types   []unsafe.Pointer  // the dynamic type of each constructor's nodes
 	byCount [6]uint64         // the constructors read from a JSON object, by number of keys
 	byKey   map[string]uint64 // the constructors with each JSON key
+	bySig   map[string]int    // the constructor of each JSON key signature ("a,b,c")
 	atoms   map[any]int       // the JSON of each constructor without fields
 	bare    int               // the constructor written as its one field alone (a Constant), or -1
 }
@@ -182,6 +184,7 @@ func (s *sumType[T]) describe() *sumType[T] {
 	s.arity = make([]int, len(s.ctors))
 	s.types = make([]unsafe.Pointer, len(s.ctors))
 	s.byKey = map[string]uint64{}
+	s.bySig = map[string]int{}
 	s.atoms = map[any]int{}
 	s.bare = -1
 	for i := range s.ctors {
@@ -249,9 +252,12 @@ func (s *sumType[T]) enter(i int, c *ctor[T]) {
 		s.bare = i
 	default:
 		s.byCount[len(fs)] |= 1 << i
-		for _, f := range fs {
-			s.byKey[f.key] |= 1 << i
+		keys := make([]string, len(fs))
+		for j, k := range c.order {
+			s.byKey[fs[k].key] |= 1 << i
+			keys[j] = fs[k].key
 		}
+		s.bySig[strings.Join(keys, ",")] = i
 	}
 }
 
@@ -342,7 +348,9 @@ func (s *sumType[T]) fromJSON(v any) (T, error) {
 }
 
 // fromObject reads a node from a JSON object: the constructor with exactly
-// its keys, that is with as many keys and each of the object's.
+// its keys, that is with as many keys and each of the object's; or, as the
+// signatures are compared when that fails, the constructor whose signature
+// is the object's (a key with commas in it).
 func (s *sumType[T]) fromObject(m map[string]any) (T, error) {
 	var zero T
 	var set uint64
@@ -354,11 +362,15 @@ func (s *sumType[T]) fromObject(m map[string]any) (T, error) {
 			break
 		}
 	}
+	i := bits.TrailingZeros64(set)
 	if set == 0 {
 		_, sig, _ := object(m, s.jsonName)
-		return zero, unknownKeys(s.jsonName, sig)
+		var ok bool
+		if i, ok = s.bySig[sig]; !ok {
+			return zero, unknownKeys(s.jsonName, sig)
+		}
 	}
-	c := &s.ctors[bits.TrailingZeros64(set)]
+	c := &s.ctors[i]
 	node := c.new()
 	p := words(node).data
 	for _, k := range c.read {
