@@ -23,7 +23,6 @@
 package client
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -99,7 +98,10 @@ type Client struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
-	tip    atomic.Pointer[protocol.Tip]
+	// tip is the newest tip the server reported, under tipMu (a value, not
+	// a pointer swapped: no allocation per frame).
+	tipMu sync.Mutex
+	tip   protocol.Tip
 
 	mu      sync.Mutex
 	closing bool        // Close was called
@@ -187,10 +189,9 @@ const closeWait = 2 * time.Second
 
 // Tip returns the newest tip the server reported (zero before any).
 func (c *Client) Tip() protocol.Tip {
-	if t := c.tip.Load(); t != nil {
-		return *t
-	}
-	return protocol.Tip{}
+	c.tipMu.Lock()
+	defer c.tipMu.Unlock()
+	return c.tip
 }
 
 // Connects returns how many times the client connected.
@@ -368,30 +369,24 @@ func (c *Client) subscribeOn(k *connection, s *Stream) {
 // undecodable frame drops the connection without resetting the backoff.
 func (c *Client) readLoop(k *connection) bool {
 	subscribed := false
-	var buf bytes.Buffer // reused: each frame is copied out of it
+	// A batch's records keep the frame's bytes (their payloads are not
+	// copied one by one): each frame is read into bytes of its own.
+	var fr frameReader
 	var dec decoder
 	var f frame
 	for {
 		// No context: Close ends a read by closing the connection (a read
 		// context costs a registration per read).
 		_, r, err := k.ws.Reader(context.Background())
+		var data []byte
 		if err == nil {
-			buf.Reset()
-			_, err = buf.ReadFrom(r)
+			data, err = fr.next(r)
 		}
 		if err != nil {
 			if c.ctx.Err() == nil {
 				c.log.Debug("connection lost", zap.Error(err), zap.Stringer("status", websocket.CloseStatus(err)))
 			}
 			return subscribed
-		}
-		// A batch's records keep the frame's bytes (their payloads are
-		// not copied one by one): the frame gets a buffer of its own.
-		data := bytes.Clone(buf.Bytes())
-		if buf.Cap() > 256<<10 {
-			// After a large batch, let the buffer go rather than keep it
-			// for every later small frame.
-			buf = bytes.Buffer{}
 		}
 		if err := dec.decode(data, &f); err != nil {
 			c.badFrames.Add(1)
@@ -401,8 +396,9 @@ func (c *Client) readLoop(k *connection) bool {
 			return false
 		}
 		if f.hasTip {
-			t := f.tip
-			c.tip.Store(&t)
+			c.tipMu.Lock()
+			c.tip = f.tip
+			c.tipMu.Unlock()
 		}
 		if f.typ == protocol.TypeSubscribed {
 			subscribed = true

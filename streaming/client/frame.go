@@ -30,6 +30,28 @@ type frame struct {
 	message     string
 	records     []record.Record
 	raw         []json.RawMessage
+	// room, when the records were decoded into one, holds the batch the
+	// frame becomes (newBatch).
+	room *batchRoom
+}
+
+// batchRoom is a batch with room for minRecords records, their raw bytes
+// and their contract references: a batch at the tip (a block's records,
+// one to a few) in one allocation instead of four.
+type batchRoom struct {
+	batch   Batch
+	records [minRecords]record.Record
+	raw     [minRecords]json.RawMessage
+	refs    [minRecords]chain.TxOutRef
+}
+
+// newBatch returns the batch the frame's records were decoded for, or a
+// new one.
+func (f *frame) newBatch() *Batch {
+	if f.room != nil {
+		return &f.room.batch
+	}
+	return new(Batch)
 }
 
 // FrameError is a server frame the client could not decode: not JSON, or
@@ -145,12 +167,18 @@ func field(key []byte, err error) error {
 
 // decodeRecords reads the records of a batch. Contract references are
 // kept in one array for the batch, not one allocation each. The arrays
-// start with room for the last batch's records, and at least minRecords.
+// start with room for the last batch's records, and at least minRecords:
+// up to minRecords, in one batchRoom with the batch.
 func (f *frame) decodeRecords(s *scanner, hint int) error {
 	hint = max(hint, minRecords)
-	f.records = make([]record.Record, 0, hint)
-	f.raw = make([]json.RawMessage, 0, hint)
 	var refs []chain.TxOutRef
+	if hint == minRecords {
+		f.room = new(batchRoom)
+		f.records, f.raw, refs = f.room.records[:0], f.room.raw[:0], f.room.refs[:0]
+	} else {
+		f.records = make([]record.Record, 0, hint)
+		f.raw = make([]json.RawMessage, 0, hint)
+	}
 	return s.array(func(i int) error {
 		s.ws()
 		start := s.i
@@ -217,7 +245,9 @@ func (f *frame) decodeRecords(s *scanner, hint int) error {
 			r.Contract = &refs[len(refs)-1]
 		}
 		f.records = append(f.records, r)
-		f.raw = append(f.raw, s.b[start:s.i])
+		// Capacity cut at the record's end: an append to it cannot
+		// overwrite the frame's next bytes.
+		f.raw = append(f.raw, s.b[start:s.i:s.i])
 		return nil
 	})
 }

@@ -73,6 +73,11 @@ func compareWithEncodingJSON(t *testing.T, data []byte) {
 		if !json.Valid(raw) || !bytes.Contains(data, raw) || raw[0] != '{' || raw[len(raw)-1] != '}' {
 			t.Fatalf("raw record %d is not the record's bytes: %q", i, raw)
 		}
+		// An append to a record or its payload cannot write over the
+		// frame's next bytes (the next record's).
+		if p := got.records[i].Payload; cap(raw) != len(raw) || cap(p) != len(p) {
+			t.Fatalf("raw record %d: capacity %d for %d bytes, its payload %d for %d", i, cap(raw), len(raw), cap(p), len(p))
+		}
 	}
 }
 

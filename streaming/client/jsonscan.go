@@ -365,18 +365,18 @@ func (s *scanner) uint() (uint64, error) {
 }
 
 // skip steps over any value, checking that it is well-formed, and returns
-// its bytes as they are in the frame.
+// its bytes as they are in the frame (their capacity cut at their end).
 func (s *scanner) skip() ([]byte, error) {
 	s.ws()
 	start := s.i
 	if end, ok := skipWellFormed(s.b, s.i); ok {
 		s.i = end
-		return s.b[start:s.i], nil
+		return s.b[start:s.i:s.i], nil
 	}
 	if err := s.skipValue(); err != nil {
 		return nil, err
 	}
-	return s.b[start:s.i], nil
+	return s.b[start:s.i:s.i], nil
 }
 
 // skipValue steps over a value in one loop, with the containers it is in

@@ -164,7 +164,8 @@ func (s *Stream) frame(k *connection, f *frame) bool {
 		}
 		s.mu.Unlock()
 	case protocol.TypeBatch:
-		b := &Batch{Stream: s.req.Stream, Number: f.batch, Records: f.records, Raw: f.raw, Cursor: f.cursor, Tip: f.tip,
+		b := f.newBatch()
+		*b = Batch{Stream: s.req.Stream, Number: f.batch, Records: f.records, Raw: f.raw, Cursor: f.cursor, Tip: f.tip,
 			Redelivered: f.redelivered, conn: k}
 		if s.req.Mode == protocol.ModeBroadcast {
 			s.mu.Lock()
@@ -268,13 +269,21 @@ func (s *Stream) Next(ctx context.Context) (*Batch, error) {
 func (s *Stream) skipSeen(b *Batch) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out, raw := b.Records[:0:0], b.Raw[:0:0]
-	for i, r := range b.Records {
-		if r.Seq > s.lastSeq {
+	// Filtered in place (the arrays are the batch's own), once a record
+	// seen before is found: none, most often.
+	first := 0
+	for first < len(b.Records) && b.Records[first].Seq > s.lastSeq {
+		first++
+	}
+	out, raw := b.Records[:first], b.Raw[:first]
+	for i := first; i < len(b.Records); i++ {
+		if r := b.Records[i]; r.Seq > s.lastSeq {
 			out = append(out, r)
 			raw = append(raw, b.Raw[i])
 		}
 	}
+	clear(b.Records[len(out):]) // the payloads dropped are not kept alive
+	clear(b.Raw[len(raw):])
 	b.Records, b.Raw = out, raw
 	if n := len(out); n > 0 {
 		s.lastSeq = out[n-1].Seq
