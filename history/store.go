@@ -148,8 +148,10 @@ type writer struct {
 	system     *actor.ActorSystem
 	self       *actor.PID
 	flushArmed bool
-	failing    bool
-	broken     bool // Receive panicked: what this writer holds is not to be trusted
+	// commitQueued: a commitDue is in the mailbox.
+	commitQueued bool
+	failing      bool
+	broken       bool // Receive panicked: what this writer holds is not to be trusted
 }
 
 // empty reports whether the batch holds no step.
@@ -262,6 +264,11 @@ func (s *writer) load() error {
 // flushDue is the store's timer: the pending batch is due.
 type flushDue struct{}
 
+// commitDue is the store's word to itself that a batch at the node's tip
+// is due: it comes after the steps already in the mailbox, which join the
+// batch first.
+type commitDue struct{}
+
 // Receive handles the actor's messages.
 func (s *writer) Receive(ctx actor.Context) {
 	defer func() {
@@ -284,8 +291,12 @@ func (s *writer) Receive(ctx actor.Context) {
 			return // never committed, never released: the follower stops
 		}
 		s.step(msg)
-	case *flushDue:
-		s.flushArmed = false
+	case *flushDue, *commitDue:
+		if _, ok := msg.(*commitDue); ok {
+			s.commitQueued = false
+		} else {
+			s.flushArmed = false
+		}
 		if s.dead.Load() {
 			return
 		}
@@ -341,10 +352,19 @@ func (s *writer) step(st *Step) {
 		s.armFlush(wait)
 		return
 	}
-	nearTip := s.tip.BlockNo <= s.lastBlockNo()+s.cfg.NearTip
-	if nearTip || b.blocks >= s.cfg.BatchBlocks || len(b.params.Records) >= s.cfg.BatchRecords || s.failing {
+	if b.blocks >= s.cfg.BatchBlocks || len(b.params.Records) >= s.cfg.BatchRecords || s.failing {
 		if !s.failing {
 			s.commit(false)
+		}
+		return
+	}
+	if s.tip.BlockNo <= s.lastBlockNo()+s.cfg.NearTip {
+		// At the tip the block is committed at once, with the steps that
+		// queued up behind the commit before it: one commit for all of
+		// them, however many a slow commit (or a busy machine) let in.
+		if !s.commitQueued {
+			s.commitQueued = true
+			s.system.Root.Send(s.self, &commitDue{})
 		}
 		return
 	}

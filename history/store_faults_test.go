@@ -28,10 +28,15 @@ type faultyBackend struct {
 	calls     atomic.Int64
 	// onFail, when set, runs (once) before a failing commit returns.
 	onFail atomic.Pointer[func()]
+	// onCommit, when set, runs (once) as a commit starts.
+	onCommit atomic.Pointer[func()]
 }
 
 func (b *faultyBackend) Commit(ctx context.Context, p *history.CommitParams) error {
 	b.calls.Add(1)
+	if f := b.onCommit.Swap(nil); f != nil {
+		(*f)()
+	}
 	if e := b.fail.Load(); e != nil {
 		if b.landFirst.Load() {
 			if err := b.Backend.Commit(ctx, p); err != nil {
@@ -228,4 +233,34 @@ func TestStoreSecondWriterIsFatal(t *testing.T) {
 	}
 	a.send(block(2, &relA))
 	waitfor.Until(t, time.Minute, "A goes on", func() bool { return committedNo(a.store.Stats()) == 2 && a.store.Stats().Head.Load() == 2 })
+}
+
+// TestStoreCommitsQueuedBlocksTogether: at the node's tip each block is
+// committed as soon as it arrives, but the blocks that queued up behind a
+// commit under way go together in the next one, not one commit each (a
+// store behind its mailbox would otherwise never catch up).
+func TestStoreCommitsQueuedBlocksTogether(t *testing.T) {
+	f := newFaultFixture(t, t.TempDir())
+	defer f.stop()
+	entered, gate := make(chan struct{}), make(chan struct{})
+	hold := func() {
+		close(entered)
+		<-gate
+	}
+	f.backend.onCommit.Store(&hold)
+	var released atomic.Int64
+	f.send(block(1, &released))
+	<-entered // block 1's commit is under way
+	for n := uint64(2); n <= 10; n++ {
+		f.send(block(n, &released))
+	}
+	close(gate)
+	waitfor.Until(t, time.Minute, "the blocks committed", func() bool { return committedNo(f.store.Stats()) == 10 })
+	f.noFatal()
+	if calls := f.backend.calls.Load(); calls != 2 {
+		t.Fatalf("%d commits for block 1 and the 9 queued behind it, want 2", calls)
+	}
+	if n := released.Load(); n != 10 {
+		t.Fatalf("%d blocks released, want 10", n)
+	}
 }
