@@ -44,7 +44,9 @@ type Batch struct {
 	Number int64
 	// Records are the batch's records. Their fields are decoded; each
 	// Payload is the payload's JSON as the server sent it (not decoded,
-	// not copied: the payloads of a batch share one buffer).
+	// not copied: the payloads of a batch share the frame's bytes, in a
+	// buffer of up to 16 KiB shared with the frames around it, which a
+	// payload kept keeps in memory; copy one to keep it long).
 	Records []record.Record
 	// Raw holds each record's JSON as the server sent it: Raw[i] is
 	// Records[i], for a client that passes records on as they came.
