@@ -501,3 +501,37 @@ func TestTipPageFollowsTheHead(t *testing.T) {
 		}
 	}
 }
+
+// TestHeadPageShared: reads of every record from the page at the head
+// share the page's records (two readers get the same ones), capped so that
+// an append copies; reads from a page behind the head, or with a filter
+// of kinds, get copies.
+func TestHeadPageShared(t *testing.T) {
+	rng := rand.New(rand.NewPCG(13, 14))
+	l := &memLog{}
+	l.append(rng, 150)
+	c := New(l, Config{PageRecords: 100, Encode: encode})
+	read := func(f record.Filter, seq int64) Result {
+		t.Helper()
+		res, err := c.Read(context.Background(), Query{Filter: f, From: record.Cursor{Seq: seq}, Max: 20})
+		if err != nil || len(res.Records) == 0 {
+			t.Fatalf("read after %d: %d records, %v", seq, len(res.Records), err)
+		}
+		return res
+	}
+	a, b := read(record.Filter{}, 120), read(record.Filter{}, 120)
+	if &a.Records[0] != &b.Records[0] || cap(a.Records) != len(a.Records) || a.Records[0].Seq != 121 || a.Cursor.Seq != 140 {
+		t.Fatalf("at the head: shared %v, len %d cap %d, first %d, cursor %d; want the page's own, capped, 121..140",
+			&a.Records[0] == &b.Records[0], len(a.Records), cap(a.Records), a.Records[0].Seq, a.Cursor.Seq)
+	}
+	if got, want := readAll(t, c, record.Filter{}, record.Cursor{Seq: 120}, 20), reference(t, l, record.Filter{}, record.Cursor{Seq: 120}); !slices.Equal(got, want) {
+		t.Fatalf("at the head:\n got %v\nwant %v", got, want)
+	}
+	if a, b := read(record.Filter{}, 20), read(record.Filter{}, 20); &a.Records[0] == &b.Records[0] {
+		t.Fatal("a page behind the head shared")
+	}
+	kinds := record.Filter{Kinds: []record.Kind{record.KindContractCreated, record.KindInputsApplied, record.KindPayoutWithdrawn}}
+	if a, b := read(kinds, 120), read(kinds, 120); &a.Records[0] == &b.Records[0] {
+		t.Fatal("a filter of kinds shared")
+	}
+}

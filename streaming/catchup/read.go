@@ -17,8 +17,8 @@ type Query struct {
 // Result is what a Read found: every matching record between the query's
 // cursor and Cursor, in seq order.
 type Result struct {
-	// Records are the caller's own (copies of the shared ones; their
-	// payloads are shared and must not be modified).
+	// Records are read only: copies of the shared ones (their payloads
+	// shared) or, from the page at the head, the page's own.
 	Records []record.Record
 	// JSON holds each record's encoding (Config.Encode), shared: callers
 	// must not modify it; an entry is nil when the record was read through
@@ -91,6 +91,17 @@ func (c *Cache) scan(ctx context.Context, f *record.Filter, res *Result, bound i
 		return err
 	}
 	end := min(p.hi, bound)
+	if res.Records == nil && snap == 0 && len(f.Kinds) == 0 && p.hi == p.readHead {
+		// Every record from the cursor on, in the page at the head (the
+		// subscriptions following the tip): the page's own records,
+		// shared, not a copy each. Only there: a page behind the head
+		// that a subscription's batch keeps would outlive its eviction.
+		from := res.Cursor.Seq + 1 - p.lo
+		to := min(from+int64(limit), end-p.lo+1)
+		res.Records, res.JSON = p.recs[from:to:to], p.json[from:to:to]
+		res.Cursor.Seq = p.lo + to - 1
+		return nil
+	}
 	if res.Records == nil {
 		n := min(limit, int(end-res.Cursor.Seq))
 		res.Records, res.JSON = make([]record.Record, 0, n), make([][]byte, 0, n)
