@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os/exec"
 	"strconv"
@@ -14,19 +13,12 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+	"github.com/marlowe-follower/follower/cmd/marlowe-follower/internal/testport"
 	"github.com/marlowe-follower/follower/history/record"
 )
 
 // freePort returns a TCP port that was free a moment ago.
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
+var freePort = testport.Free // (t)
 
 func getJSON(url string, v any) (int, error) {
 	resp, err := http.Get(url)

@@ -78,10 +78,7 @@ func pgExec(t *testing.T, dbURL, sql string, dest ...any) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	conn, err := pgx.Connect(ctx, dbURL)
-	if err != nil {
-		t.Fatal(err)
-	}
+	conn := pgConnect(t, ctx, dbURL)
 	defer conn.Close(ctx)
 	if len(dest) == 0 {
 		if _, err := conn.Exec(ctx, sql); err != nil {

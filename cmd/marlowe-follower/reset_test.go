@@ -79,10 +79,7 @@ func TestResetPostgresRefusedWhileHeld(t *testing.T) {
 	base := storagetest.DatabaseURL(t)
 	ctx := context.Background()
 	schema := "reset_" + strconv.FormatInt(time.Now().UnixNano(), 36)
-	admin, err := pgx.Connect(ctx, base)
-	if err != nil {
-		t.Fatal(err)
-	}
+	admin := pgConnect(t, ctx, base)
 	defer admin.Close(ctx)
 	sch := pgx.Identifier{schema}.Sanitize()
 	if _, err := admin.Exec(ctx, "CREATE SCHEMA "+sch+"; CREATE TABLE "+sch+".records (seq bigint)"); err != nil {

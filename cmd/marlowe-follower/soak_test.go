@@ -496,10 +496,7 @@ func (r *soakRun) check(ref soakLogged) {
 func soakDatabase(t *testing.T, base string) (string, string) {
 	t.Helper()
 	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, base)
-	if err != nil {
-		t.Fatalf("PostgreSQL at MARLOWE_TEST_DATABASE_URL: %v", err)
-	}
+	conn := pgConnect(t, ctx, base)
 	name := fmt.Sprintf("soak_%d_%08x", os.Getpid(), rand.Uint32())
 	if _, err := conn.Exec(ctx, "CREATE DATABASE "+name); err != nil {
 		t.Fatal(err)

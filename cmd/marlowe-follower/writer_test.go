@@ -87,13 +87,23 @@ func pgSchema(t *testing.T, admin *pgx.Conn, name string) string {
 	return storagetest.SchemaURL(t, base, schema)
 }
 
+// adminConn is a connection to the test database, closed when the test
+// ends.
 func adminConn(t *testing.T) *pgx.Conn {
 	t.Helper()
-	conn, err := pgx.Connect(context.Background(), testDatabaseURL(t))
+	conn := pgConnect(t, context.Background(), testDatabaseURL(t))
+	t.Cleanup(func() { _ = conn.Close(context.Background()) })
+	return conn
+}
+
+// pgConnect connects to the database url names (the test database, or one
+// or a schema of it); the test fails when it cannot. The caller closes it.
+func pgConnect(t *testing.T, ctx context.Context, url string) *pgx.Conn {
+	t.Helper()
+	conn, err := pgx.Connect(ctx, url)
 	if err != nil {
 		t.Fatalf("PostgreSQL at MARLOWE_TEST_DATABASE_URL: %v", err)
 	}
-	t.Cleanup(func() { _ = conn.Close(context.Background()) })
 	return conn
 }
 
@@ -224,10 +234,7 @@ func pgState(t *testing.T, dbURL string) ([]record.Record, *history.Checkpoint, 
 		t.Fatal(err)
 	}
 	log, cp := backendState(t, b)
-	conn, err := pgx.Connect(ctx, dbURL)
-	if err != nil {
-		t.Fatal(err)
-	}
+	conn := pgConnect(t, ctx, dbURL)
 	defer conn.Close(ctx)
 	var proj []string
 	for _, table := range []string{"cv_head", "cv_contracts", "cv_contract_tags", "cv_contract_parties", "cv_transactions",

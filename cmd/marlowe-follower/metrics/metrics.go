@@ -77,15 +77,16 @@ func (m *Metrics) RegisterRole(role string, w Writer) {
 	if w == nil {
 		return
 	}
-	m.Registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "marlowe_writer_lease_held",
-		Help: "1 while this process holds the writer lease and may commit; 0 while it stands by (or its lease lapsed)."},
-		func() float64 { return oneIf(w.Held()) }))
-	m.Registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "marlowe_writer_epoch",
-		Help: "The writer epoch this process took with the writer lease (0 before it holds it)."},
-		func() float64 { return float64(w.Epoch()) }))
-	m.Registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "marlowe_writer_lease_session_locked",
-		Help: "1 while this process's lease connection holds the writer lease's session lock: holding the lease, a standby takes over the moment this process or its session dies (0: only the expiry decides, as behind a pooling proxy)."},
-		func() float64 { return oneIf(w.Held() && w.SessionLocked()) }))
+	m.Registry.MustRegister(
+		gaugeFunc("marlowe_writer_lease_held",
+			"1 while this process holds the writer lease and may commit; 0 while it stands by (or its lease lapsed).",
+			func() float64 { return oneIf(w.Held()) }),
+		gaugeFunc("marlowe_writer_epoch", "The writer epoch this process took with the writer lease (0 before it holds it).",
+			func() float64 { return float64(w.Epoch()) }),
+		gaugeFunc("marlowe_writer_lease_session_locked",
+			"1 while this process's lease connection holds the writer lease's session lock: holding the lease, a standby takes over the moment this process or its session dies (0: only the expiry decides, as behind a pooling proxy).",
+			func() float64 { return oneIf(w.Held() && w.SessionLocked()) }),
+	)
 }
 
 // Writer is what the writer metrics read of a process that writes
@@ -187,55 +188,46 @@ func (c *labelledCounters) Collect(ch chan<- prometheus.Metric) {
 // RegisterStore exposes the history store's counters.
 func (m *Metrics) RegisterStore(st *history.StoreStats) {
 	m.Registry.MustRegister(
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "marlowe_history_head_seq", Help: "Seq of the newest committed record."},
-			func() float64 { return float64(st.Head.Load()) }),
-		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "marlowe_history_records_committed_total", Help: "History records committed."},
-			func() float64 { return float64(st.RecordsCommitted.Load()) }),
-		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "marlowe_history_blocks_committed_total", Help: "Blocks committed (their checkpoint)."},
-			func() float64 { return float64(st.BlocksCommitted.Load()) }),
-		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "marlowe_history_commits_total", Help: "Successful commits."},
-			func() float64 { return float64(st.Commits.Load()) }),
-		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "marlowe_history_commit_failures_total", Help: "Failed commits (retried)."},
-			func() float64 { return float64(st.CommitFailures.Load()) }),
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "marlowe_history_commit_failing", Help: "1 while the history store's commits fail."},
-			func() float64 { return oneIf(st.Failing.Load()) }),
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "marlowe_history_committed_block_number", Help: "Number of the newest committed block (where a restart resumes)."},
+		gaugeFunc("marlowe_history_head_seq", "Seq of the newest committed record.", func() float64 { return float64(st.Head.Load()) }),
+		counterFunc("marlowe_history_records_committed_total", "History records committed.", st.RecordsCommitted.Load),
+		counterFunc("marlowe_history_blocks_committed_total", "Blocks committed (their checkpoint).", st.BlocksCommitted.Load),
+		counterFunc("marlowe_history_commits_total", "Successful commits.", st.Commits.Load),
+		counterFunc("marlowe_history_commit_failures_total", "Failed commits (retried).", st.CommitFailures.Load),
+		gaugeFunc("marlowe_history_commit_failing", "1 while the history store's commits fail.", func() float64 { return oneIf(st.Failing.Load()) }),
+		gaugeFunc("marlowe_history_committed_block_number", "Number of the newest committed block (where a restart resumes).",
 			func() float64 {
 				if h := st.Committed.Load(); h != nil {
 					return float64(h.BlockNo)
 				}
 				return 0
 			}),
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "marlowe_history_live_subscribers", Help: "Subscriptions receiving records live."},
-			func() float64 { return float64(st.LiveSubscribers.Load()) }),
-		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "marlowe_history_live_dropped_total", Help: "Live subscriptions sent back to catch up because they fell behind."},
-			func() float64 { return float64(st.LiveDropped.Load()) }),
-		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "marlowe_history_live_replayed_total", Help: "Go-live requests taken behind the head, with the records the subscription missed from the store's recent records."},
-			func() float64 { return float64(st.LiveReplayed.Load()) }),
-		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "marlowe_history_live_refused_total", Help: "Go-live requests sent back to catch up first: further behind the head than the store's recent records reach."},
-			func() float64 { return float64(st.LiveRefused.Load()) }),
+		gaugeFunc("marlowe_history_live_subscribers", "Subscriptions receiving records live.", func() float64 { return float64(st.LiveSubscribers.Load()) }),
+		counterFunc("marlowe_history_live_dropped_total", "Live subscriptions sent back to catch up because they fell behind.", st.LiveDropped.Load),
+		counterFunc("marlowe_history_live_replayed_total", "Go-live requests taken behind the head, with the records the subscription missed from the store's recent records.",
+			st.LiveReplayed.Load),
+		counterFunc("marlowe_history_live_refused_total", "Go-live requests sent back to catch up first: further behind the head than the store's recent records reach.",
+			st.LiveRefused.Load),
 	)
 }
 
 // RegisterLeaseWatch exposes a reader's look at the writer lease.
 func (m *Metrics) RegisterLeaseWatch(w *storage.LeaseWatch) {
 	m.Registry.MustRegister(
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "marlowe_reader_writer_present",
-			Help: "1 while the writer lease runs, as this reader last read it (0 once it has expired or its holder's session has ended: nobody writes; 0 also before the first read)."},
+		gaugeFunc("marlowe_reader_writer_present",
+			"1 while the writer lease runs, as this reader last read it (0 once it has expired or its holder's session has ended: nobody writes; 0 also before the first read).",
 			func() float64 {
 				v := w.View()
 				return oneIf(v != nil && !v.NoWriter(time.Now()))
 			}),
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "marlowe_reader_writer_lease_renewal_age_seconds",
-			Help: "Age of the writer lease's last renewal, as this reader last read it (0 before the first read)."},
+		gaugeFunc("marlowe_reader_writer_lease_renewal_age_seconds",
+			"Age of the writer lease's last renewal, as this reader last read it (0 before the first read).",
 			func() float64 {
 				if v := w.View(); v != nil {
 					return v.RenewalAge(time.Now()).Seconds()
 				}
 				return 0
 			}),
-		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "marlowe_reader_writer_lease_read_failures_total",
-			Help: "Failed reads of the writer lease."}, func() float64 { return float64(w.Failures()) }),
+		counterFunc("marlowe_reader_writer_lease_read_failures_total", "Failed reads of the writer lease.", w.Failures),
 	)
 }
 
@@ -244,12 +236,6 @@ func (m *Metrics) RegisterLeaseWatch(w *storage.LeaseWatch) {
 // connection, and a replica's lag.
 func (m *Metrics) RegisterMirror(mr *history.Mirror) {
 	st := mr.Stats()
-	gauge := func(name, help string, f func() float64) prometheus.Collector {
-		return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help}, f)
-	}
-	counter := func(name, help string, c interface{ Load() uint64 }) prometheus.Collector {
-		return prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help}, func() float64 { return float64(c.Load()) })
-	}
 	writerHead := func() float64 {
 		if p := st.Writer.Load(); p != nil {
 			return float64(p.Head)
@@ -257,30 +243,40 @@ func (m *Metrics) RegisterMirror(mr *history.Mirror) {
 		return 0
 	}
 	m.Registry.MustRegister(
-		gauge("marlowe_reader_writer_head_seq", "The writer's committed head as this reader last noticed or read it.", writerHead),
-		gauge("marlowe_reader_lag_records", "Records the writer has committed that this reader has not delivered yet.",
+		gaugeFunc("marlowe_reader_writer_head_seq", "The writer's committed head as this reader last noticed or read it.", writerHead),
+		gaugeFunc("marlowe_reader_lag_records", "Records the writer has committed that this reader has not delivered yet.",
 			func() float64 { return max(0, writerHead()-float64(mr.Store().Stats().Head.Load())) }),
-		gauge("marlowe_reader_listening", "1 while a connection listens for the writer's commit notices (else the reader polls).",
+		gaugeFunc("marlowe_reader_listening", "1 while a connection listens for the writer's commit notices (else the reader polls).",
 			func() float64 { return oneIf(st.Listening.Load()) }),
-		counter("marlowe_reader_notices_total", "Commit notices received.", &st.Notices),
-		counter("marlowe_reader_bad_notices_total", "Notifications on the commit channel that were not commit notices.", &st.BadNotices),
-		counter("marlowe_reader_polls_total", "Timed polls of the writer's progress.", &st.Polls),
-		counter("marlowe_reader_notice_reads_total", "Reads of new records started by a commit notice.", &st.NoticeReads),
-		counter("marlowe_reader_poll_reads_total", "Reads of new records started by a poll (a lost notice, or no listening connection).", &st.PollReads),
-		counter("marlowe_reader_retry_reads_total", "Reads of new records started while the replica replayed what the writer committed.", &st.RetryReads),
-		counter("marlowe_reader_records_total", "Records read and delivered.", &st.Records),
-		counter("marlowe_reader_listen_connects_total", "Listening connections made.", &st.ListenConnects),
-		counter("marlowe_reader_listen_failures_total", "Listening connections lost or refused.", &st.ListenFailures),
-		counter("marlowe_reader_read_failures_total", "Failed reads of the databases.", &st.ReadFailures),
+		counterFunc("marlowe_reader_notices_total", "Commit notices received.", st.Notices.Load),
+		counterFunc("marlowe_reader_bad_notices_total", "Notifications on the commit channel that were not commit notices.", st.BadNotices.Load),
+		counterFunc("marlowe_reader_polls_total", "Timed polls of the writer's progress.", st.Polls.Load),
+		counterFunc("marlowe_reader_notice_reads_total", "Reads of new records started by a commit notice.", st.NoticeReads.Load),
+		counterFunc("marlowe_reader_poll_reads_total", "Reads of new records started by a poll (a lost notice, or no listening connection).", st.PollReads.Load),
+		counterFunc("marlowe_reader_retry_reads_total", "Reads of new records started while the replica replayed what the writer committed.", st.RetryReads.Load),
+		counterFunc("marlowe_reader_records_total", "Records read and delivered.", st.Records.Load),
+		counterFunc("marlowe_reader_listen_connects_total", "Listening connections made.", st.ListenConnects.Load),
+		counterFunc("marlowe_reader_listen_failures_total", "Listening connections lost or refused.", st.ListenFailures.Load),
+		counterFunc("marlowe_reader_read_failures_total", "Failed reads of the databases.", st.ReadFailures.Load),
 	)
 	if mr.Replica() {
 		m.Registry.MustRegister(
-			gauge("marlowe_reader_replica_lag_records", "Records the replica is behind the writer's head.",
+			gaugeFunc("marlowe_reader_replica_lag_records", "Records the replica is behind the writer's head.",
 				func() float64 { return max(0, writerHead()-float64(st.ReadHead.Load())) }),
-			gauge("marlowe_reader_replica_lag_bytes", "Bytes of write-ahead log the replica has still to replay (-1: unknown).",
+			gaugeFunc("marlowe_reader_replica_lag_bytes", "Bytes of write-ahead log the replica has still to replay (-1: unknown).",
 				func() float64 { return float64(st.LagBytes.Load()) }),
 		)
 	}
+}
+
+// gaugeFunc is a gauge that reads f when scraped.
+func gaugeFunc(name, help string, f func() float64) prometheus.Collector {
+	return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help}, f)
+}
+
+// counterFunc is a counter that reads load when scraped.
+func counterFunc(name, help string, load func() uint64) prometheus.Collector {
+	return prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help}, func() float64 { return float64(load()) })
 }
 
 // oneIf is a gauge's value for a condition: 1 while it holds, else 0.

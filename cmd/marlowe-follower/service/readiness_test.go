@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"path/filepath"
 	"strings"
@@ -18,6 +17,7 @@ import (
 
 	"github.com/marlowe-follower/follower/chainsync/devnet"
 	"github.com/marlowe-follower/follower/cmd/marlowe-follower/config"
+	"github.com/marlowe-follower/follower/cmd/marlowe-follower/internal/testport"
 	"github.com/marlowe-follower/follower/cmd/marlowe-follower/service"
 	"github.com/marlowe-follower/follower/history"
 	"github.com/marlowe-follower/follower/query"
@@ -66,16 +66,6 @@ func getBody(t *testing.T, url string) string {
 	return string(body)
 }
 
-func freePort(t *testing.T) int {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
-}
-
 // eventually waits until cond holds and returns how long it took; the test fails after d.
 var eventually = waitfor.Until // (t, d, what, cond)
 
@@ -101,7 +91,7 @@ func TestReadyWhileCommitsFail(t *testing.T) {
 	cfg := l.Config
 	cfg.Node.Socket, cfg.Node.NetworkMagic = socket, devnet.NetworkMagic
 	cfg.Store.DataDir = filepath.Join(dir, "data")
-	cfg.Query.Host, cfg.Query.Port, cfg.Streaming.Port = "127.0.0.1", freePort(t), 0
+	cfg.Query.Host, cfg.Query.Port, cfg.Streaming.Port = "127.0.0.1", testport.Free(t), 0
 	fb := &failingBackend{}
 	svc, err := service.Start(ctx, &cfg, zap.NewNop(), service.Options{Version: "test",
 		WrapBackend: func(b history.Backend) history.Backend { fb.Backend = b; return fb }})
