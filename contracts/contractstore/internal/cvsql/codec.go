@@ -61,6 +61,34 @@ func HashFrom(b []byte) (chain.Hash32, error) {
 	return h, nil
 }
 
+// decoded decodes a row's stored references, hashes and blocks, keeping
+// the first error: a row is checked once, after all its columns.
+type decoded struct{ err error }
+
+func (d *decoded) ref(b []byte) chain.TxOutRef {
+	r, err := RefFrom(b)
+	d.keep(err)
+	return r
+}
+
+func (d *decoded) hash(b []byte) chain.Hash32 {
+	h, err := HashFrom(b)
+	d.keep(err)
+	return h
+}
+
+func (d *decoded) block(b *blockScan) chain.BlockHeader {
+	h, err := b.header()
+	d.keep(err)
+	return h
+}
+
+func (d *decoded) keep(err error) {
+	if d.err == nil {
+		d.err = err
+	}
+}
+
 // NonNil returns b, or an empty non-nil slice: drivers store a nil slice
 // as NULL.
 func NonNil(b []byte) []byte {
@@ -156,16 +184,12 @@ func (c *contractScan) contract() (*contractstore.Contract, error) {
 	if c.id == nil {
 		return nil, nil
 	}
-	id, err := RefFrom(c.id)
-	if err != nil {
-		return nil, err
-	}
-	out := &contractstore.Contract{ID: id, RolesCurrency: NonNil(c.rc), Tags: c.tags, Metadata: c.meta}
-	if out.Block, err = c.block.header(); err != nil {
-		return nil, err
-	}
-	if out.LastBlock, err = c.last.header(); err != nil {
-		return nil, err
+	var d decoded
+	id := d.ref(c.id)
+	out := &contractstore.Contract{ID: id, RolesCurrency: NonNil(c.rc), Tags: c.tags, Metadata: c.meta,
+		Block: d.block(&c.block), LastBlock: d.block(&c.last)}
+	if d.err != nil {
+		return nil, d.err
 	}
 	out.Seq, out.Steps, out.LastSeq = deref(c.seq), int(deref(c.steps)), deref(c.lastSeq)
 	out.Version, out.Address, out.Status = derefS(c.version), derefS(c.address), contractstore.Status(derefS(c.status))
@@ -217,26 +241,14 @@ func (t *txScan) transaction() (*contractstore.Transaction, error) {
 	if t.contract == nil {
 		return nil, nil
 	}
-	var out contractstore.Transaction
-	var err error
-	if out.ContractID, err = RefFrom(t.contract); err != nil {
-		return nil, err
-	}
-	if out.TxID, err = HashFrom(t.txID); err != nil {
-		return nil, err
-	}
-	if out.Input, err = RefFrom(t.input); err != nil {
-		return nil, err
-	}
+	var d decoded
+	out := contractstore.Transaction{ContractID: d.ref(t.contract), TxID: d.hash(t.txID), Input: d.ref(t.input), Block: d.block(&t.block)}
 	if t.output != nil {
-		o, err := RefFrom(t.output)
-		if err != nil {
-			return nil, err
-		}
+		o := d.ref(t.output)
 		out.Output = &o
 	}
-	if out.Block, err = t.block.header(); err != nil {
-		return nil, err
+	if d.err != nil {
+		return nil, d.err
 	}
 	out.Seq, out.Kind, out.Reason = deref(t.seq), contractstore.TransactionKind(derefS(t.kind)), derefS(t.reason)
 	out.Closed = t.closed != nil && *t.closed
@@ -268,19 +280,13 @@ func (p *payoutScan) payout() (*contractstore.Payout, error) {
 	if p.id == nil {
 		return nil, nil
 	}
-	var out contractstore.Payout
-	var err error
-	if out.ID, err = RefFrom(p.id); err != nil {
-		return nil, err
+	var d decoded
+	out := contractstore.Payout{ID: d.ref(p.id), ContractID: d.ref(p.contract), TxID: d.hash(p.txID), Block: d.block(&p.block)}
+	if p.wTx != nil {
+		out.Withdrawal = &contractstore.WithdrawalRef{Seq: deref(p.wSeq), TxID: d.hash(p.wTx), Block: d.block(&p.wBlock)}
 	}
-	if out.ContractID, err = RefFrom(p.contract); err != nil {
-		return nil, err
-	}
-	if out.TxID, err = HashFrom(p.txID); err != nil {
-		return nil, err
-	}
-	if out.Block, err = p.block.header(); err != nil {
-		return nil, err
+	if d.err != nil {
+		return nil, d.err
 	}
 	out.Seq, out.RolesCurrency, out.Status = deref(p.seq), NonNil(p.rc), contractstore.PayoutStatus(derefS(p.status))
 	out.ValidatorAddress = derefS(p.validator)
@@ -293,16 +299,6 @@ func (p *payoutScan) payout() (*contractstore.Payout, error) {
 	}
 	if err := json.Unmarshal(p.assets, &out.Assets); err != nil {
 		return nil, fmt.Errorf("payout %s: stored assets: %w", out.ID, err)
-	}
-	if p.wTx != nil {
-		w := &contractstore.WithdrawalRef{Seq: deref(p.wSeq)}
-		if w.TxID, err = HashFrom(p.wTx); err != nil {
-			return nil, err
-		}
-		if w.Block, err = p.wBlock.header(); err != nil {
-			return nil, err
-		}
-		out.Withdrawal = w
 	}
 	return &out, nil
 }

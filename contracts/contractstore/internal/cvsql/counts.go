@@ -47,6 +47,18 @@ func (c *Counts) Forget() {
 	c.counts = nil
 }
 
+// total is count for a page's total when want is set, nil when not.
+func (c *Counts) total(ctx context.Context, q Querier, seq int64, want bool, sql string, args []any) (*int64, error) {
+	if !want {
+		return nil, nil
+	}
+	n, err := c.count(ctx, q, seq, sql, args)
+	if err != nil {
+		return nil, err
+	}
+	return &n, nil
+}
+
 // count runs sql (a SELECT of one count) with args in q, whose snapshot is
 // at seq, or answers it from the cache. A nil cache always runs it.
 func (c *Counts) count(ctx context.Context, q Querier, seq int64, sql string, args []any) (int64, error) {

@@ -34,6 +34,30 @@ func each(ctx context.Context, q Querier, sql string, args []any, dest []any, fn
 	return storage.EachRow(rows, err, dest, fn)
 }
 
+// collect runs a statement and returns the item of each row, which item
+// makes of what dest scanned.
+func collect[T any](ctx context.Context, q Querier, sql string, args, dest []any, item func() (*T, error)) ([]T, error) {
+	var out []T
+	err := each(ctx, q, sql, args, dest, func() error {
+		v, err := item()
+		if err == nil {
+			out = append(out, *v)
+		}
+		return err
+	})
+	return out, err
+}
+
+// collectPage is collect of a page of at most limit items, and whether
+// there are more: sql ends in a LIMIT, which it gives limit+1 after args.
+func collectPage[T any](ctx context.Context, q Querier, sql string, args []any, limit int, dest []any, item func() (*T, error)) ([]T, bool, error) {
+	out, err := collect(ctx, q, sql, append(args, limit+1), dest, item)
+	if err != nil || len(out) <= limit {
+		return out, false, err
+	}
+	return out[:limit], true, nil
+}
+
 // errNoHead reports a store whose cursor row is missing (Init not run).
 var errNoHead = fmt.Errorf("the cursor row is missing: the contract store was not initialised")
 
@@ -396,29 +420,16 @@ func TransactionList(ctx context.Context, q Querier, c *Counts, p *contractstore
 	if p.AppliedOnly {
 		w.add("t.kind = 'applied'")
 	}
-	err = each(ctx, q, `SELECT `+cols+` FROM cv_transactions t`+w.String()+order, append(w.args, limit+1), t.dest(p.WithPayload), func() error {
-		tx, err := t.transaction()
-		if err == nil {
-			page.Transactions = append(page.Transactions, *tx)
-		}
-		return err
-	})
+	page.Transactions, page.More, err = collectPage(ctx, q, `SELECT `+cols+` FROM cv_transactions t`+w.String()+order, w.args, limit, t.dest(p.WithPayload), t.transaction)
 	if err != nil {
 		return nil, err
 	}
-	if len(page.Transactions) > limit {
-		page.Transactions, page.More = page.Transactions[:limit], true
+	cw := where{conds: []string{"t.contract_id = ?"}, args: []any{RefBytes(p.Contract)}}
+	if p.AppliedOnly {
+		cw.add("t.kind = 'applied'")
 	}
-	if p.Count {
-		cw := where{conds: []string{"t.contract_id = ?"}, args: []any{RefBytes(p.Contract)}}
-		if p.AppliedOnly {
-			cw.add("t.kind = 'applied'")
-		}
-		n, err := c.count(ctx, q, at.Seq, `SELECT count(*) FROM cv_transactions t`+cw.String(), cw.args)
-		if err != nil {
-			return nil, err
-		}
-		page.Total = &n
+	if page.Total, err = c.total(ctx, q, at.Seq, p.Count, `SELECT count(*) FROM cv_transactions t`+cw.String(), cw.args); err != nil {
+		return nil, err
 	}
 	if len(page.Transactions) == 0 {
 		var one int

@@ -18,12 +18,8 @@ func PayoutList(ctx context.Context, q Querier, c *Counts, p *contractstore.Payo
 	}
 	page := &contractstore.PayoutPage{At: at}
 	w := payoutFilterSQL(p)
-	if p.Count {
-		n, err := c.count(ctx, q, at.Seq, `SELECT count(*) FROM cv_payouts p`+w.String(), w.args)
-		if err != nil {
-			return nil, err
-		}
-		page.Total = &n
+	if page.Total, err = c.total(ctx, q, at.Seq, p.Count, `SELECT count(*) FROM cv_payouts p`+w.String(), w.args); err != nil {
+		return nil, err
 	}
 	if p.After != nil {
 		if p.Descending {
@@ -38,19 +34,9 @@ func PayoutList(ctx context.Context, q Querier, c *Counts, p *contractstore.Payo
 	if p.Descending {
 		order = ` ORDER BY p.seq DESC, p.payout_id DESC LIMIT ?`
 	}
-	err = each(ctx, q, `SELECT `+payoutCols+` FROM cv_payouts p`+w.String()+order,
-		append(w.args, limit+1), s.dest(), func() error {
-			po, err := s.payout()
-			if err == nil {
-				page.Payouts = append(page.Payouts, *po)
-			}
-			return err
-		})
+	page.Payouts, page.More, err = collectPage(ctx, q, `SELECT `+payoutCols+` FROM cv_payouts p`+w.String()+order, w.args, limit, s.dest(), s.payout)
 	if err != nil {
 		return nil, err
-	}
-	if len(page.Payouts) > limit {
-		page.Payouts, page.More = page.Payouts[:limit], true
 	}
 	return page, nil
 }
@@ -103,13 +89,9 @@ func WithdrawalList(ctx context.Context, q Querier, c *Counts, p *contractstore.
 	}
 	page := &contractstore.WithdrawalPage{At: at}
 	w := withdrawalFilterSQL(p)
-	if p.Count {
-		cw := where{conds: w.conds[1:], args: w.args[1:]}
-		n, err := c.count(ctx, q, at.Seq, `SELECT count(DISTINCT w.tx_id) FROM cv_withdrawals w`+cw.String(), cw.args)
-		if err != nil {
-			return nil, err
-		}
-		page.Total = &n
+	cw := where{conds: w.conds[1:], args: w.args[1:]}
+	if page.Total, err = c.total(ctx, q, at.Seq, p.Count, `SELECT count(DISTINCT w.tx_id) FROM cv_withdrawals w`+cw.String(), cw.args); err != nil {
+		return nil, err
 	}
 	groups, more, err := withdrawalGroups(ctx, q, w, clampLimit(p.Limit), p.Descending)
 	if err != nil {
@@ -265,13 +247,7 @@ func WithdrawalGet(ctx context.Context, q Querier, tx chain.Hash32) (*contractst
 	}
 	out := &contractstore.Withdrawal{TxID: tx, Seq: rows[0].seq, LastSeq: rows[len(rows)-1].seq, Block: rows[0].block}
 	var s payoutScan
-	err = each(ctx, q, `SELECT `+payoutCols+` FROM cv_payouts p WHERE p.withdrawal_tx = ? ORDER BY p.withdrawal_seq, p.payout_id`,
-		[]any{append([]byte(nil), tx[:]...)}, s.dest(), func() error {
-			po, err := s.payout()
-			if err == nil {
-				out.Payouts = append(out.Payouts, *po)
-			}
-			return err
-		})
+	out.Payouts, err = collect(ctx, q, `SELECT `+payoutCols+` FROM cv_payouts p WHERE p.withdrawal_tx = ? ORDER BY p.withdrawal_seq, p.payout_id`,
+		[]any{append([]byte(nil), tx[:]...)}, s.dest(), s.payout)
 	return out, at, err
 }

@@ -28,11 +28,9 @@ func SourceGet(ctx context.Context, q Querier, hash chain.Hash32) (*contractstor
 	}
 	out := &contractstore.SourceInfo{Source: contractstore.Source{Hash: hash, Contract: json.RawMessage(contract)}}
 	out.Revealed = contractstore.SourceLink{Hash: hash, Seq: seq}
-	if out.Revealed.ContractID, err = RefFrom(id); err != nil {
-		return nil, at, err
-	}
-	if out.Revealed.TxID, err = HashFrom(tx); err != nil {
-		return nil, at, err
+	var d decoded
+	if out.Revealed.ContractID, out.Revealed.TxID = d.ref(id), d.hash(tx); d.err != nil {
+		return nil, at, d.err
 	}
 	var ref []byte
 	var revealed bool
