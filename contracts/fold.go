@@ -111,14 +111,29 @@ func (f *folder) apply(ctx context.Context, r *record.Record) error {
 	return nil
 }
 
+// payloadOf reads a record's payload.
+func payloadOf[T any](r *record.Record) (p T, err error) {
+	if err = json.Unmarshal(r.Payload, &p); err != nil {
+		err = fmt.Errorf("record %d: %s payload: %w", r.Seq, r.Kind, err)
+	}
+	return p, err
+}
+
+// step adds a transaction of a contract: one more step, its last change at r.
+func (f *folder) step(e *entry, r *record.Record, tx contractstore.Transaction) {
+	f.p.Transactions = append(f.p.Transactions, tx)
+	e.row.Steps++
+	f.touch(e, r)
+}
+
 func (f *folder) touch(e *entry, r *record.Record) {
 	e.row.LastSeq, e.row.LastBlock = r.Seq, r.Block
 }
 
 func (f *folder) created(e *entry, r *record.Record) error {
-	var p record.ContractCreated
-	if err := json.Unmarshal(r.Payload, &p); err != nil {
-		return fmt.Errorf("record %d: contract_created payload: %w", r.Seq, err)
+	p, err := payloadOf[record.ContractCreated](r)
+	if err != nil {
+		return err
 	}
 	var d datumParts
 	if err := json.Unmarshal(p.Datum, &d); err != nil {
@@ -191,9 +206,9 @@ func partyKey(p *contractstore.ContractParty) string {
 }
 
 func (f *folder) inputsApplied(e *entry, r *record.Record) error {
-	var p record.InputsApplied
-	if err := json.Unmarshal(r.Payload, &p); err != nil {
-		return fmt.Errorf("record %d: inputs_applied payload: %w", r.Seq, err)
+	p, err := payloadOf[record.InputsApplied](r)
+	if err != nil {
+		return err
 	}
 	row, body := e.row, e.row.Body
 	tx := contractstore.Transaction{
@@ -250,30 +265,26 @@ func (f *folder) inputsApplied(e *entry, r *record.Record) error {
 			ID: row.ID, Role: row.Role, Address: row.Address, Assets: row.Assets, Status: row.Status,
 		})
 	}
-	f.p.Transactions = append(f.p.Transactions, tx)
-	row.Steps++
-	f.touch(e, r)
+	f.step(e, r, tx)
 	return nil
 }
 
 func (f *folder) rejected(e *entry, r *record.Record) error {
-	var p record.ApplyInputsRejected
-	if err := json.Unmarshal(r.Payload, &p); err != nil {
-		return fmt.Errorf("record %d: apply_inputs_rejected payload: %w", r.Seq, err)
+	p, err := payloadOf[record.ApplyInputsRejected](r)
+	if err != nil {
+		return err
 	}
-	f.p.Transactions = append(f.p.Transactions, contractstore.Transaction{
+	f.step(e, r, contractstore.Transaction{
 		ContractID: e.row.ID, TxID: r.TxID, Seq: r.Seq, Block: r.Block, Kind: contractstore.TxRejected,
 		Input: p.Input, Reason: p.Reason, Payload: r.Payload,
 	})
-	e.row.Steps++
-	f.touch(e, r)
 	return nil
 }
 
 func (f *folder) withdrawn(e *entry, r *record.Record) error {
-	var p record.PayoutWithdrawn
-	if err := json.Unmarshal(r.Payload, &p); err != nil {
-		return fmt.Errorf("record %d: payout_withdrawn payload: %w", r.Seq, err)
+	p, err := payloadOf[record.PayoutWithdrawn](r)
+	if err != nil {
+		return err
 	}
 	w := contractstore.WithdrawalRef{TxID: r.TxID, Seq: r.Seq, Block: r.Block}
 	for _, wp := range p.Payouts {
