@@ -68,38 +68,16 @@ func BenchmarkDatum(b *testing.B) {
 // the generic values encoding/json gives. The redeemer cases read and
 // write the inputs of all the real validator runs.
 func BenchmarkCodecs(b *testing.B) {
-	d, err := pd.Decode(largestDatum(b))
-	if err != nil {
-		b.Fatal(err)
-	}
-	md, err := MarloweDataFromData(d)
-	if err != nil {
-		b.Fatal(err)
-	}
-	js, err := md.MarshalJSON()
-	if err != nil {
-		b.Fatal(err)
-	}
-	jv, err := decodeJSON(js)
-	if err != nil {
-		b.Fatal(err)
-	}
+	d := must(b, pd.Decode, largestDatum(b))
+	md := must(b, MarloweDataFromData, d)
+	js := must(b, (*MarloweData).MarshalJSON, md)
+	jv := must(b, decodeJSON, js)
 	var reds []pd.Data
 	var redeemers []Redeemer
 	var redJSON []any
 	for _, f := range loadBenchmarks(b, "semantics") {
-		r, err := RedeemerFromData(f.redeemer)
-		if err != nil {
-			b.Fatal(err)
-		}
-		text, err := r.MarshalJSON()
-		if err != nil {
-			b.Fatal(err)
-		}
-		v, err := decodeJSON(text)
-		if err != nil {
-			b.Fatal(err)
-		}
+		r := must(b, RedeemerFromData, f.redeemer)
+		v := must(b, decodeJSON, must(b, Redeemer.MarshalJSON, r))
 		reds, redeemers, redJSON = append(reds, f.redeemer), append(redeemers, r), append(redJSON, v)
 	}
 	for _, c := range []struct {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"math/big"
 	"reflect"
 	"strings"
@@ -171,14 +172,7 @@ func TestAddressForms(t *testing.T) {
 		if raw[0] != headers[i] {
 			t.Errorf("form %d: header %02x, want %02x", i, raw[0], headers[i])
 		}
-		text, err := pa.Bech32()
-		if err != nil {
-			t.Fatal(err)
-		}
-		back, err := ParsePartyAddress(text)
-		if err != nil || !reflect.DeepEqual(back, pa) {
-			t.Errorf("form %d: %s -> %+v, %v", i, text, back, err)
-		}
+		roundTrip(t, fmt.Sprintf("form %d", i), pa, (*PartyAddress).Bech32, ParsePartyAddress)
 		// Through Plutus Data as well.
 		p := Party{Address: pa}
 		d, _ := pd.Decode(pd.Encode(p.ToData()))
@@ -283,15 +277,22 @@ func TestMerkleizedCaseAndInput(t *testing.T) {
 // it returns the JSON.
 func inputThroughJSON(t *testing.T, what string, in Input) []byte {
 	t.Helper()
-	js, err := in.MarshalJSON()
+	return roundTrip(t, what, in, inputCodec.marshal, inputCodec.parse)
+}
+
+// roundTrip writes v with write and reads it back with read, which must
+// give v; it returns what write wrote (text).
+func roundTrip[T any, E string | []byte](t *testing.T, what string, v T, write func(T) (E, error), read func(E) (T, error)) E {
+	t.Helper()
+	text, err := write(v)
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("%s: %v", what, err)
 	}
-	back, err := ParseInputJSON(js)
-	if err != nil || !reflect.DeepEqual(back, in) {
-		t.Fatalf("%s: %s -> %+v, %v", what, js, back, err)
+	back, err := read(text)
+	if err != nil || !reflect.DeepEqual(back, v) {
+		t.Fatalf("%s: %s -> %+v, %v", what, text, back, err)
 	}
-	return js
+	return text
 }
 
 func TestJSONRejects(t *testing.T) {

@@ -146,21 +146,11 @@ func TestNextReferenceTraces(t *testing.T) {
 	counts := map[string]int{}
 	for _, f := range referenceTraces(t) {
 		for i, p := range readJSONFile[[]semanticsPath](t, f) {
-			c, err := ParseContractJSON(p.Contract)
-			if err != nil {
-				t.Fatal(err)
-			}
-			stp, err := ParseStateJSON(p.State)
-			if err != nil {
-				t.Fatal(err)
-			}
-			st := *stp
+			c := must(t, ParseContractJSON, []byte(p.Contract))
+			st := *must(t, ParseStateJSON, []byte(p.State))
 			var last TimeInterval
 			for j, tr := range p.Transactions {
-				tin, err := ParseTransactionInputJSON(tr.Input)
-				if err != nil {
-					t.Fatal(err)
-				}
+				tin := must(t, ParseTransactionInputJSON, []byte(tr.Input))
 				iv := tin.Interval
 				last = iv
 				env, _, err := FixInterval(iv, st)

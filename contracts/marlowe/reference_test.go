@@ -47,6 +47,16 @@ func normalizeNumbers(t testing.TB, v any) any {
 	return v
 }
 
+// must returns f(a), failing the test or benchmark on an error.
+func must[A, T any](t testing.TB, f func(A) (T, error), a A) T {
+	t.Helper()
+	v, err := f(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
 func mustMarshal(t testing.TB, v any) []byte {
 	t.Helper()
 	b, err := json.Marshal(v)

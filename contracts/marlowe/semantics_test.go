@@ -224,14 +224,8 @@ func TestSemanticsReferenceTraces(t *testing.T) {
 func TestSemanticsBenchmarkTransactions(t *testing.T) {
 	closed, continued, merkleized := 0, 0, 0
 	for _, b := range loadBenchmarks(t, "semantics") {
-		md, err := MarloweDataFromData(b.datum)
-		if err != nil {
-			t.Fatal(err)
-		}
-		red, err := RedeemerFromData(b.redeemer)
-		if err != nil {
-			t.Fatal(err)
-		}
+		md := must(t, MarloweDataFromData, b.datum)
+		red := must(t, RedeemerFromData, b.redeemer)
 		for i := range red {
 			if !red[i].Merkleized() {
 				continue
@@ -239,9 +233,7 @@ func TestSemanticsBenchmarkTransactions(t *testing.T) {
 			merkleized++
 			for _, p := range b.txData {
 				if bytes.Equal(p.Key.(*pd.Bytes).B, red[i].ContinuationHash) {
-					if red[i].Continuation, err = ContractFromData(p.Value); err != nil {
-						t.Fatal(err)
-					}
+					red[i].Continuation = must(t, ContractFromData, p.Value)
 				}
 			}
 		}
