@@ -105,6 +105,24 @@ func record(v any, what, want string) (map[string]any, error) {
 	return m, err
 }
 
+// jsonRecord is an object read as a record: its values by key, and the
+// first failure, of the object (not exactly the keys wanted) or of a field.
+type jsonRecord struct {
+	m map[string]any
+	fields
+}
+
+// recordOf starts reading v as an object with exactly the keys of want.
+func recordOf(v any, what, want string) jsonRecord {
+	m, err := record(v, what, want)
+	return jsonRecord{m: m, fields: fields{err: err}}
+}
+
+// recordField is field for the value of key.
+func recordField[T any](r *jsonRecord, key string, dec func(any) (T, error)) T {
+	return field(&r.fields, r.m[key], key, dec)
+}
+
 func jsonInt(v any) (*big.Int, error) {
 	n, err := pd.ParseJSONInteger(v)
 	if err != nil {
@@ -183,14 +201,10 @@ func partyFromJSON(v any) (Party, error) {
 }
 
 func tokenFromJSON(v any) (Token, error) {
-	m, err := record(v, "Token", "currency_symbol,token_name")
-	if err != nil {
-		return Token{}, err
-	}
-	var fs fields
-	return built(&fs, Token{
-		Currency: field(&fs, m["currency_symbol"], "currency_symbol", jsonHex),
-		Name:     field(&fs, m["token_name"], "token_name", jsonName),
+	r := recordOf(v, "Token", "currency_symbol,token_name")
+	return built(&r.fields, Token{
+		Currency: recordField(&r, "currency_symbol", jsonHex),
+		Name:     recordField(&r, "token_name", jsonName),
 	})
 }
 
@@ -215,14 +229,10 @@ func payeeFromJSON(v any) (Payee, error) {
 }
 
 func choiceIDFromJSON(v any) (ChoiceID, error) {
-	m, err := record(v, "ChoiceId", "choice_name,choice_owner")
-	if err != nil {
-		return ChoiceID{}, err
-	}
-	var fs fields
-	return built(&fs, ChoiceID{
-		Name:  field(&fs, m["choice_name"], "choice_name", jsonName),
-		Owner: field(&fs, m["choice_owner"], "choice_owner", partyFromJSON),
+	r := recordOf(v, "ChoiceId", "choice_name,choice_owner")
+	return built(&r.fields, ChoiceID{
+		Name:  recordField(&r, "choice_name", jsonName),
+		Owner: recordField(&r, "choice_owner", partyFromJSON),
 	})
 }
 

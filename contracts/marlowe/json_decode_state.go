@@ -129,17 +129,13 @@ func redeemerFromJSON(v any) (Redeemer, error) {
 }
 
 func transactionInputFromJSON(v any) (*TransactionInput, error) {
-	m, err := record(v, "TransactionInput", "tx_inputs,tx_interval")
-	if err != nil {
-		return nil, err
-	}
-	var fs fields
-	return built(&fs, &TransactionInput{
-		Interval: field(&fs, m["tx_interval"], "tx_interval", func(v any) (TimeInterval, error) {
+	r := recordOf(v, "TransactionInput", "tx_inputs,tx_interval")
+	return built(&r.fields, &TransactionInput{
+		Interval: recordField(&r, "tx_interval", func(v any) (TimeInterval, error) {
 			iv, _, err := intervalFromJSON(v, "interval", false)
 			return iv, err
 		}),
-		Inputs: field(&fs, m["tx_inputs"], "tx_inputs", redeemerFromJSON),
+		Inputs: recordField(&r, "tx_inputs", redeemerFromJSON),
 	})
 }
 
@@ -168,14 +164,10 @@ func marloweDataFromJSON(v any) (*MarloweData, error) {
 }
 
 func payoutDatumFromJSON(v any) (*PayoutDatum, error) {
-	m, err := record(v, "payout datum", "role,rolesCurrency")
-	if err != nil {
-		return nil, err
-	}
-	var fs fields
-	return built(&fs, &PayoutDatum{
-		RolesCurrency: field(&fs, m["rolesCurrency"], "rolesCurrency", jsonHex),
-		Role:          field(&fs, m["role"], "role", jsonName),
+	r := recordOf(v, "payout datum", "role,rolesCurrency")
+	return built(&r.fields, &PayoutDatum{
+		RolesCurrency: recordField(&r, "rolesCurrency", jsonHex),
+		Role:          recordField(&r, "role", jsonName),
 	})
 }
 

@@ -264,19 +264,22 @@ func (r Redeemer) MarshalJSON() ([]byte, error) { return writeJSON([]Input(r), (
 
 // MarshalJSON returns {"tx_interval":{"from":..,"to":..},"tx_inputs":[..]}.
 func (t *TransactionInput) MarshalJSON() ([]byte, error) {
-	w := newWriter()
+	return writeJSON(t, (*jsonWriter).transactionInput)
+}
+
+func (w *jsonWriter) transactionInput(t *TransactionInput) {
 	w.raw(`{"tx_inputs":`)
 	w.inputs(t.Inputs)
 	w.raw(`,"tx_interval":`)
 	w.interval(t.Interval)
 	w.raw("}")
-	return w.done()
 }
 
 // MarshalJSON returns
 // {"marloweParams":{"rolesCurrency":"hex"},"marloweState":State,"marloweContract":Contract}.
-func (md *MarloweData) MarshalJSON() ([]byte, error) {
-	w := newWriter()
+func (md *MarloweData) MarshalJSON() ([]byte, error) { return writeJSON(md, (*jsonWriter).marloweData) }
+
+func (w *jsonWriter) marloweData(md *MarloweData) {
 	w.raw(`{"marloweParams":{"rolesCurrency":`)
 	w.hex(md.Params.RolesCurrency)
 	w.raw(`},"marloweState":`)
@@ -284,16 +287,15 @@ func (md *MarloweData) MarshalJSON() ([]byte, error) {
 	w.raw(`,"marloweContract":`)
 	w.contract(md.Contract)
 	w.raw("}")
-	return w.done()
 }
 
 // MarshalJSON returns {"rolesCurrency":"hex","role":"name"}.
-func (p *PayoutDatum) MarshalJSON() ([]byte, error) {
-	w := newWriter()
+func (p *PayoutDatum) MarshalJSON() ([]byte, error) { return writeJSON(p, (*jsonWriter).payoutDatum) }
+
+func (w *jsonWriter) payoutDatum(p *PayoutDatum) {
 	w.raw(`{"rolesCurrency":`)
 	w.hex(p.RolesCurrency)
 	w.raw(`,"role":`)
 	w.name(p.Role)
 	w.raw("}")
-	return w.done()
 }

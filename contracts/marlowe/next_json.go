@@ -68,14 +68,14 @@ func (w *jsonWriter) applicableInputs(a *ApplicableInputs) {
 }
 
 // MarshalJSON returns {"applicable_inputs":ApplicableInputs,"can_reduce":bool}.
-func (n Next) MarshalJSON() ([]byte, error) {
-	w := newWriter()
+func (n Next) MarshalJSON() ([]byte, error) { return writeJSON(&n, (*jsonWriter).next) }
+
+func (w *jsonWriter) next(n *Next) {
 	w.raw(`{"applicable_inputs":`)
 	w.applicableInputs(&n.ApplicableInputs)
 	w.raw(`,"can_reduce":`)
 	w.buf = strconv.AppendBool(w.buf, n.CanReduce)
 	w.raw("}")
-	return w.done()
 }
 
 // MarshalJSON returns {"choices":[CanChoose..],"deposits":[CanDeposit..]},

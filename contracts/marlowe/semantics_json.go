@@ -87,18 +87,12 @@ func (w *jsonWriter) output(o *TransactionOutput) {
 }
 
 // MarshalJSON returns {"amount":n,"payment_from":Party,"to":Payee,"token":Token}.
-func (p Payment) MarshalJSON() ([]byte, error) {
-	w := newWriter()
-	w.payment(&p)
-	return w.done()
-}
+func (p Payment) MarshalJSON() ([]byte, error) { return writeJSON(&p, (*jsonWriter).payment) }
 
 // TransactionWarningJSON returns the core JSON of a warning; each warning
 // type's MarshalJSON returns the same.
 func TransactionWarningJSON(tw TransactionWarning) ([]byte, error) {
-	w := newWriter()
-	w.warning(tw)
-	return w.done()
+	return writeJSON(tw, (*jsonWriter).warning)
 }
 
 // MarshalJSON returns
@@ -132,27 +126,19 @@ func (x *TransactionAssertionFailed) MarshalJSON() ([]byte, error) {
 // MarshalJSON returns {"invalidInterval":{"from":a,"to":b}} or
 // {"intervalInPastError":{"from":a,"minTime":m,"to":b}}.
 func (e *IntervalError) MarshalJSON() ([]byte, error) {
-	w := newWriter()
-	w.intervalError(e)
-	return w.done()
+	return writeJSON(e, (*jsonWriter).intervalError)
 }
 
 // MarshalJSON returns the name of the error kind as a JSON string, or
 // {"context":IntervalError,"error":"TEIntervalError"}. Input and Detail are
 // not part of the JSON.
 func (e *TransactionError) MarshalJSON() ([]byte, error) {
-	w := newWriter()
-	w.transactionError(e)
-	return w.done()
+	return writeJSON(e, (*jsonWriter).transactionError)
 }
 
 // MarshalJSON returns
 // {"contract":Contract,"payments":[..],"state":State,"warnings":[..]}.
-func (o TransactionOutput) MarshalJSON() ([]byte, error) {
-	w := newWriter()
-	w.output(&o)
-	return w.done()
-}
+func (o TransactionOutput) MarshalJSON() ([]byte, error) { return writeJSON(&o, (*jsonWriter).output) }
 
 // TransactionResultJSON returns the JSON of the reference's TransactionOutput
 // for a result of ComputeTransaction: the output when err is nil, or
@@ -177,16 +163,12 @@ func TransactionResultJSON(out *TransactionOutput, err error) ([]byte, error) {
 }
 
 func paymentFromJSON(v any) (Payment, error) {
-	m, err := record(v, "Payment", "amount,payment_from,to,token")
-	if err != nil {
-		return Payment{}, err
-	}
-	var fs fields
-	return built(&fs, Payment{
-		Amount: field(&fs, m["amount"], "amount", jsonInt),
-		From:   field(&fs, m["payment_from"], "payment_from", partyFromJSON),
-		To:     field(&fs, m["to"], "to", payeeFromJSON),
-		Token:  field(&fs, m["token"], "token", tokenFromJSON),
+	r := recordOf(v, "Payment", "amount,payment_from,to,token")
+	return built(&r.fields, Payment{
+		Amount: recordField(&r, "amount", jsonInt),
+		From:   recordField(&r, "payment_from", partyFromJSON),
+		To:     recordField(&r, "to", payeeFromJSON),
+		Token:  recordField(&r, "token", tokenFromJSON),
 	})
 }
 
