@@ -97,14 +97,11 @@ func (res *followResult) took(m meter) {
 func classifierSync(ctx context.Context, socket string, tip uint64) error {
 	done := make(chan struct{})
 	var once sync.Once
-	sink := chainsync.SinkFunc(func(_ context.Context, ev classify.Event) error {
-		if rf, ok := ev.(*classify.RollForward); ok && rf.Header.BlockNo == tip {
+	p, err := startClassifier(ctx, socket, func(blockNo uint64) {
+		if blockNo == tip {
 			once.Do(func() { close(done) })
 		}
-		return nil
 	})
-	p, err := actorpipe.Start(ctx, actorpipe.Config{Logger: zap.NewNop(), Sink: sink,
-		Follower: &chainsync.Config{SocketPath: socket, NetworkMagic: devnet.NetworkMagic}})
 	if err != nil {
 		return err
 	}
@@ -117,6 +114,20 @@ func classifierSync(ctx context.Context, socket string, tip uint64) error {
 	case <-time.After(30 * time.Minute):
 		return errors.New("follow timed out")
 	}
+}
+
+// startClassifier starts our follower actor with its classifier on the
+// devnet node at socket, in a pipeline whose sink actor tells onBlock the
+// number of each block rolled forward and discards the events.
+func startClassifier(ctx context.Context, socket string, onBlock func(blockNo uint64)) (*actorpipe.Pipeline, error) {
+	sink := chainsync.SinkFunc(func(_ context.Context, ev classify.Event) error {
+		if rf, ok := ev.(*classify.RollForward); ok {
+			onBlock(rf.Header.BlockNo)
+		}
+		return nil
+	})
+	return actorpipe.Start(ctx, actorpipe.Config{Logger: zap.NewNop(), Sink: sink,
+		Follower: &chainsync.Config{SocketPath: socket, NetworkMagic: devnet.NetworkMagic}})
 }
 
 // serviceSync runs the whole service (service.Start, as the binary's run

@@ -7,12 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"go.uber.org/zap"
-
 	actorpipe "github.com/marlowe-follower/follower/actors/pipeline"
-	"github.com/marlowe-follower/follower/chainsync"
-	"github.com/marlowe-follower/follower/chainsync/classify"
-	"github.com/marlowe-follower/follower/chainsync/devnet"
 	"github.com/marlowe-follower/follower/cmd/marlowe-follower/config"
 	"github.com/marlowe-follower/follower/cmd/marlowe-follower/service"
 )
@@ -97,26 +92,17 @@ func (s *serviceSubject) synced() bool { return synced(s.svc, s.tip) }
 func (s *serviceSubject) stop() error { return s.svc.Stop(config.DefaultShutdownGrace) }
 
 // followerSubject is the follower actor and classifier with a sink that
-// counts and discards the events (case (c) of the follow cases).
+// counts the blocks and discards the events (case (c) of the follow cases).
 type followerSubject struct {
 	pipe   *actorpipe.Pipeline
 	blocks atomic.Uint64
-	events atomic.Uint64
 	tip    uint64
 }
 
 // startFollowerSubject starts the follower on the node at socket.
 func startFollowerSubject(socket string, tip uint64) (*followerSubject, error) {
 	s := &followerSubject{tip: tip}
-	sink := chainsync.SinkFunc(func(_ context.Context, ev classify.Event) error {
-		if _, ok := ev.(*classify.RollForward); ok {
-			s.blocks.Add(1)
-		}
-		s.events.Add(1)
-		return nil
-	})
-	p, err := actorpipe.Start(context.Background(), actorpipe.Config{Logger: zap.NewNop(), Sink: sink,
-		Follower: &chainsync.Config{SocketPath: socket, NetworkMagic: devnet.NetworkMagic}})
+	p, err := startClassifier(context.Background(), socket, func(uint64) { s.blocks.Add(1) })
 	if err != nil {
 		return nil, err
 	}
