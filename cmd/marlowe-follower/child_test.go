@@ -125,11 +125,17 @@ func (c *child) exited() bool {
 // stop sends SIGTERM and returns the exit error.
 func (c *child) stop(t *testing.T) error {
 	t.Helper()
-	_ = c.cmd.Process.Signal(syscall.SIGTERM)
+	return c.stopWith(t, syscall.SIGTERM)
+}
+
+// stopWith sends sig and returns the exit error.
+func (c *child) stopWith(t *testing.T, sig syscall.Signal) error {
+	t.Helper()
+	_ = c.cmd.Process.Signal(sig)
 	select {
 	case <-c.done:
 	case <-time.After(30 * time.Second):
-		t.Fatal("no exit 30 s after SIGTERM")
+		t.Fatalf("no exit 30 s after %s", sig)
 	}
 	return c.err
 }

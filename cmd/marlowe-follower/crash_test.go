@@ -58,11 +58,7 @@ func buildBinary(t *testing.T) string {
 func startStderr(t *testing.T, cmd *exec.Cmd, defaults bool) io.ReadCloser {
 	t.Helper()
 	if defaults {
-		for _, kv := range os.Environ() {
-			if !strings.HasPrefix(kv, "MARLOWE_RT_") {
-				cmd.Env = append(cmd.Env, kv)
-			}
-		}
+		withDefaults(cmd)
 	}
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
@@ -72,6 +68,17 @@ func startStderr(t *testing.T, cmd *exec.Cmd, defaults bool) io.ReadCloser {
 		t.Fatal(err)
 	}
 	return stderr
+}
+
+// withDefaults makes cmd run without the MARLOWE_RT_ settings of the
+// environment: on its defaults and its flags alone.
+func withDefaults(cmd *exec.Cmd) *exec.Cmd {
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "MARLOWE_RT_") {
+			cmd.Env = append(cmd.Env, kv)
+		}
+	}
+	return cmd
 }
 
 // startRun starts `marlowe-follower run` on a devnet socket with its store in dir.

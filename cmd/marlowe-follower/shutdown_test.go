@@ -9,7 +9,6 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -27,33 +26,13 @@ func TestCleanShutdownLogsNoWarning(t *testing.T) {
 			qport, sport := freePort(t), freePort(t)
 			base := "http://127.0.0.1:" + strconv.Itoa(qport)
 			ws := "ws://127.0.0.1:" + strconv.Itoa(sport) + "/"
-			cmd := exec.Command(bin, "run", "--devnet", "--devnet-block-rate", "50", "--devnet-marlowe-share", "0.8",
-				"--data-dir", t.TempDir(), "--query-port", strconv.Itoa(qport), "--streaming-port", strconv.Itoa(sport),
-				"--query-host", "127.0.0.1", "--streaming-host", "127.0.0.1", "--log-level", "info", "--log-format", "json",
-				"--progress-bar", "never")
-			stderr := startStderr(t, cmd, true)
-			var mu sync.Mutex
-			var bad []string
-			read := make(chan struct{})
-			go func() {
-				defer close(read)
-				sc := bufio.NewScanner(stderr)
-				sc.Buffer(make([]byte, 1<<20), 1<<20)
-				for sc.Scan() {
-					var e struct {
-						Level string `json:"level"`
-					}
-					if json.Unmarshal(sc.Bytes(), &e) == nil && (e.Level == "warn" || e.Level == "error" || e.Level == "fatal") {
-						mu.Lock()
-						bad = append(bad, sc.Text())
-						mu.Unlock()
-					}
-				}
-			}()
+			svc := startCmd(t, "run --devnet", withDefaults(exec.Command(bin, "run", "--devnet", "--devnet-block-rate", "50",
+				"--devnet-marlowe-share", "0.8", "--data-dir", t.TempDir(), "--query-port", strconv.Itoa(qport),
+				"--streaming-port", strconv.Itoa(sport), "--query-host", "127.0.0.1", "--streaming-host", "127.0.0.1",
+				"--log-level", "info", "--log-format", "json", "--progress-bar", "never")), false)
 			var status struct {
 				HistorySeq int64 `json:"historySeq"`
 			}
-			t.Cleanup(func() { _ = cmd.Process.Kill() }) // when the test fails before the signal
 			checkFor(t, 60*time.Second, func() error {
 				code, err := getJSON(base+"/status", &status)
 				if err == nil && code == 200 && status.HistorySeq >= 40 {
@@ -85,19 +64,20 @@ func TestCleanShutdownLogsNoWarning(t *testing.T) {
 				}
 				return metricValue(m, "marlowe_streaming_subscribers") >= 2 && metricValue(m, "marlowe_streaming_sse_clients") >= 1
 			})
-			if err := cmd.Process.Signal(sig); err != nil {
-				t.Fatal(err)
-			}
-			if err := cmd.Wait(); err != nil {
+			if err := svc.stopWith(t, sig); err != nil {
 				t.Fatalf("exit after %s: %v", sig, err)
 			}
-			<-read
 			for _, c := range clients {
 				_ = c.Process.Kill()
 				_ = c.Wait()
 			}
-			for _, l := range bad {
-				t.Errorf("logged: %s", l)
+			for _, l := range strings.Split(svc.stderr.String(), "\n") {
+				var e struct {
+					Level string `json:"level"`
+				}
+				if json.Unmarshal([]byte(l), &e) == nil && (e.Level == "warn" || e.Level == "error" || e.Level == "fatal") {
+					t.Errorf("logged: %s", l)
+				}
 			}
 		})
 	}

@@ -23,47 +23,40 @@ import (
 func exerciseLock(t *testing.T, st storelock.Store) {
 	t.Helper()
 	ctx := context.Background()
-	a, err := storelock.Shared(ctx, st, storelock.Options{})
-	if err != nil {
-		t.Fatal(err)
+	service := func() (*storelock.Lock, error) { return storelock.Shared(ctx, st, storelock.Options{}) }
+	reset := func() (*storelock.Lock, error) { return storelock.Exclusive(ctx, st) }
+	take := func(what string, lock func() (*storelock.Lock, error)) *storelock.Lock {
+		t.Helper()
+		l, err := lock()
+		if err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		return l
 	}
-	b, err := storelock.Shared(ctx, st, storelock.Options{})
-	if err != nil {
-		t.Fatalf("a second service: %v", err)
+	refuse := func(what string, lock func() (*storelock.Lock, error), want error) {
+		t.Helper()
+		if _, err := lock(); !errors.Is(err, want) {
+			t.Fatalf("%s: %v, want %v", what, err, want)
+		}
 	}
-	if _, err := storelock.Exclusive(ctx, st); !errors.Is(err, storelock.ErrInUse) {
-		t.Fatalf("reset beside two services: %v", err)
+	release := func(what string, l *storelock.Lock) {
+		t.Helper()
+		if err := l.Release(); err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
 	}
-	if err := a.Release(); err != nil {
-		t.Fatal(err)
-	}
-	if err := a.Release(); err != nil {
-		t.Fatalf("a second Release: %v", err)
-	}
-	if _, err := storelock.Exclusive(ctx, st); !errors.Is(err, storelock.ErrInUse) {
-		t.Fatalf("reset beside one service: %v", err)
-	}
-	if err := b.Release(); err != nil {
-		t.Fatal(err)
-	}
-	x, err := storelock.Exclusive(ctx, st)
-	if err != nil {
-		t.Fatalf("reset with no service: %v", err)
-	}
-	if _, err := storelock.Shared(ctx, st, storelock.Options{}); !errors.Is(err, storelock.ErrResetRunning) {
-		t.Fatalf("a service during a reset: %v", err)
-	}
-	if _, err := storelock.Exclusive(ctx, st); !errors.Is(err, storelock.ErrInUse) {
-		t.Fatalf("two resets: %v", err)
-	}
-	if err := x.Release(); err != nil {
-		t.Fatal(err)
-	}
-	c, err := storelock.Shared(ctx, st, storelock.Options{})
-	if err != nil {
-		t.Fatalf("a service after the reset: %v", err)
-	}
-	_ = c.Release()
+	a := take("a service", service)
+	b := take("a second service", service)
+	refuse("reset beside two services", reset, storelock.ErrInUse)
+	release("releasing a service", a)
+	release("a second Release", a)
+	refuse("reset beside one service", reset, storelock.ErrInUse)
+	release("releasing the other service", b)
+	x := take("reset with no service", reset)
+	refuse("a service during a reset", service, storelock.ErrResetRunning)
+	refuse("two resets", reset, storelock.ErrInUse)
+	release("releasing the reset", x)
+	_ = take("a service after the reset", service).Release()
 }
 
 func TestDataDirLock(t *testing.T) {
