@@ -18,12 +18,9 @@ import (
 // record.ErrFenced when the stored epoch is another, and with
 // storage.ErrLeaseLapsed while the lease is not renewed.
 func (s *Store) Commit(ctx context.Context, p *history.CommitParams) error {
-	if err := s.check(); err != nil {
-		return err
-	}
-	pl, err := sqlcommon.NewPlan(sqlcommon.Postgres, p)
+	pl, err := sqlcommon.PlanCommit(sqlcommon.Postgres, &s.errs, p)
 	if err != nil {
-		return s.translate("commit", err)
+		return err
 	}
 	channel, err := s.channel(ctx)
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/marlowe-follower/follower/history/internal/sqlcommon"
 	"github.com/marlowe-follower/follower/history/record"
+	"github.com/marlowe-follower/follower/history/storage"
 )
 
 // readOnly is a consistent snapshot for reads made of several statements.
@@ -27,11 +28,7 @@ func (q querier) Row(ctx context.Context, query string, args []any, dest ...any)
 
 func (q querier) Each(ctx context.Context, query string, args []any, dest []any, fn func() error) error {
 	rows, err := q.db.Query(ctx, query, args...)
-	if err != nil {
-		return err
-	}
-	_, err = pgx.ForEachRow(rows, dest, fn)
-	return err
+	return storage.EachRow(rows, err, dest, fn)
 }
 
 // snapshot runs fn on one read-only snapshot.

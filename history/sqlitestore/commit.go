@@ -47,12 +47,9 @@ var commitStatements = []string{
 // prepared once per store and executed per row; the rollback path is
 // set-based.
 func (s *Store) Commit(ctx context.Context, p *history.CommitParams) error {
-	if err := s.check(); err != nil {
-		return err
-	}
-	pl, err := sqlcommon.NewPlan(sqlcommon.SQLite, p)
+	pl, err := sqlcommon.PlanCommit(sqlcommon.SQLite, &s.errs, p)
 	if err != nil {
-		return s.translate("commit", err)
+		return err
 	}
 	if err := s.prepare(ctx); err != nil {
 		return s.translate("commit", err)

@@ -25,10 +25,7 @@ func (q querier) Row(ctx context.Context, query string, args []any, dest ...any)
 
 func (q querier) Each(ctx context.Context, query string, args []any, dest []any, fn func() error) error {
 	rows, err := q.db.QueryContext(ctx, query, args...)
-	if err != nil {
-		return err
-	}
-	return storage.EachRow(storage.SQLRows{Rows: rows}, nil, dest, fn)
+	return storage.EachRow(storage.SQLRows{Rows: rows}, err, dest, fn)
 }
 
 // snapshot runs fn in a read transaction on a read-only connection: one

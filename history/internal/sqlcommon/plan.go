@@ -8,6 +8,7 @@ import (
 	"github.com/marlowe-follower/follower/chainsync/chain"
 	"github.com/marlowe-follower/follower/history"
 	"github.com/marlowe-follower/follower/history/record"
+	"github.com/marlowe-follower/follower/history/storage"
 )
 
 // Mark is a rollback mark as statement arguments.
@@ -42,6 +43,20 @@ type Plan struct {
 	additions []history.PartyAddition
 	// indexed holds the encoded ids of the batch's contracts.
 	indexed map[string]bool
+}
+
+// PlanCommit is a store's first step of a commit: refused on a closed
+// store (errs.Check), then NewPlan, with its error translated as the
+// commit's.
+func PlanCommit(d Dialect, errs *storage.Errors, p *history.CommitParams) (*Plan, error) {
+	if err := errs.Check(); err != nil {
+		return nil, err
+	}
+	pl, err := NewPlan(d, p)
+	if err != nil {
+		return nil, errs.Translate("commit", err)
+	}
+	return pl, nil
 }
 
 // NewPlan validates a commit and encodes everything that does not depend on
