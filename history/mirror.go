@@ -323,14 +323,25 @@ func (m *mirror) listen(ctx context.Context) {
 		}
 		m.stats.ListenFailures.Add(1)
 		m.log.Warn("listening for commits failed; polling until it listens again", zap.Error(err), zap.Duration("retryIn", backoff))
-		t := time.NewTimer(backoff)
-		select {
-		case <-ctx.Done():
-			t.Stop()
+		if !sleep(ctx, backoff, nil) {
 			return
-		case <-t.C:
 		}
 		backoff = min(2*backoff, m.cfg.MaxBackoff)
+	}
+}
+
+// sleep waits for d and reports whether it passed: false when ctx ended
+// first, or wake (nil: never) came.
+func sleep(ctx context.Context, d time.Duration, wake <-chan struct{}) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-wake:
+		return false
+	case <-t.C:
+		return true
 	}
 }
 
@@ -346,7 +357,7 @@ func (m *mirror) signalSwitch() {
 func (m *mirror) poll(ctx context.Context) {
 	defer m.wg.Done()
 	system, self := m.system, m.self
-	for {
+	for ctx.Err() == nil {
 		// Taken before the wait: a connection made during it reads the
 		// progress itself, after this poll was decided.
 		connections := m.stats.ListenConnects.Load()
@@ -354,15 +365,8 @@ func (m *mirror) poll(ctx context.Context) {
 		if !m.stats.Listening.Load() {
 			d = m.cfg.DownPollInterval
 		}
-		t := time.NewTimer(d)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return
-		case <-m.switched:
-			t.Stop()
-			continue
-		case <-t.C:
+		if !sleep(ctx, d, m.switched) {
+			continue // ended, or the listener came or went: the interval is another
 		}
 		m.stats.Polls.Add(1)
 		system.Root.Send(self, &mirrorWake{cause: causePoll, connections: connections})

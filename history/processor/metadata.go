@@ -63,6 +63,15 @@ func (r *metaReader) isBreak() bool {
 	return false
 }
 
+// more reports whether a container of arg items, or an indefinite one
+// (read up to its break, which it consumes), has an item after the first i.
+func (r *metaReader) more(indef bool, arg, i uint64) bool {
+	if indef {
+		return !r.isBreak()
+	}
+	return i < arg
+}
+
 // value reads one metadatum as a JSON-ready Go value: *big.Int, string
 // (text), []byte, []any or metaMap.
 func (r *metaReader) value(depth int) (any, error) {
@@ -103,10 +112,7 @@ func (r *metaReader) value(depth int) (any, error) {
 		return append([]byte{}, out...), nil
 	case 4:
 		var items []any
-		for i := uint64(0); indef || i < arg; i++ {
-			if indef && r.isBreak() {
-				break
-			}
+		for i := uint64(0); r.more(indef, arg, i); i++ {
 			v, err := r.value(depth + 1)
 			if err != nil {
 				return nil, err
@@ -119,10 +125,7 @@ func (r *metaReader) value(depth int) (any, error) {
 		return items, nil
 	case 5:
 		m := metaMap{}
-		for i := uint64(0); indef || i < arg; i++ {
-			if indef && r.isBreak() {
-				break
-			}
+		for i := uint64(0); r.more(indef, arg, i); i++ {
 			k, err := r.value(depth + 1)
 			if err != nil {
 				return nil, err

@@ -56,9 +56,9 @@ const (
 // lockSession tries the session lock on q (the lease's connection, or a
 // transaction on it) without waiting.
 func (l *Lease) lockSession(ctx context.Context, q Querier) error {
-	var ok bool
-	if err := q.QueryRow(ctx, `SELECT pg_try_advisory_lock($1)`, l.key).Scan(&ok); err != nil {
-		return fmt.Errorf("taking the writer lease's session lock: %w", err)
+	ok, err := l.advisory(ctx, q, "pg_try_advisory_lock", "taking the writer lease's session lock")
+	if err != nil {
+		return err
 	}
 	l.locked.Store(ok)
 	return nil
@@ -67,12 +67,21 @@ func (l *Lease) lockSession(ctx context.Context, q Querier) error {
 // unlockSession lets the session lock go (a standby that took it but
 // found that it may not take the lease).
 func (l *Lease) unlockSession(ctx context.Context, q Querier) error {
-	var ok bool
-	if err := q.QueryRow(ctx, `SELECT pg_advisory_unlock($1)`, l.key).Scan(&ok); err != nil {
-		return fmt.Errorf("letting the writer lease's session lock go: %w", err)
+	if _, err := l.advisory(ctx, q, "pg_advisory_unlock", "letting the writer lease's session lock go"); err != nil {
+		return err
 	}
 	l.locked.Store(false)
 	return nil
+}
+
+// advisory calls fn, one of PostgreSQL's advisory lock functions, on the
+// lease's key, and returns its answer; doing names the call in its error.
+func (l *Lease) advisory(ctx context.Context, q Querier, fn, doing string) (bool, error) {
+	var ok bool
+	if err := q.QueryRow(ctx, `SELECT `+fn+`($1)`, l.key).Scan(&ok); err != nil {
+		return false, fmt.Errorf("%s: %w", doing, err)
+	}
+	return ok, nil
 }
 
 // awaitSession waits on conn for the session lock, for at most d: it is
