@@ -174,16 +174,16 @@ func BenchRecordList(b *testing.B, open func(tb testing.TB) history.Backend, bp 
 
 // BenchmarkCommit runs BenchCommit with one block a commit (at the tip)
 // and 500 (syncing): a backend's BenchmarkCommit.
-func BenchmarkCommit(b *testing.B, open func(tb testing.TB) history.Backend) {
+func BenchmarkCommit[B history.Backend](b *testing.B, open func(tb testing.TB) B) {
 	for _, blocks := range []int{1, 500} {
-		b.Run(fmt.Sprintf("blocks=%d", blocks), func(b *testing.B) { BenchCommit(b, open, blocks) })
+		b.Run(fmt.Sprintf("blocks=%d", blocks), func(b *testing.B) { BenchCommit(b, opener(open), blocks) })
 	}
 }
 
 // BenchmarkRecordList runs BenchRecordList, catch-up through 100,000
 // records, over the log and a snapshot in pages of 1,000 and 10,000, and
 // over the log with a tag's filter: a backend's BenchmarkRecordList.
-func BenchmarkRecordList(b *testing.B, open func(tb testing.TB) history.Backend) {
+func BenchmarkRecordList[B history.Backend](b *testing.B, open func(tb testing.TB) B) {
 	tag := record.Filter{Tags: []string{BenchTag}}
 	for _, c := range []struct {
 		name string
@@ -195,6 +195,6 @@ func BenchmarkRecordList(b *testing.B, open func(tb testing.TB) history.Backend)
 		{"snapshot/page=10000", BenchListParams{Page: 10000, Mode: record.ModeSnapshot}},
 		{"log/tag/page=1000", BenchListParams{Page: 1000, Filter: tag}},
 	} {
-		b.Run(c.name, func(b *testing.B) { BenchRecordList(b, open, c.p) })
+		b.Run(c.name, func(b *testing.B) { BenchRecordList(b, opener(open), c.p) })
 	}
 }

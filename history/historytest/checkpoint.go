@@ -48,8 +48,7 @@ func (s *suite) testCheckpoint(t *testing.T) {
 	t.Run("rollback below the horizon", func(t *testing.T) {
 		b := s.backend(t)
 		w := newWriter(t, b, 43, 5)
-		w.grow(30)
-		w.flush()
+		w.extend(30)
 		hz := w.utxo.horizon
 		if hz == (chain.BlockHeader{}) {
 			t.Fatal("no horizon")

@@ -85,8 +85,7 @@ func (s *suite) testInitReopen(t *testing.T) {
 	checkRecords(t, "log after reopening", readAll(t, b2, record.RecordListParams{}, 1000), w.log)
 	checkCheckpoint(t, b2, w.checkpoint())
 	// The first handle still works beside the second.
-	w.grow(3)
-	w.flush()
+	w.extend(3)
 	checkRecords(t, "log through the second handle", readAll(t, b2, record.RecordListParams{}, 1000), w.log)
 }
 
@@ -105,8 +104,7 @@ func (s *suite) testInitWrongNetwork(t *testing.T) {
 func (s *suite) testInitSchemaTooNew(t *testing.T) {
 	b := s.backend(t)
 	w := newWriter(t, b, 2, 0)
-	w.grow(5)
-	w.flush()
+	w.extend(5)
 	_, latest, err := migrator(t, b).SchemaVersion(t.Context())
 	if err != nil {
 		t.Fatal(err)

@@ -51,8 +51,7 @@ func (s *suite) testRecords(t *testing.T) {
 func (s *suite) testRecordsAppendAndReadBack(t *testing.T) {
 	b := s.backend(t)
 	w := newWriter(t, b, 3, 0)
-	w.grow(40)
-	w.flush()
+	w.extend(40)
 	// Payloads come back byte for byte; an empty one as JSON null.
 	hdr := chain.BlockHeader{Slot: w.tipHeader().Slot + 5, BlockNo: w.tipHeader().BlockNo + 1, Hash: hashOf('x', 1, 2, 3)}
 	payloads := []string{"", `{}`, `  { "a" :1 }  `, `"\u00e9\ud83d\ude00 é"`, `1e400`, `[null]`, "{\n\t\"deep\": [[[[{}]]]]\n}"}
@@ -125,8 +124,7 @@ func (s *suite) testRecordsSeqContinuity(t *testing.T) {
 	}
 	bad("first seq 2 on an empty log", 2, 3)
 	bad("first seq 0 on an empty log", 0, 1)
-	w.grow(10)
-	w.flush()
+	w.extend(10)
 	h := w.head
 	bad("a gap after the head", h+2, h+3)
 	bad("an overlap with the head", h, h+1)
@@ -134,8 +132,7 @@ func (s *suite) testRecordsSeqContinuity(t *testing.T) {
 	bad("a repeated seq inside the batch", h+1, h+1)
 	bad("a batch out of order", h+2, h+1)
 	// The log still continues from its head.
-	w.grow(5)
-	w.flush()
+	w.extend(5)
 	w.checkLog(t, "log")
 }
 
@@ -144,8 +141,7 @@ func (s *suite) testRecordsSeqContinuity(t *testing.T) {
 func (s *suite) testRecordsRefusals(t *testing.T) {
 	b := s.backend(t)
 	w := newWriter(t, b, 5, 0)
-	w.grow(5)
-	w.flush()
+	w.extend(5)
 	head := w.head
 	rec := record.Record{Seq: head + 1, Kind: record.KindInputsApplied, Block: w.tipHeader(), Payload: json.RawMessage(`{"a":`)}
 	for what, p := range map[string]*history.CommitParams{
@@ -164,8 +160,7 @@ func (s *suite) testRecordsRefusals(t *testing.T) {
 		checkCheckpoint(t, b, w.checkpoint())
 	}
 	// A refused commit is not a broken store: the next one goes through.
-	w.grow(3)
-	w.flush()
+	w.extend(3)
 	w.checkLog(t, "log after the refusals")
 }
 

@@ -3,6 +3,8 @@
 //
 //	func TestConformance(t *testing.T) { historytest.Run(t, openTestBackend) }
 //
+// where openTestBackend(testing.TB) returns the backend's store.
+//
 // Its main job is rollback correctness: a chain is applied, rolled back and
 // continued on a fork, and the backend's reads are compared with a model of
 // what was committed, with history.Filter.Matches as the filter oracle, and
@@ -47,8 +49,8 @@ type Migrator interface {
 // the backend, and open registers with t.Cleanup whatever else must go (a
 // schema, a directory). The backends should implement Migrator and
 // Reopener: the init subtests fail without them.
-func Run(t *testing.T, open func(t *testing.T) history.Backend) {
-	s := &suite{open: open}
+func Run[B history.Backend](t *testing.T, open func(tb testing.TB) B) {
+	s := &suite{open: opener(open)}
 	t.Run("init", s.testInit)
 	t.Run("records", s.testRecords)
 	t.Run("contracts", s.testContracts)
@@ -61,7 +63,13 @@ func Run(t *testing.T, open func(t *testing.T) history.Backend) {
 }
 
 type suite struct {
-	open func(t *testing.T) history.Backend
+	open func(tb testing.TB) history.Backend
+}
+
+// opener is a backend's own opener, whatever the type of the store it
+// returns, as the suite's and the benchmarks'.
+func opener[B history.Backend](open func(tb testing.TB) B) func(tb testing.TB) history.Backend {
+	return func(tb testing.TB) history.Backend { return open(tb) }
 }
 
 // backend opens and initializes a backend that is closed when t ends.

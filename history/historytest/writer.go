@@ -215,6 +215,13 @@ func (w *writer) walk(rng *rand.Rand, steps, maxGrow int, committed func()) {
 	}
 }
 
+// extend grows the current chain by n blocks and commits them.
+func (w *writer) extend(n int) {
+	w.tb.Helper()
+	w.grow(n)
+	w.flush()
+}
+
 // flush commits the batch.
 func (w *writer) flush() {
 	w.tb.Helper()

@@ -7,7 +7,6 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/marlowe-follower/follower/history"
 	"github.com/marlowe-follower/follower/history/historytest"
 	"github.com/marlowe-follower/follower/history/pgstore"
 )
@@ -15,7 +14,7 @@ import (
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 func TestConformance(t *testing.T) {
-	historytest.Run(t, func(t *testing.T) history.Backend { return openTest(t) })
+	historytest.Run(t, openTest)
 }
 
 func TestOpenUnreachable(t *testing.T) {

@@ -17,7 +17,7 @@ import (
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 func TestConformance(t *testing.T) {
-	historytest.Run(t, func(t *testing.T) history.Backend { return openTest(t) })
+	historytest.Run(t, openTest)
 }
 
 // TestFile checks that Open creates the data directory and the database
