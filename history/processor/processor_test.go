@@ -27,22 +27,9 @@ var devnetSlots = chain.SlotConfig{ZeroSlot: 0, ZeroTimeMillis: devnet.ZeroTimeM
 func generatedRecords(t *testing.T, cfg devnet.GeneratorConfig, blocks uint64) (records []record.Record, acts []devnet.Activity, logs *observer.ObservedLogs, outputs map[chain.TxOutRef]block.TxOut) {
 	t.Helper()
 	core, logs := observer.New(zap.WarnLevel)
-	g, err := devnet.NewGenerator(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := classify.New(classify.Options{})
 	p := New(devnetSlots, zap.New(core), nil)
 	outputs = map[chain.TxOutRef]block.TxOut{}
-	for g.Tip().BlockNo < blocks {
-		op, err := g.Next()
-		if err != nil {
-			t.Fatal(err)
-		}
-		ev, err := c.RollForward(op.Block.Type, op.Block.Raw, chain.Tip{})
-		if err != nil {
-			t.Fatal(err)
-		}
+	g := classifyGenerated(t, cfg, blocks, func(ev *classify.RollForward) {
 		for _, tx := range ev.Txs {
 			for i, o := range tx.Outputs {
 				outputs[chain.TxOutRef{TxID: tx.ID, Index: uint32(i)}] = o
@@ -50,8 +37,35 @@ func generatedRecords(t *testing.T, cfg devnet.GeneratorConfig, blocks uint64) (
 		}
 		st := p.Process(ev)
 		records = append(records, st.Forward.Records...)
-	}
+	})
 	return records, g.Activity(), logs, outputs
+}
+
+// classifyGenerated runs a devnet generator of cfg up to block number
+// blocks, classifies each block and hands it to fn (rollbacks are passed
+// over); it returns the generator.
+func classifyGenerated(tb testing.TB, cfg devnet.GeneratorConfig, blocks uint64, fn func(*classify.RollForward)) *devnet.Generator {
+	tb.Helper()
+	g, err := devnet.NewGenerator(cfg)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	c := classify.New(classify.Options{})
+	for g.Tip().BlockNo < blocks {
+		op, err := g.Next()
+		if err != nil {
+			tb.Fatal(err)
+		}
+		if op.Block == nil {
+			continue
+		}
+		ev, err := c.RollForward(op.Block.Type, op.Block.Raw, chain.Tip{})
+		if err != nil {
+			tb.Fatal(err)
+		}
+		fn(ev)
+	}
+	return g
 }
 
 func TestProcessorRecordsGeneratedActivity(t *testing.T) {

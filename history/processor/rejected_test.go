@@ -18,25 +18,9 @@ import (
 func TestRejectedOutputsLoggedOnceAtInfoAndCounted(t *testing.T) {
 	core, logs := observer.New(zapcore.InfoLevel)
 	p := New(devnetSlots, zap.New(core), nil)
-	g, err := devnet.NewGenerator(devnet.DefaultGeneratorConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := classify.New(classify.Options{})
 	rejected := map[chain.TxOutRef]bool{}
 	var replay []*classify.RollForward
-	for g.Tip().BlockNo < 1500 {
-		op, err := g.Next()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if op.Block == nil {
-			continue
-		}
-		ev, err := c.RollForward(op.Block.Type, op.Block.Raw, chain.Tip{})
-		if err != nil {
-			t.Fatal(err)
-		}
+	classifyGenerated(t, devnet.DefaultGeneratorConfig(), 1500, func(ev *classify.RollForward) {
 		for _, tx := range ev.Txs {
 			for _, r := range tx.Rejected {
 				if r.ContractID == (chain.TxOutRef{}) && tx.IsValid {
@@ -46,7 +30,7 @@ func TestRejectedOutputsLoggedOnceAtInfoAndCounted(t *testing.T) {
 			}
 		}
 		p.Process(ev)
-	}
+	})
 	if len(rejected) == 0 {
 		t.Fatal("the devnet made no output that cannot be followed")
 	}

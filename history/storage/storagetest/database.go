@@ -77,15 +77,7 @@ func NewSchema(t testing.TB, url, prefix string) string {
 	t.Helper()
 	schema := fmt.Sprintf("%s_%d_%08x", prefix, os.Getpid(), rand.Uint32())
 	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		conn, err := pgx.Connect(ctx, url)
-		if err != nil {
-			t.Errorf("dropping schema %s: %v", schema, err)
-			return
-		}
-		defer conn.Close(ctx)
-		if _, err := conn.Exec(ctx, `DROP SCHEMA IF EXISTS `+pgx.Identifier{schema}.Sanitize()+` CASCADE`); err != nil {
+		if err := exec(url, `DROP SCHEMA IF EXISTS `+pgx.Identifier{schema}.Sanitize()+` CASCADE`); err != nil {
 			t.Errorf("dropping schema %s: %v", schema, err)
 		}
 	})
@@ -96,15 +88,8 @@ func NewSchema(t testing.TB, url, prefix string) string {
 func CreateSchema(t testing.TB, url, prefix string) string {
 	t.Helper()
 	schema := NewSchema(t, url, prefix)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	conn, err := pgx.Connect(ctx, url)
-	if err != nil {
-		t.Fatalf("PostgreSQL at %s (set MARLOWE_TEST_SKIP_POSTGRES=1 to skip): %v", url, err)
-	}
-	defer conn.Close(ctx)
-	if _, err := conn.Exec(ctx, `CREATE SCHEMA `+pgx.Identifier{schema}.Sanitize()); err != nil {
-		t.Fatal(err)
+	if err := exec(url, `CREATE SCHEMA `+pgx.Identifier{schema}.Sanitize()); err != nil {
+		t.Fatalf("creating schema %s (set MARLOWE_TEST_SKIP_POSTGRES=1 to skip): %v", schema, err)
 	}
 	return schema
 }
@@ -112,20 +97,37 @@ func CreateSchema(t testing.TB, url, prefix string) string {
 // Tables returns the names of the tables in schema, sorted.
 func Tables(t testing.TB, url, schema string) []string {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	conn, err := pgx.Connect(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
-	rows, err := conn.Query(ctx, `SELECT table_name FROM information_schema.tables WHERE table_schema = $1 ORDER BY 1`, schema)
-	if err != nil {
-		t.Fatal(err)
-	}
-	names, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	var names []string
+	err := withConn(url, func(ctx context.Context, conn *pgx.Conn) error {
+		rows, err := conn.Query(ctx, `SELECT table_name FROM information_schema.tables WHERE table_schema = $1 ORDER BY 1`, schema)
+		if err == nil {
+			names, err = pgx.CollectRows(rows, pgx.RowTo[string])
+		}
+		return err
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return names
+}
+
+// withConn runs fn on a new connection to url, with 30 seconds for all of
+// it.
+func withConn(url string, fn func(ctx context.Context, conn *pgx.Conn) error) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		return fmt.Errorf("connecting to %s: %w", url, err)
+	}
+	defer conn.Close(ctx)
+	return fn(ctx, conn)
+}
+
+// exec runs one statement on a new connection to url.
+func exec(url, statement string) error {
+	return withConn(url, func(ctx context.Context, conn *pgx.Conn) error {
+		_, err := conn.Exec(ctx, statement)
+		return err
+	})
 }
