@@ -97,8 +97,7 @@ var (
 // connection several times and restarts once. Everything generated must be
 // classified exactly once and in order.
 func TestFollowDevnetEndToEnd(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
+	ctx := t.Context()
 	log := zaptest.NewLogger(t, zaptest.Level(zap.InfoLevel))
 	socket := filepath.Join(t.TempDir(), "node.socket")
 	gcfg := devnet.DefaultGeneratorConfig()
@@ -145,16 +144,13 @@ func TestFollowDevnetEndToEnd(t *testing.T) {
 		t.Fatalf("only %d connection attempts: the interruptions did not happen", snap.Attempts)
 	}
 	t.Logf("%d activities, %d events, %d rollbacks seen, %d connections", len(got), view.events, view.rolls, snap.Attempts)
-	if err := system.Root.PoisonFuture(pid).Wait(); err != nil {
-		t.Fatal(err)
-	}
+	stopActor(t, system, pid)
 }
 
 // TestFollowerRetriesUntilTheNodeAppears starts the follower before the
 // node exists: it keeps retrying, then follows.
 func TestFollowerRetriesUntilTheNodeAppears(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
+	ctx := t.Context()
 	log := zaptest.NewLogger(t, zaptest.Level(zap.ErrorLevel))
 	socket := filepath.Join(t.TempDir(), "node.socket")
 	f, view, system, pid := spawnFollower(t, log, Config{SocketPath: socket, NetworkMagic: devnet.NetworkMagic, MinBackoff: 10 * time.Millisecond, MaxBackoff: 50 * time.Millisecond})
@@ -166,16 +162,13 @@ func TestFollowerRetriesUntilTheNodeAppears(t *testing.T) {
 	dn := startSteadyDevnet(t, ctx, socket, 50, log)
 	defer dn.Close()
 	waitFor(t, 10*time.Second, "the follower to reach the tip", func() bool { return view.tip().BlockNo == 50 })
-	if err := system.Root.PoisonFuture(pid).Wait(); err != nil {
-		t.Fatal(err)
-	}
+	stopActor(t, system, pid)
 }
 
 // TestFollowerStartsAtAPointAndFromCheckpoint checks the start points: a
 // configured point, and a restored checkpoint that takes precedence.
 func TestFollowerStartsAtAPointAndFromCheckpoint(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
+	ctx := t.Context()
 	log := zaptest.NewLogger(t, zaptest.Level(zap.ErrorLevel))
 	socket := filepath.Join(t.TempDir(), "node.socket")
 	dn := startSteadyDevnet(t, ctx, socket, 60, log)
@@ -192,9 +185,7 @@ func TestFollowerStartsAtAPointAndFromCheckpoint(t *testing.T) {
 		}
 		pid := system.Root.Spawn(f.Props())
 		waitFor(t, 10*time.Second, "the tip", func() bool { return view.tip().BlockNo == 60 })
-		if err := system.Root.PoisonFuture(pid).Wait(); err != nil {
-			t.Fatal(err)
-		}
+		stopActor(t, system, pid)
 		return view
 	}
 	base := Config{SocketPath: socket, NetworkMagic: devnet.NetworkMagic}
@@ -212,9 +203,7 @@ func TestFollowerStartsAtAPointAndFromCheckpoint(t *testing.T) {
 	f, _ := NewFollower(cfg, log, nil, classify.New(classify.Options{}), view, nil)
 	pid := system.Root.Spawn(f.Props())
 	waitFor(t, 10*time.Second, "the connection", func() bool { return f.Progress().Snapshot().Connected })
-	if err := system.Root.PoisonFuture(pid).Wait(); err != nil {
-		t.Fatal(err)
-	}
+	stopActor(t, system, pid)
 	if len(view.blocks) != 0 {
 		t.Fatalf("from the tip: %d blocks delivered", len(view.blocks))
 	}
@@ -239,6 +228,14 @@ func spawnFollower(t *testing.T, log *zap.Logger, cfg Config) (*Follower, *chain
 
 // newSystem returns an actor system for a test; protoactor's own logs are
 // dropped (what the actors log goes to the test's logger).
+// stopActor stops pid, the actor under test, and waits until it has stopped.
+func stopActor(t *testing.T, system *actor.ActorSystem, pid *actor.PID) {
+	t.Helper()
+	if err := system.Root.PoisonFuture(pid).Wait(); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func newSystem() *actor.ActorSystem {
 	return actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return slog.New(slog.DiscardHandler) }))
 }

@@ -25,8 +25,7 @@ import (
 // progress; the follower keeps retrying with backoff and follows once the
 // node is restarted with the follower's magic.
 func TestHandshakeWrongNetworkMagic(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
+	ctx := t.Context()
 	core, logs := observer.New(zapcore.InfoLevel)
 	log := zap.New(core)
 	socket := filepath.Join(t.TempDir(), "node.socket")
@@ -71,9 +70,7 @@ func TestHandshakeWrongNetworkMagic(t *testing.T) {
 	if snap := f.Progress().Snapshot(); !snap.Connected || snap.Handshake != nil {
 		t.Fatalf("after reconnecting: %+v", snap)
 	}
-	if err := system.Root.PoisonFuture(pid).Wait(); err != nil {
-		t.Fatal(err)
-	}
+	stopActor(t, system, pid)
 }
 
 // TestHandshakeClosedWithoutReason: a socket that accepts and closes during
@@ -110,9 +107,7 @@ func TestHandshakeClosedWithoutReason(t *testing.T) {
 	if snap.Handshake == nil || !strings.Contains(snap.Handshake.Message, "network magic 764824073 not being the node's") {
 		t.Fatalf("%+v", snap.Handshake)
 	}
-	if err := system.Root.PoisonFuture(pid).Wait(); err != nil {
-		t.Fatal(err)
-	}
+	stopActor(t, system, pid)
 }
 
 // TestRefusalReasons reads refusals as cardano-node and gouroboros word them.

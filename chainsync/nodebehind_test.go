@@ -42,8 +42,7 @@ func startPrefix(t *testing.T, ctx context.Context, socket string, blocks []devn
 // point and the distance, keeps polling, and follows on (without a gap or a
 // duplicate) once the node has caught up.
 func TestFollowerWaitsForANodeBehind(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
+	ctx := t.Context()
 	log := zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel))
 	socket := filepath.Join(t.TempDir(), "node.socket")
 	chainF := genChain(t, 5, 3300)
@@ -91,9 +90,7 @@ func TestFollowerWaitsForANodeBehind(t *testing.T) {
 		}
 	}
 	_ = n.Close()
-	if err := system.Root.PoisonFuture(pid).Wait(); err != nil {
-		t.Fatal(err)
-	}
+	stopActor(t, system, pid)
 }
 
 // TestFollowerStopsOnDivergence: a node of another chain is first shorter
@@ -101,8 +98,7 @@ func TestFollowerWaitsForANodeBehind(t *testing.T) {
 // point sharing none of its points: following stops for the operator, with
 // the reason and what to run, and no further attempts are made.
 func TestFollowerStopsOnDivergence(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
+	ctx := t.Context()
 	log := zaptest.NewLogger(t, zaptest.Level(zap.ErrorLevel+1))
 	socket := filepath.Join(t.TempDir(), "node.socket")
 	n := startPrefix(t, ctx, socket, genChain(t, 5, 400), 400)
@@ -129,7 +125,5 @@ func TestFollowerStopsOnDivergence(t *testing.T) {
 	if view.tip().BlockNo != 400 || view.rolls != 0 {
 		t.Fatalf("view at %+v after %d rollbacks", view.tip(), view.rolls)
 	}
-	if err := system.Root.PoisonFuture(pid).Wait(); err != nil {
-		t.Fatal(err)
-	}
+	stopActor(t, system, pid)
 }

@@ -75,6 +75,20 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 	waitfor.Until(t, 20*time.Second, what, cond)
 }
 
+// returnsNil fails t unless done, the answer of a call to what, brings nil
+// within 20 seconds.
+func returnsNil(t *testing.T, what string, done <-chan error) {
+	t.Helper()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatalf("%s did not return", what)
+	}
+}
+
 // socketPath returns a short socket path (Unix socket paths are limited to
 // about 100 bytes) in a directory removed after the test.
 func socketPath(t *testing.T) string {

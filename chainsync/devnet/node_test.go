@@ -275,14 +275,7 @@ func TestNodeCloseWithClients(t *testing.T) {
 	waitFor(t, "three connections", func() bool { return n.Stats().Active == 3 })
 	closed := make(chan error)
 	go func() { closed <- n.Close() }()
-	select {
-	case err := <-closed:
-		if err != nil {
-			t.Fatal(err)
-		}
-	case <-time.After(20 * time.Second):
-		t.Fatal("Close did not return")
-	}
+	returnsNil(t, "Close", closed)
 	for i, c := range clients {
 		select {
 		case <-c.done:
@@ -406,14 +399,7 @@ func TestNodeServeUntilCancelled(t *testing.T) {
 	waitFor(t, "the listener", func() bool { n.mu.Lock(); defer n.mu.Unlock(); return n.ln != nil })
 	c := syncedClient(t, n, s)
 	cancel()
-	select {
-	case err := <-served:
-		if err != nil {
-			t.Fatal(err)
-		}
-	case <-time.After(20 * time.Second):
-		t.Fatal("Serve did not return")
-	}
+	returnsNil(t, "Serve", served)
 	<-c.done
 }
 
