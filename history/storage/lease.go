@@ -116,11 +116,13 @@ type Lease struct {
 
 	renewals, failures atomic.Uint64
 
-	lost    chan struct{}
-	lostErr error // set before lost closes
-	stop    chan struct{}
-	done    chan struct{}
-	once    sync.Once
+	// lost ends, its cause the error, when a renewal finds that another
+	// process took the lease.
+	lost context.Context
+	lose context.CancelCauseFunc
+	stop chan struct{}
+	done chan struct{}
+	once sync.Once
 }
 
 // leaseMargin is how long before the TTL the holder stops committing.
@@ -143,8 +145,10 @@ func (p *Postgres) NewLease(opts LeaseOptions) (*Lease, error) {
 	}
 	cfg := p.Pool.Config().ConnConfig.Copy()
 	cfg.RuntimeParams["application_name"] = "marlowe-follower writer lease"
-	return &Lease{p: p, opts: opts, log: opts.Logger, ttl: opts.TTL, cfg: cfg, base: time.Now(),
-		lost: make(chan struct{}), stop: make(chan struct{}), done: make(chan struct{})}, nil
+	l := &Lease{p: p, opts: opts, log: opts.Logger, ttl: opts.TTL, cfg: cfg, base: time.Now(),
+		stop: make(chan struct{}), done: make(chan struct{})}
+	l.lost, l.lose = context.WithCancelCause(context.Background())
+	return l, nil
 }
 
 // Acquire takes the lease, waiting for as long as another process holds it
@@ -415,17 +419,10 @@ func (l *Lease) RenewalFailures() uint64 { return l.failures.Load() }
 
 // Lost is closed when a renewal found that another process took the
 // lease; Err says who.
-func (l *Lease) Lost() <-chan struct{} { return l.lost }
+func (l *Lease) Lost() <-chan struct{} { return l.lost.Done() }
 
 // Err is why the lease was lost (nil while it is not).
-func (l *Lease) Err() error {
-	select {
-	case <-l.lost:
-		return l.lostErr
-	default:
-		return nil
-	}
-}
+func (l *Lease) Err() error { return context.Cause(l.lost) }
 
 // check refuses a write unless the lease is valid: record.ErrFenced once
 // it is lost, ErrLeaseLapsed while it lapsed.

@@ -43,8 +43,7 @@ func (l *Lease) keep() {
 			continue
 		case errors.Is(err, ErrLeaseLost):
 			l.validUntil.Store(0)
-			l.lostErr = err
-			close(l.lost)
+			l.lose(err)
 			return
 		}
 		if !failing {
