@@ -41,6 +41,17 @@ func (s *Server) listAnswer(l *http.Request, q *api.Query, at contractstore.Posi
 	return api.JSONAnswer(at, env)
 }
 
+// listPage answers a page of items in the envelope, each as view shows it;
+// when more follow, cursor is the next page's cursor, after the last item.
+func listPage[P, V, J any](s *Server, l *listed[P], at contractstore.Position, items []V, more bool,
+	view func(*V) J, cursor func(last *V) string) (api.Answer, error) {
+	var next string
+	if more && len(items) > 0 {
+		next = cursor(&items[len(items)-1])
+	}
+	return s.listAnswer(l.r, l.q, at, api.Map(items, view), next)
+}
+
 func (s *Server) contractList() http.HandlerFunc {
 	allow := []string{"contractId", "roleCurrency", "tag", "partyAddress", "partyRole", "status", "order", "limit", "cursor"}
 	return listOf(s, allow, func(_ *http.Request, q *api.Query) (*contractstore.ContractListParams, error) {
@@ -140,12 +151,9 @@ func (s *Server) transactionList() http.HandlerFunc {
 			}
 			return api.Answer{At: at}, api.NotFound(err, "contract "+l.p.Contract.String())
 		}
-		results := api.Map(page.Transactions, transactionHeaderOf)
-		var next string
-		if page.More {
-			next = encodeCursor(cursorTransactions, strconv.FormatInt(page.Transactions[len(page.Transactions)-1].Seq, 10))
-		}
-		return s.listAnswer(l.r, l.q, page.At, results, next)
+		return listPage(s, l, page.At, page.Transactions, page.More, transactionHeaderOf, func(last *contractstore.Transaction) string {
+			return encodeCursor(cursorTransactions, strconv.FormatInt(last.Seq, 10))
+		})
 	})
 }
 

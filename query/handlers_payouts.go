@@ -20,14 +20,10 @@ func (s *Server) payoutList() http.HandlerFunc {
 		if err != nil {
 			return api.Answer{}, err
 		}
-		results := api.Map(page.Payouts, payoutOf)
-		var next string
-		if page.More {
-			last := page.Payouts[len(page.Payouts)-1]
-			next = encodeCursor(cursorPayouts, strconv.FormatInt(last.Seq, 10), last.ID.TxID.String(),
+		return listPage(s, l, page.At, page.Payouts, page.More, payoutOf, func(last *contractstore.Payout) string {
+			return encodeCursor(cursorPayouts, strconv.FormatInt(last.Seq, 10), last.ID.TxID.String(),
 				strconv.FormatUint(uint64(last.ID.Index), 10))
-		}
-		return s.listAnswer(l.r, l.q, page.At, results, next)
+		})
 	})
 }
 
@@ -40,11 +36,7 @@ func payoutListParams(q *api.Query) (*contractstore.PayoutListParams, error) {
 	if p.Contracts, err = contractIDs(q); err != nil {
 		return nil, err
 	}
-	if err := q.Each("roleToken", func(v string) error {
-		role, err := api.ParseRole(v)
-		p.Roles = append(p.Roles, role)
-		return err
-	}); err != nil {
+	if p.Roles, err = api.Values(q, "roleToken", api.ParseRole); err != nil {
 		return nil, err
 	}
 	status, err := q.One("status")
@@ -72,13 +64,7 @@ func payoutListParams(q *api.Query) (*contractstore.PayoutListParams, error) {
 
 // contractIDs reads the repeatable contractId parameter.
 func contractIDs(q *api.Query) ([]chain.TxOutRef, error) {
-	var ids []chain.TxOutRef
-	err := q.Each("contractId", func(v string) error {
-		id, err := api.ParseRef("contract_id", v)
-		ids = append(ids, id)
-		return err
-	})
-	return ids, err
+	return api.Values(q, "contractId", refOf("contract_id"))
 }
 
 func (s *Server) payoutGet() http.HandlerFunc {
@@ -103,12 +89,9 @@ func (s *Server) withdrawalList() http.HandlerFunc {
 		if err != nil {
 			return api.Answer{}, err
 		}
-		results := api.Map(page.Withdrawals, withdrawalOf)
-		var next string
-		if page.More && len(page.Withdrawals) > 0 {
-			next = encodeCursor(cursorWithdrawals, strconv.FormatInt(page.Withdrawals[len(page.Withdrawals)-1].LastSeq, 10))
-		}
-		return s.listAnswer(l.r, l.q, page.At, results, next)
+		return listPage(s, l, page.At, page.Withdrawals, page.More, withdrawalOf, func(last *contractstore.Withdrawal) string {
+			return encodeCursor(cursorWithdrawals, strconv.FormatInt(last.LastSeq, 10))
+		})
 	})
 }
 

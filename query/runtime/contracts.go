@@ -2,7 +2,6 @@ package runtime
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -199,12 +198,9 @@ func (v *View) readContracts(ctx context.Context, req *contractListRequest) (api
 		if err != nil {
 			return nil, false, err
 		}
-		first.keep(&p.Count, page.Total, page.At)
 		p.From = nil
-		if n := len(page.Contracts); n > 0 {
-			p.After = page.Contracts[n-1].Seq
-		}
-		return page.Contracts, page.More, nil
+		return nextPage(&first, &p.Count, page.Contracts, page.More, page.Total, page.At,
+			func(last *contractstore.Contract) { p.After = last.Seq })
 	}, func(c *contractstore.Contract) bool { return c.ID == req.start }, "Initial contract ID not found")
 	if err != nil {
 		return api.Answer{}, err
@@ -221,11 +217,8 @@ func (v *View) contractGet() http.HandlerFunc {
 		return pathRef(r, "contractId", "contract id", "bad_contract_id")
 	}, func(ctx context.Context, id chain.TxOutRef) (api.Answer, error) {
 		c, at, err := v.env.Contracts.ContractGet(ctx, id)
-		if errors.Is(err, contractstore.ErrNotFound) {
-			err = notFound("Contract not found")
-		}
 		if err != nil {
-			return api.Answer{At: at}, err
+			return api.Answer{At: at}, missing(err, notFound("Contract not found"))
 		}
 		return one(at, item{Resource: contractStateOf(c), Links: transactionsLink{Transactions: linkTransactions(c.ID)}})
 	})

@@ -47,6 +47,14 @@ func invalid(code, message string) error {
 	return &api.BadRequest{Code: code, Message: message}
 }
 
+// missing is err, or instead when err is contractstore.ErrNotFound.
+func missing(err, instead error) error {
+	if errors.Is(err, contractstore.ErrNotFound) {
+		return instead
+	}
+	return err
+}
+
 // rangeError is a Range header the view cannot satisfy: 416.
 type rangeError struct{ message string }
 

@@ -3,13 +3,11 @@ package runtime
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"math/big"
 	"net/http"
 
 	"github.com/marlowe-follower/follower/chainsync/chain"
-	"github.com/marlowe-follower/follower/contracts/contractstore"
 	"github.com/marlowe-follower/follower/contracts/marlowe"
 	"github.com/marlowe-follower/follower/query/internal/api"
 )
@@ -32,9 +30,7 @@ func (v *View) next() http.HandlerFunc {
 		return nextRequest{id, nr}, err
 	}, func(ctx context.Context, req nextRequest) (api.Answer, error) {
 		body, at, err := api.Next(ctx, v.env.Contracts, req.contract, req.next)
-		if errors.Is(err, contractstore.ErrNotFound) {
-			err = &fail{status: http.StatusNotFound, code: "contractNotFound", message: "Contract not found", details: codeDetails("not_found")}
-		}
+		err = missing(err, &fail{status: http.StatusNotFound, code: "contractNotFound", message: "Contract not found", details: codeDetails("not_found")})
 		return api.Answer{At: at, ContentType: jsonContentType, Body: body}, err
 	})
 }

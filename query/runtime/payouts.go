@@ -2,7 +2,6 @@ package runtime
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/http"
 	"slices"
@@ -24,20 +23,16 @@ func (v *View) payoutList() http.HandlerFunc {
 	return handle(v, func(r *http.Request, q *api.Query) (*payoutListRequest, error) {
 		req := &payoutListRequest{p: contractstore.PayoutListParams{RolesOnly: true}}
 		p := &req.p
-		err := q.Each("contractId", func(s string) error {
+		var err error
+		p.Contracts, err = api.Values(q, "contractId", func(s string) (chain.TxOutRef, error) {
 			id, err := chain.ParseTxOutRef(s)
 			if err != nil {
-				return invalid("bad_contract_id", fmt.Sprintf("Invalid contract id %q: want TXID#INDEX", api.Clip(s)))
+				return id, invalid("bad_contract_id", fmt.Sprintf("Invalid contract id %q: want TXID#INDEX", api.Clip(s)))
 			}
-			p.Contracts = append(p.Contracts, id)
-			return nil
+			return id, nil
 		})
 		if err == nil {
-			err = q.Each("roleToken", func(s string) error {
-				role, err := api.ParseRole(s)
-				p.Roles = append(p.Roles, role)
-				return err
-			})
+			p.Roles, err = api.Values(q, "roleToken", api.ParseRole)
 		}
 		if err == nil {
 			var status string
@@ -68,11 +63,8 @@ func (v *View) readPayouts(ctx context.Context, req *payoutListRequest) (api.Ans
 		if err == nil && !payoutMatches(po, p) {
 			err = contractstore.ErrNotFound
 		}
-		if errors.Is(err, contractstore.ErrNotFound) {
-			err = &rangeError{"Initial payout ID not found"}
-		}
 		if err != nil {
-			return api.Answer{}, err
+			return api.Answer{}, missing(err, &rangeError{"Initial payout ID not found"})
 		}
 		starting = []contractstore.Payout{*po}
 		p.After = &contractstore.PayoutKey{Seq: po.Seq, ID: po.ID}
@@ -85,11 +77,8 @@ func (v *View) readPayouts(ctx context.Context, req *payoutListRequest) (api.Ans
 		if err != nil {
 			return nil, false, err
 		}
-		first.keep(&p.Count, page.Total, page.At)
-		if n := len(page.Payouts); n > 0 {
-			p.After = &contractstore.PayoutKey{Seq: page.Payouts[n-1].Seq, ID: page.Payouts[n-1].ID}
-		}
-		return page.Payouts, page.More, nil
+		return nextPage(&first, &p.Count, page.Payouts, page.More, page.Total, page.At,
+			func(last *contractstore.Payout) { p.After = &contractstore.PayoutKey{Seq: last.Seq, ID: last.ID} })
 	})
 	if err != nil {
 		return api.Answer{}, err
@@ -139,9 +128,7 @@ func (v *View) payoutGet() http.HandlerFunc {
 		if err == nil && po.Role == nil {
 			err = contractstore.ErrNotFound // an address payout: the Runtime has none
 		}
-		if errors.Is(err, contractstore.ErrNotFound) {
-			err = notFound("Payout not found")
-		}
+		err = missing(err, notFound("Payout not found"))
 		var addr string
 		if err == nil {
 			addr, err = v.payoutValidatorAddress(ctx, po)

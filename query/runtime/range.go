@@ -199,3 +199,15 @@ func (f *firstRead) keep(count *bool, total *int64, at contractstore.Position) {
 		f.total, f.at, *count = total, at, false
 	}
 }
+
+// nextPage answers a page read for readRange or collect: it notes the
+// read's count and position in first (keep) and, when the page has items,
+// has after move the next read past the last.
+func nextPage[T any](first *firstRead, count *bool, items []T, more bool, total *int64, at contractstore.Position,
+	after func(last *T)) ([]T, bool, error) {
+	first.keep(count, total, at)
+	if n := len(items); n > 0 {
+		after(&items[n-1])
+	}
+	return items, more, nil
+}

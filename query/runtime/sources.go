@@ -2,12 +2,10 @@ package runtime
 
 import (
 	"context"
-	"errors"
 	"net/http"
 	"strings"
 
 	"github.com/marlowe-follower/follower/chainsync/chain"
-	"github.com/marlowe-follower/follower/contracts/contractstore"
 	"github.com/marlowe-follower/follower/query/internal/api"
 )
 
@@ -50,10 +48,7 @@ func (v *View) sourceHandlers() map[string]http.HandlerFunc {
 		return h, nil
 	}
 	notRevealed := func(err error) error {
-		if errors.Is(err, contractstore.ErrNotFound) {
-			return notFound("Contract source not found: no current record of the chain revealed it")
-		}
-		return err
+		return missing(err, notFound("Contract source not found: no current record of the chain revealed it"))
 	}
 	type getRequest struct {
 		hash   chain.Hash32

@@ -47,11 +47,8 @@ func (v *View) readTransactions(ctx context.Context, req *transactionListRequest
 		if err == nil && t.Kind != contractstore.TxApplied {
 			err = contractstore.ErrNotFound
 		}
-		if errors.Is(err, contractstore.ErrNotFound) {
-			err = &rangeError{"Initial transaction ID not found"}
-		}
 		if err != nil {
-			return api.Answer{}, err
+			return api.Answer{}, missing(err, &rangeError{"Initial transaction ID not found"})
 		}
 		p.After = t.Seq - 1
 		if pr.desc {
@@ -63,17 +60,11 @@ func (v *View) readTransactions(ctx context.Context, req *transactionListRequest
 	items, err := readRange(pr, func(limit int) ([]contractstore.Transaction, bool, error) {
 		p.Limit = limit
 		page, err := v.env.Contracts.TransactionList(ctx, p)
-		if errors.Is(err, contractstore.ErrNotFound) {
-			err = notFound("Contract not found")
-		}
 		if err != nil {
-			return nil, false, err
+			return nil, false, missing(err, notFound("Contract not found"))
 		}
-		first.keep(&p.Count, page.Total, page.At)
-		if n := len(page.Transactions); n > 0 {
-			p.After = page.Transactions[n-1].Seq
-		}
-		return page.Transactions, page.More, nil
+		return nextPage(&first, &p.Count, page.Transactions, page.More, page.Total, page.At,
+			func(last *contractstore.Transaction) { p.After = last.Seq })
 	}, func(t *contractstore.Transaction) bool { return t.TxID == req.start }, "Initial transaction ID not found")
 	if err != nil {
 		return api.Answer{}, err
@@ -121,11 +112,8 @@ func (v *View) transaction(ctx context.Context, id chain.TxOutRef, tx chain.Hash
 	if err == nil && t.Kind != contractstore.TxApplied {
 		err = contractstore.ErrNotFound
 	}
-	if errors.Is(err, contractstore.ErrNotFound) {
-		err = notFound("Transaction not found")
-	}
 	if err != nil {
-		return nil, nil, at, err
+		return nil, nil, at, missing(err, notFound("Transaction not found"))
 	}
 	sp, err := decodeStep(t)
 	if err != nil {

@@ -2,7 +2,6 @@ package runtime
 
 import (
 	"context"
-	"errors"
 	"net/http"
 
 	"github.com/marlowe-follower/follower/chainsync/chain"
@@ -19,11 +18,8 @@ type withdrawalListRequest struct {
 func (v *View) withdrawalList() http.HandlerFunc {
 	return handle(v, func(r *http.Request, q *api.Query) (*withdrawalListRequest, error) {
 		req := &withdrawalListRequest{}
-		err := q.Each("roleCurrency", func(s string) error {
-			b, err := api.ParsePolicy(s, true)
-			req.p.RolesCurrency = append(req.p.RolesCurrency, b)
-			return err
-		})
+		var err error
+		req.p.RolesCurrency, err = api.Values(q, "roleCurrency", func(s string) ([]byte, error) { return api.ParsePolicy(s, true) })
 		if err != nil {
 			return nil, err
 		}
@@ -37,11 +33,8 @@ func (v *View) readWithdrawals(ctx context.Context, req *withdrawalListRequest) 
 	p.Descending = pr.desc
 	if pr.hasVal {
 		wd, _, err := v.env.Contracts.WithdrawalGet(ctx, req.start)
-		if errors.Is(err, contractstore.ErrNotFound) {
-			err = &rangeError{"Initial withdrawal ID not found"}
-		}
 		if err != nil {
-			return api.Answer{}, err
+			return api.Answer{}, missing(err, &rangeError{"Initial withdrawal ID not found"})
 		}
 		p.After = wd.Seq - 1
 		if pr.desc {
@@ -56,14 +49,12 @@ func (v *View) readWithdrawals(ctx context.Context, req *withdrawalListRequest) 
 		if err != nil {
 			return nil, false, err
 		}
-		first.keep(&p.Count, page.Total, page.At)
-		if n := len(page.Withdrawals); n > 0 {
-			p.After = page.Withdrawals[n-1].LastSeq
+		return nextPage(&first, &p.Count, page.Withdrawals, page.More, page.Total, page.At, func(last *contractstore.Withdrawal) {
+			p.After = last.LastSeq
 			if pr.desc {
-				p.After = page.Withdrawals[n-1].Seq
+				p.After = last.Seq
 			}
-		}
-		return page.Withdrawals, page.More, nil
+		})
 	}, func(wd *contractstore.Withdrawal) bool { return wd.TxID == req.start }, "Initial withdrawal ID not found")
 	if err != nil {
 		return api.Answer{}, err
@@ -85,11 +76,8 @@ func (v *View) withdrawalGet() http.HandlerFunc {
 		return pathTx(r, "withdrawalId", "withdrawal id")
 	}, func(ctx context.Context, tx chain.Hash32) (api.Answer, error) {
 		wd, at, err := v.env.Contracts.WithdrawalGet(ctx, tx)
-		if errors.Is(err, contractstore.ErrNotFound) {
-			err = notFound("Withdrawal not found")
-		}
 		if err != nil {
-			return api.Answer{At: at}, err
+			return api.Answer{At: at}, missing(err, notFound("Withdrawal not found"))
 		}
 		// The Runtime answers a withdrawal as it is, without links.
 		return one(at, withdrawalOf(wd))

@@ -98,6 +98,26 @@ func (q *Query) Each(name string, fn func(string) error) error {
 	return err
 }
 
+// Values reads the repeatable parameter name, each value through parse;
+// the first value that does not parse answers its error.
+func Values[T any](q *Query, name string, parse func(string) (T, error)) ([]T, error) {
+	var out []T
+	err := q.Each(name, func(v string) error {
+		t, err := parse(v)
+		out = append(out, t)
+		return err
+	})
+	return out, err
+}
+
+// valuesInto sets *dst to the values of name (Values) unless *err already
+// holds an error, and leaves the first error in *err.
+func valuesInto[T any](q *Query, err *error, name string, parse func(string) (T, error), dst *[]T) {
+	if *err == nil {
+		*dst, *err = Values(q, name, parse)
+	}
+}
+
 // Limit returns the native page size: 1..contractstore.MaxLimit,
 // DefaultLimit when absent.
 func (q *Query) Limit() (int, error) {
@@ -237,38 +257,13 @@ func ParseTag(s string) (string, error) {
 func ContractFilter(q *Query, withIDs, withStatus bool) (contractstore.ContractFilter, error) {
 	var f contractstore.ContractFilter
 	var err error
-	each := func(name string, fn func(string) error) {
-		if err == nil {
-			err = q.Each(name, fn)
-		}
-	}
 	if withIDs {
-		each("contractId", func(v string) error {
-			id, err := ParseRef("contract_id", v)
-			f.Contracts = append(f.Contracts, id)
-			return err
-		})
+		valuesInto(q, &err, "contractId", func(v string) (chain.TxOutRef, error) { return ParseRef("contract_id", v) }, &f.Contracts)
 	}
-	each("roleCurrency", func(v string) error {
-		b, err := ParsePolicy(v, true)
-		f.RolesCurrency = append(f.RolesCurrency, b)
-		return err
-	})
-	each("tag", func(v string) error {
-		t, err := ParseTag(v)
-		f.Tags = append(f.Tags, t)
-		return err
-	})
-	each("partyAddress", func(v string) error {
-		a, err := ParseAddress(v)
-		f.PartyAddress = append(f.PartyAddress, a)
-		return err
-	})
-	each("partyRole", func(v string) error {
-		role, err := ParseRole(v)
-		f.PartyRole = append(f.PartyRole, role)
-		return err
-	})
+	valuesInto(q, &err, "roleCurrency", func(v string) ([]byte, error) { return ParsePolicy(v, true) }, &f.RolesCurrency)
+	valuesInto(q, &err, "tag", ParseTag, &f.Tags)
+	valuesInto(q, &err, "partyAddress", ParseAddress, &f.PartyAddress)
+	valuesInto(q, &err, "partyRole", ParseRole, &f.PartyRole)
 	if err != nil || !withStatus {
 		return f, err
 	}
