@@ -52,7 +52,29 @@ async function api(p) {
 }
 const enc = (id) => encodeURIComponent(id);
 
-// records reads GET /events from the tip and calls onRecord for each
+// eachRecord reads the record events of an /events body (reader, of its
+// text) and calls onRecord for each until it returns true: it returns that
+// record, or null when the body ends first.
+async function eachRecord(reader, onRecord) {
+  let buf = "";
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) return null;
+    buf += value;
+    let i;
+    while ((i = buf.indexOf("\n\n")) >= 0) {
+      const ev = buf.slice(0, i);
+      buf = buf.slice(i + 2);
+      const m = ev.match(/^data: (.*)$/m);
+      if (m && /^event: record$/m.test(ev)) {
+        const rec = JSON.parse(m[1]);
+        if (onRecord(rec)) return rec;
+      }
+    }
+  }
+}
+
+// waitForRecord reads GET /events?params and calls pred for each
 // record until it returns true or the time is up; it returns that record.
 async function waitForRecord(params, pred, ms) {
   const ctl = new AbortController();
@@ -60,23 +82,7 @@ async function waitForRecord(params, pred, ms) {
   try {
     const res = await fetch(`${QUERY_URL}/events?${params}`, { signal: ctl.signal });
     if (!res.ok) throw new Error(`GET /events?${params}: ${res.status} ${await res.text()}`);
-    const reader = res.body.pipeThrough(new TextDecoderStream()).getReader();
-    let buf = "";
-    for (;;) {
-      const { value, done } = await reader.read();
-      if (done) return null;
-      buf += value;
-      let i;
-      while ((i = buf.indexOf("\n\n")) >= 0) {
-        const ev = buf.slice(0, i);
-        buf = buf.slice(i + 2);
-        const m = ev.match(/^data: (.*)$/m);
-        if (m && /^event: record$/m.test(ev)) {
-          const rec = JSON.parse(m[1]);
-          if (pred(rec)) return rec;
-        }
-      }
-    }
+    return await eachRecord(res.body.pipeThrough(new TextDecoderStream()).getReader(), pred);
   } catch (e) {
     if (e.name === "AbortError") return null;
     throw e;
@@ -247,21 +253,10 @@ async function watchLiveRollback(context, errors, ms) {
     }
   };
   let ended = false;
-  const reading = (async () => {
-    let buf = "";
-    for (;;) {
-      const { value, done } = await reader.read();
-      if (done) break;
-      buf += value;
-      let i;
-      while ((i = buf.indexOf("\n\n")) >= 0) {
-        const ev = buf.slice(0, i);
-        buf = buf.slice(i + 2);
-        const m = ev.match(/^data: (.*)$/m);
-        if (m && /^event: record$/m.test(ev)) note(JSON.parse(m[1]));
-      }
-    }
-  })().catch(() => {}).finally(() => {
+  const reading = eachRecord(reader, (r) => {
+    note(r);
+    return false;
+  }).catch(() => {}).finally(() => {
     ended = true;
   });
   let said = Date.now();

@@ -55,6 +55,14 @@ function fake() {
   return { FakeES, sources, timers: t, now: () => now, advance };
 }
 
+// watched: an EventStream from `from` on a fake, and the states it emits.
+function watched(from) {
+  const f = fake();
+  const states = [];
+  const s = new EventStream({ base: BASE, from, emit: (m) => m.type === "state" && states.push(m.state), EventSourceImpl: f.FakeES, now: f.now, timers: f.timers });
+  return { f, states, s };
+}
+
 const record = (seq, extra = {}) => ({ lastEventId: String(seq), data: JSON.stringify({ seq, kind: "inputs_applied", contractId: "c#0", ...extra }) });
 
 test("a stream from a cursor: live, records move the cursor, heartbeats the seq", () => {
@@ -82,9 +90,7 @@ test("a stream from a cursor: live, records move the cursor, heartbeats the seq"
 });
 
 test("a drop: reconnecting, then resumed (EventSource resumes by itself with Last-Event-ID)", () => {
-  const f = fake();
-  const states = [];
-  const s = new EventStream({ base: BASE, from: "tip", emit: (m) => m.type === "state" && states.push(m.state), EventSourceImpl: f.FakeES, now: f.now, timers: f.timers });
+  const { f, states, s } = watched("tip");
   assert.equal(f.sources[0].url.searchParams.get("from"), "tip");
   f.sources[0].fire("open");
   f.sources[0].fire("record", record(7));
@@ -97,9 +103,7 @@ test("a drop: reconnecting, then resumed (EventSource resumes by itself with Las
 });
 
 test("a refusal: failed, then restarted from the tip after a pause", () => {
-  const f = fake();
-  const states = [];
-  const s = new EventStream({ base: BASE, from: 10, emit: (m) => m.type === "state" && states.push(m.state), EventSourceImpl: f.FakeES, now: f.now, timers: f.timers });
+  const { f, states, s } = watched(10);
   f.sources[0].fire("open");
   f.sources[0].readyState = 2; // CLOSED: the server answered with an error
   f.sources[0].fire("error");
@@ -118,9 +122,7 @@ test("a refusal: failed, then restarted from the tip after a pause", () => {
 });
 
 test("silence: stalled after STALL_MS, opened again from the last cursor, then resumed", () => {
-  const f = fake();
-  const states = [];
-  const s = new EventStream({ base: BASE, from: 5, emit: (m) => m.type === "state" && states.push(m.state), EventSourceImpl: f.FakeES, now: f.now, timers: f.timers });
+  const { f, states, s } = watched(5);
   f.sources[0].fire("open");
   f.advance(STALL_MS - 1000);
   f.sources[0].fire("heartbeat", { data: JSON.stringify({ slot: 1, blockNo: 1, hash: "00", seq: 6 }) });

@@ -30,6 +30,15 @@ function parseExact(text) {
       else return;
     }
   };
+  // another steps over what follows a member of an object or array: true
+  // after ',' (another member follows), false after its closing bracket.
+  const another = (close) => {
+    ws();
+    const c = text[i];
+    if (c !== "," && c !== close) fail(`expected ',' or '${close}'`);
+    i++;
+    return c === ",";
+  };
   const value = () => {
     ws();
     const c = text[i];
@@ -51,16 +60,7 @@ function parseExact(text) {
         const v = value();
         if (k === "__proto__") Object.defineProperty(obj, k, { value: v, enumerable: true, writable: true, configurable: true });
         else obj[k] = v;
-        ws();
-        if (text[i] === ",") {
-          i++;
-          continue;
-        }
-        if (text[i] === "}") {
-          i++;
-          return obj;
-        }
-        fail("expected ',' or '}'");
+        if (!another("}")) return obj;
       }
     }
     if (c === "[") {
@@ -73,16 +73,7 @@ function parseExact(text) {
       }
       for (;;) {
         arr.push(value());
-        ws();
-        if (text[i] === ",") {
-          i++;
-          continue;
-        }
-        if (text[i] === "]") {
-          i++;
-          return arr;
-        }
-        fail("expected ',' or ']'");
+        if (!another("]")) return arr;
       }
     }
     if (c === '"') return string();
