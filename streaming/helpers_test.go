@@ -12,7 +12,6 @@ import (
 
 	"github.com/coder/websocket"
 
-	"go.uber.org/goleak"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
@@ -26,13 +25,8 @@ import (
 	"github.com/marlowe-follower/follower/streaming/streamtest"
 )
 
-// TestMain checks that no goroutine outlives the tests but protoactor's
-// dead-letter throttle, which waits out its interval (a second) after a
-// message to an actor that has stopped: a connection's goroutines tell
-// its actor they ended, and the actor may be gone by then.
-func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m, goleak.IgnoreTopFunction("github.com/asynkron/protoactor-go/actor.NewDeadLetter.NewThrottle.func4.1"))
-}
+// TestMain checks that no goroutine outlives the tests (streamtest.VerifyNoLeaks).
+func TestMain(m *testing.M) { streamtest.VerifyNoLeaks(m) }
 
 // seedFixture is a history with records, a server with durable streams,
 // and a log observer that catches warnings and errors.

@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest/observer"
 
@@ -25,13 +24,9 @@ import (
 	"github.com/marlowe-follower/follower/streaming/streamtest"
 )
 
-// TestMain checks that no goroutine outlives the tests but protoactor's
-// dead-letter throttle in the test server (streamtest), which waits out
-// its interval (a second) after a message to an actor that has stopped,
-// as the streaming package's tests allow it.
-func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m, goleak.IgnoreTopFunction("github.com/asynkron/protoactor-go/actor.NewDeadLetter.NewThrottle.func4.1"))
-}
+// TestMain checks that no goroutine outlives the tests, as the streaming
+// package's tests do (streamtest.VerifyNoLeaks).
+func TestMain(m *testing.M) { streamtest.VerifyNoLeaks(m) }
 
 // fixture is a history with records and a server with durable streams.
 type fixture struct {
