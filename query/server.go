@@ -116,30 +116,24 @@ func (c *Config) defaults() error {
 	if c.Logger == nil {
 		c.Logger = zap.NewNop()
 	}
-	def := func(d *time.Duration, v time.Duration) {
-		if *d <= 0 {
-			*d = v
-		}
-	}
-	def(&c.MinSeqWait, DefaultMinSeqWait)
-	def(&c.RequestTimeout, DefaultRequestTimeout)
-	def(&c.ReadHeaderTimeout, DefaultReadHeaderTimeout)
-	def(&c.ReadTimeout, DefaultReadTimeout)
-	def(&c.WriteTimeout, DefaultWriteTimeout)
-	def(&c.IdleTimeout, DefaultIdleTimeout)
-	if c.MaxHeaderBytes <= 0 {
-		c.MaxHeaderBytes = DefaultMaxHeaderBytes
-	}
-	if c.MaxBodyBytes <= 0 {
-		c.MaxBodyBytes = DefaultMaxBodyBytes
-	}
-	if c.ReadyMaxSeqLag <= 0 {
-		c.ReadyMaxSeqLag = DefaultReadyMaxSeqLag
-	}
-	if c.ReadyMaxBehind == 0 {
-		c.ReadyMaxBehind = DefaultReadyMaxBehind
-	}
+	orDefault(&c.MinSeqWait, DefaultMinSeqWait)
+	orDefault(&c.RequestTimeout, DefaultRequestTimeout)
+	orDefault(&c.ReadHeaderTimeout, DefaultReadHeaderTimeout)
+	orDefault(&c.ReadTimeout, DefaultReadTimeout)
+	orDefault(&c.WriteTimeout, DefaultWriteTimeout)
+	orDefault(&c.IdleTimeout, DefaultIdleTimeout)
+	orDefault(&c.MaxHeaderBytes, DefaultMaxHeaderBytes)
+	orDefault(&c.MaxBodyBytes, DefaultMaxBodyBytes)
+	orDefault(&c.ReadyMaxSeqLag, DefaultReadyMaxSeqLag)
+	orDefault(&c.ReadyMaxBehind, DefaultReadyMaxBehind)
 	return nil
+}
+
+// orDefault sets a setting left at zero (or below) to its default.
+func orDefault[T ~int | ~int64 | ~uint64](v *T, def T) {
+	if *v <= 0 {
+		*v = def
+	}
 }
 
 // Server is the query API.
