@@ -127,6 +127,28 @@ func parseRanged[K any](h http.Header, field, what string, start func(*pageRange
 	return rg, err
 }
 
+// listRequest is a list request: what selects the list (its filter,
+// params or contract) and its Range.
+type listRequest[S, K any] struct {
+	sel S
+	ranged[K]
+}
+
+// rangedList answers a list: sel reads what selects it, its Range names
+// the items by field (what in errors, read by start), read answers it.
+func rangedList[S, K any](v *View, sel func(r *http.Request, q *api.Query) (S, error), field, what string,
+	start func(*pageRange, string) (K, error), read func(ctx context.Context, req *listRequest[S, K]) (api.Answer, error)) http.HandlerFunc {
+	return handle(v, func(r *http.Request, q *api.Query) (*listRequest[S, K], error) {
+		s, err := sel(r, q)
+		if err != nil {
+			return nil, err
+		}
+		req := &listRequest[S, K]{sel: s}
+		req.ranged, err = parseRanged(r.Header, field, what, start)
+		return req, err
+	}, read)
+}
+
 // rangeStart reads the item a range starts from with parse (want says
 // what it takes) and writes the range's value as the item's own text.
 func rangeStart[K fmt.Stringer](pr *pageRange, what, want string, parse func(string) (K, error)) (K, error) {
@@ -165,21 +187,12 @@ func pathTx(r *http.Request, name, what string) (chain.Hash32, error) {
 }
 
 // contractListRequest is a contract list's filter and range.
-type contractListRequest struct {
-	filter contractstore.ContractFilter
-	ranged[chain.TxOutRef]
-}
+type contractListRequest = listRequest[contractstore.ContractFilter, chain.TxOutRef]
 
 func (v *View) contractList() http.HandlerFunc {
-	return handle(v, func(r *http.Request, q *api.Query) (*contractListRequest, error) {
-		f, err := api.ContractFilter(q, false, false)
-		if err != nil {
-			return nil, err
-		}
-		req := &contractListRequest{filter: f}
-		req.ranged, err = parseRanged(r.Header, "contractId", "contract id", rangeStartRef)
-		return req, err
-	}, v.readContracts)
+	return rangedList(v, func(r *http.Request, q *api.Query) (contractstore.ContractFilter, error) {
+		return api.ContractFilter(q, false, false)
+	}, "contractId", "contract id", rangeStartRef, v.readContracts)
 }
 
 // readContracts reads a contract page: from the Range's start contract
@@ -187,7 +200,7 @@ func (v *View) contractList() http.HandlerFunc {
 // before it), through the fast writer.
 func (v *View) readContracts(ctx context.Context, req *contractListRequest) (api.Answer, error) {
 	pr := req.pr
-	p := &contractstore.ContractListParams{Filter: req.filter, Descending: pr.desc, Count: true}
+	p := &contractstore.ContractListParams{Filter: req.sel, Descending: pr.desc, Count: true}
 	if pr.hasVal {
 		p.From = &req.start
 	}

@@ -14,48 +14,43 @@ import (
 )
 
 // payoutListRequest is a payout list's filter and range.
-type payoutListRequest struct {
-	p contractstore.PayoutListParams
-	ranged[chain.TxOutRef]
-}
+type payoutListRequest = listRequest[contractstore.PayoutListParams, chain.TxOutRef]
 
 func (v *View) payoutList() http.HandlerFunc {
-	return handle(v, func(r *http.Request, q *api.Query) (*payoutListRequest, error) {
-		req := &payoutListRequest{p: contractstore.PayoutListParams{RolesOnly: true}}
-		p := &req.p
-		var err error
-		p.Contracts, err = api.Values(q, "contractId", func(s string) (chain.TxOutRef, error) {
-			id, err := chain.ParseTxOutRef(s)
-			if err != nil {
-				return id, invalid("bad_contract_id", fmt.Sprintf("Invalid contract id %q: want TXID#INDEX", api.Clip(s)))
-			}
-			return id, nil
-		})
-		if err == nil {
-			p.Roles, err = api.Values(q, "roleToken", api.ParseRole)
-		}
-		if err == nil {
-			var status string
-			status, err = q.One("status")
-			switch contractstore.PayoutStatus(status) {
-			case "", contractstore.PayoutAvailable, contractstore.PayoutWithdrawn:
-				p.Status = contractstore.PayoutStatus(status)
-			default:
-				if err == nil {
-					err = invalid("bad_status", fmt.Sprintf("Invalid status %q: want available or withdrawn", api.Clip(status)))
-				}
-			}
-		}
+	return rangedList(v, payoutListParams, "payoutId", "payout id", rangeStartRef, v.readPayouts)
+}
+
+// payoutListParams reads a payout list's filter: role payouts only.
+func payoutListParams(_ *http.Request, q *api.Query) (contractstore.PayoutListParams, error) {
+	p := contractstore.PayoutListParams{RolesOnly: true}
+	var err error
+	p.Contracts, err = api.Values(q, "contractId", func(s string) (chain.TxOutRef, error) {
+		id, err := chain.ParseTxOutRef(s)
 		if err != nil {
-			return nil, err
+			return id, invalid("bad_contract_id", fmt.Sprintf("Invalid contract id %q: want TXID#INDEX", api.Clip(s)))
 		}
-		req.ranged, err = parseRanged(r.Header, "payoutId", "payout id", rangeStartRef)
-		return req, err
-	}, v.readPayouts)
+		return id, nil
+	})
+	if err == nil {
+		p.Roles, err = api.Values(q, "roleToken", api.ParseRole)
+	}
+	if err == nil {
+		var status string
+		status, err = q.One("status")
+		switch contractstore.PayoutStatus(status) {
+		case "", contractstore.PayoutAvailable, contractstore.PayoutWithdrawn:
+			p.Status = contractstore.PayoutStatus(status)
+		default:
+			if err == nil {
+				err = invalid("bad_status", fmt.Sprintf("Invalid status %q: want available or withdrawn", api.Clip(status)))
+			}
+		}
+	}
+	return p, err
 }
 
 func (v *View) readPayouts(ctx context.Context, req *payoutListRequest) (api.Answer, error) {
-	pr, p := req.pr, &req.p
+	pr, p := req.pr, &req.sel
 	p.Descending = pr.desc
 	var starting []contractstore.Payout
 	if pr.hasVal {

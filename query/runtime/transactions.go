@@ -22,25 +22,16 @@ func decodeStep(t *contractstore.Transaction) (*stepPayload, error) {
 }
 
 // transactionListRequest is a step list's contract and range.
-type transactionListRequest struct {
-	contract chain.TxOutRef
-	ranged[chain.Hash32]
-}
+type transactionListRequest = listRequest[chain.TxOutRef, chain.Hash32]
 
 func (v *View) transactionList() http.HandlerFunc {
-	return handle(v, func(r *http.Request, q *api.Query) (*transactionListRequest, error) {
-		id, err := pathRef(r, "contractId", "contract id", "bad_contract_id")
-		if err != nil {
-			return nil, err
-		}
-		req := &transactionListRequest{contract: id}
-		req.ranged, err = parseRanged(r.Header, "transactionId", "transaction id", rangeStartTx)
-		return req, err
-	}, v.readTransactions)
+	return rangedList(v, func(r *http.Request, q *api.Query) (chain.TxOutRef, error) {
+		return pathRef(r, "contractId", "contract id", "bad_contract_id")
+	}, "transactionId", "transaction id", rangeStartTx, v.readTransactions)
 }
 
 func (v *View) readTransactions(ctx context.Context, req *transactionListRequest) (api.Answer, error) {
-	pr, id := req.pr, req.contract
+	pr, id := req.pr, req.sel
 	p := &contractstore.TransactionListParams{Contract: id, Descending: pr.desc, AppliedOnly: true, WithPayload: true}
 	if pr.hasVal {
 		t, _, err := v.env.Contracts.TransactionGet(ctx, id, req.start)

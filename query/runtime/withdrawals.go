@@ -10,26 +10,19 @@ import (
 )
 
 // withdrawalListRequest is a withdrawal list's filter and range.
-type withdrawalListRequest struct {
-	p contractstore.WithdrawalListParams
-	ranged[chain.Hash32]
-}
+type withdrawalListRequest = listRequest[contractstore.WithdrawalListParams, chain.Hash32]
 
 func (v *View) withdrawalList() http.HandlerFunc {
-	return handle(v, func(r *http.Request, q *api.Query) (*withdrawalListRequest, error) {
-		req := &withdrawalListRequest{}
+	return rangedList(v, func(r *http.Request, q *api.Query) (contractstore.WithdrawalListParams, error) {
+		var p contractstore.WithdrawalListParams
 		var err error
-		req.p.RolesCurrency, err = api.Values(q, "roleCurrency", func(s string) ([]byte, error) { return api.ParsePolicy(s, true) })
-		if err != nil {
-			return nil, err
-		}
-		req.ranged, err = parseRanged(r.Header, "withdrawalId", "withdrawal id", rangeStartTx)
-		return req, err
-	}, v.readWithdrawals)
+		p.RolesCurrency, err = api.Values(q, "roleCurrency", func(s string) ([]byte, error) { return api.ParsePolicy(s, true) })
+		return p, err
+	}, "withdrawalId", "withdrawal id", rangeStartTx, v.readWithdrawals)
 }
 
 func (v *View) readWithdrawals(ctx context.Context, req *withdrawalListRequest) (api.Answer, error) {
-	pr, p := req.pr, &req.p
+	pr, p := req.pr, &req.sel
 	p.Descending = pr.desc
 	if pr.hasVal {
 		wd, _, err := v.env.Contracts.WithdrawalGet(ctx, req.start)
