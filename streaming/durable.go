@@ -324,12 +324,17 @@ func (s *Server) handleGet(w http.ResponseWriter, r *http.Request) {
 	}
 	switch {
 	case errors.Is(err, streamstore.ErrNotFound):
-		writeError(w, http.StatusNotFound, "not_found", fmt.Sprintf("no durable stream %q", r.PathValue("name")))
+		noSuchStream(w, r)
 	case err != nil:
 		storeFailed(w, r, s.log, "reading the stream", err)
 	default:
 		writeJSON(w, http.StatusOK, in)
 	}
+}
+
+// noSuchStream answers 404 for the durable stream the path names.
+func noSuchStream(w http.ResponseWriter, r *http.Request) {
+	writeError(w, http.StatusNotFound, "not_found", fmt.Sprintf("no durable stream %q", r.PathValue("name")))
 }
 
 func (s *Server) handleDelete(w http.ResponseWriter, r *http.Request) {
@@ -339,7 +344,7 @@ func (s *Server) handleDelete(w http.ResponseWriter, r *http.Request) {
 	err := s.deleteOwnStream(r.Context(), callerOf(r), r.PathValue("name"))
 	switch {
 	case errors.Is(err, streamstore.ErrNotFound):
-		writeError(w, http.StatusNotFound, "not_found", fmt.Sprintf("no durable stream %q", r.PathValue("name")))
+		noSuchStream(w, r)
 	case err != nil:
 		storeFailed(w, r, s.log, "deleting the stream", err)
 	default:

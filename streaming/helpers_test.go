@@ -120,11 +120,7 @@ func drainWithin(t *testing.T, raw *streamtest.Raw, got *streamtest.Collector, w
 
 func (sf *seedFixture) expected(t *testing.T, filter record.Filter, from record.Cursor) []record.Record {
 	t.Helper()
-	exp, err := streamtest.Expected(context.Background(), sf.h.Backend, filter, from, sf.h.Handle.Head())
-	if err != nil {
-		t.Fatal(err)
-	}
-	return exp
+	return streamtest.MustExpected(t, sf.h.Backend, filter, from, sf.h.Handle.Head())
 }
 
 func (sf *seedFixture) noWarnings(t *testing.T) {

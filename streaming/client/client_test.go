@@ -59,11 +59,7 @@ func newFixture(t *testing.T, records int64, opts streamingtest.ServerOptions) *
 
 func (fx *fixture) expected(t *testing.T, filter record.Filter, from record.Cursor) []record.Record {
 	t.Helper()
-	exp, err := streamtest.Expected(context.Background(), fx.h.Backend, filter, from, fx.h.Handle.Head())
-	if err != nil {
-		t.Fatal(err)
-	}
-	return exp
+	return streamtest.MustExpected(t, fx.h.Backend, filter, from, fx.h.Handle.Head())
 }
 
 // subscribeAll subscribes c to every record with req (its filter all)

@@ -28,12 +28,9 @@ func (e *Events) Serve(w http.ResponseWriter, sys *actor.ActorSystem, pid *actor
 func (e *Events) writeEvents(ev *eventWriter, sys *actor.ActorSystem, pid *actor.PID) {
 	slow := false
 	for {
-		f, ok := e.q.pop(e.ctx.Done())
+		f, ok := e.q.take(e.ctx.Done(), sys, pid)
 		if !ok {
 			break
-		}
-		if e.q.roomWanted.CompareAndSwap(true, false) {
-			wire.Tell(sys, pid, &room{})
 		}
 		var err error
 		if f.parts != nil {

@@ -48,12 +48,9 @@ func (c *Actor) writeLoop() {
 	watchdog.Stop()
 	defer watchdog.Stop()
 	for {
-		f, ok := c.q.pop(c.ctx.Done())
+		f, ok := c.q.take(c.ctx.Done(), sys, self)
 		if !ok {
 			return
-		}
-		if c.q.roomWanted.CompareAndSwap(true, false) {
-			wire.Tell(sys, self, &room{})
 		}
 		watchdog.Reset(c.d.Config.WriteTimeout)
 		var err error

@@ -7,6 +7,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/asynkron/protoactor-go/actor"
+
 	"github.com/marlowe-follower/follower/streaming/wire"
 )
 
@@ -257,6 +259,16 @@ func (q *SendQueue) pop(done <-chan struct{}) (queued, bool) {
 			return queued{}, false
 		}
 	}
+}
+
+// take is pop for a writer: taking a frame makes room, so it also tells
+// the connection actor pid when the actor waits for some (roomWanted).
+func (q *SendQueue) take(done <-chan struct{}, sys *actor.ActorSystem, pid *actor.PID) (queued, bool) {
+	f, ok := q.pop(done)
+	if ok && q.roomWanted.CompareAndSwap(true, false) {
+		wire.Tell(sys, pid, &room{})
+	}
+	return f, ok
 }
 
 // close refuses further frames, drops the queued ones and wakes waiters.

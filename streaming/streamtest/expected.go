@@ -2,10 +2,21 @@ package streamtest
 
 import (
 	"context"
+	"testing"
 
 	"github.com/marlowe-follower/follower/history"
 	"github.com/marlowe-follower/follower/history/record"
 )
+
+// MustExpected is Expected for a test, which an error fails.
+func MustExpected(t testing.TB, b history.Backend, filter record.Filter, from record.Cursor, upTo int64) []record.Record {
+	t.Helper()
+	exp, err := Expected(context.Background(), b, filter, from, upTo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return exp
+}
 
 // Expected returns, from the backend, what a subscription with filter that
 // starts at cursor from must deliver up to seq upTo: the records current as
