@@ -20,13 +20,14 @@ import (
 	"github.com/marlowe-follower/follower/chainsync/waitfor"
 	"github.com/marlowe-follower/follower/history/record"
 	"github.com/marlowe-follower/follower/streaming"
+	"github.com/marlowe-follower/follower/streaming/internal/leakcheck"
 	"github.com/marlowe-follower/follower/streaming/protocol"
 	"github.com/marlowe-follower/follower/streaming/streamstore/sqlstreams"
 	"github.com/marlowe-follower/follower/streaming/streamtest"
 )
 
-// TestMain checks that no goroutine outlives the tests (streamtest.VerifyNoLeaks).
-func TestMain(m *testing.M) { streamtest.VerifyNoLeaks(m) }
+// TestMain checks that no goroutine outlives the tests (leakcheck.VerifyTestMain).
+func TestMain(m *testing.M) { leakcheck.VerifyTestMain(m) }
 
 // seedFixture is a history with records, a server with durable streams,
 // and a log observer that catches warnings and errors.

@@ -19,14 +19,15 @@ import (
 	"github.com/marlowe-follower/follower/history/record"
 	"github.com/marlowe-follower/follower/streaming"
 	"github.com/marlowe-follower/follower/streaming/client"
+	"github.com/marlowe-follower/follower/streaming/internal/leakcheck"
 	"github.com/marlowe-follower/follower/streaming/protocol"
 	"github.com/marlowe-follower/follower/streaming/streamstore/sqlstreams"
 	"github.com/marlowe-follower/follower/streaming/streamtest"
 )
 
 // TestMain checks that no goroutine outlives the tests, as the streaming
-// package's tests do (streamtest.VerifyNoLeaks).
-func TestMain(m *testing.M) { streamtest.VerifyNoLeaks(m) }
+// package's tests do (leakcheck.VerifyTestMain).
+func TestMain(m *testing.M) { leakcheck.VerifyTestMain(m) }
 
 // fixture is a history with records and a server with durable streams.
 type fixture struct {

@@ -1,4 +1,7 @@
-package streamtest
+// Package leakcheck is the streaming tests' check that no goroutine
+// outlives them (apart from streamtest, which programs outside the tests
+// import too).
+package leakcheck
 
 import (
 	"testing"
@@ -6,11 +9,11 @@ import (
 	"go.uber.org/goleak"
 )
 
-// VerifyNoLeaks runs a package's tests (for its TestMain) and fails them
+// VerifyTestMain runs a package's tests (for its TestMain) and fails them
 // when a goroutine outlives them, but for protoactor's dead-letter
 // throttle in the test server, which waits out its interval (a second)
 // after a message to an actor that has stopped: a connection's goroutines
 // tell its actor they ended, and the actor may be gone by then.
-func VerifyNoLeaks(m *testing.M) {
+func VerifyTestMain(m *testing.M) {
 	goleak.VerifyTestMain(m, goleak.IgnoreTopFunction("github.com/asynkron/protoactor-go/actor.NewDeadLetter.NewThrottle.func4.1"))
 }
