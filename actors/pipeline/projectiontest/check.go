@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"slices"
+	"testing"
 	"time"
 
 	"github.com/marlowe-follower/follower/chainsync/chain"
@@ -53,24 +54,41 @@ func (p *Pipeline) CheckAgainstFold() Summary {
 	return sum
 }
 
+// readAll reads every page of a list: page reads the one after last (nil:
+// the first), and says whether more follow.
+func readAll[T any](tb testing.TB, page func(last *T) (items []T, more bool, err error)) []T {
+	tb.Helper()
+	var all []T
+	var last *T
+	for {
+		items, more, err := page(last)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		all = append(all, items...)
+		if !more || len(items) == 0 {
+			return all
+		}
+		last = &items[len(items)-1]
+	}
+}
+
 // checkContracts compares the contracts, in creation order, with their
 // bodies and steps; it returns the fold's, in that order.
 func (p *Pipeline) checkContracts(ctx context.Context, want *contractstore.CommitParams, sum *Summary) []contractstore.Contract {
 	tb, b := p.tb, p.Contracts
 	tb.Helper()
-	var got []contractstore.Contract
-	var after int64
-	for {
-		page, err := b.ContractList(ctx, &contractstore.ContractListParams{After: after, Limit: 1000})
+	got := readAll(tb, func(last *contractstore.Contract) ([]contractstore.Contract, bool, error) {
+		q := &contractstore.ContractListParams{Limit: 1000}
+		if last != nil {
+			q.After = last.Seq
+		}
+		page, err := b.ContractList(ctx, q)
 		if err != nil {
-			tb.Fatal(err)
+			return nil, false, err
 		}
-		got = append(got, page.Contracts...)
-		if !page.More {
-			break
-		}
-		after = page.Contracts[len(page.Contracts)-1].Seq
-	}
+		return page.Contracts, page.More, nil
+	})
 	wantContracts := slices.Clone(want.Contracts)
 	slices.SortFunc(wantContracts, func(a, b contractstore.Contract) int { return int(a.Seq - b.Seq) })
 	if len(got) != len(wantContracts) {
@@ -116,20 +134,17 @@ func (p *Pipeline) checkPayouts(ctx context.Context, want *contractstore.CommitP
 	if len(want.PayoutsWithdrawn) != 0 {
 		tb.Fatal("a fold from scratch withdrew a payout it had not made")
 	}
-	var gotPayouts []contractstore.Payout
-	q := &contractstore.PayoutListParams{Limit: 1000}
-	for {
+	gotPayouts := readAll(tb, func(last *contractstore.Payout) ([]contractstore.Payout, bool, error) {
+		q := &contractstore.PayoutListParams{Limit: 1000}
+		if last != nil {
+			q.After = &contractstore.PayoutKey{Seq: last.Seq, ID: last.ID}
+		}
 		page, err := b.PayoutList(ctx, q)
 		if err != nil {
-			tb.Fatal(err)
+			return nil, false, err
 		}
-		gotPayouts = append(gotPayouts, page.Payouts...)
-		if !page.More {
-			break
-		}
-		last := page.Payouts[len(page.Payouts)-1]
-		q.After = &contractstore.PayoutKey{Seq: last.Seq, ID: last.ID}
-	}
+		return page.Payouts, page.More, nil
+	})
 	wantPayouts := slices.Clone(want.Payouts)
 	slices.SortFunc(wantPayouts, func(a, b contractstore.Payout) int {
 		if a.Seq != b.Seq {
