@@ -13,18 +13,13 @@ import (
 // testInit checks schema setup: migrations are idempotent, a reopened
 // database keeps its data, another network and a newer schema are refused.
 func (s *suite) testInit(t *testing.T) {
-	for _, c := range []struct {
-		name string
-		run  func(*testing.T)
-	}{
+	runParts(t, []part{
 		{"fresh", s.testInitFresh},
 		{"idempotent", s.testInitIdempotent},
 		{"reopen", s.testInitReopen},
 		{"wrong network", s.testInitWrongNetwork},
 		{"schema too new", s.testInitSchemaTooNew},
-	} {
-		t.Run(c.name, c.run)
-	}
+	})
 }
 
 // testInitFresh: Init on an empty database makes the schema and an empty log.

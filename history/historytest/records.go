@@ -31,19 +31,14 @@ func show(r *record.Record) string {
 // testRecords checks appending and reading back, seq continuity and the
 // refusals that leave the store as it was.
 func (s *suite) testRecords(t *testing.T) {
-	for _, c := range []struct {
-		name string
-		run  func(*testing.T)
-	}{
+	runParts(t, []part{
 		{"append and read back", s.testRecordsAppendAndReadBack},
 		{"seq continuity", s.testRecordsSeqContinuity},
 		{"refusals", s.testRecordsRefusals},
 		{"recent", s.testRecordsRecent},
 		{"closed", s.testRecordsClosed},
 		{"cancelled", s.testRecordsCancelled},
-	} {
-		t.Run(c.name, c.run)
-	}
+	})
 }
 
 // testRecordsAppendAndReadBack: records come back as appended, payloads byte for

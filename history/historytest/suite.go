@@ -163,3 +163,16 @@ func wantErr(t testing.TB, what string, err, target error) {
 		t.Fatalf("%s: error %v, want %v", what, err, target)
 	}
 }
+
+// part is a named subtest of one of the suite's tests.
+type part struct {
+	name string
+	run  func(*testing.T)
+}
+
+// runParts runs parts as subtests of t, in order.
+func runParts(t *testing.T, parts []part) {
+	for _, p := range parts {
+		t.Run(p.name, p.run)
+	}
+}
