@@ -322,19 +322,21 @@ func (s *Server) handleGet(w http.ResponseWriter, r *http.Request) {
 	if err == nil && !callerOf(r).Owns(in.owner) {
 		err = streamstore.ErrNotFound // another owner's stream does not exist for this caller
 	}
-	switch {
-	case errors.Is(err, streamstore.ErrNotFound):
-		noSuchStream(w, r)
-	case err != nil:
-		storeFailed(w, r, s.log, "reading the stream", err)
-	default:
-		writeJSON(w, http.StatusOK, in)
-	}
+	s.answerStream(w, r, err, "reading the stream", func() { writeJSON(w, http.StatusOK, in) })
 }
 
-// noSuchStream answers 404 for the durable stream the path names.
-func noSuchStream(w http.ResponseWriter, r *http.Request) {
-	writeError(w, http.StatusNotFound, "not_found", fmt.Sprintf("no durable stream %q", r.PathValue("name")))
+// answerStream answers a store call on the durable stream the path names
+// (doing says what the call did): 404 when there is no such stream, the
+// store's failure, else what ok writes.
+func (s *Server) answerStream(w http.ResponseWriter, r *http.Request, err error, doing string, ok func()) {
+	switch {
+	case errors.Is(err, streamstore.ErrNotFound):
+		writeError(w, http.StatusNotFound, "not_found", fmt.Sprintf("no durable stream %q", r.PathValue("name")))
+	case err != nil:
+		storeFailed(w, r, s.log, doing, err)
+	default:
+		ok()
+	}
 }
 
 func (s *Server) handleDelete(w http.ResponseWriter, r *http.Request) {
@@ -342,14 +344,7 @@ func (s *Server) handleDelete(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	err := s.deleteOwnStream(r.Context(), callerOf(r), r.PathValue("name"))
-	switch {
-	case errors.Is(err, streamstore.ErrNotFound):
-		noSuchStream(w, r)
-	case err != nil:
-		storeFailed(w, r, s.log, "deleting the stream", err)
-	default:
-		w.WriteHeader(http.StatusNoContent)
-	}
+	s.answerStream(w, r, err, "deleting the stream", func() { w.WriteHeader(http.StatusNoContent) })
 }
 
 // principalKey carries the caller of a /streams request in its context.
