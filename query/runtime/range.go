@@ -185,6 +185,16 @@ func setPageHeaders(h http.Header, pr *pageRange, sp span) {
 		";order "+pr.order())
 }
 
+// after is the seq a list's read goes on after to start at (inclusive) the
+// item whose records span seqs first to last: first-1 ascending, last+1
+// descending.
+func (pr *pageRange) after(first, last int64) int64 {
+	if pr.desc {
+		return last + 1
+	}
+	return first - 1
+}
+
 // firstRead is what the first read of a list's range answered: the list's
 // count (the reads ask for it once) and the position the answer shows.
 type firstRead struct {

@@ -41,10 +41,7 @@ func (v *View) readTransactions(ctx context.Context, req *transactionListRequest
 		if err != nil {
 			return api.Answer{}, missing(err, &rangeError{"Initial transaction ID not found"})
 		}
-		p.After = t.Seq - 1
-		if pr.desc {
-			p.After = t.Seq + 1
-		}
+		p.After = pr.after(t.Seq, t.Seq)
 	}
 	var first firstRead
 	p.Count = true

@@ -29,10 +29,7 @@ func (v *View) readWithdrawals(ctx context.Context, req *withdrawalListRequest) 
 		if err != nil {
 			return api.Answer{}, missing(err, &rangeError{"Initial withdrawal ID not found"})
 		}
-		p.After = wd.Seq - 1
-		if pr.desc {
-			p.After = wd.LastSeq + 1
-		}
+		p.After = pr.after(wd.Seq, wd.LastSeq)
 	}
 	var first firstRead
 	p.Count = true
